@@ -1,0 +1,1 @@
+//! placeholder: the edge worker is being built (issue 3).

@@ -1,0 +1,443 @@
+//! Request and response bodies of the public and admin API, shared by origin and edge so that
+//! both give byte-for-byte the same bodies for the same results.
+//!
+//! Every non-2xx answer has one of two shapes:
+//! - a business result: `{"result": "<code>", ...fields of that result}` (e.g. 409 `sold_out`);
+//! - a request error: `{"result": "<code>", "message": "<text for humans>"}` ([`ErrorBody`]).
+//!
+//! Times are RFC 3339 in UTC; counts are plain integers.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// What a campaign hands out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CampaignKind {
+    /// A claim is a hold on one unit until it is paid or expires (seed "Flash Sale").
+    Sale,
+    /// A claim is an issued coupon with a redeemable code (seed "6M-coupon giveaway").
+    Giveaway,
+}
+
+impl CampaignKind {
+    /// The lowercase wire name (`sale` / `giveaway`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CampaignKind::Sale => "sale",
+            CampaignKind::Giveaway => "giveaway",
+        }
+    }
+
+    /// Parses the wire name; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "sale" => Some(CampaignKind::Sale),
+            "giveaway" => Some(CampaignKind::Giveaway),
+            _ => None,
+        }
+    }
+}
+
+/// The state of a campaign as seen by customers, decided by the origin's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CampaignState {
+    /// Before `starts_at`.
+    Scheduled,
+    /// Between `starts_at` and `ends_at`, units left, not paused.
+    Active,
+    /// Paused by a campaign manager.
+    Paused,
+    /// No unit left (the sold-out flag is set); may clear when holds expire or stock is added.
+    SoldOut,
+    /// At or after `ends_at`, or closed by a manager.
+    Ended,
+}
+
+impl CampaignState {
+    /// Decides the state from the stored facts. Order of precedence: ended, paused,
+    /// scheduled, sold out, active. `now >= ends_at` is ended; `now < starts_at` is scheduled.
+    pub fn decide(
+        now: DateTime<Utc>,
+        starts_at: DateTime<Utc>,
+        ends_at: DateTime<Utc>,
+        paused: bool,
+        remaining: i64,
+    ) -> Self {
+        if now >= ends_at {
+            CampaignState::Ended
+        } else if paused {
+            CampaignState::Paused
+        } else if now < starts_at {
+            CampaignState::Scheduled
+        } else if remaining <= 0 {
+            CampaignState::SoldOut
+        } else {
+            CampaignState::Active
+        }
+    }
+
+    /// The lowercase wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CampaignState::Scheduled => "scheduled",
+            CampaignState::Active => "active",
+            CampaignState::Paused => "paused",
+            CampaignState::SoldOut => "sold_out",
+            CampaignState::Ended => "ended",
+        }
+    }
+}
+
+/// `GET /api/v1/campaigns/{id}` body: the public status of a campaign.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CampaignStatus {
+    /// Slug `[a-z0-9-]{1,64}`.
+    pub id: String,
+    pub name: String,
+    pub kind: CampaignKind,
+    pub state: CampaignState,
+    /// Total units of the campaign.
+    pub stock: i64,
+    /// Units not claimed (held, paid or issued units are not remaining).
+    pub remaining: i64,
+    /// RFC 3339 UTC.
+    pub starts_at: DateTime<Utc>,
+    /// RFC 3339 UTC.
+    pub ends_at: DateTime<Utc>,
+}
+
+/// `POST /admin/v1/campaigns` body. Validation rules: see [`NewCampaign::validate`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewCampaign {
+    pub id: String,
+    pub name: String,
+    pub kind: CampaignKind,
+    /// 1..=[`MAX_STOCK`].
+    pub stock: i64,
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: DateTime<Utc>,
+    /// Sale only: how long a hold lasts, in seconds (1..=86,400; default 600). Rejected for a
+    /// giveaway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_seconds: Option<i64>,
+}
+
+/// Largest stock of one campaign.
+pub const MAX_STOCK: i64 = 10_000_000;
+/// Hold length of a sale claim when the campaign does not set one (seed "Flash Sale": "pay
+/// within 10 minutes").
+pub const DEFAULT_HOLD_SECONDS: i64 = 600;
+/// Longest hold a campaign may set, in seconds (one day).
+pub const MAX_HOLD_SECONDS: i64 = 86_400;
+
+impl NewCampaign {
+    /// Checks the rules that the type system does not: slug shape, non-empty name of at most
+    /// 200 characters, stock range, `starts_at < ends_at`, hold only for sales and in range.
+    /// Returns a human-readable message for the first broken rule.
+    pub fn validate(&self) -> Result<(), String> {
+        if !is_valid_slug(&self.id) {
+            return Err("id must match [a-z0-9-]{1,64}".into());
+        }
+        let name_len = self.name.chars().count();
+        if self.name.trim().is_empty() || name_len > 200 {
+            return Err("name must be 1 to 200 characters".into());
+        }
+        if !(1..=MAX_STOCK).contains(&self.stock) {
+            return Err(format!("stock must be between 1 and {MAX_STOCK}"));
+        }
+        if self.starts_at >= self.ends_at {
+            return Err("starts_at must be before ends_at".into());
+        }
+        match (self.kind, self.hold_seconds) {
+            (CampaignKind::Giveaway, Some(_)) => {
+                Err("hold_seconds applies to sale campaigns only".into())
+            }
+            (CampaignKind::Sale, Some(h)) if !(1..=MAX_HOLD_SECONDS).contains(&h) => Err(format!(
+                "hold_seconds must be between 1 and {MAX_HOLD_SECONDS}"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// True when `s` is a campaign slug: `[a-z0-9-]{1,64}`.
+pub fn is_valid_slug(s: &str) -> bool {
+    (1..=64).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// Status of a claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimStatus {
+    /// Sale: the unit is held for the customer until `held_until`.
+    Held,
+    /// Sale: paid within the hold.
+    Paid,
+    /// Sale: released (payment failed or cancelled); the unit went back.
+    Released,
+    /// Sale: the hold passed `held_until` unpaid; the unit went back.
+    Expired,
+    /// Giveaway: a coupon was issued.
+    Issued,
+    /// Giveaway: the coupon was redeemed in store.
+    Redeemed,
+}
+
+impl ClaimStatus {
+    /// The lowercase wire name (also the value stored in PostgreSQL).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClaimStatus::Held => "held",
+            ClaimStatus::Paid => "paid",
+            ClaimStatus::Released => "released",
+            ClaimStatus::Expired => "expired",
+            ClaimStatus::Issued => "issued",
+            ClaimStatus::Redeemed => "redeemed",
+        }
+    }
+
+    /// Parses the stored name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "held" => ClaimStatus::Held,
+            "paid" => ClaimStatus::Paid,
+            "released" => ClaimStatus::Released,
+            "expired" => ClaimStatus::Expired,
+            "issued" => ClaimStatus::Issued,
+            "redeemed" => ClaimStatus::Redeemed,
+            _ => return None,
+        })
+    }
+
+    /// Active claims hold a unit and count against one-per-customer.
+    pub fn is_active(self) -> bool {
+        !matches!(self, ClaimStatus::Released | ClaimStatus::Expired)
+    }
+}
+
+/// A customer's claim on one unit of a campaign.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    /// Claim id (`c_` + UUID v7 in simple form).
+    pub id: String,
+    /// Campaign id.
+    pub campaign: String,
+    /// Customer id (the `sub` of the customer token).
+    pub customer: String,
+    pub status: ClaimStatus,
+    /// Sale: end of the hold, RFC 3339 UTC. `null` for a giveaway.
+    pub held_until: Option<DateTime<Utc>>,
+    /// Giveaway: the coupon code. `null` for a sale.
+    pub code: Option<String>,
+    /// RFC 3339 UTC, on the origin's clock.
+    pub created_at: DateTime<Utc>,
+}
+
+/// `POST /api/v1/campaigns/{id}/claims` request body: the empty JSON object `{}`. Any field
+/// is unknown and rejected; so is any other JSON value (an array, a string, `null`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ClaimRequest {}
+
+impl<'de> Deserialize<'de> for ClaimRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct EmptyObject;
+        impl<'de> serde::de::Visitor<'de> for EmptyObject {
+            type Value = ClaimRequest;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("the empty JSON object {}")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                match map.next_key::<String>()? {
+                    None => Ok(ClaimRequest {}),
+                    Some(k) => Err(serde::de::Error::unknown_field(&k, &[])),
+                }
+            }
+        }
+        d.deserialize_map(EmptyObject)
+    }
+}
+
+/// The answer to a claim, tagged by `result`. HTTP status: see [`ClaimReply::http_status`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum ClaimReply {
+    /// 201: she won a unit.
+    Claimed { claim: Claim },
+    /// 409: no unit left.
+    SoldOut,
+    /// 409: she already holds an active claim on this campaign; it is returned.
+    AlreadyClaimed { claim: Claim },
+    /// 409: the campaign has not started; RFC 3339 UTC start.
+    NotStarted { starts_at: DateTime<Utc> },
+    /// 409: the campaign ended.
+    Ended,
+    /// 409: a manager paused the campaign.
+    Paused,
+    /// 409 + `Retry-After`: the first request with this idempotency key is still running.
+    InProgress,
+}
+
+impl ClaimReply {
+    /// HTTP status code for this reply: 201 for `claimed`, 409 for everything else.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            ClaimReply::Claimed { .. } => 201,
+            _ => 409,
+        }
+    }
+
+    /// The answer a claim gets from a campaign in `state` without touching the counter, or
+    /// `None` when the claim has to go to the gate (state `active`). Used by the origin and,
+    /// for its cached state, by the edge.
+    pub fn for_state(state: CampaignState, starts_at: DateTime<Utc>) -> Option<Self> {
+        match state {
+            CampaignState::Active => None,
+            CampaignState::SoldOut => Some(ClaimReply::SoldOut),
+            CampaignState::Paused => Some(ClaimReply::Paused),
+            CampaignState::Ended => Some(ClaimReply::Ended),
+            CampaignState::Scheduled => Some(ClaimReply::NotStarted { starts_at }),
+        }
+    }
+}
+
+/// Result codes of request errors ([`ErrorBody::result`]) with their HTTP status.
+pub mod codes {
+    /// 400: the body is not valid JSON, has duplicate keys or the wrong shape.
+    pub const INVALID_JSON: &str = "invalid_json";
+    /// 400: a field or header is present but has a bad value.
+    pub const INVALID_REQUEST: &str = "invalid_request";
+    /// 400: `Idempotency-Key` missing or not 1..=255 printable ASCII.
+    pub const INVALID_IDEMPOTENCY_KEY: &str = "invalid_idempotency_key";
+    /// 401: no credentials, or a malformed, expired or forged token.
+    pub const UNAUTHORIZED: &str = "unauthorized";
+    /// 403: valid credentials that may not do this (wrong admin token, missing edge signature).
+    pub const FORBIDDEN: &str = "forbidden";
+    /// 404: no such campaign / claim / route.
+    pub const NOT_FOUND: &str = "not_found";
+    /// 405: method not allowed on this path.
+    pub const METHOD_NOT_ALLOWED: &str = "method_not_allowed";
+    /// 409: a resource with this id exists.
+    pub const CONFLICT: &str = "conflict";
+    /// 413: body larger than allowed.
+    pub const PAYLOAD_TOO_LARGE: &str = "payload_too_large";
+    /// 415: `Content-Type` is not `application/json`.
+    pub const UNSUPPORTED_MEDIA_TYPE: &str = "unsupported_media_type";
+    /// 422: the same idempotency key with a different body or campaign.
+    pub const IDEMPOTENCY_KEY_REUSED: &str = "idempotency_key_reused";
+    /// 422: well-formed JSON that breaks a rule (e.g. stock out of range).
+    pub const VALIDATION_FAILED: &str = "validation_failed";
+    /// 429: too many requests.
+    pub const RATE_LIMITED: &str = "rate_limited";
+    /// 503 + `Retry-After`: a dependency is down or the gate is being rebuilt.
+    pub const UNAVAILABLE: &str = "unavailable";
+}
+
+/// The one shape of every request error: `{"result": <code>, "message": <text for humans>}`.
+/// `message` never carries internal error text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// One of [`codes`].
+    pub result: String,
+    pub message: String,
+}
+
+impl ErrorBody {
+    /// Builds an error body from a code of [`codes`] and a message.
+    pub fn new(result: &str, message: impl Into<String>) -> Self {
+        ErrorBody {
+            result: result.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// The body as a JSON string.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("ErrorBody serialises")
+    }
+}
+
+/// Parses a claim body: valid JSON object without duplicate or unknown keys. Returns the
+/// error code ([`codes::INVALID_JSON`]) and a message on failure.
+pub fn parse_claim_body(body: &[u8]) -> Result<ClaimRequest, ErrorBody> {
+    serde_json::from_slice::<ClaimRequest>(body).map_err(|e| {
+        ErrorBody::new(
+            codes::INVALID_JSON,
+            format!("claim body must be a JSON object without unknown fields: {e}"),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn state_precedence() {
+        let s = t("2026-01-01T12:00:00Z");
+        let e = t("2026-01-01T13:00:00Z");
+        assert_eq!(
+            CampaignState::decide(t("2026-01-01T11:59:59Z"), s, e, false, 5),
+            CampaignState::Scheduled
+        );
+        assert_eq!(
+            CampaignState::decide(s, s, e, false, 5),
+            CampaignState::Active
+        );
+        assert_eq!(
+            CampaignState::decide(s, s, e, false, 0),
+            CampaignState::SoldOut
+        );
+        assert_eq!(
+            CampaignState::decide(s, s, e, true, 0),
+            CampaignState::Paused
+        );
+        assert_eq!(
+            CampaignState::decide(e, s, e, true, 5),
+            CampaignState::Ended
+        );
+    }
+
+    #[test]
+    fn claim_reply_wire_shape() {
+        assert_eq!(
+            serde_json::to_string(&ClaimReply::SoldOut).unwrap(),
+            r#"{"result":"sold_out"}"#
+        );
+        let ns = ClaimReply::NotStarted {
+            starts_at: t("2026-01-01T12:00:00Z"),
+        };
+        assert_eq!(
+            serde_json::to_string(&ns).unwrap(),
+            r#"{"result":"not_started","starts_at":"2026-01-01T12:00:00Z"}"#
+        );
+    }
+
+    #[test]
+    fn claim_body_rules() {
+        assert!(parse_claim_body(b"{}").is_ok());
+        assert!(parse_claim_body(b"{\"x\":1}").is_err());
+        assert!(parse_claim_body(b"{\"x\":1,\"x\":1}").is_err());
+        assert!(parse_claim_body(b"not json").is_err());
+        assert!(parse_claim_body(b"[]").is_err());
+    }
+
+    #[test]
+    fn slug_rule() {
+        assert!(is_valid_slug("summer-sale-2026"));
+        assert!(!is_valid_slug(""));
+        assert!(!is_valid_slug("Summer"));
+        assert!(!is_valid_slug(&"a".repeat(65)));
+    }
+}
