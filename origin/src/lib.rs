@@ -1,1 +1,25 @@
+//! flashgate origin: the claim service.
+//!
+//! An axum/tokio service over PostgreSQL (the truth, via sqlx) and Redis (the gate). Layout:
+//! - [`config`]: settings from flags / env vars;
+//! - [`server`]: start-up, background tasks, graceful shutdown;
+//! - [`http`]: routes and request checks;
+//! - [`claims`]: the claim path (idempotency, gate, grouped commit);
+//! - [`gate`]: the Redis gate, its loading from PostgreSQL, the sold-out flags;
+//! - [`campaigns`]: the campaign row and its cache;
+//! - [`tasks`]: background reconciliation.
 
+pub mod campaigns;
+pub mod claims;
+pub mod config;
+pub mod coupon;
+pub mod error;
+pub mod gate;
+pub mod http;
+pub mod metrics;
+pub mod server;
+pub mod state;
+pub mod tasks;
+
+/// The PostgreSQL migrations of `migrations/`, embedded in the binary.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");

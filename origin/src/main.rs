@@ -1,1 +1,94 @@
-fn main() {}
+//! The `flashgate` command: run the origin, apply migrations, mint customer tokens.
+
+use clap::{Parser, Subcommand};
+use flashgate_origin::config::{Config, Secret};
+use flashgate_shared::token::{mint, CustomerClaims};
+
+#[derive(Parser)]
+#[command(
+    name = "flashgate",
+    version,
+    about = "flashgate origin: flash sales and giveaways that never oversell"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the origin service (applies migrations first). Stops gracefully on SIGTERM/SIGINT.
+    Serve(Box<Config>),
+    /// Apply the PostgreSQL migrations and exit.
+    Migrate {
+        #[arg(long, env = "DATABASE_URL")]
+        database_url: String,
+    },
+    /// Print a customer token (HS256 JWT) for tests and demos.
+    Token {
+        /// Customer id (`sub`).
+        #[arg(long)]
+        sub: String,
+        /// Lifetime in seconds.
+        #[arg(long, default_value_t = 3600)]
+        ttl_seconds: i64,
+        #[arg(long, env = "FLASHGATE_CUSTOMER_TOKEN_SECRET", hide_env_values = true)]
+        customer_token_secret: Secret,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(config) => {
+            tracing_subscriber::fmt()
+                .with_env_filter(
+                    tracing_subscriber::EnvFilter::try_from_default_env()
+                        .unwrap_or_else(|_| "info,tower_http=warn,sqlx=warn".into()),
+                )
+                .init();
+            let origin = flashgate_origin::server::spawn(*config).await?;
+            shutdown_signal().await;
+            tracing::info!("shutting down: finishing in-flight requests");
+            origin.shutdown().await?;
+        }
+        Command::Migrate { database_url } => {
+            let db = sqlx::PgPool::connect(&database_url).await?;
+            flashgate_origin::MIGRATOR.run(&db).await?;
+            println!("migrations applied");
+        }
+        Command::Token {
+            sub,
+            ttl_seconds,
+            customer_token_secret,
+        } => {
+            anyhow::ensure!(
+                flashgate_shared::token::is_valid_customer_id(&sub),
+                "sub must be 1..=128 visible ASCII characters"
+            );
+            let exp = chrono::Utc::now().timestamp() + ttl_seconds;
+            println!(
+                "{}",
+                mint(
+                    &CustomerClaims {
+                        sub,
+                        exp,
+                        nbf: None
+                    },
+                    customer_token_secret.expose().as_bytes()
+                )
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}

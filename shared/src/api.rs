@@ -108,6 +108,17 @@ pub struct CampaignStatus {
     pub ends_at: DateTime<Utc>,
 }
 
+/// A campaign as the admin API shows it: the public status plus the settings managers see.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdminCampaign {
+    #[serde(flatten)]
+    pub status: CampaignStatus,
+    /// Sale: hold length in seconds; `null` for a giveaway.
+    pub hold_seconds: Option<i64>,
+    /// True while a manager has the campaign paused.
+    pub paused: bool,
+}
+
 /// `POST /admin/v1/campaigns` body. Validation rules: see [`NewCampaign::validate`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

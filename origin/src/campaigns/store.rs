@@ -1,0 +1,96 @@
+//! PostgreSQL queries on the `campaigns` table.
+
+use chrono::{DateTime, Utc};
+use flashgate_shared::api::{CampaignKind, CampaignState, CampaignStatus, NewCampaign};
+use sqlx::PgPool;
+
+/// One row of `campaigns`.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct CampaignRow {
+    pub id: String,
+    pub name: String,
+    pub kind: String,
+    pub stock: i64,
+    pub remaining: i64,
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: DateTime<Utc>,
+    pub hold_seconds: Option<i32>,
+    pub paused: bool,
+}
+
+impl CampaignRow {
+    /// The campaign kind (the CHECK constraint guarantees one of the two).
+    pub fn kind(&self) -> CampaignKind {
+        CampaignKind::parse(&self.kind).unwrap_or(CampaignKind::Sale)
+    }
+
+    /// The state at `now`, from the stored facts.
+    pub fn state_at(&self, now: DateTime<Utc>) -> CampaignState {
+        CampaignState::decide(
+            now,
+            self.starts_at,
+            self.ends_at,
+            self.paused,
+            self.remaining,
+        )
+    }
+
+    /// The public status at `now`.
+    pub fn status_at(&self, now: DateTime<Utc>) -> CampaignStatus {
+        CampaignStatus {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            kind: self.kind(),
+            state: self.state_at(now),
+            stock: self.stock,
+            remaining: self.remaining,
+            starts_at: self.starts_at,
+            ends_at: self.ends_at,
+        }
+    }
+}
+
+const COLUMNS: &str = "id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds, paused";
+
+/// Loads one campaign; `None` when the id is unknown.
+pub async fn find(db: &PgPool, id: &str) -> sqlx::Result<Option<CampaignRow>> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM campaigns WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(db)
+        .await
+}
+
+/// Campaigns that have not ended at `now` (the ones whose gate must be loaded).
+pub async fn live(db: &PgPool) -> sqlx::Result<Vec<CampaignRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM campaigns WHERE ends_at > now() ORDER BY starts_at"
+    ))
+    .fetch_all(db)
+    .await
+}
+
+/// Inserts a validated campaign with `remaining = stock`. Returns `None` when the id exists.
+pub async fn insert(db: &PgPool, c: &NewCampaign) -> sqlx::Result<Option<CampaignRow>> {
+    let hold = match c.kind {
+        CampaignKind::Sale => Some(
+            c.hold_seconds
+                .unwrap_or(flashgate_shared::api::DEFAULT_HOLD_SECONDS) as i32,
+        ),
+        CampaignKind::Giveaway => None,
+    };
+    sqlx::query_as(&format!(
+        "INSERT INTO campaigns (id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds)
+         VALUES ($1, $2, $3, $4, $4, $5, $6, $7)
+         ON CONFLICT (id) DO NOTHING
+         RETURNING {COLUMNS}"
+    ))
+    .bind(&c.id)
+    .bind(&c.name)
+    .bind(c.kind.as_str())
+    .bind(c.stock)
+    .bind(c.starts_at)
+    .bind(c.ends_at)
+    .bind(hold)
+    .fetch_optional(db)
+    .await
+}

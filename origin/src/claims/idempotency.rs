@@ -1,0 +1,124 @@
+//! Idempotency records of claim requests, kept in Redis and scoped per customer.
+//!
+//! A record holds the request fingerprint (SHA-256 of the campaign id and the body) and either
+//! `pending` (the first request is running; a retry gets 409 `in_progress`) or the first
+//! reply's status and body (a retry gets them back byte for byte). A retry whose fingerprint
+//! differs gets 422 `idempotency_key_reused`. Records live `FLASHGATE_IDEMPOTENCY_TTL_SECONDS`
+//! (pending ones [`PENDING_TTL_SECONDS`]).
+//!
+//! Redis may lose records (it keeps nothing on disk here). A winner's reply survives anyway:
+//! her claim row stores the key and fingerprint, and the claim path rebuilds the reply from it
+//! (see [`super::service`]).
+
+use redis::aio::ConnectionManager;
+use redis::Script;
+use sha2::{Digest, Sha256};
+use std::sync::LazyLock;
+
+/// How long a `pending` record lives if its request never finishes (origin crash), seconds.
+pub const PENDING_TTL_SECONDS: u64 = 30;
+
+/// The state of a key when a request arrives.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Begin {
+    /// First use: a pending record was written; run the request.
+    New,
+    /// The first request with this key is still running.
+    InProgress,
+    /// The key was used with another campaign or body.
+    Reused,
+    /// The first reply, to send again.
+    Replay { status: u16, body: String },
+}
+
+/// Fingerprint of a claim request: hex SHA-256 of `campaign \n body`.
+pub fn fingerprint(campaign: &str, body: &[u8]) -> String {
+    let mut h = Sha256::new();
+    h.update(campaign.as_bytes());
+    h.update(b"\n");
+    h.update(body);
+    hex::encode(h.finalize())
+}
+
+fn record_key(customer: &str, key: &str) -> String {
+    // Length-prefixed so that no (customer, key) pair can collide with another.
+    format!("fg:idem:{}:{customer}:{key}", customer.len())
+}
+
+static BEGIN: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[1], ARGV[1] .. '\npending', 'EX', ARGV[2])
+  return {'new'}
+end
+return {'existing', v}
+",
+    )
+});
+
+/// Starts a request with `key` for `customer`.
+pub async fn begin(
+    redis: &mut ConnectionManager,
+    customer: &str,
+    key: &str,
+    fp: &str,
+) -> redis::RedisResult<Begin> {
+    let out: Vec<String> = BEGIN
+        .key(record_key(customer, key))
+        .arg(fp)
+        .arg(PENDING_TTL_SECONDS)
+        .invoke_async(redis)
+        .await?;
+    if out.first().map(String::as_str) == Some("new") {
+        return Ok(Begin::New);
+    }
+    let value = out.get(1).map(String::as_str).unwrap_or_default();
+    let mut parts = value.splitn(3, '\n');
+    let (stored_fp, state, body) = (parts.next(), parts.next(), parts.next());
+    if stored_fp != Some(fp) {
+        return Ok(Begin::Reused);
+    }
+    Ok(match (state, body) {
+        (Some(status), Some(body)) => match status.parse() {
+            Ok(status) => Begin::Replay {
+                status,
+                body: body.to_string(),
+            },
+            Err(_) => Begin::InProgress,
+        },
+        _ => Begin::InProgress,
+    })
+}
+
+/// Stores the reply of a finished request for `ttl_seconds`.
+pub async fn finish(
+    redis: &mut ConnectionManager,
+    customer: &str,
+    key: &str,
+    fp: &str,
+    status: u16,
+    body: &str,
+    ttl_seconds: u64,
+) -> redis::RedisResult<()> {
+    redis::cmd("SET")
+        .arg(record_key(customer, key))
+        .arg(format!("{fp}\n{status}\n{body}"))
+        .arg("EX")
+        .arg(ttl_seconds)
+        .query_async(redis)
+        .await
+}
+
+/// Forgets a key whose request failed without a final answer (503), so a retry runs again.
+pub async fn abandon(
+    redis: &mut ConnectionManager,
+    customer: &str,
+    key: &str,
+) -> redis::RedisResult<()> {
+    redis::cmd("DEL")
+        .arg(record_key(customer, key))
+        .query_async(redis)
+        .await
+}

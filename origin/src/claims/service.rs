@@ -1,0 +1,274 @@
+//! The claim path, in order:
+//! 1. the campaign from this origin's cache; a campaign that is not `active` by the origin's
+//!    clock (scheduled, paused, ended) is answered at once;
+//! 2. this origin's memory of the sold-out flag: a loser is answered without Redis;
+//! 3. the idempotency record (Redis): a repeated key gets its first reply, `in_progress` or
+//!    `idempotency_key_reused`;
+//! 4. the gate's atomic take (Redis);
+//! 5. the grouped PostgreSQL commit, where the record decides; the winner is answered only
+//!    after it;
+//! 6. the gate and the idempotency record learn the outcome.
+//!
+//! Steps 3–6 run in a task of their own, so a client that disconnects cannot leave a unit
+//! taken without a claim row, nor a half-written record.
+
+use std::time::Duration;
+
+use flashgate_shared::api::{CampaignKind, CampaignState, ClaimReply};
+use redis::aio::ConnectionManager;
+
+use super::commit::{NewClaim, Outcome};
+use super::idempotency::{self, Begin};
+use super::store::{self, ClaimRow};
+use crate::campaigns::CampaignRow;
+use crate::error::{ApiError, ApiResult};
+use crate::gate::{self, flags::Local, Take};
+use crate::metrics::Metrics;
+use crate::state::AppState;
+
+/// A claim reply ready to send: status and the exact body bytes (replayed verbatim).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    pub body: String,
+    /// Short outcome name for logs and spans (`claimed`, `sold_out`, `replay`, ...).
+    pub outcome: &'static str,
+}
+
+impl Reply {
+    fn of(reply: &ClaimReply) -> Self {
+        let outcome = match reply {
+            ClaimReply::Claimed { .. } => "claimed",
+            ClaimReply::SoldOut => "sold_out",
+            ClaimReply::AlreadyClaimed { .. } => "already_claimed",
+            ClaimReply::NotStarted { .. } => "not_started",
+            ClaimReply::Ended => "ended",
+            ClaimReply::Paused => "paused",
+            ClaimReply::InProgress => "in_progress",
+        };
+        Reply {
+            status: reply.http_status(),
+            body: serde_json::to_string(reply).expect("replies serialise"),
+            outcome,
+        }
+    }
+}
+
+/// A validated claim request.
+#[derive(Debug, Clone)]
+pub struct ClaimRequest {
+    pub campaign: String,
+    pub customer: String,
+    pub idempotency_key: String,
+    /// The body bytes as sent (already checked to be `{}`-shaped).
+    pub body: Vec<u8>,
+}
+
+/// How long a second tab waits for the first tab's claim to commit, in total.
+const WAIT_FOR_OTHER_TAB: Duration = Duration::from_secs(5);
+/// Most coupon-code draws before giving up (a collision among 2^60 codes is already rare).
+const MAX_CODE_DRAWS: usize = 5;
+
+/// Runs the claim path. Errors: 404 unknown campaign; 422 `idempotency_key_reused`; 503 when
+/// PostgreSQL or Redis fail or the gate is loading.
+pub async fn claim(state: &AppState, req: ClaimRequest) -> ApiResult<Reply> {
+    let campaign = state
+        .campaigns
+        .get(&state.db, &req.campaign)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no campaign {}", req.campaign)))?;
+    let now = chrono::Utc::now();
+    // Remaining is left to the gate: the cached count may be stale.
+    let state_now = CampaignState::decide(
+        now,
+        campaign.starts_at,
+        campaign.ends_at,
+        campaign.paused,
+        1,
+    );
+    if let Some(reply) = ClaimReply::for_state(state_now, campaign.starts_at) {
+        return Ok(Reply::of(&reply));
+    }
+    if state.flags.check(&req.campaign, &req.customer) == Local::SoldOut {
+        Metrics::inc(&state.metrics.sold_out_local);
+        return Ok(Reply::of(&ClaimReply::SoldOut));
+    }
+    let state = state.clone();
+    tokio::spawn(async move { claim_at_gate(&state, &campaign, &req).await })
+        .await
+        .map_err(|e| ApiError::Unavailable(format!("claim task: {e}")))?
+}
+
+async fn claim_at_gate(
+    state: &AppState,
+    campaign: &CampaignRow,
+    req: &ClaimRequest,
+) -> ApiResult<Reply> {
+    let mut redis = state.redis.clone();
+    let fp = idempotency::fingerprint(&req.campaign, &req.body);
+    match idempotency::begin(&mut redis, &req.customer, &req.idempotency_key, &fp).await? {
+        Begin::New => {}
+        Begin::InProgress => return Ok(Reply::of(&ClaimReply::InProgress)),
+        Begin::Reused => {
+            return Err(ApiError::Unprocessable(
+                flashgate_shared::api::codes::IDEMPOTENCY_KEY_REUSED,
+                "this Idempotency-Key was used with another campaign or body".into(),
+            ))
+        }
+        Begin::Replay { status, body } => {
+            Metrics::inc(&state.metrics.replays);
+            return Ok(Reply {
+                status,
+                body,
+                outcome: "replay",
+            });
+        }
+    }
+    let result = decide(state, &mut redis, campaign, req, &fp).await;
+    match &result {
+        Ok(reply) if reply.status != 503 => {
+            idempotency::finish(
+                &mut redis,
+                &req.customer,
+                &req.idempotency_key,
+                &fp,
+                reply.status,
+                &reply.body,
+                state.config.idempotency_ttl_seconds,
+            )
+            .await?;
+        }
+        _ => {
+            // No final answer: let a retry run again.
+            let _ = idempotency::abandon(&mut redis, &req.customer, &req.idempotency_key).await;
+        }
+    }
+    result
+}
+
+async fn decide(
+    state: &AppState,
+    redis: &mut ConnectionManager,
+    campaign: &CampaignRow,
+    req: &ClaimRequest,
+    fp: &str,
+) -> ApiResult<Reply> {
+    let c = &campaign.id;
+    let deadline = tokio::time::Instant::now() + WAIT_FOR_OTHER_TAB;
+    loop {
+        let token = gate::pending_token();
+        match gate::take(redis, c, &req.customer, &token).await? {
+            Take::NotLoaded => {
+                state.spawn_gate_load(c);
+                return Err(ApiError::Unavailable(format!("gate of {c} is loading")));
+            }
+            Take::SoldOut { generation } => {
+                Metrics::inc(&state.metrics.sold_out_gate);
+                if state.flags.note(c, generation) {
+                    let (flags, mut r, c) = (state.flags.clone(), redis.clone(), c.clone());
+                    tokio::spawn(async move {
+                        let _ = flags.load_winners(&mut r, &c, generation).await;
+                    });
+                }
+                return Ok(Reply::of(&ClaimReply::SoldOut));
+            }
+            Take::AlreadyHolds(holder) if holder.starts_with(gate::PENDING_PREFIX) => {
+                // Her other tab is committing: wait for its outcome, then answer with it.
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(ApiError::Unavailable("other tab still committing".into()));
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Take::AlreadyHolds(claim_id) => {
+                let row = store::find(&state.db, &claim_id).await?;
+                match row {
+                    Some(row) if row.is_active() && row.customer_id == req.customer => {
+                        return Ok(existing_claim_reply(row, req, fp));
+                    }
+                    _ => {
+                        // The gate remembers a claim that PostgreSQL no longer has active:
+                        // PostgreSQL wins; reload the gate and let her retry.
+                        state.spawn_gate_load(c);
+                        return Err(ApiError::Unavailable(format!(
+                            "gate of {c} disagreed; reloading"
+                        )));
+                    }
+                }
+            }
+            Take::Taken => return commit_taken(state, redis, campaign, req, fp, &token).await,
+        }
+    }
+}
+
+/// Her existing active claim: the first reply again when it was made with this very key and
+/// request (Redis lost the idempotency record), else `already_claimed`.
+fn existing_claim_reply(row: ClaimRow, req: &ClaimRequest, fp: &str) -> Reply {
+    let same_request = row.idempotency_key == req.idempotency_key && row.request_fp == fp;
+    let claim = row.to_claim();
+    if same_request {
+        Reply::of(&ClaimReply::Claimed { claim })
+    } else {
+        Reply::of(&ClaimReply::AlreadyClaimed { claim })
+    }
+}
+
+async fn commit_taken(
+    state: &AppState,
+    redis: &mut ConnectionManager,
+    campaign: &CampaignRow,
+    req: &ClaimRequest,
+    fp: &str,
+    token: &str,
+) -> ApiResult<Reply> {
+    let c = &campaign.id;
+    let kind = campaign.kind();
+    let mut new = NewClaim {
+        id: store::new_claim_id(),
+        campaign_id: c.clone(),
+        customer_id: req.customer.clone(),
+        kind,
+        hold_seconds: campaign.hold_seconds,
+        code: None,
+        idempotency_key: req.idempotency_key.clone(),
+        request_fp: fp.to_string(),
+    };
+    for _ in 0..MAX_CODE_DRAWS {
+        if kind == CampaignKind::Giveaway {
+            new.code = Some(crate::coupon::draw_code());
+        }
+        let outcome = match state.committer.commit(new.clone()).await {
+            Ok(o) => o,
+            Err(e) => {
+                let _ = gate::give_back(redis, c, &req.customer, token, None).await;
+                return Err(e.into());
+            }
+        };
+        match outcome {
+            Outcome::Committed(row) => {
+                Metrics::inc(&state.metrics.claims_committed);
+                gate::confirm(redis, c, &req.customer, token, &row.id).await?;
+                return Ok(Reply::of(&ClaimReply::Claimed {
+                    claim: row.to_claim(),
+                }));
+            }
+            Outcome::AlreadyClaimed(row) => {
+                // The gate had lost her: give the unit back and remember her claim.
+                gate::give_back(redis, c, &req.customer, token, Some(&row.id)).await?;
+                return Ok(existing_claim_reply(row, req, fp));
+            }
+            Outcome::Refused(now) => {
+                gate::correct_down(redis, c, &req.customer, token, now.remaining).await?;
+                state.campaigns.invalidate(c);
+                let at = chrono::Utc::now();
+                let reply = ClaimReply::for_state(now.state_at(at), now.starts_at)
+                    .unwrap_or(ClaimReply::SoldOut);
+                return Ok(Reply::of(&reply));
+            }
+            Outcome::CodeTaken => continue,
+        }
+    }
+    let _ = gate::give_back(redis, c, &req.customer, token, None).await;
+    Err(ApiError::Unavailable(
+        "no free coupon code after several draws".into(),
+    ))
+}

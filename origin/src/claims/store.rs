@@ -1,0 +1,73 @@
+//! PostgreSQL queries on the `claims` table.
+
+use chrono::{DateTime, Utc};
+use flashgate_shared::api::{Claim, ClaimStatus};
+use sqlx::PgExecutor;
+
+/// One row of `claims`, as the API shows it plus the idempotency facts.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ClaimRow {
+    pub id: String,
+    pub campaign_id: String,
+    pub customer_id: String,
+    pub status: String,
+    pub held_until: Option<DateTime<Utc>>,
+    pub code: Option<String>,
+    pub idempotency_key: String,
+    pub request_fp: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Columns selected into a [`ClaimRow`].
+pub const COLUMNS: &str =
+    "id, campaign_id, customer_id, status, held_until, code, idempotency_key, request_fp, created_at";
+
+impl ClaimRow {
+    /// The claim as the API shows it.
+    pub fn to_claim(&self) -> Claim {
+        Claim {
+            id: self.id.clone(),
+            campaign: self.campaign_id.clone(),
+            customer: self.customer_id.clone(),
+            status: ClaimStatus::parse(&self.status).unwrap_or(ClaimStatus::Held),
+            held_until: self.held_until,
+            code: self.code.clone(),
+            created_at: self.created_at,
+        }
+    }
+
+    /// True while the claim holds its unit.
+    pub fn is_active(&self) -> bool {
+        ClaimStatus::parse(&self.status).is_some_and(ClaimStatus::is_active)
+    }
+}
+
+/// A claim by id.
+pub async fn find<'e>(db: impl PgExecutor<'e>, id: &str) -> sqlx::Result<Option<ClaimRow>> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM claims WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(db)
+        .await
+}
+
+/// The active claim of `customer` on campaign `c`, if any.
+pub async fn find_active<'e>(
+    db: impl PgExecutor<'e>,
+    c: &str,
+    customer: &str,
+) -> sqlx::Result<Option<ClaimRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM claims
+          WHERE campaign_id = $1 AND customer_id = $2
+            AND status IN ('held', 'paid', 'issued', 'redeemed')"
+    ))
+    .bind(c)
+    .bind(customer)
+    .fetch_optional(db)
+    .await
+}
+
+/// A new claim id: `c_` + a UUID v7 (time-ordered) in simple form.
+pub fn new_claim_id() -> String {
+    format!("c_{}", uuid::Uuid::now_v7().simple())
+}

@@ -1,0 +1,124 @@
+//! Origin configuration, read from the command line or environment variables (every flag has
+//! an env var; `flashgate serve --help` lists them). Secrets are wrapped in [`Secret`] so they
+//! never reach a log line.
+
+use std::fmt;
+use std::net::SocketAddr;
+
+/// A secret string whose `Debug` and `Display` print `[redacted]`.
+#[derive(Clone, Default)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret.
+    pub fn new(s: impl Into<String>) -> Self {
+        Secret(s.into())
+    }
+    /// The secret's bytes, for MACs and constant-time comparison.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Secret(s.to_string()))
+    }
+}
+
+/// Everything `flashgate serve` needs.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Config {
+    /// Address to listen on.
+    #[arg(long, env = "FLASHGATE_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// PostgreSQL URL (the truth).
+    #[arg(long, env = "DATABASE_URL")]
+    pub database_url: String,
+
+    /// Redis URL (the gate; rebuilt from PostgreSQL when it loses state).
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    pub redis_url: String,
+
+    /// Bearer token of campaign managers for /admin/v1 (role `manager`).
+    #[arg(long, env = "FLASHGATE_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Secret,
+
+    /// HS256 secret of customer tokens (shared with the edge).
+    #[arg(long, env = "FLASHGATE_CUSTOMER_TOKEN_SECRET", hide_env_values = true)]
+    pub customer_token_secret: Secret,
+
+    /// Bearer token for server-to-server calls (pay, release, redeem).
+    #[arg(long, env = "FLASHGATE_SERVICE_TOKEN", hide_env_values = true)]
+    pub service_token: Secret,
+
+    /// HMAC secret of the edge signature. When set, claims without a valid, fresh edge
+    /// signature are refused with 403.
+    #[arg(long, env = "FLASHGATE_EDGE_SECRET", hide_env_values = true)]
+    pub edge_secret: Option<Secret>,
+
+    /// Largest PostgreSQL pool size.
+    #[arg(long, env = "FLASHGATE_DB_MAX_CONNECTIONS", default_value_t = 16)]
+    pub db_max_connections: u32,
+
+    /// Most claims committed in one PostgreSQL transaction (group commit).
+    #[arg(long, env = "FLASHGATE_COMMIT_BATCH_MAX", default_value_t = 512)]
+    pub commit_batch_max: usize,
+
+    /// How long this origin trusts its cached campaign row and sold-out flag, in
+    /// milliseconds. A change made through another origin shows here within this time.
+    #[arg(long, env = "FLASHGATE_CAMPAIGN_CACHE_MS", default_value_t = 100)]
+    pub campaign_cache_ms: u64,
+
+    /// How long an idempotency key's reply is kept, in seconds (default one day).
+    #[arg(
+        long,
+        env = "FLASHGATE_IDEMPOTENCY_TTL_SECONDS",
+        default_value_t = 86_400
+    )]
+    pub idempotency_ttl_seconds: u64,
+
+    /// Largest number of winners of one campaign this origin keeps in memory once it has seen
+    /// the sold-out flag, so that a winner's retry still gets her first reply while losers are
+    /// answered without Redis. Above it, every claim on a sold-out campaign asks Redis.
+    #[arg(
+        long,
+        env = "FLASHGATE_WINNERS_SNAPSHOT_MAX",
+        default_value_t = 1_000_000
+    )]
+    pub winners_snapshot_max: usize,
+
+    /// How often the hold-expiry sweeper runs, in milliseconds.
+    #[arg(long, env = "FLASHGATE_SWEEP_INTERVAL_MS", default_value_t = 1_000)]
+    pub sweep_interval_ms: u64,
+}
+
+impl Config {
+    /// A configuration for tests and tools: the given URLs and secrets, defaults elsewhere,
+    /// listening on an ephemeral port of 127.0.0.1.
+    pub fn for_tests(database_url: &str, redis_url: &str) -> Self {
+        Config {
+            listen: "127.0.0.1:0".parse().expect("valid address"),
+            database_url: database_url.into(),
+            redis_url: redis_url.into(),
+            admin_token: Secret::new("test-admin-token"),
+            customer_token_secret: Secret::new("test-customer-secret"),
+            service_token: Secret::new("test-service-token"),
+            edge_secret: None,
+            db_max_connections: 16,
+            commit_batch_max: 512,
+            campaign_cache_ms: 100,
+            idempotency_ttl_seconds: 86_400,
+            winners_snapshot_max: 1_000_000,
+            sweep_interval_ms: 200,
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! The origin's one error type for HTTP handlers, and its mapping to the documented body
+//! shape `{"result": <code>, "message": <text for humans>}` ([`flashgate_shared::api::ErrorBody`]).
+//!
+//! Internal failures (PostgreSQL, Redis) are logged with their detail and answered as 503
+//! `unavailable` with `Retry-After`: a client never sees internal error text, and never a 500
+//! for anything it can send.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use flashgate_shared::api::{codes, ErrorBody};
+
+/// Seconds a client is asked to wait before retrying a 503 or an `in_progress` claim.
+pub const RETRY_AFTER_SECONDS: u32 = 1;
+
+/// A request that cannot be answered with a business result.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400 with a result code from [`codes`] (`invalid_json`, `invalid_request`, ...).
+    #[error("bad request: {1}")]
+    BadRequest(&'static str, String),
+    /// 401 `unauthorized`.
+    #[error("unauthorized: {0}")]
+    Unauthorized(String),
+    /// 403 `forbidden`.
+    #[error("forbidden: {0}")]
+    Forbidden(String),
+    /// 404 `not_found`.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// 405 `method_not_allowed`.
+    #[error("method not allowed")]
+    MethodNotAllowed(String),
+    /// 409 `conflict`.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// 413 `payload_too_large`.
+    #[error("payload too large")]
+    PayloadTooLarge(String),
+    /// 415 `unsupported_media_type`.
+    #[error("unsupported media type")]
+    UnsupportedMediaType(String),
+    /// 422 with a result code (`validation_failed`, `idempotency_key_reused`).
+    #[error("unprocessable: {1}")]
+    Unprocessable(&'static str, String),
+    /// 503 `unavailable` with `Retry-After`: a dependency failed or the gate is loading.
+    /// The detail is logged, never sent.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl ApiError {
+    /// 422 `validation_failed`.
+    pub fn validation(message: impl Into<String>) -> Self {
+        ApiError::Unprocessable(codes::VALIDATION_FAILED, message.into())
+    }
+
+    /// 400 `invalid_json`.
+    pub fn invalid_json(message: impl Into<String>) -> Self {
+        ApiError::BadRequest(codes::INVALID_JSON, message.into())
+    }
+
+    fn parts(&self) -> (StatusCode, &'static str, String) {
+        use ApiError::*;
+        match self {
+            BadRequest(code, m) => (StatusCode::BAD_REQUEST, code, m.clone()),
+            Unauthorized(m) => (StatusCode::UNAUTHORIZED, codes::UNAUTHORIZED, m.clone()),
+            Forbidden(m) => (StatusCode::FORBIDDEN, codes::FORBIDDEN, m.clone()),
+            NotFound(m) => (StatusCode::NOT_FOUND, codes::NOT_FOUND, m.clone()),
+            MethodNotAllowed(m) => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                codes::METHOD_NOT_ALLOWED,
+                m.clone(),
+            ),
+            Conflict(m) => (StatusCode::CONFLICT, codes::CONFLICT, m.clone()),
+            PayloadTooLarge(m) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                codes::PAYLOAD_TOO_LARGE,
+                m.clone(),
+            ),
+            UnsupportedMediaType(m) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                codes::UNSUPPORTED_MEDIA_TYPE,
+                m.clone(),
+            ),
+            Unprocessable(code, m) => (StatusCode::UNPROCESSABLE_ENTITY, code, m.clone()),
+            Unavailable(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                codes::UNAVAILABLE,
+                "a dependency is unavailable; retry after the given delay".into(),
+            ),
+        }
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        ApiError::Unavailable(format!("postgres: {e}"))
+    }
+}
+
+impl From<redis::RedisError> for ApiError {
+    fn from(e: redis::RedisError) -> Self {
+        ApiError::Unavailable(format!("redis: {e}"))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code, message) = self.parts();
+        if let ApiError::Unavailable(detail) = &self {
+            tracing::warn!(%detail, "answering 503");
+        }
+        let body = ErrorBody::new(code, message).to_json();
+        let mut res = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+        }
+        res
+    }
+}
+
+/// Result alias for handlers.
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,62 @@
+//! `GET /api/v1/campaigns/{id}` (public status) and `POST /admin/v1/campaigns` (create).
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use flashgate_shared::api::{is_valid_slug, AdminCampaign, NewCampaign};
+
+use super::extract;
+use crate::campaigns::store;
+use crate::error::{ApiError, ApiResult};
+use crate::metrics::Metrics;
+use crate::state::AppState;
+
+/// 200 with the campaign's public status, `Cache-Control: public, max-age=1`; 404 when unknown.
+/// The state is decided by the origin's clock. Counts may be up to `FLASHGATE_CAMPAIGN_CACHE_MS`
+/// old.
+pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
+    Metrics::inc(&state.metrics.status_requests);
+    tracing::Span::current().record("campaign", id.as_str());
+    let not_found = || ApiError::NotFound(format!("no campaign {id}"));
+    if !is_valid_slug(&id) {
+        return Err(not_found());
+    }
+    let row = state
+        .campaigns
+        .get(&state.db, &id)
+        .await?
+        .ok_or_else(not_found)?;
+    let body = row.status_at(chrono::Utc::now());
+    Ok((
+        [(header::CACHE_CONTROL, "public, max-age=1")],
+        axum::Json(body),
+    )
+        .into_response())
+}
+
+/// Creates a campaign (manager token). 201 with the campaign; 409 when the id exists; 422 when
+/// a rule of [`NewCampaign::validate`] is broken; 401/403 without / with a wrong token.
+pub async fn create(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    extract::require_token(&headers, &state.config.admin_token, "the admin API")?;
+    let new: NewCampaign = extract::json_body(&headers, body).await?;
+    new.validate().map_err(ApiError::validation)?;
+    let row = store::insert(&state.db, &new)
+        .await?
+        .ok_or_else(|| ApiError::Conflict(format!("campaign {} exists", new.id)))?;
+    let mut redis = state.redis.clone();
+    crate::gate::load::load(&state.db, &mut redis, &row.id)
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    state.campaigns.invalidate(&row.id);
+    let body = AdminCampaign {
+        status: row.status_at(chrono::Utc::now()),
+        hold_seconds: row.hold_seconds.map(i64::from),
+        paused: row.paused,
+    };
+    Ok((StatusCode::CREATED, axum::Json(body)).into_response())
+}

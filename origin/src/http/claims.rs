@@ -1,0 +1,96 @@
+//! `POST /api/v1/campaigns/{id}/claims` and `GET /api/v1/campaigns/{id}/claims/mine`.
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use flashgate_shared::api::{codes, is_valid_slug, parse_claim_body, ClaimReply};
+use flashgate_shared::{idempotency, IDEMPOTENCY_KEY_HEADER, MAX_CLAIM_BODY_BYTES};
+
+use super::extract;
+use crate::claims::{service, store};
+use crate::error::{ApiError, ApiResult, RETRY_AFTER_SECONDS};
+use crate::metrics::Metrics;
+use crate::state::AppState;
+
+/// Claims one unit for the customer of the token. Checks, in order: edge signature (403, when
+/// configured), `Content-Type` (415), size ≤ 4 KiB (413), customer token (401),
+/// `Idempotency-Key` (400), body `{}` (400), campaign (404). Then the claim path of
+/// [`service::claim`]: 201 `claimed`, 409 business results, 422 `idempotency_key_reused`, 503.
+pub async fn create(
+    State(state): State<AppState>,
+    Path(campaign): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    Metrics::inc(&state.metrics.claim_requests);
+    let span = tracing::Span::current();
+    span.record("campaign", campaign.as_str());
+    let body = extract::read_body(&headers, body, MAX_CLAIM_BODY_BYTES).await?;
+    let path = format!("/api/v1/campaigns/{campaign}/claims");
+    extract::edge_signature(
+        &headers,
+        state.config.edge_secret.as_ref(),
+        "POST",
+        &path,
+        &body,
+    )?;
+    extract::require_json(&headers)?;
+    let customer = extract::customer(&headers, &state.config.customer_token_secret)?;
+    let key = headers
+        .get(IDEMPOTENCY_KEY_HEADER)
+        .map(|v| v.as_bytes())
+        .filter(|k| idempotency::is_valid_key(k))
+        .ok_or_else(|| {
+            ApiError::BadRequest(
+                codes::INVALID_IDEMPOTENCY_KEY,
+                "Idempotency-Key must be 1 to 255 visible ASCII characters".into(),
+            )
+        })?;
+    let key = String::from_utf8_lossy(key).into_owned();
+    parse_claim_body(&body).map_err(|e| ApiError::BadRequest(codes::INVALID_JSON, e.message))?;
+    if !is_valid_slug(&campaign) {
+        return Err(ApiError::NotFound(format!("no campaign {campaign}")));
+    }
+    let reply = service::claim(
+        &state,
+        service::ClaimRequest {
+            campaign,
+            customer,
+            idempotency_key: key,
+            body: body.to_vec(),
+        },
+    )
+    .await?;
+    span.record("outcome", reply.outcome);
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::CONFLICT);
+    let mut res = (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        reply.body,
+    )
+        .into_response();
+    if reply.outcome == "in_progress" {
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+    }
+    Ok(res)
+}
+
+/// Her active claim on the campaign: 200 `{"result":"claimed","claim":{…}}`, 404 when she has
+/// none. Lets a customer whose reply was lost (or answered `sold_out` by the edge after she
+/// won) find her claim. Customer token required (401).
+pub async fn mine(
+    State(state): State<AppState>,
+    Path(campaign): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let customer = extract::customer(&headers, &state.config.customer_token_secret)?;
+    let row = store::find_active(&state.db, &campaign, &customer)
+        .await?
+        .ok_or_else(|| ApiError::NotFound("no active claim on this campaign".into()))?;
+    let body = ClaimReply::Claimed {
+        claim: row.to_claim(),
+    };
+    Ok((StatusCode::OK, axum::Json(body)).into_response())
+}

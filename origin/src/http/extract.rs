@@ -1,0 +1,124 @@
+//! Request checks shared by handlers: credentials, the edge signature, and JSON bodies.
+//! Each refusal is an [`ApiError`] with the documented body; none touches a store.
+
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderMap};
+use flashgate_shared::{signature, token};
+use serde::de::DeserializeOwned;
+use subtle::ConstantTimeEq;
+
+use crate::config::Secret;
+use crate::error::{ApiError, ApiResult};
+
+/// Largest JSON body of admin and service calls, in bytes.
+pub const MAX_JSON_BODY_BYTES: usize = 64 * 1024;
+
+fn bearer_of(headers: &HeaderMap) -> ApiResult<&str> {
+    let value = headers
+        .get(header::AUTHORIZATION)
+        .ok_or_else(|| ApiError::Unauthorized("missing Authorization: Bearer token".into()))?
+        .to_str()
+        .map_err(|_| ApiError::Unauthorized("Authorization header is not ASCII".into()))?;
+    token::bearer(value)
+        .ok_or_else(|| ApiError::Unauthorized("Authorization must be 'Bearer <token>'".into()))
+}
+
+/// The customer id from a valid customer token (HS256 JWT). 401 otherwise.
+pub fn customer(headers: &HeaderMap, secret: &Secret) -> ApiResult<String> {
+    let jwt = bearer_of(headers)?;
+    let now = chrono::Utc::now().timestamp();
+    token::verify(jwt, secret.expose().as_bytes(), now)
+        .map(|c| c.sub)
+        .map_err(|e| ApiError::Unauthorized(e.message().into()))
+}
+
+/// True when `given` equals `expected`, compared in constant time.
+pub fn token_matches(given: &str, expected: &Secret) -> bool {
+    given.as_bytes().ct_eq(expected.expose().as_bytes()).into()
+}
+
+/// Requires `Authorization: Bearer <expected>`: 401 without a token, 403 with another one.
+pub fn require_token(headers: &HeaderMap, expected: &Secret, what: &str) -> ApiResult<()> {
+    let given = bearer_of(headers)?;
+    if token_matches(given, expected) {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden(format!(
+            "this token may not call {what}"
+        )))
+    }
+}
+
+/// Checks the edge signature when an edge secret is configured. 403 when missing or invalid.
+pub fn edge_signature(
+    headers: &HeaderMap,
+    secret: Option<&Secret>,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> ApiResult<()> {
+    let Some(secret) = secret else { return Ok(()) };
+    let header = headers
+        .get(flashgate_shared::EDGE_SIGNATURE_HEADER)
+        .and_then(|v| v.to_str().ok());
+    let now = chrono::Utc::now().timestamp();
+    signature::verify(secret.expose().as_bytes(), header, method, path, body, now).map_err(|_| {
+        ApiError::Forbidden(
+            "claims must come through the edge (missing or invalid edge signature)".into(),
+        )
+    })
+}
+
+/// Requires `Content-Type: application/json` (parameters such as charset allowed). 415.
+pub fn require_json(headers: &HeaderMap) -> ApiResult<()> {
+    let ok = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::UnsupportedMediaType(
+            "Content-Type must be application/json".into(),
+        ))
+    }
+}
+
+/// Reads at most `limit` bytes of body. 413 when larger (by Content-Length or by count).
+pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> ApiResult<Bytes> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let too_large = || ApiError::PayloadTooLarge(format!("body must be at most {limit} bytes"));
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| too_large())
+}
+
+/// Parses a JSON body strictly: duplicate keys and (where the type says so) unknown fields are
+/// refused. 400 `invalid_json` for syntax, 422 `validation_failed` for a wrong shape.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = T::deserialize(&mut de).and_then(|v| de.end().map(|_| v));
+    value.map_err(|e| {
+        use serde_json::error::Category;
+        match e.classify() {
+            Category::Data => {
+                ApiError::validation(format!("body does not match the expected shape: {e}"))
+            }
+            _ => ApiError::invalid_json(format!("body is not valid JSON: {e}")),
+        }
+    })
+}
+
+/// Content type check, size limit and strict parse, in that order.
+pub async fn json_body<T: DeserializeOwned>(headers: &HeaderMap, body: Body) -> ApiResult<T> {
+    require_json(headers)?;
+    let bytes = read_body(headers, body, MAX_JSON_BODY_BYTES).await?;
+    parse_json(&bytes)
+}

@@ -1,0 +1,49 @@
+//! The HTTP surface: routes, and the layers every response passes through.
+
+pub mod campaigns;
+pub mod claims;
+pub mod extract;
+pub mod health;
+
+use axum::http::{HeaderName, HeaderValue, Request};
+use axum::routing::{get, post};
+use axum::Router;
+use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// All routes of the origin with their layers.
+pub fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/api/v1/campaigns/{id}", get(campaigns::status))
+        .route("/api/v1/campaigns/{id}/claims", post(claims::create))
+        .route("/api/v1/campaigns/{id}/claims/mine", get(claims::mine))
+        .route("/admin/v1/campaigns", post(campaigns::create));
+    Router::new()
+        .merge(api)
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
+        .fallback(|| async { ApiError::NotFound("no such route".into()) })
+        .method_not_allowed_fallback(|| async {
+            ApiError::MethodNotAllowed("method not allowed on this path".into())
+        })
+        .with_state(state)
+        .layer(SetResponseHeaderLayer::overriding(
+            HeaderName::from_static(flashgate_shared::ANSWERED_BY_HEADER),
+            HeaderValue::from_static("origin"),
+        ))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
+                tracing::info_span!(
+                    "request",
+                    method = %req.method(),
+                    path = %req.uri().path(),
+                    campaign = tracing::field::Empty,
+                    outcome = tracing::field::Empty,
+                )
+            }),
+        )
+}

@@ -1,0 +1,85 @@
+//! Shared state of the origin's handlers and background tasks.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::PgPool;
+
+use crate::campaigns::CampaignCache;
+use crate::claims::commit::Committer;
+use crate::config::Config;
+use crate::gate::flags::SoldOutFlags;
+use crate::metrics::Metrics;
+
+/// Cloned into every handler; all fields are cheap handles.
+#[derive(Clone)]
+pub struct AppState {
+    pub config: Arc<Config>,
+    pub db: PgPool,
+    pub redis: ConnectionManager,
+    pub campaigns: Arc<CampaignCache>,
+    pub flags: Arc<SoldOutFlags>,
+    pub committer: Committer,
+    pub metrics: Arc<Metrics>,
+    /// Campaigns whose gate this origin is loading right now (single-flight).
+    pub loading: Arc<Mutex<HashSet<String>>>,
+}
+
+/// Commit workers (concurrent transactions of grouped claims).
+const COMMIT_WORKERS: usize = 4;
+
+impl AppState {
+    /// Connects to PostgreSQL and Redis, applies migrations and starts the commit workers.
+    pub async fn connect(config: Config) -> anyhow::Result<Self> {
+        let db = PgPoolOptions::new()
+            .max_connections(config.db_max_connections)
+            .acquire_timeout(Duration::from_secs(3))
+            .connect(&config.database_url)
+            .await?;
+        crate::MIGRATOR.run(&db).await?;
+        let client = redis::Client::open(config.redis_url.as_str())?;
+        let redis = ConnectionManager::new_with_config(
+            client,
+            ConnectionManagerConfig::new()
+                .set_connection_timeout(Duration::from_secs(2))
+                .set_response_timeout(Duration::from_secs(2))
+                .set_number_of_retries(2),
+        )
+        .await?;
+        let cache_ttl = Duration::from_millis(config.campaign_cache_ms);
+        Ok(AppState {
+            committer: Committer::start(db.clone(), COMMIT_WORKERS, config.commit_batch_max),
+            campaigns: Arc::new(CampaignCache::new(cache_ttl)),
+            flags: Arc::new(SoldOutFlags::new(cache_ttl, config.winners_snapshot_max)),
+            metrics: Arc::new(Metrics::default()),
+            loading: Arc::new(Mutex::new(HashSet::new())),
+            config: Arc::new(config),
+            db,
+            redis,
+        })
+    }
+
+    /// Loads the gate of campaign `c` in the background unless this origin is already doing so.
+    pub fn spawn_gate_load(&self, c: &str) {
+        if !self
+            .loading
+            .lock()
+            .expect("loading lock")
+            .insert(c.to_string())
+        {
+            return;
+        }
+        let state = self.clone();
+        let c = c.to_string();
+        tokio::spawn(async move {
+            let mut redis = state.redis.clone();
+            if let Err(e) = crate::gate::load::load(&state.db, &mut redis, &c).await {
+                tracing::warn!(campaign = %c, error = %e, "gate load failed; will retry on next claim");
+            }
+            state.loading.lock().expect("loading lock").remove(&c);
+        });
+    }
+}

@@ -1,0 +1,71 @@
+//! Background tasks of the origin. Each runs until the stop signal.
+//!
+//! - stale takes: a take whose origin died between the gate and the commit leaves a pending
+//!   holder. After [`STALE_TAKE_MS`], PostgreSQL decides: her claim exists → the holder becomes
+//!   its id; it does not → the unit goes back to the gate.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::claims::store as claims;
+use crate::gate::{self, Keys};
+use crate::state::AppState;
+
+/// Age after which an uncommitted take is settled by the reconciler, in milliseconds.
+pub const STALE_TAKE_MS: i64 = 30_000;
+/// How often the reconciler looks for stale takes.
+const RECONCILE_EVERY: Duration = Duration::from_secs(5);
+
+/// Starts the background tasks.
+pub fn start(state: &AppState, stop: watch::Receiver<bool>) {
+    let s = state.clone();
+    let mut rx = stop.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(RECONCILE_EVERY);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    if let Err(e) = settle_stale_takes(&s).await {
+                        tracing::warn!(error = %e, "settling stale takes failed");
+                    }
+                }
+                _ = stopped(&mut rx) => return,
+            }
+        }
+    });
+}
+
+/// Resolves when the stop signal is set.
+pub async fn stopped(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stop| *stop).await;
+}
+
+async fn settle_stale_takes(state: &AppState) -> anyhow::Result<()> {
+    let mut redis = state.redis.clone();
+    let cutoff = chrono::Utc::now().timestamp_millis() - STALE_TAKE_MS;
+    for c in crate::campaigns::store::live(&state.db).await? {
+        let stale: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+            .arg(Keys::of(&c.id).pending)
+            .arg("-inf")
+            .arg(cutoff)
+            .query_async(&mut redis)
+            .await?;
+        for customer in stale {
+            let Some(token) = gate::holder(&mut redis, &c.id, &customer).await? else {
+                continue;
+            };
+            if !token.starts_with(gate::PENDING_PREFIX) {
+                continue;
+            }
+            match claims::find_active(&state.db, &c.id, &customer).await? {
+                Some(row) => gate::confirm(&mut redis, &c.id, &customer, &token, &row.id).await?,
+                None => {
+                    gate::give_back(&mut redis, &c.id, &customer, &token, None).await?;
+                }
+            }
+            tracing::info!(campaign = %c.id, %customer, "settled a stale take");
+        }
+    }
+    Ok(())
+}
