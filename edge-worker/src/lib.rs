@@ -1,1 +1,21 @@
-//! placeholder: the edge worker is being built (issue 3).
+//! flashgate edge worker: a Cloudflare Worker (Rust, `worker` crate, built with worker-build)
+//! that sits in front of the origin.
+//!
+//! - `GET /api/v1/campaigns/{id}` is served from a per-isolate cache (plus the Cache API),
+//!   refreshed from the origin at most once per status TTL per isolate, single-flight.
+//! - `POST /api/v1/campaigns/{id}/claims` is checked at the edge (body size, JSON, idempotency
+//!   key, customer token), answered at the edge when the cached state says `sold_out`, `ended`,
+//!   `paused` or clearly `not_started`, and otherwise forwarded to the origin with an edge
+//!   signature.
+//! - Other `/api/v1/...` requests are passed through to the origin unchanged.
+//!
+//! Every decision is plain Rust in [`config`], [`decide`] and [`status`], tested on the host.
+//! The glue that talks to the Workers runtime lives in a module compiled for `wasm32` only.
+//! Nothing here panics on input: a panic inside workerd resets the isolate (and its cache).
+
+pub mod config;
+pub mod decide;
+pub mod status;
+
+#[cfg(target_arch = "wasm32")]
+mod glue;

@@ -1,0 +1,77 @@
+// Runs the built flashgate edge worker inside workerd via Miniflare (no internet needed).
+//
+// Environment:
+//   EDGE_SCRIPT_DIR   folder with index.js + index_bg.wasm (default: ./build next to this file)
+//   EDGE_PORT         port to listen on, 0 = any free port (default 0); host is 127.0.0.1
+//   EDGE_URL_FILE     when set, the base URL is written there once listening
+//   FLASHGATE_*       passed to the worker as bindings: FLASHGATE_ORIGIN_URL (required),
+//                     FLASHGATE_STATUS_TTL_MS, FLASHGATE_STATUS_MAX_STALE_MS,
+//                     FLASHGATE_NOT_STARTED_SKEW_MS, FLASHGATE_ORIGIN_TIMEOUT_MS and the
+//                     secrets FLASHGATE_CUSTOMER_TOKEN_SECRET, FLASHGATE_EDGE_SECRET.
+// Prints "edge listening on <url>" on stdout. SIGTERM / SIGINT dispose Miniflare and exit 0.
+import { Miniflare } from "miniflare";
+import { readFileSync, writeFileSync, renameSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const dir = resolve(process.env.EDGE_SCRIPT_DIR || join(here, "build"));
+const port = Number.parseInt(process.env.EDGE_PORT || "0", 10);
+if (!Number.isInteger(port) || port < 0 || port > 65535) {
+  console.error(`EDGE_PORT must be a port number, got ${process.env.EDGE_PORT}`);
+  process.exit(2);
+}
+
+// Same names as the [vars] and secrets of wrangler.toml; unset ones are left out so the
+// worker applies its defaults.
+const NAMES = [
+  "FLASHGATE_ORIGIN_URL",
+  "FLASHGATE_STATUS_TTL_MS",
+  "FLASHGATE_STATUS_MAX_STALE_MS",
+  "FLASHGATE_NOT_STARTED_SKEW_MS",
+  "FLASHGATE_ORIGIN_TIMEOUT_MS",
+  "FLASHGATE_CUSTOMER_TOKEN_SECRET",
+  "FLASHGATE_EDGE_SECRET",
+];
+const bindings = {};
+for (const name of NAMES) {
+  if (process.env[name]) bindings[name] = process.env[name];
+}
+
+const mf = new Miniflare({
+  modules: [
+    { type: "ESModule", path: join(dir, "index.js"), contents: readFileSync(join(dir, "index.js"), "utf8") },
+    { type: "CompiledWasm", path: join(dir, "index_bg.wasm"), contents: readFileSync(join(dir, "index_bg.wasm")) },
+  ],
+  modulesRoot: dir,
+  // Keep in step with wrangler.toml.
+  compatibilityDate: "2026-07-01",
+  host: "127.0.0.1",
+  port,
+  // Without this Miniflare fetches Request.cf data from the internet.
+  cf: false,
+  cache: true,
+  bindings,
+});
+
+const url = (await mf.ready).toString().replace(/\/$/, "");
+if (process.env.EDGE_URL_FILE) {
+  // Write then rename so a reader never sees a partial URL.
+  const tmp = `${process.env.EDGE_URL_FILE}.tmp`;
+  writeFileSync(tmp, `${url}\n`);
+  renameSync(tmp, process.env.EDGE_URL_FILE);
+}
+console.log(`edge listening on ${url}`);
+
+let stopping = false;
+async function stop() {
+  if (stopping) return;
+  stopping = true;
+  try {
+    await mf.dispose();
+  } finally {
+    process.exit(0);
+  }
+}
+process.on("SIGTERM", stop);
+process.on("SIGINT", stop);

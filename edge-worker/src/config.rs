@@ -1,0 +1,153 @@
+//! The worker's settings, read from its environment (`[vars]` and secrets of `wrangler.toml`,
+//! or Miniflare bindings).
+//!
+//! | binding | kind | default | meaning |
+//! |---|---|---|---|
+//! | `FLASHGATE_ORIGIN_URL` | var | required | origin base URL, e.g. `https://origin.example.com` |
+//! | `FLASHGATE_STATUS_TTL_MS` | var | 1000 | how long a cached status is fresh, ms |
+//! | `FLASHGATE_STATUS_MAX_STALE_MS` | var | 30000 | how long a status may be served stale when the origin is down, ms |
+//! | `FLASHGATE_NOT_STARTED_SKEW_MS` | var | 2000 | clock-skew allowance before `starts_at`, ms |
+//! | `FLASHGATE_ORIGIN_TIMEOUT_MS` | var | 5000 | origin round-trip timeout, ms |
+//! | `FLASHGATE_CUSTOMER_TOKEN_SECRET` | secret | required | HS256 key of customer tokens |
+//! | `FLASHGATE_EDGE_SECRET` | secret | optional | key of the edge signature; unset = claims are forwarded unsigned |
+
+/// Default status TTL, ms.
+pub const DEFAULT_STATUS_TTL_MS: i64 = 1_000;
+/// Default max-stale bound, ms.
+pub const DEFAULT_STATUS_MAX_STALE_MS: i64 = 30_000;
+/// Default clock-skew allowance for `not_started` answers at the edge, ms.
+pub const DEFAULT_NOT_STARTED_SKEW_MS: i64 = 2_000;
+/// Default origin timeout, ms.
+pub const DEFAULT_ORIGIN_TIMEOUT_MS: i64 = 5_000;
+/// Largest accepted value of any of the millisecond settings (one day).
+pub const MAX_SETTING_MS: i64 = 86_400_000;
+
+/// The worker's settings. Build one with [`EdgeConfig::from_lookup`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EdgeConfig {
+    /// Origin base URL without a trailing slash (`http` or `https`).
+    pub origin_url: String,
+    /// A cached status is fresh for this long after the origin produced it, ms (≥ 1).
+    pub status_ttl_ms: i64,
+    /// When a refresh fails, a status may still be served (marked stale) until it is this old, ms.
+    pub status_max_stale_ms: i64,
+    /// A claim is answered `not_started` at the edge only while `now + skew < starts_at`, ms.
+    pub not_started_skew_ms: i64,
+    /// Longest wait for an origin answer, ms (≥ 1).
+    pub origin_timeout_ms: i64,
+    /// Secret of the customer token (HS256).
+    pub customer_token_secret: Vec<u8>,
+    /// Secret of the edge signature; `None` forwards claims without a signature.
+    pub edge_secret: Option<Vec<u8>>,
+}
+
+impl EdgeConfig {
+    /// Reads the settings through `lookup(binding name) -> value`. Empty values count as unset.
+    /// Errors (a human-readable message naming the binding) when a required binding is missing,
+    /// the origin URL is not `http(s)://...`, or a number is not an integer in `1..=86_400_000`
+    /// (`0..` for the skew allowance).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let origin_url = get("FLASHGATE_ORIGIN_URL")
+            .ok_or("FLASHGATE_ORIGIN_URL is not set")?
+            .trim()
+            .trim_end_matches('/')
+            .to_string();
+        if !(origin_url.starts_with("http://") || origin_url.starts_with("https://")) {
+            return Err("FLASHGATE_ORIGIN_URL must start with http:// or https://".into());
+        }
+        let ms = |name: &str, default: i64, min: i64| -> Result<i64, String> {
+            match get(name) {
+                None => Ok(default),
+                Some(v) => match v.trim().parse::<i64>() {
+                    Ok(n) if (min..=MAX_SETTING_MS).contains(&n) => Ok(n),
+                    _ => Err(format!(
+                        "{name} must be an integer between {min} and {MAX_SETTING_MS}"
+                    )),
+                },
+            }
+        };
+        let customer_token_secret = get("FLASHGATE_CUSTOMER_TOKEN_SECRET")
+            .ok_or("FLASHGATE_CUSTOMER_TOKEN_SECRET is not set")?
+            .into_bytes();
+        Ok(EdgeConfig {
+            origin_url,
+            status_ttl_ms: ms("FLASHGATE_STATUS_TTL_MS", DEFAULT_STATUS_TTL_MS, 1)?,
+            status_max_stale_ms: ms(
+                "FLASHGATE_STATUS_MAX_STALE_MS",
+                DEFAULT_STATUS_MAX_STALE_MS,
+                1,
+            )?,
+            not_started_skew_ms: ms(
+                "FLASHGATE_NOT_STARTED_SKEW_MS",
+                DEFAULT_NOT_STARTED_SKEW_MS,
+                0,
+            )?,
+            origin_timeout_ms: ms("FLASHGATE_ORIGIN_TIMEOUT_MS", DEFAULT_ORIGIN_TIMEOUT_MS, 1)?,
+            customer_token_secret,
+            edge_secret: get("FLASHGATE_EDGE_SECRET").map(String::into_bytes),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<EdgeConfig, String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        EdgeConfig::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_and_required() {
+        let c = cfg(&[
+            ("FLASHGATE_ORIGIN_URL", "http://127.0.0.1:8080/"),
+            ("FLASHGATE_CUSTOMER_TOKEN_SECRET", "s"),
+            ("FLASHGATE_EDGE_SECRET", ""),
+        ])
+        .unwrap();
+        assert_eq!(c.origin_url, "http://127.0.0.1:8080");
+        assert_eq!(c.status_ttl_ms, 1_000);
+        assert_eq!(c.status_max_stale_ms, 30_000);
+        assert_eq!(c.not_started_skew_ms, 2_000);
+        assert_eq!(c.origin_timeout_ms, 5_000);
+        assert_eq!(c.customer_token_secret, b"s");
+        assert_eq!(c.edge_secret, None);
+        assert_eq!(
+            cfg(&[("FLASHGATE_CUSTOMER_TOKEN_SECRET", "s")]).unwrap_err(),
+            "FLASHGATE_ORIGIN_URL is not set"
+        );
+        assert_eq!(
+            cfg(&[("FLASHGATE_ORIGIN_URL", "http://o")]).unwrap_err(),
+            "FLASHGATE_CUSTOMER_TOKEN_SECRET is not set"
+        );
+    }
+
+    #[test]
+    fn rejects_bad_numbers_and_urls() {
+        let base = [
+            ("FLASHGATE_ORIGIN_URL", "http://o"),
+            ("FLASHGATE_CUSTOMER_TOKEN_SECRET", "s"),
+        ];
+        for bad in ["0", "-5", "abc", "99999999999999999999", "1.5"] {
+            let mut p = base.to_vec();
+            p.push(("FLASHGATE_STATUS_TTL_MS", bad));
+            assert!(cfg(&p).is_err(), "{bad} accepted");
+        }
+        let mut p = base.to_vec();
+        p.push(("FLASHGATE_NOT_STARTED_SKEW_MS", "0"));
+        p.push(("FLASHGATE_STATUS_TTL_MS", " 250 "));
+        let c = cfg(&p).unwrap();
+        assert_eq!((c.not_started_skew_ms, c.status_ttl_ms), (0, 250));
+        assert!(cfg(&[
+            ("FLASHGATE_ORIGIN_URL", "ftp://o"),
+            ("FLASHGATE_CUSTOMER_TOKEN_SECRET", "s")
+        ])
+        .is_err());
+    }
+}

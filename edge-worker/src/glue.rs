@@ -1,0 +1,470 @@
+//! The thin layer between the Workers runtime and the decisions in [`crate::decide`] and
+//! [`crate::status`]: reads requests, keeps the per-isolate status cache, talks to the Cache
+//! API and the origin, writes responses. Compiled for wasm32 only.
+//!
+//! Single-flight: per campaign, one request of the isolate (the leader) refreshes the status;
+//! concurrent requests wait for it on a plain-Rust wake-up (no JS I/O object crosses request
+//! contexts) with a timeout, so a cancelled leader cannot make them hang.
+
+use crate::config::EdgeConfig;
+use crate::decide::{self, Answer, ClaimInput, Gate, Route};
+use crate::status::{self, Freshness, StatusEntry};
+use flashgate_shared::{
+    signature, ANSWERED_BY_HEADER, EDGE_SIGNATURE_HEADER, IDEMPOTENCY_KEY_HEADER,
+};
+use futures_util::future::{select, Either};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context as TaskContext, Poll, Waker};
+use std::time::Duration;
+use worker::{
+    event, js_sys, AbortController, Cache, Context, Date, Delay, Env, Fetch, Headers, Method,
+    Request, RequestInit, Response, Result,
+};
+
+/// Header with the age of the cached status in ms (the standard `Age` header has it in s).
+const STATUS_AGE_MS_HEADER: &str = "flashgate-status-age-ms";
+/// Header set to `1` on a status served stale because the origin could not be reached.
+const STALE_HEADER: &str = "flashgate-stale";
+/// Campaign slots kept per isolate before idle ones are dropped.
+const MAX_SLOTS: usize = 10_000;
+
+/// What an isolate knows about one campaign.
+#[derive(Default)]
+struct Slot {
+    entry: Option<StatusEntry>,
+    /// Set while a leader refreshes: when it started, ms.
+    refreshing_since: Option<i64>,
+    /// Bumped by every finished refresh (success or failure).
+    generation: u64,
+    waiters: Vec<Waker>,
+}
+
+thread_local! {
+    static SLOTS: RefCell<HashMap<String, Slot>> = RefCell::new(HashMap::new());
+    static CONFIG: RefCell<Option<Rc<EdgeConfig>>> = const { RefCell::new(None) };
+}
+
+fn now_ms() -> i64 {
+    i64::try_from(Date::now().as_millis()).unwrap_or(i64::MAX)
+}
+
+fn config(env: &Env) -> std::result::Result<Rc<EdgeConfig>, String> {
+    if let Some(c) = CONFIG.with(|c| c.borrow().clone()) {
+        return Ok(c);
+    }
+    let cfg = Rc::new(EdgeConfig::from_lookup(|name| {
+        env.var(name).ok().map(|v| v.to_string())
+    })?);
+    CONFIG.with(|c| *c.borrow_mut() = Some(cfg.clone()));
+    Ok(cfg)
+}
+
+#[event(fetch)]
+async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
+    let cfg = match config(&env) {
+        Ok(c) => c,
+        Err(msg) => {
+            worker::console_error!("flashgate edge misconfigured: {msg}");
+            return answer(&Answer::unavailable());
+        }
+    };
+    match handle(req, cfg).await {
+        Ok(resp) => Ok(resp),
+        Err(e) => {
+            worker::console_error!("flashgate edge error: {e}");
+            answer(&Answer::unavailable())
+        }
+    }
+}
+
+async fn handle(req: Request, cfg: Rc<EdgeConfig>) -> Result<Response> {
+    let url = req.url()?;
+    let method = req.method();
+    let path = url.path().to_string();
+    match decide::route(method.as_ref(), &path) {
+        Route::Status { id } => serve_status(&cfg, id, &url).await,
+        Route::Claim { id } => claim(req, &cfg, id, &url).await,
+        Route::PassThrough => pass_through(req, &cfg, &url).await,
+        Route::NotFound => answer(&Answer::not_found()),
+    }
+}
+
+/// A response for an edge answer.
+fn answer(a: &Answer) -> Result<Response> {
+    let headers = Headers::new();
+    headers.set("content-type", "application/json")?;
+    headers.set(ANSWERED_BY_HEADER, "edge")?;
+    headers.set("cache-control", "no-store")?;
+    if let Some(s) = a.retry_after_s {
+        headers.set("retry-after", &s.to_string())?;
+    }
+    Ok(Response::from_bytes(a.body.clone().into_bytes())?
+        .with_status(a.status)
+        .with_headers(headers))
+}
+
+// ---------------------------------------------------------------- status cache
+
+async fn serve_status(cfg: &EdgeConfig, id: &str, url: &worker::Url) -> Result<Response> {
+    let (entry, fresh) = status_for(cfg, id, url).await;
+    let Some(entry) = entry else {
+        return answer(&Answer::unavailable());
+    };
+    let age_ms = entry.age_ms(now_ms());
+    let headers = Headers::new();
+    headers.set("content-type", "application/json")?;
+    headers.set(ANSWERED_BY_HEADER, "edge")?;
+    let max_age = (cfg.status_ttl_ms + 999) / 1000;
+    headers.set("cache-control", &format!("public, max-age={max_age}"))?;
+    headers.set("age", &(age_ms / 1000).to_string())?;
+    headers.set(STATUS_AGE_MS_HEADER, &age_ms.to_string())?;
+    if !fresh {
+        headers.set(STALE_HEADER, "1")?;
+    }
+    Ok(Response::from_bytes(entry.body().as_bytes().to_vec())?
+        .with_status(entry.http_status())
+        .with_headers(headers))
+}
+
+/// The cached status of `id` and whether it is fresh: refreshed first (single-flight) when it
+/// is missing or a TTL old. After a failed refresh the old entry is returned (not fresh)
+/// while it is within max-stale, else `None`.
+async fn status_for(cfg: &EdgeConfig, id: &str, url: &worker::Url) -> (Option<StatusEntry>, bool) {
+    let now = now_ms();
+    let lead_timeout = cfg.origin_timeout_ms.saturating_add(1_000);
+    let (entry, role) = SLOTS.with(|slots| {
+        let mut slots = slots.borrow_mut();
+        if slots.len() >= MAX_SLOTS && !slots.contains_key(id) {
+            slots.retain(|_, s| s.refreshing_since.is_some() || !s.waiters.is_empty());
+        }
+        let slot = slots.entry(id.to_string()).or_default();
+        if status::freshness(slot.entry.as_ref(), now, cfg.status_ttl_ms) == Freshness::Fresh {
+            return (slot.entry.clone(), None);
+        }
+        match slot.refreshing_since {
+            // A leader is on it (and not presumed dead): wait for it.
+            Some(since) if now.saturating_sub(since) < lead_timeout => {
+                (None, Some(Role::Wait(slot.generation)))
+            }
+            _ => {
+                slot.refreshing_since = Some(now);
+                (None, Some(Role::Lead))
+            }
+        }
+    });
+    match role {
+        None => return (entry, true),
+        Some(Role::Lead) => {
+            let result = refresh(cfg, id, url).await;
+            SLOTS.with(|slots| {
+                let mut slots = slots.borrow_mut();
+                let slot = slots.entry(id.to_string()).or_default();
+                if let Some(new) = result {
+                    // Never replace a younger entry (learned from a claim answer meanwhile).
+                    if slot
+                        .entry
+                        .as_ref()
+                        .is_none_or(|e| e.fetched_at_ms <= new.fetched_at_ms)
+                    {
+                        slot.entry = Some(new);
+                    }
+                }
+                slot.refreshing_since = None;
+                slot.generation += 1;
+                for w in slot.waiters.drain(..) {
+                    w.wake();
+                }
+            });
+        }
+        Some(Role::Wait(generation)) => {
+            let wait = WaitRefresh {
+                id: id.to_string(),
+                generation,
+            };
+            let timeout = Delay::from(Duration::from_millis(lead_timeout as u64));
+            let _ = select(wait, timeout).await;
+        }
+    }
+    let now = now_ms();
+    SLOTS.with(|slots| {
+        let slots = slots.borrow();
+        let entry = slots.get(id).and_then(|s| s.entry.clone());
+        match entry {
+            Some(e) if e.freshness(now, cfg.status_ttl_ms) == Freshness::Fresh => (Some(e), true),
+            Some(e) if e.servable_stale(now, cfg.status_max_stale_ms) => (Some(e), false),
+            _ => (None, false),
+        }
+    })
+}
+
+enum Role {
+    Lead,
+    Wait(u64),
+}
+
+/// Resolves when the slot's refresh generation moves past `generation`.
+struct WaitRefresh {
+    id: String,
+    generation: u64,
+}
+
+impl Future for WaitRefresh {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<()> {
+        SLOTS.with(|slots| {
+            let mut slots = slots.borrow_mut();
+            match slots.get_mut(&self.id) {
+                Some(slot) if slot.generation == self.generation => {
+                    slot.waiters.push(cx.waker().clone());
+                    Poll::Pending
+                }
+                _ => Poll::Ready(()),
+            }
+        })
+    }
+}
+
+/// The Cache API key of a campaign's status (a GET URL on the worker's own host).
+fn cache_key(url: &worker::Url, id: &str) -> String {
+    format!(
+        "{}://{}/__flashgate/edge-status/{id}",
+        url.scheme(),
+        url.host_str().unwrap_or("flashgate-edge")
+    )
+}
+
+/// One refresh: a fresh copy from the Cache API if another isolate put one there, else the
+/// origin (copied into the Cache API). `None` when the origin fails.
+async fn refresh(cfg: &EdgeConfig, id: &str, url: &worker::Url) -> Option<StatusEntry> {
+    let key = cache_key(url, id);
+    let cache = Cache::default();
+    if let Ok(Some(mut hit)) = cache.get(key.as_str(), false).await {
+        let origin_status = hit
+            .headers()
+            .get(status::CACHE_ORIGIN_STATUS_HEADER)
+            .ok()
+            .flatten();
+        let fetched_at = hit
+            .headers()
+            .get(status::CACHE_FETCHED_AT_HEADER)
+            .ok()
+            .flatten();
+        if let Ok(body) = hit.bytes().await {
+            let now = now_ms();
+            if let Some(e) = status::from_cache(
+                id,
+                origin_status.as_deref(),
+                fetched_at.as_deref(),
+                &body,
+                now,
+                cfg.status_ttl_ms,
+            ) {
+                return Some(e);
+            }
+        }
+    }
+    let origin_url = format!("{}/api/v1/campaigns/{id}", cfg.origin_url);
+    let req = Request::new(&origin_url, Method::Get).ok()?;
+    let (code, _headers, body) = send(req, cfg.origin_timeout_ms).await.ok()?;
+    let entry = match status::from_origin(id, code, &body, now_ms()) {
+        Ok(e) => e,
+        Err(e) => {
+            worker::console_warn!("status refresh of {id}: origin answer unusable: {e:?}");
+            return None;
+        }
+    };
+    if let Err(e) = put_in_cache(&cache, &key, &entry, cfg.status_ttl_ms).await {
+        worker::console_warn!("status refresh of {id}: cache put failed: {e}");
+    }
+    Some(entry)
+}
+
+async fn put_in_cache(cache: &Cache, key: &str, entry: &StatusEntry, ttl_ms: i64) -> Result<()> {
+    let headers = Headers::new();
+    headers.set("content-type", "application/json")?;
+    headers.set(
+        "cache-control",
+        &format!("public, max-age={}", (ttl_ms + 999) / 1000),
+    )?;
+    headers.set(
+        status::CACHE_ORIGIN_STATUS_HEADER,
+        &entry.http_status().to_string(),
+    )?;
+    headers.set(
+        status::CACHE_FETCHED_AT_HEADER,
+        &entry.fetched_at_ms.to_string(),
+    )?;
+    let resp = Response::from_bytes(entry.body().as_bytes().to_vec())?.with_headers(headers);
+    cache.put(key, resp).await
+}
+
+/// Sends a request to the origin with a timeout; returns status, headers and body bytes.
+/// Errors when the origin is unreachable or too slow (the request is then aborted).
+async fn send(req: Request, timeout_ms: i64) -> Result<(u16, Headers, Vec<u8>)> {
+    let controller = AbortController::default();
+    let signal = controller.signal();
+    let work = async move {
+        let mut resp = Fetch::Request(req).send_with_signal(&signal).await?;
+        let body = resp.bytes().await?;
+        Ok::<_, worker::Error>((resp.status_code(), resp.headers().clone(), body))
+    };
+    let timeout = Delay::from(Duration::from_millis(timeout_ms.max(1) as u64));
+    match select(Box::pin(work), timeout).await {
+        Either::Left((result, _)) => result,
+        Either::Right(((), _)) => {
+            controller.abort();
+            Err(worker::Error::RustError("origin timed out".into()))
+        }
+    }
+}
+
+/// Copies an origin answer into a response, marking it answered by the origin.
+fn relay(code: u16, headers: &Headers, body: Vec<u8>) -> Result<Response> {
+    let out = Headers::new();
+    for (name, value) in headers.entries() {
+        if !matches!(
+            name.as_str(),
+            "content-length" | "content-encoding" | "transfer-encoding" | "connection"
+        ) {
+            out.append(&name, &value)?;
+        }
+    }
+    if !out.has(ANSWERED_BY_HEADER)? {
+        out.set(ANSWERED_BY_HEADER, "origin")?;
+    }
+    Ok(Response::from_bytes(body)?
+        .with_status(code)
+        .with_headers(out))
+}
+
+// ---------------------------------------------------------------- claims
+
+async fn claim(
+    mut req: Request,
+    cfg: &EdgeConfig,
+    id: &str,
+    url: &worker::Url,
+) -> Result<Response> {
+    let headers = req.headers().clone();
+    let authorization = headers.get("authorization")?;
+    let key = headers.get(IDEMPOTENCY_KEY_HEADER)?;
+    let content_length = headers.get("content-length")?;
+    if let Err(a) = decide::check_content_length(content_length.as_deref()) {
+        return answer(&a);
+    }
+    let body = match req.bytes().await {
+        Ok(b) => b,
+        Err(_) => {
+            return answer(&Answer::error(
+                400,
+                flashgate_shared::api::codes::INVALID_JSON,
+                "claim body could not be read",
+            ))
+        }
+    };
+    let input = ClaimInput {
+        authorization: authorization.as_deref(),
+        idempotency_key: key.as_deref().map(str::as_bytes),
+        content_length: None,
+        body: Some(&body),
+    };
+    let now = now_ms();
+    if let Err(a) = decide::check_claim(&input, &cfg.customer_token_secret, now.div_euclid(1000)) {
+        return answer(&a);
+    }
+    let (entry, fresh) = status_for(cfg, id, url).await;
+    let now = now_ms();
+    if let Gate::Answer(a) = decide::gate(entry.as_ref(), fresh, now, cfg.not_started_skew_ms) {
+        return answer(&a);
+    }
+    // Forward: body bytes, Authorization and Idempotency-Key as sent, plus the edge signature.
+    let out = Headers::new();
+    out.set(
+        "content-type",
+        &headers
+            .get("content-type")?
+            .unwrap_or_else(|| "application/json".into()),
+    )?;
+    if let Some(a) = &authorization {
+        out.set("authorization", a)?;
+    }
+    if let Some(k) = &key {
+        out.set(IDEMPOTENCY_KEY_HEADER, k)?;
+    }
+    if let Some(secret) = &cfg.edge_secret {
+        let sig = signature::sign(secret, now.div_euclid(1000), "POST", url.path(), &body);
+        out.set(EDGE_SIGNATURE_HEADER, &sig)?;
+    }
+    let target = origin_target(cfg, url);
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_headers(out)
+        .with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
+    let forwarded = Request::new_with_init(&target, &init)?;
+    let (code, resp_headers, resp_body) = match send(forwarded, cfg.origin_timeout_ms).await {
+        Ok(r) if r.0 < 500 => r,
+        Ok((code, _, _)) => {
+            worker::console_warn!("claim on {id}: origin answered {code}");
+            return answer(&Answer::unavailable());
+        }
+        Err(e) => {
+            worker::console_warn!("claim on {id}: origin unreachable: {e}");
+            return answer(&Answer::unavailable());
+        }
+    };
+    learn(id, code, &resp_body);
+    relay(code, &resp_headers, resp_body)
+}
+
+/// The origin URL for the same path and query.
+fn origin_target(cfg: &EdgeConfig, url: &worker::Url) -> String {
+    match url.query() {
+        Some(q) => format!("{}{}?{q}", cfg.origin_url, url.path()),
+        None => format!("{}{}", cfg.origin_url, url.path()),
+    }
+}
+
+/// Flips the cached state when the origin's claim answer says sold out / ended / paused.
+fn learn(id: &str, code: u16, body: &[u8]) {
+    let now = now_ms();
+    SLOTS.with(|slots| {
+        let mut slots = slots.borrow_mut();
+        if let Some(slot) = slots.get_mut(id) {
+            if let Some(new) = status::learn_from_claim(slot.entry.as_ref(), code, body, now) {
+                slot.entry = Some(new);
+            }
+        }
+    });
+}
+
+// ---------------------------------------------------------------- pass-through
+
+async fn pass_through(mut req: Request, cfg: &EdgeConfig, url: &worker::Url) -> Result<Response> {
+    let target = origin_target(cfg, url);
+    let method = req.method();
+    let out = Headers::new();
+    for (name, value) in req.headers().entries() {
+        if !matches!(
+            name.as_str(),
+            "host" | "content-length" | "connection" | "transfer-encoding"
+        ) && !name.starts_with("cf-")
+        {
+            out.append(&name, &value)?;
+        }
+    }
+    let mut init = RequestInit::new();
+    init.with_method(method.clone()).with_headers(out);
+    if !matches!(method, Method::Get | Method::Head) {
+        let body = req.bytes().await.unwrap_or_default();
+        init.with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
+    }
+    let forwarded = Request::new_with_init(&target, &init)?;
+    match send(forwarded, cfg.origin_timeout_ms).await {
+        Ok((code, headers, body)) => relay(code, &headers, body),
+        Err(_) => answer(&Answer::unavailable()),
+    }
+}

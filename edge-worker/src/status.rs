@@ -1,0 +1,324 @@
+//! The cached campaign status: what an isolate remembers about one campaign, when it must be
+//! refreshed, when it may be served stale, and what it learns from the origin's claim answers.
+//!
+//! Times are milliseconds since the Unix epoch on the edge's clock. The age of an entry is
+//! counted from the moment the edge received it from the origin (`fetched_at_ms`), also when
+//! the entry travelled through the Cache API, so an entry is never fresh for more than one
+//! TTL in total: the staleness bound is the status TTL plus one origin round trip.
+
+use flashgate_shared::api::{CampaignState, CampaignStatus, ClaimReply};
+
+/// What the origin said about a campaign.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Known {
+    /// 200: the campaign's status, with the body bytes to serve (the origin's own bytes, or the
+    /// serialisation of `status` after the edge learned a new state).
+    Found {
+        /// Parsed status.
+        status: CampaignStatus,
+        /// JSON body served to clients.
+        body: String,
+    },
+    /// 404: no such campaign; the origin's body.
+    NotFound {
+        /// JSON body served to clients.
+        body: String,
+    },
+}
+
+/// One cached status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusEntry {
+    /// The origin's answer.
+    pub known: Known,
+    /// When the edge received it from the origin (or learned a new state from a claim
+    /// answer), ms since the epoch.
+    pub fetched_at_ms: i64,
+}
+
+/// Whether an entry can be served as is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// Younger than the TTL: serve it.
+    Fresh,
+    /// Missing or at least one TTL old: refresh from the origin (single-flight).
+    Refresh,
+}
+
+/// Why the origin's status answer could not be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OriginStatusError {
+    /// Unexpected HTTP status (5xx, 429, ...).
+    Status(u16),
+    /// 200 with a body that is not a campaign status.
+    BadBody,
+}
+
+impl StatusEntry {
+    /// Age in ms at `now_ms` (0 when the clock went backwards).
+    pub fn age_ms(&self, now_ms: i64) -> i64 {
+        now_ms.saturating_sub(self.fetched_at_ms).max(0)
+    }
+
+    /// Fresh while `age < ttl_ms`.
+    pub fn freshness(&self, now_ms: i64, ttl_ms: i64) -> Freshness {
+        if self.age_ms(now_ms) < ttl_ms {
+            Freshness::Fresh
+        } else {
+            Freshness::Refresh
+        }
+    }
+
+    /// After a failed refresh: may this entry still be served (marked stale)? True while
+    /// `age <= max_stale_ms`.
+    pub fn servable_stale(&self, now_ms: i64, max_stale_ms: i64) -> bool {
+        self.age_ms(now_ms) <= max_stale_ms
+    }
+
+    /// HTTP status of the cached answer (200 or 404).
+    pub fn http_status(&self) -> u16 {
+        match self.known {
+            Known::Found { .. } => 200,
+            Known::NotFound { .. } => 404,
+        }
+    }
+
+    /// The JSON body of the cached answer.
+    pub fn body(&self) -> &str {
+        match &self.known {
+            Known::Found { body, .. } | Known::NotFound { body } => body,
+        }
+    }
+
+    /// The state, when the campaign exists.
+    pub fn state(&self) -> Option<CampaignState> {
+        match &self.known {
+            Known::Found { status, .. } => Some(status.state),
+            Known::NotFound { .. } => None,
+        }
+    }
+}
+
+/// Freshness of a possibly missing entry.
+pub fn freshness(entry: Option<&StatusEntry>, now_ms: i64, ttl_ms: i64) -> Freshness {
+    entry.map_or(Freshness::Refresh, |e| e.freshness(now_ms, ttl_ms))
+}
+
+/// Turns the origin's answer to `GET /api/v1/campaigns/{id}` into a cache entry: 200 with a
+/// [`CampaignStatus`] body whose `id` is `id`, or 404. Anything else is an error (the entry is
+/// not replaced; the caller may serve the old one stale).
+pub fn from_origin(
+    id: &str,
+    http_status: u16,
+    body: &[u8],
+    now_ms: i64,
+) -> Result<StatusEntry, OriginStatusError> {
+    let known = match http_status {
+        200 => {
+            let status: CampaignStatus =
+                serde_json::from_slice(body).map_err(|_| OriginStatusError::BadBody)?;
+            if status.id != id {
+                return Err(OriginStatusError::BadBody);
+            }
+            let body = String::from_utf8(body.to_vec()).map_err(|_| OriginStatusError::BadBody)?;
+            Known::Found { status, body }
+        }
+        404 => Known::NotFound {
+            body: String::from_utf8_lossy(body).into_owned(),
+        },
+        other => return Err(OriginStatusError::Status(other)),
+    };
+    Ok(StatusEntry {
+        known,
+        fetched_at_ms: now_ms,
+    })
+}
+
+/// Header of a Cache API copy: the origin's HTTP status (200 or 404).
+pub const CACHE_ORIGIN_STATUS_HEADER: &str = "flashgate-origin-status";
+/// Header of a Cache API copy: when the edge received the answer, ms since the epoch.
+pub const CACHE_FETCHED_AT_HEADER: &str = "flashgate-fetched-at";
+
+/// Reads an entry back from its Cache API copy (the two headers above and the body). Returns
+/// `None` for a copy that is malformed or no longer fresh at `now_ms`, so that the Cache API
+/// never extends an entry's life past one TTL from the origin's answer.
+pub fn from_cache(
+    id: &str,
+    origin_status: Option<&str>,
+    fetched_at: Option<&str>,
+    body: &[u8],
+    now_ms: i64,
+    ttl_ms: i64,
+) -> Option<StatusEntry> {
+    let origin_status: u16 = origin_status?.trim().parse().ok()?;
+    let fetched_at_ms: i64 = fetched_at?.trim().parse().ok()?;
+    let entry = from_origin(id, origin_status, body, fetched_at_ms).ok()?;
+    (entry.freshness(now_ms, ttl_ms) == Freshness::Fresh).then_some(entry)
+}
+
+/// What the edge learns from the origin's answer to a forwarded claim: a 409 `sold_out`,
+/// `ended` or `paused` flips the cached state at once (and counts as a fresh observation at
+/// `now_ms`); `sold_out` also sets `remaining` to 0. Returns `None` when nothing changes
+/// (other answers, no entry, unknown campaign, or the state is already that one).
+pub fn learn_from_claim(
+    entry: Option<&StatusEntry>,
+    http_status: u16,
+    body: &[u8],
+    now_ms: i64,
+) -> Option<StatusEntry> {
+    if http_status != 409 {
+        return None;
+    }
+    let new_state = match serde_json::from_slice::<ClaimReply>(body).ok()? {
+        ClaimReply::SoldOut => CampaignState::SoldOut,
+        ClaimReply::Ended => CampaignState::Ended,
+        ClaimReply::Paused => CampaignState::Paused,
+        _ => return None,
+    };
+    let Known::Found { status, .. } = &entry?.known else {
+        return None;
+    };
+    if status.state == new_state {
+        return None;
+    }
+    let mut status = status.clone();
+    status.state = new_state;
+    if new_state == CampaignState::SoldOut {
+        status.remaining = 0;
+    }
+    let body = serde_json::to_string(&status).ok()?;
+    Some(StatusEntry {
+        known: Known::Found { status, body },
+        fetched_at_ms: now_ms,
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use chrono::{DateTime, Utc};
+    use flashgate_shared::api::CampaignKind;
+
+    pub(crate) fn t(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    pub(crate) fn status(state: CampaignState) -> CampaignStatus {
+        CampaignStatus {
+            id: "spring".into(),
+            name: "Spring".into(),
+            kind: CampaignKind::Sale,
+            state,
+            stock: 10,
+            remaining: 3,
+            starts_at: t("2026-03-01T10:00:00Z"),
+            ends_at: t("2026-03-01T12:00:00Z"),
+        }
+    }
+
+    pub(crate) fn entry(state: CampaignState, at: i64) -> StatusEntry {
+        let s = status(state);
+        StatusEntry {
+            known: Known::Found {
+                body: serde_json::to_string(&s).unwrap(),
+                status: s,
+            },
+            fetched_at_ms: at,
+        }
+    }
+
+    #[test]
+    fn freshness_and_stale_bounds() {
+        let e = entry(CampaignState::Active, 10_000);
+        assert_eq!(e.freshness(10_999, 1_000), Freshness::Fresh);
+        assert_eq!(e.freshness(11_000, 1_000), Freshness::Refresh);
+        // A clock that went backwards is age 0, not negative.
+        assert_eq!(e.age_ms(9_000), 0);
+        assert!(e.servable_stale(40_000, 30_000));
+        assert!(!e.servable_stale(40_001, 30_000));
+        assert_eq!(freshness(None, 0, 1_000), Freshness::Refresh);
+    }
+
+    #[test]
+    fn parses_origin_answers() {
+        let body = serde_json::to_vec(&status(CampaignState::Active)).unwrap();
+        let e = from_origin("spring", 200, &body, 5).unwrap();
+        assert_eq!(e.state(), Some(CampaignState::Active));
+        assert_eq!(e.body().as_bytes(), &body[..]);
+        assert_eq!((e.http_status(), e.fetched_at_ms), (200, 5));
+        // The body of another campaign, or junk, is refused.
+        assert_eq!(
+            from_origin("other", 200, &body, 5),
+            Err(OriginStatusError::BadBody)
+        );
+        assert_eq!(
+            from_origin("spring", 200, b"<html>", 5),
+            Err(OriginStatusError::BadBody)
+        );
+        let nf = from_origin("spring", 404, br#"{"result":"not_found"}"#, 5).unwrap();
+        assert_eq!((nf.http_status(), nf.state()), (404, None));
+        assert_eq!(
+            from_origin("spring", 503, b"", 5),
+            Err(OriginStatusError::Status(503))
+        );
+    }
+
+    #[test]
+    fn cache_copies_never_extend_freshness() {
+        let body = serde_json::to_vec(&status(CampaignState::SoldOut)).unwrap();
+        let e = from_cache("spring", Some("200"), Some("1000"), &body, 1_999, 1_000).unwrap();
+        assert_eq!(
+            (e.state(), e.fetched_at_ms),
+            (Some(CampaignState::SoldOut), 1_000)
+        );
+        assert_eq!(
+            from_cache("spring", Some("200"), Some("1000"), &body, 2_000, 1_000),
+            None
+        );
+        assert_eq!(
+            from_cache("spring", None, Some("1000"), &body, 1_001, 1_000),
+            None
+        );
+        assert_eq!(
+            from_cache("spring", Some("200"), Some("x"), &body, 1_001, 1_000),
+            None
+        );
+        assert_eq!(
+            from_cache("other", Some("200"), Some("1000"), &body, 1_001, 1_000),
+            None
+        );
+    }
+
+    #[test]
+    fn sold_out_answer_flips_the_state() {
+        let e = entry(CampaignState::Active, 0);
+        let flipped = learn_from_claim(Some(&e), 409, br#"{"result":"sold_out"}"#, 700).unwrap();
+        assert_eq!(flipped.state(), Some(CampaignState::SoldOut));
+        assert_eq!(flipped.fetched_at_ms, 700);
+        let Known::Found { status, body } = &flipped.known else {
+            panic!("not found")
+        };
+        assert_eq!(status.remaining, 0);
+        assert_eq!(
+            serde_json::from_str::<CampaignStatus>(body).unwrap(),
+            *status
+        );
+        // Nothing to learn from these.
+        assert_eq!(
+            learn_from_claim(Some(&flipped), 409, br#"{"result":"sold_out"}"#, 800),
+            None
+        );
+        assert_eq!(learn_from_claim(Some(&e), 201, b"{}", 1), None);
+        assert_eq!(
+            learn_from_claim(Some(&e), 409, br#"{"result":"in_progress"}"#, 1),
+            None
+        );
+        assert_eq!(learn_from_claim(Some(&e), 409, b"junk", 1), None);
+        assert_eq!(
+            learn_from_claim(None, 409, br#"{"result":"sold_out"}"#, 1),
+            None
+        );
+        let paused = learn_from_claim(Some(&e), 409, br#"{"result":"paused"}"#, 1).unwrap();
+        assert_eq!(paused.state(), Some(CampaignState::Paused));
+    }
+}

@@ -1,0 +1,135 @@
+# shellcheck shell=bash
+# Edge worker helpers: install the tools, build the worker, run it in workerd (Miniflare).
+#
+# Source this file (`. scripts/lib/edge.sh`); it defines functions only and changes no shell
+# options of the caller. Works offline: worker-build is pointed at local tools instead of
+# downloading wasm-bindgen, esbuild and wasm-opt. See docs/EDGE.md.
+#
+# Functions:
+#   edge_tools_install                 install (idempotent) everything edge_build/edge_start need
+#   edge_build                         build edge-worker/ into edge-worker/build/ (release)
+#   edge_build_baseline                build the trivial constant-JSON worker used by scripts/bench-edge
+#   edge_start ORIGIN PORT PIDFILE URLFILE [SCRIPT_DIR]
+#                                      start Miniflare in the background, write its pid and URL
+#   edge_stop PIDFILE                  stop what edge_start started
+#
+# Environment read:
+#   FLASHGATE_TOOLS_DIR   tool cache (default $HOME/.cache/flashgate); tools live in
+#                         <dir>/<tool>-<version>, the npm cache in <dir>/npm
+#   FLASHGATE_CUSTOMER_TOKEN_SECRET, FLASHGATE_EDGE_SECRET, FLASHGATE_STATUS_TTL_MS,
+#   FLASHGATE_STATUS_MAX_STALE_MS, FLASHGATE_NOT_STARTED_SKEW_MS, FLASHGATE_ORIGIN_TIMEOUT_MS
+#                         passed to the worker by edge_start (unset = worker default)
+
+# Pinned versions. wasm-bindgen-cli must equal the wasm-bindgen version in Cargo.lock.
+EDGE_WORKER_BUILD_VERSION=0.8.7
+EDGE_WASM_BINDGEN_VERSION=0.2.130
+
+# Repository root (this file is scripts/lib/edge.sh).
+EDGE_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+EDGE_DIR="$EDGE_REPO_ROOT/edge-worker"
+
+_edge_tools_dir() { echo "${FLASHGATE_TOOLS_DIR:-$HOME/.cache/flashgate}"; }
+_edge_log() { echo "[edge] $*" >&2; }
+
+# edge_tools_install: makes sure the wasm32 target, worker-build, wasm-bindgen-cli and the
+# node packages (miniflare, esbuild, binaryen from edge-worker/package-lock.json) are present.
+# Rust tools go to $FLASHGATE_TOOLS_DIR/<tool>-<version> and are reused when present (a cold
+# install takes ~6 min on 2 cores). `npm ci` runs only when node_modules is missing or older
+# than package-lock.json, with its cache outside the repo. Returns non-zero on failure.
+edge_tools_install() {
+  local tools; tools="$(_edge_tools_dir)"
+  mkdir -p "$tools" || return 1
+  if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+    _edge_log "adding rust target wasm32-unknown-unknown"
+    rustup target add wasm32-unknown-unknown || return 1
+  fi
+  local wb="$tools/worker-build-$EDGE_WORKER_BUILD_VERSION"
+  if [ ! -x "$wb/bin/worker-build" ]; then
+    _edge_log "installing worker-build $EDGE_WORKER_BUILD_VERSION into $wb"
+    cargo install worker-build --version "$EDGE_WORKER_BUILD_VERSION" --locked --root "$wb" || return 1
+  fi
+  local bg="$tools/wasm-bindgen-cli-$EDGE_WASM_BINDGEN_VERSION"
+  if [ ! -x "$bg/bin/wasm-bindgen" ]; then
+    _edge_log "installing wasm-bindgen-cli $EDGE_WASM_BINDGEN_VERSION into $bg"
+    # Without --locked: with it the install needs a webpki-roots version the index lacks.
+    cargo install wasm-bindgen-cli --version "$EDGE_WASM_BINDGEN_VERSION" --root "$bg" || return 1
+  fi
+  if [ ! -d "$EDGE_DIR/node_modules" ] || [ "$EDGE_DIR/package-lock.json" -nt "$EDGE_DIR/node_modules" ]; then
+    _edge_log "npm ci in edge-worker/"
+    (cd "$EDGE_DIR" && npm ci --cache "$tools/npm" --no-audit --no-fund --prefer-offline) || return 1
+    touch "$EDGE_DIR/node_modules"
+  fi
+}
+
+# _edge_worker_build DIR: runs worker-build --release in DIR with the local tools.
+_edge_worker_build() {
+  local dir="$1" tools; tools="$(_edge_tools_dir)"
+  (
+    cd "$dir" &&
+    WASM_BINDGEN_BIN="$tools/wasm-bindgen-cli-$EDGE_WASM_BINDGEN_VERSION/bin/wasm-bindgen" \
+    ESBUILD_BIN="$EDGE_DIR/node_modules/.bin/esbuild" \
+    WASM_OPT_BIN="$EDGE_DIR/node_modules/.bin/wasm-opt" \
+    CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$EDGE_REPO_ROOT/target}" \
+    CARGO_PROFILE_RELEASE_DEBUG=0 \
+      "$tools/worker-build-$EDGE_WORKER_BUILD_VERSION/bin/worker-build" --release
+  )
+}
+
+# edge_build: builds the worker (release, wasm-opt -O) into edge-worker/build/ (index.js +
+# index_bg.wasm). Needs edge_tools_install first. ~45 s cold, ~10 s incremental.
+edge_build() {
+  _edge_log "building edge worker"
+  _edge_worker_build "$EDGE_DIR" || return 1
+  [ -f "$EDGE_DIR/build/index.js" ] || { _edge_log "build/index.js missing after build"; return 1; }
+}
+
+# edge_build_baseline: builds the trivial constant-JSON Rust worker (edge-worker/bench-baseline)
+# into edge-worker/bench-baseline/build/, the reference of scripts/bench-edge.
+edge_build_baseline() {
+  _edge_log "building baseline worker"
+  _edge_worker_build "$EDGE_DIR/bench-baseline" || return 1
+}
+
+# edge_start ORIGIN_URL PORT PIDFILE URLFILE [SCRIPT_DIR]: starts Miniflare (workerd) in the
+# background serving the built worker (SCRIPT_DIR, default edge-worker/build) with
+# FLASHGATE_ORIGIN_URL=ORIGIN_URL and the FLASHGATE_* settings and secrets from the
+# environment. PORT 0 picks a free port. Waits until it listens (≤ 30 s), then writes the pid
+# to PIDFILE and its base URL (e.g. http://127.0.0.1:38211) to URLFILE. Logs go to
+# PIDFILE with .log appended. Returns non-zero when it did not come up.
+edge_start() {
+  local origin="$1" port="$2" pidfile="$3" urlfile="$4" script_dir="${5:-$EDGE_DIR/build}"
+  if [ -z "$origin" ] || [ -z "$port" ] || [ -z "$pidfile" ] || [ -z "$urlfile" ]; then
+    _edge_log "usage: edge_start ORIGIN_URL PORT PIDFILE URLFILE [SCRIPT_DIR]"; return 2
+  fi
+  rm -f "$urlfile"
+  FLASHGATE_ORIGIN_URL="$origin" EDGE_PORT="$port" EDGE_URL_FILE="$urlfile" \
+    EDGE_SCRIPT_DIR="$script_dir" \
+    nohup node "$EDGE_DIR/run-miniflare.mjs" >"$pidfile.log" 2>&1 &
+  local pid=$!
+  echo "$pid" >"$pidfile"
+  local i
+  for i in $(seq 1 300); do
+    if [ -s "$urlfile" ]; then return 0; fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      _edge_log "miniflare exited; log: $pidfile.log"; tail -20 "$pidfile.log" >&2; return 1
+    fi
+    sleep 0.1
+  done
+  _edge_log "miniflare did not start within 30 s; log: $pidfile.log"
+  kill "$pid" 2>/dev/null
+  return 1
+}
+
+# edge_stop PIDFILE: sends SIGTERM to the runner started by edge_start (it disposes Miniflare
+# and workerd), waits up to 5 s, then SIGKILL. Removes PIDFILE. A missing PIDFILE is fine.
+edge_stop() {
+  local pidfile="$1" pid i
+  [ -f "$pidfile" ] || return 0
+  pid="$(cat "$pidfile")"
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null
+    for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+  fi
+  rm -f "$pidfile"
+}
