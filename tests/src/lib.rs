@@ -1,1 +1,3 @@
-//! Test support shared by the integration tests.
+//! Test support shared by the integration tests, and the stampede load generator.
+pub mod stampede;
+pub mod support;

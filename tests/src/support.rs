@@ -1,0 +1,238 @@
+//! Support for tests against real services: an origin running in-process on an ephemeral
+//! port over the test PostgreSQL and Redis, campaign fixtures, customer tokens and requests.
+//!
+//! Services: `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/flashgate_test`, created
+//! when missing) and `REDIS_URL` (default `redis://127.0.0.1:6379/0`). Tests share them and stay
+//! out of each other's way by using unique campaign ids and customer ids ([`unique`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::{DateTime, Duration, Utc};
+use flashgate_origin::config::Config;
+use flashgate_origin::server::{self, RunningOrigin};
+use flashgate_shared::token::{mint, CustomerClaims};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+/// Default PostgreSQL URL of the tests.
+pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/flashgate_test";
+/// Default Redis URL of the tests.
+pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
+
+/// The test PostgreSQL URL.
+pub fn database_url() -> String {
+    std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.into())
+}
+
+/// The test Redis URL.
+pub fn redis_url() -> String {
+    std::env::var("REDIS_URL").unwrap_or_else(|_| DEFAULT_REDIS_URL.into())
+}
+
+/// Creates the test database when it does not exist (connecting to `postgres` on the same
+/// server).
+pub async fn ensure_database(url: &str) {
+    use sqlx::ConnectOptions;
+    let opts: sqlx::postgres::PgConnectOptions = url.parse().expect("DATABASE_URL parses");
+    let name = opts.get_database().unwrap_or("postgres").to_string();
+    let mut admin = opts
+        .clone()
+        .database("postgres")
+        .connect()
+        .await
+        .expect("connect to the postgres database");
+    let exists: Option<(i32,)> = sqlx::query_as("SELECT 1 FROM pg_database WHERE datname = $1")
+        .bind(&name)
+        .fetch_optional(&mut admin)
+        .await
+        .expect("query pg_database");
+    if exists.is_none() {
+        // Two test binaries may race to create it; the loser's error is harmless.
+        let _ = sqlx::query(&format!("CREATE DATABASE \"{name}\""))
+            .execute(&mut admin)
+            .await;
+    }
+}
+
+/// A unique suffix for ids, so tests sharing one database never collide.
+pub fn unique(prefix: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{prefix}-{}-{}-{}",
+        std::process::id(),
+        Utc::now().timestamp_micros() % 1_000_000_000,
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The configuration the tests run origins with.
+pub fn test_config() -> Config {
+    Config::for_tests(&database_url(), &redis_url())
+}
+
+/// An origin running in this process, plus a client and a pool for checking the database.
+pub struct TestOrigin {
+    pub origin: RunningOrigin,
+    pub url: String,
+    pub http: reqwest::Client,
+    pub db: PgPool,
+    pub config: Config,
+}
+
+impl TestOrigin {
+    /// Starts an origin with the test configuration.
+    pub async fn start() -> Self {
+        Self::start_with(test_config()).await
+    }
+
+    /// Starts an origin with `config`.
+    pub async fn start_with(config: Config) -> Self {
+        ensure_database(&config.database_url).await;
+        let origin = server::spawn(config.clone()).await.expect("origin starts");
+        let db = PgPool::connect(&config.database_url)
+            .await
+            .expect("test pool");
+        TestOrigin {
+            url: origin.url(),
+            origin,
+            http: reqwest::Client::builder()
+                .pool_max_idle_per_host(256)
+                .build()
+                .expect("client"),
+            db,
+            config,
+        }
+    }
+
+    /// Stops the origin gracefully.
+    pub async fn stop(self) {
+        self.origin.shutdown().await.expect("clean shutdown");
+    }
+
+    /// A customer token for `customer`, valid for an hour.
+    pub fn token(&self, customer: &str) -> String {
+        token_for(&self.config, customer)
+    }
+
+    /// Creates an active campaign (started a minute ago, ends in an hour) and returns its id.
+    pub async fn campaign(&self, kind: &str, stock: i64) -> String {
+        let id = unique(kind);
+        let now = Utc::now();
+        self.create_campaign(
+            &id,
+            kind,
+            stock,
+            now - Duration::minutes(1),
+            now + Duration::hours(1),
+            None,
+        )
+        .await;
+        id
+    }
+
+    /// Creates a campaign through the admin API; panics unless 201.
+    pub async fn create_campaign(
+        &self,
+        id: &str,
+        kind: &str,
+        stock: i64,
+        starts_at: DateTime<Utc>,
+        ends_at: DateTime<Utc>,
+        hold_seconds: Option<i64>,
+    ) -> Value {
+        let mut body = json!({
+            "id": id, "name": format!("Campaign {id}"), "kind": kind, "stock": stock,
+            "starts_at": starts_at, "ends_at": ends_at,
+        });
+        if let Some(h) = hold_seconds {
+            body["hold_seconds"] = json!(h);
+        }
+        let res = self
+            .http
+            .post(format!("{}/admin/v1/campaigns", self.url))
+            .bearer_auth(self.config.admin_token.expose())
+            .json(&body)
+            .send()
+            .await
+            .expect("create campaign");
+        let status = res.status();
+        let body: Value = res.json().await.expect("json");
+        assert_eq!(status, 201, "create campaign: {body}");
+        body
+    }
+
+    /// Sends a claim with `{}` for `customer` with idempotency key `key`; returns status and body.
+    pub async fn claim(&self, campaign: &str, customer: &str, key: &str) -> (u16, Value) {
+        claim_at(&self.http, &self.url, &self.token(customer), campaign, key).await
+    }
+
+    /// `GET /api/v1/campaigns/{id}` body.
+    pub async fn status(&self, campaign: &str) -> Value {
+        self.http
+            .get(format!("{}/api/v1/campaigns/{campaign}", self.url))
+            .send()
+            .await
+            .expect("status")
+            .json()
+            .await
+            .expect("json")
+    }
+
+    /// `campaigns.remaining` in PostgreSQL.
+    pub async fn remaining(&self, campaign: &str) -> i64 {
+        sqlx::query_scalar("SELECT remaining FROM campaigns WHERE id = $1")
+            .bind(campaign)
+            .fetch_one(&self.db)
+            .await
+            .expect("remaining")
+    }
+
+    /// Number of claim rows of the campaign with one of `statuses` (all rows when empty).
+    pub async fn claim_rows(&self, campaign: &str, statuses: &[&str]) -> i64 {
+        let statuses: Vec<String> = statuses.iter().map(|s| s.to_string()).collect();
+        sqlx::query_scalar(
+            "SELECT count(*) FROM claims WHERE campaign_id = $1
+               AND (cardinality($2::text[]) = 0 OR status = ANY($2))",
+        )
+        .bind(campaign)
+        .bind(&statuses)
+        .fetch_one(&self.db)
+        .await
+        .expect("count claims")
+    }
+}
+
+/// A customer token for `customer` under `config`'s secret, valid for an hour.
+pub fn token_for(config: &Config, customer: &str) -> String {
+    let exp = Utc::now().timestamp() + 3600;
+    mint(
+        &CustomerClaims {
+            sub: customer.into(),
+            exp,
+            nbf: None,
+        },
+        config.customer_token_secret.expose().as_bytes(),
+    )
+}
+
+/// Sends a claim to `base_url`; returns status and JSON body (`Value::Null` when not JSON).
+pub async fn claim_at(
+    http: &reqwest::Client,
+    base_url: &str,
+    token: &str,
+    campaign: &str,
+    key: &str,
+) -> (u16, Value) {
+    let res = http
+        .post(format!("{base_url}/api/v1/campaigns/{campaign}/claims"))
+        .bearer_auth(token)
+        .header("idempotency-key", key)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .expect("claim request");
+    let status = res.status().as_u16();
+    let body = res.json().await.unwrap_or(Value::Null);
+    (status, body)
+}

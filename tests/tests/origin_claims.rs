@@ -1,0 +1,316 @@
+//! The claim path against a real origin over HTTP, real PostgreSQL and real Redis, with truly
+//! concurrent requests. Every test checks the database afterwards.
+
+use std::collections::HashSet;
+
+use flashgate_tests::support::{claim_at, redis_url, test_config, unique, TestOrigin};
+use futures::future::join_all;
+use serde_json::Value;
+
+/// Fires one claim per customer, all at once; returns (status, body) in order.
+async fn stampede(o: &TestOrigin, campaign: &str, customers: &[String]) -> Vec<(u16, Value)> {
+    join_all(customers.iter().map(|c| {
+        let token = o.token(c);
+        let (http, url, campaign) = (o.http.clone(), o.url.clone(), campaign.to_string());
+        let key = format!("k-{c}");
+        tokio::spawn(async move { claim_at(&http, &url, &token, &campaign, &key).await })
+    }))
+    .await
+    .into_iter()
+    .map(|r| r.expect("task"))
+    .collect()
+}
+
+fn customers(n: usize) -> Vec<String> {
+    let run = unique("cust");
+    (0..n).map(|i| format!("{run}-{i}")).collect()
+}
+
+fn count(replies: &[(u16, Value)], status: u16, result: &str) -> usize {
+    replies
+        .iter()
+        .filter(|(s, b)| *s == status && b["result"] == result)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stock_10_and_100_customers_at_once_three_times() {
+    let o = TestOrigin::start().await;
+    for _ in 0..3 {
+        let c = o.campaign("sale", 10).await;
+        let replies = stampede(&o, &c, &customers(100)).await;
+        assert_eq!(count(&replies, 201, "claimed"), 10, "{replies:?}");
+        assert_eq!(count(&replies, 409, "sold_out"), 90);
+        assert_eq!(o.remaining(&c).await, 0);
+        assert_eq!(o.claim_rows(&c, &[]).await, 10);
+        // Every 201 names a claim row of that customer.
+        for (s, b) in replies.iter().filter(|(s, _)| *s == 201) {
+            assert_eq!(*s, 201);
+            let owner: String = sqlx::query_scalar("SELECT customer_id FROM claims WHERE id = $1")
+                .bind(b["claim"]["id"].as_str().unwrap())
+                .fetch_one(&o.db)
+                .await
+                .unwrap();
+            assert_eq!(owner, b["claim"]["customer"].as_str().unwrap());
+            assert_eq!(b["claim"]["status"], "held");
+            assert!(b["claim"]["held_until"].is_string());
+        }
+    }
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stock_1_and_50_at_once_has_exactly_one_winner() {
+    let o = TestOrigin::start().await;
+    let c = o.campaign("sale", 1).await;
+    let replies = stampede(&o, &c, &customers(50)).await;
+    assert_eq!(count(&replies, 201, "claimed"), 1);
+    assert_eq!(count(&replies, 409, "sold_out"), 49);
+    assert_eq!(o.remaining(&c).await, 0);
+    assert_eq!(o.claim_rows(&c, &[]).await, 1);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stock_n_and_n_plus_1_in_turn_the_last_is_sold_out() {
+    let o = TestOrigin::start().await;
+    let c = o.campaign("giveaway", 5).await;
+    let people = customers(6);
+    for (i, p) in people.iter().enumerate() {
+        let (s, b) = o.claim(&c, p, "k").await;
+        if i < 5 {
+            assert_eq!(s, 201, "{b}");
+            let code = b["claim"]["code"].as_str().unwrap();
+            assert!(flashgate_shared::code::is_generated_shape(code), "{code}");
+            assert_eq!(b["claim"]["status"], "issued");
+        } else {
+            assert_eq!((s, b["result"].as_str()), (409, Some("sold_out")));
+        }
+    }
+    assert_eq!(o.remaining(&c).await, 0);
+    assert_eq!(o.claim_rows(&c, &["issued"]).await, 5);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_customer_in_two_tabs_gets_one_claim() {
+    let o = TestOrigin::start().await;
+    for _ in 0..5 {
+        let c = o.campaign("sale", 10).await;
+        let ana = unique("ana");
+        let (a, b) = tokio::join!(o.claim(&c, &ana, "tab-1"), o.claim(&c, &ana, "tab-2"));
+        let mut replies = [a, b];
+        replies.sort_by_key(|r| r.0);
+        assert_eq!(replies[0].0, 201, "{replies:?}");
+        assert_eq!(replies[1].0, 409);
+        assert_eq!(replies[1].1["result"], "already_claimed");
+        assert_eq!(
+            replies[1].1["claim"], replies[0].1["claim"],
+            "the other tab carries the same claim"
+        );
+        assert_eq!(o.claim_rows(&c, &[]).await, 1);
+        assert_eq!(o.remaining(&c).await, 9);
+    }
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn twenty_requests_with_one_key_make_one_claim() {
+    let o = TestOrigin::start().await;
+    let c = o.campaign("sale", 10).await;
+    let ana = unique("ana");
+    let token = o.token(&ana);
+    let replies: Vec<(u16, Value)> = join_all((0..20).map(|_| {
+        let (http, url, token, c) = (o.http.clone(), o.url.clone(), token.clone(), c.clone());
+        tokio::spawn(async move { claim_at(&http, &url, &token, &c, "same-key").await })
+    }))
+    .await
+    .into_iter()
+    .map(|r| r.unwrap())
+    .collect();
+    let winners: Vec<&Value> = replies
+        .iter()
+        .filter(|r| r.0 == 201)
+        .map(|r| &r.1)
+        .collect();
+    assert!(!winners.is_empty());
+    assert!(
+        winners.iter().all(|w| *w == winners[0]),
+        "identical replies"
+    );
+    for (s, b) in &replies {
+        assert!(
+            *s == 201 || (*s == 409 && b["result"] == "in_progress"),
+            "{s} {b}"
+        );
+    }
+    assert_eq!(o.claim_rows(&c, &[]).await, 1);
+    // Once done, the key replays the first reply.
+    let (s, b) = o.claim(&c, &ana, "same-key").await;
+    assert_eq!((s, &b), (201, winners[0]));
+    // The key on another campaign is a reuse.
+    let other = o.campaign("sale", 10).await;
+    let (s, b) = o.claim(&other, &ana, "same-key").await;
+    assert_eq!(
+        (s, b["result"].as_str()),
+        (422, Some("idempotency_key_reused"))
+    );
+    assert_eq!(o.claim_rows(&other, &[]).await, 0);
+    // The same key string from another customer is her own request.
+    let bea = unique("bea");
+    let (s, b) = o.claim(&c, &bea, "same-key").await;
+    assert_eq!(s, 201);
+    assert_eq!(b["claim"]["customer"], bea.as_str());
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_an_origin_restart_gets_the_same_claim() {
+    let o = TestOrigin::start().await;
+    let c = o.campaign("sale", 3).await;
+    let ana = unique("ana");
+    let (s, first) = o.claim(&c, &ana, "k1").await;
+    assert_eq!(s, 201);
+    let config = o.config.clone();
+    o.stop().await;
+    let o = TestOrigin::start_with(config).await;
+    let (s, again) = o.claim(&c, &ana, "k1").await;
+    assert_eq!((s, &again), (201, &first));
+    // Even when Redis lost the idempotency record, the claim row recognises the retry.
+    let mut r = redis::Client::open(redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("fg:idem:{}:{ana}:*", ana.len()))
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    assert!(!keys.is_empty());
+    let _: () = redis::cmd("DEL")
+        .arg(&keys)
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    let (s, again) = o.claim(&c, &ana, "k1").await;
+    assert_eq!((s, &again), (201, &first));
+    assert_eq!(o.claim_rows(&c, &[]).await, 1);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_flushed_mid_run_never_oversells_and_recovers() {
+    // A Redis database of its own: this test flushes it.
+    let mut config = test_config();
+    config.redis_url = format!(
+        "{}",
+        redis_url()
+            .rsplit_once('/')
+            .map(|(h, _)| h.to_string())
+            .unwrap_or(redis_url())
+            + "/7"
+    );
+    let o = TestOrigin::start_with(config.clone()).await;
+    let c = o.campaign("sale", 30).await;
+    let people = customers(200);
+    let mut r = redis::Client::open(config.redis_url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let first = stampede(&o, &c, &people[..60]).await;
+    let _: () = redis::cmd("FLUSHDB").query_async(&mut r).await.unwrap();
+    let second = stampede(&o, &c, &people[60..]).await;
+    // Retries until the gate is back, bounded.
+    let mut replies: Vec<(u16, Value)> = first.into_iter().chain(second).collect();
+    for _ in 0..50 {
+        let retry: Vec<usize> = (0..replies.len())
+            .filter(|i| replies[*i].0 == 503)
+            .collect();
+        if retry.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        for i in retry {
+            replies[i] = o.claim(&c, &people[i], &format!("k-{}", people[i])).await;
+        }
+    }
+    assert!(
+        replies.iter().all(|r| r.0 != 503),
+        "the origin recovered by itself"
+    );
+    let wins = count(&replies, 201, "claimed");
+    assert_eq!(wins, 30, "all units sold, none twice");
+    assert_eq!(o.claim_rows(&c, &[]).await, 30);
+    assert_eq!(o.remaining(&c).await, 0);
+    let distinct: HashSet<&str> = replies
+        .iter()
+        .filter(|r| r.0 == 201)
+        .map(|r| r.1["claim"]["customer"].as_str().unwrap())
+        .collect();
+    assert_eq!(distinct.len(), 30);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn clients_that_disconnect_leave_no_unit_without_a_claim() {
+    let o = TestOrigin::start().await;
+    let c = o.campaign("sale", 20).await;
+    let impatient = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_millis(2))
+        .build()
+        .unwrap();
+    let people = customers(60);
+    join_all(people.iter().map(|p| {
+        let (http, url, token, c) = (impatient.clone(), o.url.clone(), o.token(p), c.clone());
+        tokio::spawn(async move {
+            let _ = http
+                .post(format!("{url}/api/v1/campaigns/{c}/claims"))
+                .bearer_auth(token)
+                .header("idempotency-key", "k")
+                .header("content-type", "application/json")
+                .body("{}")
+                .send()
+                .await;
+        })
+    }))
+    .await;
+    // Let the claims that were cut off finish on the origin's side.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let rows = o.claim_rows(&c, &[]).await;
+    let remaining = o.remaining(&c).await;
+    assert_eq!(
+        rows + remaining,
+        20,
+        "every unit is either remaining or claimed"
+    );
+    let mut r = redis::Client::open(redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let gate: i64 = redis::cmd("GET")
+        .arg(format!("fg:{{{c}}}:remaining"))
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    assert_eq!(gate, remaining, "the gate agrees with PostgreSQL");
+    let pending: i64 = redis::cmd("ZCARD")
+        .arg(format!("fg:{{{c}}}:pending"))
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    assert_eq!(pending, 0);
+    // A pooled connection left inside a transaction would sit "idle in transaction"; other
+    // tests' live transactions pass through that state only for moments.
+    let idle_in_tx: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+            AND state = 'idle in transaction' AND state_change < now() - interval '1 second'",
+    )
+    .fetch_one(&o.db)
+    .await
+    .unwrap();
+    assert_eq!(idle_in_tx, 0);
+    o.stop().await;
+}
