@@ -1,0 +1,272 @@
+//! Bad input to the origin: each gets the documented 4xx with `{"result", "message"}`, never a
+//! 500 or internal text, and changes nothing.
+
+use base64::Engine;
+use chrono::{Duration, Utc};
+use flashgate_shared::token::{mint, CustomerClaims};
+use flashgate_tests::support::{test_config, unique, TestOrigin};
+use serde_json::{json, Value};
+
+struct Req {
+    name: &'static str,
+    token: Option<String>,
+    key: Option<String>,
+    content_type: Option<&'static str>,
+    body: Vec<u8>,
+    campaign: Option<String>,
+    want: (u16, &'static str),
+}
+
+async fn send(o: &TestOrigin, c: &str, r: &Req) -> (u16, Value) {
+    let mut b = o
+        .http
+        .post(format!(
+            "{}/api/v1/campaigns/{}/claims",
+            o.url,
+            r.campaign.as_deref().unwrap_or(c)
+        ))
+        .body(r.body.clone());
+    if let Some(t) = &r.token {
+        b = b.bearer_auth(t);
+    }
+    if let Some(k) = &r.key {
+        b = b.header("idempotency-key", k);
+    }
+    if let Some(ct) = r.content_type {
+        b = b.header("content-type", ct);
+    }
+    let res = b.send().await.expect("request");
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_claims_get_the_documented_4xx_and_change_nothing() {
+    let o = TestOrigin::start().await;
+    let c = o.campaign("sale", 3).await;
+    let secret = o.config.customer_token_secret.expose().as_bytes().to_vec();
+    let good = o.token(&unique("ana"));
+    let expired = mint(
+        &CustomerClaims {
+            sub: "ana".into(),
+            exp: Utc::now().timestamp() - 1,
+            nbf: None,
+        },
+        &secret,
+    );
+    let forged = mint(
+        &CustomerClaims {
+            sub: "ana".into(),
+            exp: Utc::now().timestamp() + 600,
+            nbf: None,
+        },
+        b"not-the-secret",
+    );
+    let alg_none = format!(
+        "{}.{}.",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#),
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(br#"{"sub":"ana","exp":99999999999}"#)
+    );
+    let base = |name, want| Req {
+        name,
+        token: Some(good.clone()),
+        key: Some("k1".into()),
+        content_type: Some("application/json"),
+        body: b"{}".to_vec(),
+        campaign: None,
+        want,
+    };
+    let cases = vec![
+        Req {
+            token: None,
+            ..base("missing token", (401, "unauthorized"))
+        },
+        Req {
+            token: Some(expired),
+            ..base("expired token", (401, "unauthorized"))
+        },
+        Req {
+            token: Some(forged),
+            ..base("forged token", (401, "unauthorized"))
+        },
+        Req {
+            token: Some(alg_none),
+            ..base("alg none", (401, "unauthorized"))
+        },
+        Req {
+            token: Some("garbage".into()),
+            ..base("garbage token", (401, "unauthorized"))
+        },
+        Req {
+            key: None,
+            ..base("missing key", (400, "invalid_idempotency_key"))
+        },
+        Req {
+            key: Some("k".repeat(256)),
+            ..base("256-char key", (400, "invalid_idempotency_key"))
+        },
+        Req {
+            body: b"{".to_vec(),
+            ..base("invalid JSON", (400, "invalid_json"))
+        },
+        Req {
+            body: br#"{"a":1,"a":1}"#.to_vec(),
+            ..base("duplicate keys", (400, "invalid_json"))
+        },
+        Req {
+            body: br#"{"quantity":2}"#.to_vec(),
+            ..base("unknown field", (400, "invalid_json"))
+        },
+        Req {
+            body: b"[]".to_vec(),
+            ..base("array body", (400, "invalid_json"))
+        },
+        Req {
+            body: vec![b' '; 2 * 1024 * 1024],
+            ..base("2 MB body", (413, "payload_too_large"))
+        },
+        Req {
+            content_type: Some("text/plain"),
+            ..base("wrong content type", (415, "unsupported_media_type"))
+        },
+        Req {
+            content_type: None,
+            ..base("no content type", (415, "unsupported_media_type"))
+        },
+        Req {
+            campaign: Some("no-such-campaign".into()),
+            ..base("unknown campaign", (404, "not_found"))
+        },
+        Req {
+            campaign: Some("BAD%20ID".into()),
+            ..base("malformed campaign id", (404, "not_found"))
+        },
+    ];
+    for r in &cases {
+        let (status, body) = send(&o, &c, r).await;
+        assert_eq!(
+            (status, body["result"].as_str().unwrap_or("")),
+            (r.want.0, r.want.1),
+            "{}: {body}",
+            r.name
+        );
+        let message = body["message"].as_str().unwrap_or("");
+        assert!(!message.is_empty(), "{}: a message for humans", r.name);
+        for leak in ["sqlx", "redis", "panicked", "Error {"] {
+            assert!(
+                !message.contains(leak),
+                "{}: internal text in {message}",
+                r.name
+            );
+        }
+    }
+    assert_eq!(o.claim_rows(&c, &[]).await, 0, "nothing changed");
+    assert_eq!(o.remaining(&c).await, 3);
+    // The key used by every bad request is still fresh: a good request with it wins.
+    let (s, _) = flashgate_tests::support::claim_at(&o.http, &o.url, &good, &c, "k1").await;
+    assert_eq!(s, 201);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_campaigns_are_refused_by_the_admin_api() {
+    let o = TestOrigin::start().await;
+    let url = format!("{}/admin/v1/campaigns", o.url);
+    let now = Utc::now();
+    let ok = json!({"id": unique("c"), "name": "N", "kind": "sale", "stock": 5,
+                    "starts_at": now, "ends_at": now + Duration::hours(1)});
+    let admin = o.config.admin_token.expose().to_string();
+    let post = |body: Value, token: Option<&str>| {
+        let mut b = o.http.post(&url).json(&body);
+        if let Some(t) = token {
+            b = b.bearer_auth(t);
+        }
+        b.send()
+    };
+    let r = post(ok.clone(), None).await.unwrap();
+    assert_eq!(r.status(), 401);
+    let r = post(ok.clone(), Some("wrong")).await.unwrap();
+    assert_eq!(r.status(), 403);
+    let with = |k: &str, v: Value| {
+        let mut b = ok.clone();
+        b[k] = v;
+        b
+    };
+    for (name, body) in [
+        ("stock 0", with("stock", json!(0))),
+        ("stock too big", with("stock", json!(10_000_001))),
+        ("negative stock", with("stock", json!(-5))),
+        ("huge stock", with("stock", json!(1e300))),
+        ("bad slug", with("id", json!("Not A Slug"))),
+        (
+            "ends before starts",
+            with("ends_at", json!(now - Duration::hours(1))),
+        ),
+        ("bad time", with("starts_at", json!("tomorrow"))),
+        ("unknown kind", with("kind", json!("lottery"))),
+        (
+            "hold on giveaway",
+            with("kind", json!("giveaway"))
+                .as_object()
+                .map(|o| {
+                    let mut o = o.clone();
+                    o.insert("hold_seconds".into(), json!(60));
+                    Value::Object(o)
+                })
+                .unwrap(),
+        ),
+        ("unknown field", with("color", json!("red"))),
+    ] {
+        let r = post(body, Some(&admin)).await.unwrap();
+        let status = r.status().as_u16();
+        let b: Value = r.json().await.unwrap();
+        assert!(status == 422 || status == 400, "{name}: {status} {b}");
+        assert!(b["message"].is_string(), "{name}: {b}");
+    }
+    let r = post(ok.clone(), Some(&admin)).await.unwrap();
+    assert_eq!(r.status(), 201);
+    let r = post(ok.clone(), Some(&admin)).await.unwrap();
+    assert_eq!(r.status(), 409);
+    let r = o
+        .http
+        .get(format!("{}/api/v1/campaigns/nope", o.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_an_edge_secret_unsigned_claims_are_forbidden() {
+    let mut config = test_config();
+    config.edge_secret = Some(flashgate_origin::config::Secret::new("edge-secret"));
+    let o = TestOrigin::start_with(config).await;
+    let c = o.campaign("sale", 3).await;
+    let (s, b) = o.claim(&c, &unique("ana"), "k").await;
+    assert_eq!((s, b["result"].as_str()), (403, Some("forbidden")));
+    // A valid signature from the edge's code is accepted.
+    let path = format!("/api/v1/campaigns/{c}/claims");
+    let sig = flashgate_shared::signature::sign(
+        b"edge-secret",
+        Utc::now().timestamp(),
+        "POST",
+        &path,
+        b"{}",
+    );
+    let r = o
+        .http
+        .post(format!("{}{path}", o.url))
+        .bearer_auth(o.token(&unique("bea")))
+        .header("idempotency-key", "k")
+        .header("content-type", "application/json")
+        .header(flashgate_shared::EDGE_SIGNATURE_HEADER, sig)
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    assert_eq!(o.claim_rows(&c, &[]).await, 1);
+    o.stop().await;
+}
