@@ -1,0 +1,168 @@
+# shellcheck shell=bash
+# PostgreSQL and Redis for the flashgate scripts. Source it after scripts/lib/common.sh.
+#
+#   services_up STATE_DIR DB_NAME   exports DATABASE_URL and REDIS_URL, creating DB_NAME
+#   services_down STATE_DIR         stops what services_up started (nothing else)
+#   services_status STATE_DIR       prints what is used and whether it answers
+#
+# Where the services come from, in order:
+#   1. DATABASE_URL / REDIS_URL when set in the environment (the database in DATABASE_URL is
+#      created if missing);
+#   2. the machine's own instances when they answer: PostgreSQL on 127.0.0.1:5432 as user
+#      postgres without a password, Redis on 127.0.0.1:6379;
+#   3. throwaway instances started here: initdb + pg_ctl in a temp dir on a free port, and
+#      redis-server --save '' on a free port, installing the Debian packages postgresql and
+#      redis-server when missing. services_down stops them and removes the temp dir.
+# Only the database DB_NAME is ever created; no other database is touched.
+
+_svc_pg_ok() { psql "$1" -Atqc 'select 1' >/dev/null 2>&1; }
+
+# _svc_pg_ensure_db URL: creates the database named in URL (via the server's postgres db).
+_svc_pg_ensure_db() {
+  local url="$1" db maint
+  _svc_pg_ok "$url" && return 0
+  db="${url##*/}"; db="${db%%\?*}"
+  [[ "$db" =~ ^[A-Za-z0-9_]+$ ]] || fg_die "cannot create database '$db' (name must be [A-Za-z0-9_]+)"
+  maint="${url%/*}/postgres"
+  _svc_pg_ok "$maint" || fg_die "PostgreSQL at ${url%/*}/ does not answer (psql \"$maint\")"
+  if [ "$(psql "$maint" -Atqc "SELECT 1 FROM pg_database WHERE datname = '$db'")" != "1" ]; then
+    fg_log "creating database $db"
+    psql "$maint" -qc "CREATE DATABASE \"$db\"" >&2 || fg_die "CREATE DATABASE $db failed"
+  fi
+  _svc_pg_ok "$url" || fg_die "database $db does not answer after creating it"
+}
+
+_svc_redis_ok() {
+  local url="$1" hostport host port line
+  hostport="${url#redis://}"; hostport="${hostport##*@}"; hostport="${hostport%%/*}"
+  host="${hostport%:*}"; port="${hostport##*:}"
+  [ "$port" = "$hostport" ] && port=6379
+  if fg_have redis-cli; then
+    [ "$(redis-cli -u "$url" ping 2>/dev/null)" = "PONG" ]
+  else
+    (
+      exec 3<>"/dev/tcp/$host/$port" || exit 1
+      printf 'PING\r\n' >&3
+      IFS= read -r -t 2 line <&3 || true
+      [[ "$line" == +PONG* ]]
+    ) 2>/dev/null
+  fi
+}
+
+# _svc_pg_run CMD...: runs a PostgreSQL server command as a non-root user (postgres refuses
+# to run as root).
+_svc_pg_run() {
+  if [ "$(id -u)" -eq 0 ]; then
+    id postgres >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin postgres
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+_svc_pg_bindir() {
+  local d
+  d="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
+  if [ -n "$d" ] && [ -x "$d/initdb" ]; then echo "$d"; return 0; fi
+  if fg_have initdb && fg_have pg_ctl; then dirname "$(command -v initdb)"; return 0; fi
+  return 1
+}
+
+# _svc_pg_start_own STATE DB: a throwaway PostgreSQL in a temp dir; prints its URL.
+_svc_pg_start_own() {
+  local state="$1" db="$2" bin dir port
+  if [ -s "$state/pg.dir" ] && [ -s "$state/pg.port" ]; then
+    dir="$(cat "$state/pg.dir")"; port="$(cat "$state/pg.port")"
+    if _svc_pg_ok "postgres://postgres@127.0.0.1:$port/postgres"; then
+      echo "postgres://postgres@127.0.0.1:$port/$db"; return 0
+    fi
+  fi
+  bin="$(_svc_pg_bindir)" || { fg_apt_install postgresql; bin="$(_svc_pg_bindir)"; } \
+    || fg_die "no initdb/pg_ctl after installing postgresql"
+  fg_need_cmd psql postgresql-client
+  dir="$(mktemp -d /tmp/flashgate-pg.XXXXXX)"
+  port="$(fg_free_port)"
+  [ "$(id -u)" -eq 0 ] && { id postgres >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin postgres; chown postgres "$dir"; }
+  fg_log "starting a throwaway PostgreSQL in $dir on 127.0.0.1:$port"
+  _svc_pg_run "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --no-locale >"$state/pg-initdb.log" 2>&1 \
+    || { cat "$state/pg-initdb.log" >&2; fg_die "initdb failed"; }
+  echo "$dir" >"$state/pg.dir"; echo "$port" >"$state/pg.port"; echo "$bin" >"$state/pg.bin"
+  _svc_pg_run "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
+    -o "-p $port -c listen_addresses=127.0.0.1 -k $dir -c max_connections=200" start >&2 \
+    || { tail -20 "$dir/postgres.log" >&2; fg_die "PostgreSQL did not start"; }
+  echo "postgres://postgres@127.0.0.1:$port/$db"
+}
+
+# _svc_redis_start_own STATE: a throwaway Redis keeping nothing on disk; prints its URL.
+_svc_redis_start_own() {
+  local state="$1" port i
+  if fg_pid_alive "$state/redis.pid" && [ -s "$state/redis.port" ]; then
+    echo "redis://127.0.0.1:$(cat "$state/redis.port")"; return 0
+  fi
+  fg_need_cmd redis-server redis-server
+  port="$(fg_free_port)"
+  fg_log "starting a throwaway Redis on 127.0.0.1:$port"
+  redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --daemonize yes \
+    --pidfile "$state/redis.pid" --logfile "$state/redis.log" --dir "$state" >&2 \
+    || fg_die "redis-server did not start"
+  echo "$port" >"$state/redis.port"
+  for i in $(seq 1 50); do
+    _svc_redis_ok "redis://127.0.0.1:$port" && { echo "redis://127.0.0.1:$port"; return 0; }
+    sleep 0.1
+  done
+  fg_die "Redis on port $port does not answer; log: $state/redis.log"
+}
+
+services_up() {
+  local state="$1" db="$2" pg_from redis_from
+  mkdir -p "$state"
+  fg_need_cmd psql postgresql-client
+  if [ -n "${DATABASE_URL:-}" ]; then
+    pg_from="DATABASE_URL"
+  elif fg_port_open 127.0.0.1 5432 && _svc_pg_ok "postgres://postgres@127.0.0.1:5432/postgres"; then
+    DATABASE_URL="postgres://postgres@127.0.0.1:5432/$db"; pg_from="this machine's PostgreSQL"
+  else
+    DATABASE_URL="$(_svc_pg_start_own "$state" "$db")"; pg_from="throwaway PostgreSQL"
+  fi
+  _svc_pg_ensure_db "$DATABASE_URL"
+  if [ -n "${REDIS_URL:-}" ]; then
+    redis_from="REDIS_URL"
+    _svc_redis_ok "$REDIS_URL" || fg_die "Redis at REDIS_URL does not answer PING"
+  elif _svc_redis_ok "redis://127.0.0.1:6379"; then
+    REDIS_URL="redis://127.0.0.1:6379"; redis_from="this machine's Redis"
+  else
+    REDIS_URL="$(_svc_redis_start_own "$state")"; redis_from="throwaway Redis"
+  fi
+  export DATABASE_URL REDIS_URL
+  printf 'DATABASE_URL=%s\nREDIS_URL=%s\n' "$DATABASE_URL" "$REDIS_URL" >"$state/services.env"
+  fg_log "PostgreSQL: $pg_from ($DATABASE_URL)"
+  fg_log "Redis: $redis_from ($REDIS_URL)"
+}
+
+services_down() {
+  local state="$1" dir bin
+  if [ -s "$state/pg.dir" ]; then
+    dir="$(cat "$state/pg.dir")"; bin="$(cat "$state/pg.bin" 2>/dev/null || _svc_pg_bindir)"
+    if [ -d "$dir/data" ]; then
+      fg_log "stopping the throwaway PostgreSQL in $dir"
+      _svc_pg_run "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 30 stop >/dev/null 2>&1 || true
+    fi
+    case "$dir" in /tmp/flashgate-pg.*) rm -rf "$dir" ;; esac
+    rm -f "$state/pg.dir" "$state/pg.port" "$state/pg.bin"
+  fi
+  if [ -f "$state/redis.pid" ]; then
+    fg_log "stopping the throwaway Redis"
+    fg_stop_pid "$state/redis.pid" 10
+    rm -f "$state/redis.port"
+  fi
+  rm -f "$state/services.env"
+}
+
+services_status() {
+  local state="$1" DATABASE_URL REDIS_URL
+  if [ ! -s "$state/services.env" ]; then echo "services: not set up"; return 1; fi
+  # shellcheck disable=SC1091
+  . "$state/services.env"
+  if _svc_pg_ok "$DATABASE_URL"; then echo "postgres: up   $DATABASE_URL"; else echo "postgres: DOWN $DATABASE_URL"; fi
+  if _svc_redis_ok "$REDIS_URL"; then echo "redis:    up   $REDIS_URL"; else echo "redis:    DOWN $REDIS_URL"; fi
+}

@@ -1,0 +1,391 @@
+//! The stampede load generator: many customers tap "claim" on one campaign at once, through
+//! the edge (or straight at the origin), and the invariants are read back from PostgreSQL.
+//!
+//! - [`plan`]: who taps when (front-loaded arrivals, double taps, repeat taps), seeded.
+//! - [`run`]: sends the tries with bounded concurrency, retries and backoff.
+//! - [`report`]: outcomes, timeline, latency per answerer, checks; text and JSON.
+//! - [`db`]: the invariants read back from PostgreSQL.
+//!
+//! The binary is `stampede` (tests/src/bin/stampede.rs); `stampede --help` lists the flags.
+//! All traffic goes to loopback addresses only: other targets are refused.
+
+pub mod db;
+pub mod plan;
+pub mod report;
+pub mod run;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+use chrono::Utc;
+use clap::Parser;
+use flashgate_shared::api::{CampaignKind, CampaignStatus, NewCampaign};
+use flashgate_shared::token::{mint, CustomerClaims};
+use rand::Rng;
+
+use self::report::Report;
+
+/// Flags of the `stampede` binary. Defaults are the "Flash Sale" seed scaled to one machine.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "stampede",
+    about = "flashgate stampede: a flash-sale crowd against one campaign, then the invariants read back from PostgreSQL"
+)]
+pub struct Args {
+    /// Where the claims go: the edge (or an origin). Loopback only.
+    #[arg(long, env = "FLASHGATE_EDGE_URL")]
+    pub target: String,
+    /// The origin, for creating the campaign (admin API). Loopback only.
+    #[arg(long, env = "FLASHGATE_ORIGIN_URL")]
+    pub origin: String,
+    /// Admin token of the origin (to create the campaign).
+    #[arg(long, env = "FLASHGATE_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// Secret the customer tokens are signed with (HS256), as configured on origin and edge.
+    #[arg(long, env = "FLASHGATE_CUSTOMER_TOKEN_SECRET", hide_env_values = true)]
+    pub token_secret: String,
+    /// PostgreSQL of the origin, to read the invariants back.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Use this existing campaign instead of creating one (its stock is read from its status).
+    #[arg(long)]
+    pub campaign: Option<String>,
+    /// Kind of the campaign created: sale or giveaway.
+    #[arg(long, default_value = "sale")]
+    pub kind: String,
+    /// Units of the campaign created.
+    #[arg(long, default_value_t = 1_000)]
+    pub stock: i64,
+    /// Customers in the crowd.
+    #[arg(long, default_value_t = 100_000)]
+    pub customers: u32,
+    /// Tries (taps) in all, double and repeat taps included; retries are extra.
+    #[arg(long, default_value_t = 200_000)]
+    pub tries: u32,
+    /// Arrival window in seconds; arrivals are front-loaded inside it.
+    #[arg(long, default_value_t = 10.0)]
+    pub window: f64,
+    /// Share of customers who double-tap.
+    #[arg(long, default_value_t = 0.3)]
+    pub double_tap: f64,
+    /// Share of double taps that resend the same idempotency key (the rest use a new one).
+    #[arg(long, default_value_t = 0.5)]
+    pub same_key: f64,
+    /// Requests in flight at most.
+    #[arg(long, default_value_t = 128)]
+    pub concurrency: usize,
+    /// Seed of the random choices (arrival times, who double-taps, who repeats).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Attempts per try on 503 / transport error / in_progress, first included.
+    #[arg(long, default_value_t = 6)]
+    pub max_attempts: u32,
+    /// Longest wait between attempts, ms (caps Retry-After too).
+    #[arg(long, default_value_t = 2_000)]
+    pub max_backoff_ms: u64,
+    /// Timeout of one request, seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub request_timeout: f64,
+    /// Stop sending after this many seconds (tries not sent by then are reported).
+    #[arg(long, default_value_t = 300.0)]
+    pub max_duration: f64,
+    /// Fail unless at least this share of the tries sent after the sell-out were answered by
+    /// the edge (0 turns the check off, e.g. when the target is an origin).
+    #[arg(long, default_value_t = 0.95)]
+    pub min_edge_share: f64,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    pub report: Option<std::path::PathBuf>,
+    /// Skip the PostgreSQL read-back (then no invariant is checked).
+    #[arg(long)]
+    pub no_db_check: bool,
+    /// Worker threads of the generator's runtime (the machine is shared with the servers).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+}
+
+/// Refuses any URL whose host is not a loopback address.
+pub fn require_loopback(url: &str) -> anyhow::Result<()> {
+    let u = reqwest::Url::parse(url).with_context(|| format!("bad URL {url:?}"))?;
+    let host = u.host_str().unwrap_or("");
+    let ok = host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if !ok || !matches!(u.scheme(), "http" | "https") {
+        bail!("{url}: the stampede only sends to http(s) on loopback addresses (127.0.0.0/8, ::1, localhost)");
+    }
+    Ok(())
+}
+
+/// Customer id of customer index `i`.
+pub fn customer_id(i: u32) -> String {
+    format!("c{i:07}")
+}
+
+fn base(url: &str) -> &str {
+    url.trim_end_matches('/')
+}
+
+async fn create_campaign(
+    http: &reqwest::Client,
+    args: &Args,
+    kind: CampaignKind,
+) -> anyhow::Result<CampaignStatus> {
+    let token = args.admin_token.as_deref().ok_or_else(|| {
+        anyhow!("--admin-token (FLASHGATE_ADMIN_TOKEN) is needed to create the campaign")
+    })?;
+    let now = Utc::now();
+    let id = format!(
+        "stampede-{}-{:04x}",
+        now.format("%Y%m%d-%H%M%S"),
+        rand::rng().random::<u16>()
+    );
+    let body = NewCampaign {
+        id: id.clone(),
+        name: format!("Stampede {}", now.format("%Y-%m-%d %H:%M:%S")),
+        kind,
+        stock: args.stock,
+        starts_at: now - chrono::Duration::seconds(2),
+        ends_at: now + chrono::Duration::hours(2),
+        hold_seconds: None,
+    };
+    let resp = http
+        .post(format!("{}/admin/v1/campaigns", base(&args.origin)))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .context("creating the campaign at the origin")?;
+    let status = resp.status();
+    let text = resp.text().await.unwrap_or_default();
+    if status.as_u16() != 201 {
+        bail!("creating campaign {id}: origin answered {status}: {text}");
+    }
+    get_status(http, &args.origin, &id).await
+}
+
+async fn get_status(http: &reqwest::Client, url: &str, id: &str) -> anyhow::Result<CampaignStatus> {
+    let resp = http
+        .get(format!("{}/api/v1/campaigns/{id}", base(url)))
+        .send()
+        .await
+        .with_context(|| format!("GET campaign {id} from {url}"))?;
+    let status = resp.status();
+    let text = resp.text().await.unwrap_or_default();
+    if !status.is_success() {
+        bail!("GET campaign {id} from {url}: {status}: {text}");
+    }
+    serde_json::from_str(&text).with_context(|| format!("campaign status from {url}: {text}"))
+}
+
+/// Runs a whole stampede: campaign, plan, load, report, checks. The caller prints/writes.
+pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
+    require_loopback(&args.target)?;
+    require_loopback(&args.origin)?;
+    let kind = CampaignKind::parse(&args.kind)
+        .ok_or_else(|| anyhow!("--kind must be sale or giveaway, not {:?}", args.kind))?;
+    if !(args.window > 0.0 && args.window <= 3600.0) {
+        bail!("--window must be in (0, 3600] seconds");
+    }
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()?;
+
+    let campaign = match &args.campaign {
+        Some(id) => get_status(&http, &args.origin, id).await?,
+        None => create_campaign(&http, args, kind).await?,
+    };
+    // The target must know the campaign and see it active before the crowd arrives.
+    let mut seen = None;
+    for _ in 0..50 {
+        match get_status(&http, &args.target, &campaign.id).await {
+            Ok(s) if s.state == flashgate_shared::api::CampaignState::Active => {
+                seen = Some(s);
+                break;
+            }
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+    if seen.is_none() {
+        bail!(
+            "campaign {} is not active at the target {} after 10 s",
+            campaign.id,
+            args.target
+        );
+    }
+
+    let plan = plan::build(&plan::PlanParams {
+        customers: args.customers,
+        tries: args.tries,
+        window_us: (args.window * 1e6) as u64,
+        double_tap: args.double_tap,
+        same_key: args.same_key,
+        seed: args.seed,
+    });
+    let exp = Utc::now().timestamp() + 3600 * 6;
+    let auth: Vec<String> = (0..plan.customers)
+        .map(|i| {
+            let claims = CustomerClaims {
+                sub: customer_id(i),
+                exp,
+                nbf: None,
+            };
+            format!("Bearer {}", mint(&claims, args.token_secret.as_bytes()))
+        })
+        .collect();
+    eprintln!(
+        "stampede: campaign {} ({}, stock {}): {} tries by {} customers over {} s via {} (concurrency {})",
+        campaign.id,
+        campaign.kind.as_str(),
+        campaign.stock,
+        plan.tries.len(),
+        plan.customers,
+        args.window,
+        args.target,
+        args.concurrency
+    );
+    let outcomes = run::send_all(
+        run::SendConfig {
+            claims_url: format!(
+                "{}/api/v1/campaigns/{}/claims",
+                base(&args.target),
+                campaign.id
+            ),
+            key_prefix: campaign.id.clone(),
+            concurrency: args.concurrency,
+            max_attempts: args.max_attempts.max(1),
+            max_backoff: Duration::from_millis(args.max_backoff_ms),
+            request_timeout: Duration::from_secs_f64(args.request_timeout),
+            max_duration: Duration::from_secs_f64(args.max_duration),
+        },
+        &plan,
+        auth,
+    )
+    .await?;
+
+    let mut report = report::compute(
+        &report::RunInfo {
+            campaign: campaign.id.clone(),
+            kind: campaign.kind.as_str().to_string(),
+            stock: campaign.stock,
+            target: args.target.clone(),
+            concurrency: args.concurrency,
+            seed: args.seed,
+            window_ms: (args.window * 1000.0) as u64,
+        },
+        &plan,
+        &outcomes,
+    );
+
+    // Answers the crowd can check without the database.
+    let mut claim_of: HashMap<u32, &str> = HashMap::new();
+    let mut conflicting = 0u64;
+    let mut wrong_customer = 0u64;
+    for o in &outcomes {
+        if let Some((id, cust)) = &o.claim {
+            if *cust != customer_id(o.customer) {
+                wrong_customer += 1;
+            }
+            match claim_of.get(&o.customer) {
+                Some(prev) if *prev != id.as_str() => conflicting += 1,
+                Some(_) => {}
+                None => {
+                    claim_of.insert(o.customer, id.as_str());
+                }
+            }
+        }
+    }
+    report.add_check(
+        "winners <= stock",
+        report.winners as i64 <= campaign.stock,
+        format!("{} winners, stock {}", report.winners, campaign.stock),
+    );
+    report.add_check(
+        "one claim per customer in the answers",
+        conflicting == 0 && wrong_customer == 0,
+        format!(
+            "{conflicting} answers carried a second claim id for a customer; {wrong_customer} carried another customer's claim"
+        ),
+    );
+
+    if args.no_db_check {
+        report.add_check("PostgreSQL read-back", true, "skipped (--no-db-check)");
+    } else {
+        let url = args
+            .database_url
+            .as_deref()
+            .ok_or_else(|| anyhow!("--database-url (DATABASE_URL) is needed for the invariants; --no-db-check skips them"))?;
+        let facts = db::read_back(url, &campaign.id).await?;
+        db::add_checks(&mut report, &facts, &outcomes);
+    }
+    if args.min_edge_share > 0.0 {
+        let share = report.edge_share_after_sell_out;
+        report.add_check(
+            format!(
+                "edge answered >= {:.0} % of the tries sent after the sell-out",
+                args.min_edge_share * 100.0
+            ),
+            share.is_some_and(|s| s >= args.min_edge_share),
+            match share {
+                Some(s) => format!(
+                    "{:.2} % ({} of {})",
+                    s * 100.0,
+                    report.edge_answered_after_sell_out,
+                    report.tries_after_sell_out
+                ),
+                None => "no sell-out, or no try after it".to_string(),
+            },
+        );
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_targets() {
+        for ok in [
+            "http://127.0.0.1:8080",
+            "http://127.5.0.1/",
+            "http://localhost:1",
+            "http://[::1]:9000",
+        ] {
+            assert!(require_loopback(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "http://10.0.0.1:8080",
+            "http://example.com",
+            "http://192.168.1.2",
+            "ftp://127.0.0.1",
+            "nonsense",
+        ] {
+            assert!(require_loopback(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn default_flags_are_the_flash_sale_shape() {
+        let a = Args::parse_from([
+            "stampede",
+            "--target",
+            "http://127.0.0.1:1",
+            "--origin",
+            "http://127.0.0.1:2",
+            "--token-secret",
+            "s",
+        ]);
+        assert_eq!(
+            (a.stock, a.customers, a.tries, a.window),
+            (1_000, 100_000, 200_000, 10.0)
+        );
+        assert!((a.double_tap - 0.3).abs() < 1e-9);
+        assert_eq!(customer_id(42), "c0000042");
+    }
+}
