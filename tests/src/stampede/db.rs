@@ -159,6 +159,7 @@ mod tests {
             retries_in_progress: 0,
             claim: Some((id.into(), customer_id(customer))),
             latencies: vec![],
+            unexpected: None,
         }
     }
 

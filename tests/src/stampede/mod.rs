@@ -313,6 +313,11 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         ),
     );
 
+    report.add_check(
+        "every answer within the API contract (no 500, no transport error)",
+        report.unexpected_answers == 0,
+        format!("{} tries ended otherwise", report.unexpected_answers),
+    );
     if args.no_db_check {
         report.add_check("PostgreSQL read-back", true, "skipped (--no-db-check)");
     } else {

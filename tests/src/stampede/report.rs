@@ -66,6 +66,9 @@ pub struct TryOutcome {
     pub claim: Option<(String, String)>,
     /// Latency of each answered attempt, microseconds, by answerer.
     pub latencies: Vec<(Answerer, u64)>,
+    /// For a 5xx (after retries), an answer without a `result`, or a transport error: the
+    /// start of the body or the error, for the report.
+    pub unexpected: Option<String>,
 }
 
 /// Latency figures of one answerer, milliseconds.
@@ -127,6 +130,10 @@ pub struct Report {
     pub send_rate_per_s: f64,
     /// answerer → latency of every answered attempt.
     pub latency: BTreeMap<String, Latency>,
+    /// Tries whose final answer was outside the API contract (a 500, a body without
+    /// `result`, a transport error), and the first such answer of each result.
+    pub unexpected_answers: u64,
+    pub unexpected_samples: BTreeMap<String, String>,
     pub checks: Vec<Check>,
     pub passed: bool,
 }
@@ -188,6 +195,8 @@ pub fn compute(info: &RunInfo, plan: &Plan, outcomes: &[TryOutcome]) -> Report {
         send_lag_p99_ms: 0.0,
         send_rate_per_s: 0.0,
         latency: BTreeMap::new(),
+        unexpected_answers: 0,
+        unexpected_samples: BTreeMap::new(),
         checks: Vec::new(),
         passed: true,
     };
@@ -224,6 +233,16 @@ pub fn compute(info: &RunInfo, plan: &Plan, outcomes: &[TryOutcome]) -> Report {
         first_send = first_send.min(sent);
         last_send = last_send.max(sent);
         lag.saturating_record(sent.saturating_sub(o.due_us).max(1));
+        if let Some(sample) = &o.unexpected {
+            // 503 after every retry is the contract's answer for a dependency down, not this.
+            if o.status != 503 {
+                report.unexpected_answers += 1;
+                report
+                    .unexpected_samples
+                    .entry(format!("{} ({})", o.result, o.answered_by.as_str()))
+                    .or_insert_with(|| sample.clone());
+            }
+        }
         for &(who, us) in &o.latencies {
             lat.entry(who)
                 .or_insert_with(hist)
@@ -392,6 +411,9 @@ impl Report {
                 who, l.responses, l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms
             );
         }
+        for (what, sample) in &self.unexpected_samples {
+            let _ = writeln!(s, "unexpected  {what}: {}", sample.replace('\n', " "));
+        }
         let _ = writeln!(s, "checks");
         for c in &self.checks {
             let _ = writeln!(
@@ -431,6 +453,7 @@ mod tests {
             claim: (result == "claimed")
                 .then(|| (format!("claim-{customer}"), format!("c{customer}"))),
             latencies: vec![(who, 2_000)],
+            unexpected: None,
         }
     }
 

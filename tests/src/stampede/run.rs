@@ -113,6 +113,10 @@ async fn one_try(
                         o.answered_by = who;
                         o.answered_us = Some(us_since(t0));
                         o.latencies.push((who, start.elapsed().as_micros() as u64));
+                        o.unexpected =
+                            (status >= 500 || o.result.starts_with("http_")).then(|| {
+                                String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned()
+                            });
                     }
                     Err(_) => {
                         o.status = 0;
@@ -121,10 +125,11 @@ async fn one_try(
                     }
                 }
             }
-            Err(_) => {
+            Err(e) => {
                 o.status = 0;
                 o.result = TRANSPORT_ERROR.to_string();
                 o.answered_by = Answerer::Unknown;
+                o.unexpected = Some(format!("{e}"));
             }
         }
         let in_progress = o.status == 409 && o.result == "in_progress";
@@ -166,6 +171,7 @@ fn not_sent(t: &PlannedTry) -> TryOutcome {
         retries_in_progress: 0,
         claim: None,
         latencies: Vec::new(),
+        unexpected: None,
     }
 }
 
