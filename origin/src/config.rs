@@ -5,6 +5,8 @@
 use std::fmt;
 use std::net::SocketAddr;
 
+use crate::admin::roles::{AdminToken, AdminTokens, Role, LEGACY_TOKEN_NAME};
+
 /// A secret string whose `Debug` and `Display` print `[redacted]`.
 #[derive(Clone, Default)]
 pub struct Secret(String);
@@ -48,9 +50,19 @@ pub struct Config {
     #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     pub redis_url: String,
 
-    /// Bearer token of campaign managers for /admin/v1 (role `manager`).
+    /// One admin token of role `manager`, named `admin` in the audit trail (kept for scripts;
+    /// FLASHGATE_ADMIN_TOKENS names several).
     #[arg(long, env = "FLASHGATE_ADMIN_TOKEN", hide_env_values = true)]
-    pub admin_token: Secret,
+    pub admin_token: Option<Secret>,
+
+    /// Named admin tokens with roles: `name:role:token[,name:role:token...]`, role `manager`
+    /// (reads and writes) or `viewer` (reads only). See docs/ADMIN.md.
+    #[arg(long, env = "FLASHGATE_ADMIN_TOKENS", hide_env_values = true)]
+    pub admin_tokens: Option<Secret>,
+
+    /// The parsed admin tokens (filled on first use from the two settings above).
+    #[arg(skip)]
+    pub parsed_admin_tokens: std::sync::OnceLock<AdminTokens>,
 
     /// HS256 secret of customer tokens (shared with the edge).
     #[arg(long, env = "FLASHGATE_CUSTOMER_TOKEN_SECRET", hide_env_values = true)]
@@ -101,7 +113,53 @@ pub struct Config {
     pub sweep_interval_ms: u64,
 }
 
+/// The manager token of [`Config::for_tests`] (named `admin`).
+pub const TEST_MANAGER_TOKEN: &str = "test-admin-token";
+/// The viewer token of [`Config::for_tests`] (named `viewer`).
+pub const TEST_VIEWER_TOKEN: &str = "test-viewer-token";
+
 impl Config {
+    /// Parses the admin tokens: `FLASHGATE_ADMIN_TOKEN` as manager `admin`, then every entry of
+    /// `FLASHGATE_ADMIN_TOKENS`. The error names the broken entry, never a token.
+    pub fn parse_admin_tokens(&self) -> Result<AdminTokens, String> {
+        let mut tokens = match &self.admin_tokens {
+            Some(list) => list.expose().parse::<AdminTokens>()?,
+            None => AdminTokens::new(),
+        };
+        if let Some(t) = &self.admin_token {
+            let mut all = AdminTokens::new();
+            all.push(AdminToken::new(LEGACY_TOKEN_NAME, Role::Manager, t.clone()))
+                .map_err(|e| format!("FLASHGATE_ADMIN_TOKEN: {e}"))?;
+            for entry in tokens.entries() {
+                all.push(entry.clone())?;
+            }
+            tokens = all;
+        }
+        Ok(tokens)
+    }
+
+    /// The admin tokens, parsed once. A broken setting yields no tokens (every admin call is
+    /// refused); `flashgate serve` refuses to start with one ([`Config::validate`]).
+    pub fn admin_tokens(&self) -> &AdminTokens {
+        self.parsed_admin_tokens.get_or_init(|| {
+            self.parse_admin_tokens().unwrap_or_else(|e| {
+                tracing::error!(error = %e, "admin tokens are misconfigured; admin API refused");
+                AdminTokens::new()
+            })
+        })
+    }
+
+    /// Checks settings that clap cannot: the admin tokens parse and at least one exists.
+    pub fn validate(&self) -> Result<(), String> {
+        let tokens = self.parse_admin_tokens()?;
+        if tokens.is_empty() {
+            return Err(
+                "no admin token: set FLASHGATE_ADMIN_TOKEN or FLASHGATE_ADMIN_TOKENS".into(),
+            );
+        }
+        Ok(())
+    }
+
     /// A configuration for tests and tools: the given URLs and secrets, defaults elsewhere,
     /// listening on an ephemeral port of 127.0.0.1.
     pub fn for_tests(database_url: &str, redis_url: &str) -> Self {
@@ -109,7 +167,9 @@ impl Config {
             listen: "127.0.0.1:0".parse().expect("valid address"),
             database_url: database_url.into(),
             redis_url: redis_url.into(),
-            admin_token: Secret::new("test-admin-token"),
+            admin_token: Some(Secret::new(TEST_MANAGER_TOKEN)),
+            admin_tokens: Some(Secret::new(format!("viewer:viewer:{TEST_VIEWER_TOKEN}"))),
+            parsed_admin_tokens: Default::default(),
             customer_token_secret: Secret::new("test-customer-secret"),
             service_token: Secret::new("test-service-token"),
             edge_secret: None,

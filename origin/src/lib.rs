@@ -7,8 +7,10 @@
 //! - [`claims`]: the claim path (idempotency, gate, grouped commit);
 //! - [`gate`]: the Redis gate, its loading from PostgreSQL, the sold-out flags;
 //! - [`campaigns`]: the campaign row and its cache;
-//! - [`tasks`]: background reconciliation.
+//! - [`tasks`]: background reconciliation;
+//! - [`admin`]: admin tokens and roles, campaign toggles with their audit trail.
 
+pub mod admin;
 pub mod campaigns;
 pub mod claims;
 pub mod config;

@@ -42,6 +42,9 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(config) => {
+            config
+                .validate()
+                .map_err(|e| anyhow::anyhow!("bad configuration: {e}"))?;
             tracing_subscriber::fmt()
                 .with_env_filter(
                     tracing_subscriber::EnvFilter::try_from_default_env()

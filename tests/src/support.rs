@@ -109,6 +109,50 @@ impl TestOrigin {
         self.origin.shutdown().await.expect("clean shutdown");
     }
 
+    /// The admin token of role `manager` (named `admin`) this origin accepts.
+    pub fn manager_token(&self) -> &str {
+        self.config
+            .admin_token
+            .as_ref()
+            .map(|t| t.expose())
+            .unwrap_or(flashgate_origin::config::TEST_MANAGER_TOKEN)
+    }
+
+    /// The admin token of role `viewer` (named `viewer`) of the test configuration.
+    pub fn viewer_token(&self) -> &str {
+        flashgate_origin::config::TEST_VIEWER_TOKEN
+    }
+
+    /// Sends an admin API request (`path` from the root, e.g. `/admin/v1/campaigns`) with an
+    /// optional bearer token and JSON body; returns status and JSON body (`Value::Null` when
+    /// not JSON).
+    pub async fn admin(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self.http.request(method, format!("{}{path}", self.url));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let res = req.send().await.expect("admin request");
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
+    /// `PATCH /admin/v1/campaigns/{campaign}` with the manager token; returns status and body.
+    pub async fn change(&self, campaign: &str, body: Value) -> (u16, Value) {
+        let path = format!("/admin/v1/campaigns/{campaign}");
+        let token = self.manager_token().to_string();
+        self.admin(reqwest::Method::PATCH, &path, Some(&token), Some(body))
+            .await
+    }
+
     /// A customer token for `customer`, valid for an hour.
     pub fn token(&self, customer: &str) -> String {
         token_for(&self.config, customer)
@@ -150,7 +194,7 @@ impl TestOrigin {
         let res = self
             .http
             .post(format!("{}/admin/v1/campaigns", self.url))
-            .bearer_auth(self.config.admin_token.expose())
+            .bearer_auth(self.manager_token())
             .json(&body)
             .send()
             .await

@@ -176,7 +176,7 @@ async fn bad_campaigns_are_refused_by_the_admin_api() {
     let now = Utc::now();
     let ok = json!({"id": unique("c"), "name": "N", "kind": "sale", "stock": 5,
                     "starts_at": now, "ends_at": now + Duration::hours(1)});
-    let admin = o.config.admin_token.expose().to_string();
+    let admin = o.manager_token().to_string();
     let post = |body: Value, token: Option<&str>| {
         let mut b = o.http.post(&url).json(&body);
         if let Some(t) = token {

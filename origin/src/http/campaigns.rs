@@ -42,7 +42,7 @@ pub async fn create(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    extract::require_token(&headers, &state.config.admin_token, "the admin API")?;
+    extract::admin(&headers, &state, extract::Role::Manager)?;
     let new: NewCampaign = extract::json_body(&headers, body).await?;
     new.validate().map_err(ApiError::validation)?;
     let row = store::insert(&state.db, &new)

@@ -7,8 +7,10 @@ use flashgate_shared::{signature, token};
 use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq;
 
+pub use crate::admin::roles::{Admin, Role};
 use crate::config::Secret;
 use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
 
 /// Largest JSON body of admin and service calls, in bytes.
 pub const MAX_JSON_BODY_BYTES: usize = 64 * 1024;
@@ -45,6 +47,28 @@ pub fn require_token(headers: &HeaderMap, expected: &Secret, what: &str) -> ApiR
     } else {
         Err(ApiError::Forbidden(format!(
             "this token may not call {what}"
+        )))
+    }
+}
+
+/// Requires an admin token (`Authorization: Bearer <token>`) of at least role `needed`:
+/// 401 without a bearer token, 403 with a token that is not configured or when a viewer token
+/// is used for a write. Returns who called (for the audit trail). Tokens are compared in
+/// constant time and never logged.
+pub fn admin(headers: &HeaderMap, state: &AppState, needed: Role) -> ApiResult<Admin> {
+    let given = bearer_of(headers)?;
+    let admin = state
+        .config
+        .admin_tokens()
+        .find(given)
+        .ok_or_else(|| ApiError::Forbidden("this token may not call the admin API".into()))?;
+    if admin.role.allows(needed) {
+        Ok(admin)
+    } else {
+        Err(ApiError::Forbidden(format!(
+            "a {} token may not do this; it needs a {} token",
+            admin.role.as_str(),
+            needed.as_str()
         )))
     }
 }

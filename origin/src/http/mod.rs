@@ -1,5 +1,6 @@
 //! The HTTP surface: routes, and the layers every response passes through.
 
+pub mod admin;
 pub mod campaigns;
 pub mod claims;
 pub mod extract;
@@ -20,7 +21,16 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/campaigns/{id}", get(campaigns::status))
         .route("/api/v1/campaigns/{id}/claims", post(claims::create))
         .route("/api/v1/campaigns/{id}/claims/mine", get(claims::mine))
-        .route("/admin/v1/campaigns", post(campaigns::create));
+        .route("/admin/v1/campaigns", post(campaigns::create))
+        .route("/admin/v1/campaigns", get(admin::list))
+        .route(
+            "/admin/v1/campaigns/{id}",
+            get(admin::show).patch(admin::change),
+        )
+        .route("/admin/v1/campaigns/{id}/audit", get(admin::audit_trail))
+        .route("/admin", get(admin::dashboard::index))
+        .route("/admin/app.js", get(admin::dashboard::app_js))
+        .route("/admin/app.css", get(admin::dashboard::app_css));
     Router::new()
         .merge(api)
         .route("/healthz", get(health::healthz))

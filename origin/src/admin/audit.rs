@@ -1,0 +1,45 @@
+//! The audit trail of managers' changes (`admin_audit`, migration 0004): who (the admin
+//! token's name), what, the campaign's facts before and after, and when. Rows are written by
+//! the change's own statement ([`super::toggles::apply`]) and never updated or deleted.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sqlx::PgPool;
+
+/// Most entries one `GET /admin/v1/campaigns/{id}/audit` returns (the newest).
+pub const MAX_ENTRIES: i64 = 1_000;
+
+/// One row of the audit trail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct AuditEntry {
+    /// Order of the changes (grows with each change).
+    pub seq: i64,
+    #[serde(rename = "campaign", alias = "campaign_id")]
+    pub campaign_id: String,
+    /// Name of the admin token that made the change.
+    pub actor: String,
+    /// `pause`, `resume`, `close`, `restock`, `set_stock` or `set_ends_at`.
+    pub action: String,
+    /// The request's parameters (`{"add": 5}`, `{"stock": 7}`, `{"ends_at": …}`, `{}`).
+    pub params: Value,
+    /// stock, remaining, paused, starts_at, ends_at before the change.
+    pub before: Value,
+    /// The same facts after it.
+    pub after: Value,
+    /// When the change was made (RFC 3339 UTC), just before its commit.
+    pub at: DateTime<Utc>,
+}
+
+/// The newest [`MAX_ENTRIES`] entries of campaign `c`, newest first.
+pub async fn list(db: &PgPool, c: &str) -> sqlx::Result<Vec<AuditEntry>> {
+    sqlx::query_as(
+        "SELECT seq, campaign_id, actor, action, params, before, after, at
+           FROM admin_audit WHERE campaign_id = $1
+          ORDER BY seq DESC LIMIT $2",
+    )
+    .bind(c)
+    .bind(MAX_ENTRIES)
+    .fetch_all(db)
+    .await
+}

@@ -1,0 +1,11 @@
+//! Campaign management: admin tokens with roles ([`roles`]), the toggles managers apply to a
+//! running campaign (pause, resume, close, restock, set stock, move the end) each as one atomic
+//! SQL statement with its audit row ([`toggles`]), the audit trail ([`audit`]) and the live
+//! counts the admin API and dashboard show ([`views`]).
+
+pub mod audit;
+pub mod roles;
+pub mod toggles;
+pub mod views;
+
+pub use roles::{Admin, Role};

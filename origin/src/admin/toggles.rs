@@ -1,0 +1,430 @@
+//! The changes a campaign manager makes to a campaign (`PATCH /admin/v1/campaigns/{id}`):
+//! pause, resume, close, restock, set stock, move the end.
+//!
+//! Each change is ONE SQL statement — never read-modify-write: a CTE locks the row and keeps it
+//! as it was (`before`), the `UPDATE` computes the new values from the row's own columns under a
+//! condition (`after`), and an `INSERT` writes the audit row from both; the statement is its
+//! own transaction, so the change and its audit row commit together or not at all. When the
+//! condition refuses (already paused, stock below the units claimed, …) nothing is written and
+//! `before` tells why.
+//!
+//! After the commit and before the answer, the rest of the system follows ([`follow`]): this
+//! origin's campaign cache is dropped, a stock change is applied to the Redis gate with one
+//! atomic `INCRBY` of the difference (so takes in flight are kept) that also clears or sets the
+//! sold-out flag, and this origin forgets its sold-out memory. Other origins see the change
+//! within `FLASHGATE_CAMPAIGN_CACHE_MS`; the edge within its status TTL plus one origin round
+//! trip. A pause stops claims at once anyway: the claim commit refuses in SQL when `paused`.
+
+use std::sync::LazyLock;
+
+use chrono::{DateTime, Utc};
+use flashgate_shared::api::MAX_STOCK;
+use redis::aio::ConnectionManager;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use super::audit::AuditEntry;
+use super::roles::Admin;
+use crate::gate::{self, Keys};
+
+/// `PATCH /admin/v1/campaigns/{id}` body, exactly one of:
+/// `{"action":"pause"}`, `{"action":"resume"}`, `{"action":"close"}`,
+/// `{"action":"restock","add":n}`, `{"set_stock":n}`, `{"ends_at":"<RFC 3339>"}`.
+/// Unknown fields are refused.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChangeRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// With `"action":"restock"`: units to add (1..=10,000,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub add: Option<i64>,
+    /// New total stock (1..=10,000,000, never below the units already claimed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set_stock: Option<i64>,
+    /// New end (after `starts_at`); in the past it ends the campaign like `close`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ends_at: Option<DateTime<Utc>>,
+}
+
+/// A validated change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Claims are answered `paused` until resumed.
+    Pause,
+    /// Claims flow again.
+    Resume,
+    /// Ends the campaign now (`ends_at = now`; a campaign not started yet also gets
+    /// `starts_at` just before that, so it reads `ended`).
+    Close,
+    /// Adds units to stock and remaining.
+    Restock { add: i64 },
+    /// Sets the total stock; remaining moves by the same difference. Never below the units
+    /// already claimed.
+    SetStock { stock: i64 },
+    /// Moves the end.
+    SetEndsAt { ends_at: DateTime<Utc> },
+}
+
+impl Change {
+    /// The audit trail's name of the action.
+    pub fn action(&self) -> &'static str {
+        match self {
+            Change::Pause => "pause",
+            Change::Resume => "resume",
+            Change::Close => "close",
+            Change::Restock { .. } => "restock",
+            Change::SetStock { .. } => "set_stock",
+            Change::SetEndsAt { .. } => "set_ends_at",
+        }
+    }
+
+    /// The parameters as stored in the audit row (and read by the statement).
+    fn params(&self) -> Value {
+        match self {
+            Change::Restock { add } => json!({ "add": add }),
+            Change::SetStock { stock } => json!({ "stock": stock }),
+            Change::SetEndsAt { ends_at } => json!({ "ends_at": ends_at }),
+            _ => json!({}),
+        }
+    }
+
+    /// True when the change moves stock (the gate's remaining must follow).
+    pub fn moves_stock(&self) -> bool {
+        matches!(self, Change::Restock { .. } | Change::SetStock { .. })
+    }
+
+    /// `SET` list and condition of the `UPDATE` (`c` is the row, `$4` the params).
+    fn sql(&self) -> (&'static str, &'static str) {
+        match self {
+            Change::Pause => ("paused = true", "NOT c.paused"),
+            Change::Resume => ("paused = false", "c.paused"),
+            Change::Close => (
+                "ends_at = now(), starts_at = least(c.starts_at, now() - interval '1 millisecond')",
+                "c.ends_at > now()",
+            ),
+            Change::Restock { .. } => (
+                "stock = c.stock + ($4::jsonb->>'add')::bigint,
+                 remaining = c.remaining + ($4::jsonb->>'add')::bigint",
+                "c.stock + ($4::jsonb->>'add')::bigint <= 10000000",
+            ),
+            Change::SetStock { .. } => (
+                "stock = ($4::jsonb->>'stock')::bigint,
+                 remaining = c.remaining + (($4::jsonb->>'stock')::bigint - c.stock)",
+                "($4::jsonb->>'stock')::bigint >= c.stock - c.remaining
+                 AND ($4::jsonb->>'stock')::bigint <> c.stock",
+            ),
+            Change::SetEndsAt { .. } => (
+                "ends_at = ($4::jsonb->>'ends_at')::timestamptz",
+                "($4::jsonb->>'ends_at')::timestamptz > c.starts_at
+                 AND ($4::jsonb->>'ends_at')::timestamptz <> c.ends_at",
+            ),
+        }
+    }
+}
+
+impl TryFrom<ChangeRequest> for Change {
+    type Error = String;
+    /// Checks the body: exactly one change, numbers in range. The message is for humans.
+    fn try_from(r: ChangeRequest) -> Result<Self, String> {
+        let given = [
+            r.action.is_some(),
+            r.set_stock.is_some(),
+            r.ends_at.is_some(),
+        ]
+        .iter()
+        .filter(|x| **x)
+        .count();
+        if given != 1 {
+            return Err(
+                "give exactly one of: action (pause, resume, close, restock), set_stock, ends_at"
+                    .into(),
+            );
+        }
+        let in_range = |what: &str, n: i64| {
+            if (1..=MAX_STOCK).contains(&n) {
+                Ok(n)
+            } else {
+                Err(format!("{what} must be between 1 and {MAX_STOCK}"))
+            }
+        };
+        if r.add.is_some() && r.action.as_deref() != Some("restock") {
+            return Err("add goes with \"action\":\"restock\" only".into());
+        }
+        if let Some(n) = r.set_stock {
+            return Ok(Change::SetStock {
+                stock: in_range("set_stock", n)?,
+            });
+        }
+        if let Some(ends_at) = r.ends_at {
+            return Ok(Change::SetEndsAt { ends_at });
+        }
+        match r.action.as_deref().unwrap_or_default() {
+            "pause" => Ok(Change::Pause),
+            "resume" => Ok(Change::Resume),
+            "close" => Ok(Change::Close),
+            "restock" => {
+                let add = r
+                    .add
+                    .ok_or("restock needs \"add\": the number of units to add")?;
+                Ok(Change::Restock {
+                    add: in_range("add", add)?,
+                })
+            }
+            other => Err(format!(
+                "unknown action '{}' (pause, resume, close, restock)",
+                other.chars().take(40).collect::<String>()
+            )),
+        }
+    }
+}
+
+/// The campaign facts a change can touch, as kept in the audit row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Facts {
+    pub stock: i64,
+    pub remaining: i64,
+    pub paused: bool,
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: DateTime<Utc>,
+}
+
+/// What the statement did.
+#[derive(Debug, Clone)]
+pub enum Applied {
+    /// Unknown campaign.
+    NotFound,
+    /// Changed and audited.
+    Changed {
+        before: Facts,
+        after: Facts,
+        audit: AuditEntry,
+    },
+    /// The condition refused; nothing was written. `before` is the locked row.
+    Unchanged { before: Facts },
+}
+
+/// Applies `change` to campaign `id` in one statement (with its audit row) and commits.
+pub async fn apply(db: &PgPool, id: &str, who: &Admin, change: Change) -> sqlx::Result<Applied> {
+    let (set, condition) = change.sql();
+    let sql = format!(
+        "WITH before AS (
+             SELECT id, stock, remaining, paused, starts_at, ends_at
+               FROM campaigns WHERE id = $1 FOR UPDATE
+         ), after AS (
+             UPDATE campaigns c SET {set}, updated_at = now()
+               FROM before b
+              WHERE c.id = b.id AND {condition}
+             RETURNING c.id, c.stock, c.remaining, c.paused, c.starts_at, c.ends_at
+         ), audit AS (
+             INSERT INTO admin_audit (campaign_id, actor, action, params, before, after)
+             SELECT a.id, $2, $3, $4::jsonb, to_jsonb(b) - 'id', to_jsonb(a) - 'id'
+               FROM after a, before b
+             RETURNING seq, campaign_id, actor, action, params, before, after, at
+         )
+         SELECT to_jsonb(b) - 'id' AS before,
+                (SELECT to_jsonb(a) FROM audit a) AS audit
+           FROM before b"
+    );
+    let row: Option<(Value, Option<Value>)> = sqlx::query_as(&sql)
+        .bind(id)
+        .bind(&who.name)
+        .bind(change.action())
+        .bind(change.params())
+        .fetch_optional(db)
+        .await?;
+    let Some((before, audit)) = row else {
+        return Ok(Applied::NotFound);
+    };
+    fn decode<T: serde::de::DeserializeOwned>(v: Value) -> sqlx::Result<T> {
+        serde_json::from_value(v).map_err(|e| sqlx::Error::Decode(Box::new(e)))
+    }
+    let before: Facts = decode(before)?;
+    Ok(match audit {
+        None => Applied::Unchanged { before },
+        Some(audit) => {
+            let audit: AuditEntry = decode(audit)?;
+            let after: Facts = decode(audit.after.clone())?;
+            Applied::Changed {
+                before,
+                after,
+                audit,
+            }
+        }
+    })
+}
+
+/// Why a refused change was refused, for the answer: `Ok(())` when it was simply a no-op
+/// (already paused, already that stock, …), `Err(message)` for a conflict with the campaign's
+/// current facts.
+pub fn refusal(change: Change, before: &Facts) -> Result<(), String> {
+    match change {
+        Change::Restock { add } if before.stock + add > MAX_STOCK => Err(format!(
+            "stock {} + {add} would exceed {MAX_STOCK}",
+            before.stock
+        )),
+        Change::SetStock { stock } if stock < before.stock - before.remaining => Err(format!(
+            "stock cannot go below the {} units already claimed",
+            before.stock - before.remaining
+        )),
+        Change::SetEndsAt { ends_at } if ends_at <= before.starts_at => Err(format!(
+            "ends_at must be after starts_at ({})",
+            before.starts_at.to_rfc3339()
+        )),
+        _ => Ok(()),
+    }
+}
+
+// Moves the gate's remaining by ARGV[1] (a stock change committed in PostgreSQL), keeping the
+// takes in flight; never below zero. Clears the sold-out flag when units are left, sets it
+// (with a new generation) when none are. Refuses when the gate is not loaded.
+static ADJUST: LazyLock<redis::Script> = LazyLock::new(|| {
+    redis::Script::new(
+        r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local r = redis.call('INCRBY', KEYS[2], ARGV[1])
+if r < 0 then
+  redis.call('SET', KEYS[2], 0)
+  r = 0
+end
+if r > 0 then
+  redis.call('DEL', KEYS[3])
+elseif not redis.call('GET', KEYS[3]) then
+  redis.call('SET', KEYS[3], redis.call('INCR', KEYS[4]))
+end
+return r
+",
+    )
+});
+
+/// How the gate followed a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateFollow {
+    /// Nothing in the gate depends on this change.
+    NotNeeded,
+    /// The gate's remaining and sold-out flag were updated.
+    Updated,
+    /// The gate was (re)loaded from PostgreSQL.
+    Reloaded,
+    /// Redis failed; the gate is corrected from PostgreSQL on its next load (the claim commit
+    /// still decides in SQL, so nothing can oversell meanwhile).
+    Pending,
+}
+
+/// Makes the gate follow a committed change of campaign `c` from `before` to `after`.
+pub async fn follow(
+    db: &PgPool,
+    redis: &mut ConnectionManager,
+    c: &str,
+    change: Change,
+    before: &Facts,
+    after: &Facts,
+) -> GateFollow {
+    let result: Result<GateFollow, String> = async {
+        if change.moves_stock() {
+            let k = Keys::of(c);
+            let delta = after.remaining - before.remaining;
+            let r: i64 = ADJUST
+                .key(&k.loaded)
+                .key(&k.remaining)
+                .key(&k.sold_out)
+                .key(&k.sold_out_gen)
+                .arg(delta)
+                .invoke_async(redis)
+                .await
+                .map_err(|e| e.to_string())?;
+            if r >= 0 {
+                return Ok(GateFollow::Updated);
+            }
+        } else if matches!(change, Change::SetEndsAt { .. }) {
+            // An end moved later may revive a campaign whose gate was never loaded.
+            if gate::load::is_loaded(redis, c)
+                .await
+                .map_err(|e| e.to_string())?
+            {
+                return Ok(GateFollow::NotNeeded);
+            }
+        } else {
+            return Ok(GateFollow::NotNeeded);
+        }
+        // Not loaded: nothing is in flight in it, so a full load is right.
+        gate::load::load(db, redis, c)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(GateFollow::Reloaded)
+    }
+    .await;
+    result.unwrap_or_else(|e| {
+        tracing::warn!(campaign = c, error = %e, "gate did not follow an admin change");
+        GateFollow::Pending
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Change, String> {
+        Change::try_from(serde_json::from_str::<ChangeRequest>(s).map_err(|e| e.to_string())?)
+    }
+
+    #[test]
+    fn bodies() {
+        assert_eq!(parse(r#"{"action":"pause"}"#), Ok(Change::Pause));
+        assert_eq!(parse(r#"{"action":"resume"}"#), Ok(Change::Resume));
+        assert_eq!(parse(r#"{"action":"close"}"#), Ok(Change::Close));
+        assert_eq!(
+            parse(r#"{"action":"restock","add":5}"#),
+            Ok(Change::Restock { add: 5 })
+        );
+        assert_eq!(
+            parse(r#"{"set_stock":7}"#),
+            Ok(Change::SetStock { stock: 7 })
+        );
+        assert!(matches!(
+            parse(r#"{"ends_at":"2030-01-01T00:00:00Z"}"#),
+            Ok(Change::SetEndsAt { .. })
+        ));
+        for bad in [
+            r#"{}"#,
+            r#"{"action":"restock"}"#,
+            r#"{"action":"restock","add":0}"#,
+            r#"{"action":"restock","add":-3}"#,
+            r#"{"action":"restock","add":10000001}"#,
+            r#"{"action":"pause","add":1}"#,
+            r#"{"action":"explode"}"#,
+            r#"{"set_stock":0}"#,
+            r#"{"set_stock":5,"action":"pause"}"#,
+            r#"{"action":"pause","extra":1}"#,
+            r#"{"action":"restock","add":1e3}"#,
+            r#"{"action":"restock","add":99999999999999999999}"#,
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn refusals_explain_conflicts_only() {
+        let t = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
+        let before = Facts {
+            stock: 10,
+            remaining: 3,
+            paused: true,
+            starts_at: t("2030-01-01T00:00:00Z"),
+            ends_at: t("2030-01-02T00:00:00Z"),
+        };
+        assert!(refusal(Change::Pause, &before).is_ok());
+        assert!(refusal(Change::SetStock { stock: 6 }, &before).is_err());
+        assert!(refusal(Change::SetStock { stock: 10 }, &before).is_ok());
+        assert!(refusal(Change::Restock { add: MAX_STOCK }, &before).is_err());
+        assert!(refusal(
+            Change::SetEndsAt {
+                ends_at: t("2029-01-01T00:00:00Z")
+            },
+            &before
+        )
+        .is_err());
+    }
+}

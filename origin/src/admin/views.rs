@@ -1,0 +1,111 @@
+//! What the admin API shows of a campaign: the stored facts, its state by the origin's clock,
+//! and live counts read from PostgreSQL (the truth) at request time.
+
+use chrono::{DateTime, Utc};
+use flashgate_shared::api::AdminCampaign;
+use serde::Serialize;
+use sqlx::PgPool;
+
+use crate::campaigns::CampaignRow;
+
+/// Most campaigns one `GET /admin/v1/campaigns` lists (the newest).
+pub const MAX_LISTED: i64 = 500;
+
+/// Claim counts of a campaign, by status and over time.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct Counts {
+    /// Sale: units held, waiting for payment.
+    pub held: i64,
+    /// Sale: units paid.
+    pub paid: i64,
+    /// Giveaway: coupons issued, not yet redeemed.
+    pub issued: i64,
+    /// Giveaway: coupons redeemed.
+    pub redeemed: i64,
+    /// Sale: holds released or expired (their units went back).
+    pub returned: i64,
+    /// Every claim ever written for the campaign (a growing counter: its rate is claims/s).
+    pub claims_total: i64,
+    /// Claims written in the last 60 seconds.
+    pub claims_last_minute: i64,
+}
+
+/// A campaign as `GET /admin/v1/campaigns[/{id}]` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CampaignView {
+    #[serde(flatten)]
+    pub campaign: AdminCampaign,
+    pub counts: Counts,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// The origin's clock when the view was read.
+    pub as_of: DateTime<Utc>,
+}
+
+#[derive(sqlx::FromRow)]
+struct ViewRow {
+    #[sqlx(flatten)]
+    row: CampaignRow,
+    #[sqlx(flatten)]
+    counts: Counts,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    as_of: DateTime<Utc>,
+}
+
+impl From<ViewRow> for CampaignView {
+    fn from(v: ViewRow) -> Self {
+        CampaignView {
+            campaign: AdminCampaign {
+                status: v.row.status_at(v.as_of),
+                hold_seconds: v.row.hold_seconds.map(i64::from),
+                paused: v.row.paused,
+            },
+            counts: v.counts,
+            created_at: v.created_at,
+            updated_at: v.updated_at,
+            as_of: v.as_of,
+        }
+    }
+}
+
+/// Campaign `only` (or the newest [`MAX_LISTED`] when `None`) with live counts, in one
+/// statement (one snapshot).
+async fn query(db: &PgPool, only: Option<&str>) -> sqlx::Result<Vec<CampaignView>> {
+    let rows: Vec<ViewRow> = sqlx::query_as(
+        "SELECT c.id, c.name, c.kind, c.stock, c.remaining, c.starts_at, c.ends_at,
+                c.hold_seconds, c.paused, c.created_at, c.updated_at, clock_timestamp() AS as_of,
+                k.held, k.paid, k.issued, k.redeemed, k.returned, k.claims_total,
+                k.claims_last_minute
+           FROM campaigns c
+           CROSS JOIN LATERAL (
+               SELECT count(*) FILTER (WHERE status = 'held') AS held,
+                      count(*) FILTER (WHERE status = 'paid') AS paid,
+                      count(*) FILTER (WHERE status = 'issued') AS issued,
+                      count(*) FILTER (WHERE status = 'redeemed') AS redeemed,
+                      count(*) FILTER (WHERE status IN ('released', 'expired')) AS returned,
+                      count(*) AS claims_total,
+                      count(*) FILTER (WHERE created_at > now() - interval '1 minute')
+                          AS claims_last_minute
+                 FROM claims WHERE campaign_id = c.id
+           ) k
+          WHERE $1::text IS NULL OR c.id = $1
+          ORDER BY c.created_at DESC, c.id
+          LIMIT $2",
+    )
+    .bind(only)
+    .bind(MAX_LISTED)
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(CampaignView::from).collect())
+}
+
+/// The newest campaigns with live counts.
+pub async fn list(db: &PgPool) -> sqlx::Result<Vec<CampaignView>> {
+    query(db, None).await
+}
+
+/// Campaign `id` with live counts; `None` when unknown.
+pub async fn show(db: &PgPool, id: &str) -> sqlx::Result<Option<CampaignView>> {
+    Ok(query(db, Some(id)).await?.pop())
+}

@@ -1,0 +1,166 @@
+//! The admin API for campaign managers (docs/ADMIN.md):
+//! - `GET /admin/v1/campaigns` — campaigns with live counts (viewer);
+//! - `GET /admin/v1/campaigns/{id}` — one campaign with live counts (viewer);
+//! - `PATCH /admin/v1/campaigns/{id}` — pause, resume, close, restock, set stock, move the end
+//!   (manager);
+//! - `GET /admin/v1/campaigns/{id}/audit` — the audit trail, newest first (viewer);
+//! - `GET /admin` — the dashboard ([`dashboard`]).
+//!
+//! Every call needs an admin token: 401 without one, 403 with an unknown one or a viewer token
+//! on a write. Errors have the documented body `{"result","message"}`.
+
+pub mod dashboard;
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use flashgate_shared::api::is_valid_slug;
+use serde::Serialize;
+
+use super::extract::{self, Admin, Role};
+use crate::admin::audit::{self, AuditEntry};
+use crate::admin::toggles::{self, Applied, Change, ChangeRequest, GateFollow};
+use crate::admin::views::{self, CampaignView};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+fn not_found(id: &str) -> ApiError {
+    ApiError::NotFound(format!("no campaign {id}"))
+}
+
+/// The checks of a call on campaign `id`: an admin token of role `needed` (401/403), then the
+/// slug shape of the id (anything else cannot exist: 404). Returns who called.
+fn authorize(headers: &HeaderMap, state: &AppState, needed: Role, id: &str) -> ApiResult<Admin> {
+    let who = extract::admin(headers, state, needed)?;
+    tracing::Span::current().record("campaign", id);
+    if is_valid_slug(id) {
+        Ok(who)
+    } else {
+        Err(not_found(id))
+    }
+}
+
+/// `GET /admin/v1/campaigns` body.
+#[derive(Debug, Serialize)]
+pub struct CampaignList {
+    pub campaigns: Vec<CampaignView>,
+}
+
+/// 200 with the newest campaigns and their live counts.
+pub async fn list(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
+    extract::admin(&headers, &state, Role::Viewer)?;
+    let campaigns = views::list(&state.db).await?;
+    Ok(Json(CampaignList { campaigns }).into_response())
+}
+
+/// 200 with one campaign and its live counts; 404 when unknown.
+pub async fn show(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    authorize(&headers, &state, Role::Viewer, &id)?;
+    let view = views::show(&state.db, &id)
+        .await?
+        .ok_or_else(|| not_found(&id))?;
+    Ok(Json(view).into_response())
+}
+
+/// `GET /admin/v1/campaigns/{id}/audit` body.
+#[derive(Debug, Serialize)]
+pub struct AuditList {
+    pub campaign: String,
+    /// Newest first, at most [`audit::MAX_ENTRIES`].
+    pub entries: Vec<AuditEntry>,
+}
+
+/// 200 with the campaign's audit trail; 404 when the campaign is unknown.
+pub async fn audit_trail(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    authorize(&headers, &state, Role::Viewer, &id)?;
+    if crate::campaigns::store::find(&state.db, &id)
+        .await?
+        .is_none()
+    {
+        return Err(not_found(&id));
+    }
+    let entries = audit::list(&state.db, &id).await?;
+    Ok(Json(AuditList {
+        campaign: id,
+        entries,
+    })
+    .into_response())
+}
+
+/// `PATCH /admin/v1/campaigns/{id}` body.
+#[derive(Debug, Serialize)]
+pub struct ChangeReply {
+    /// False when the campaign already was that way (nothing written, no audit row).
+    pub changed: bool,
+    /// The campaign after the change, with live counts.
+    pub campaign: CampaignView,
+    /// The audit row of the change; `null` when nothing changed.
+    pub audit: Option<AuditEntry>,
+    /// How the Redis gate followed: `not_needed`, `updated`, `reloaded` or `pending`.
+    pub gate: GateFollow,
+}
+
+/// Applies one change (manager token). 200 with [`ChangeReply`]; 404 unknown campaign; 409
+/// `conflict` when the campaign's facts forbid it (stock below the units claimed, stock above
+/// the maximum); 422 `validation_failed` for a bad body or an end before the start; 400, 413,
+/// 415 for malformed requests. Nothing is written on any refusal.
+pub async fn change(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let who = authorize(&headers, &state, Role::Manager, &id)?;
+    let request: ChangeRequest = extract::json_body(&headers, body).await?;
+    let change = Change::try_from(request).map_err(ApiError::validation)?;
+    let applied = toggles::apply(&state.db, &id, &who, change).await?;
+    let (changed, audit, gate) = match applied {
+        Applied::NotFound => return Err(not_found(&id)),
+        Applied::Unchanged { before } => {
+            toggles::refusal(change, &before).map_err(|message| match change {
+                Change::SetEndsAt { .. } => ApiError::validation(message),
+                _ => ApiError::Conflict(message),
+            })?;
+            (false, None, GateFollow::NotNeeded)
+        }
+        Applied::Changed {
+            before,
+            after,
+            audit,
+        } => {
+            state.campaigns.invalidate(&id);
+            let mut redis = state.redis.clone();
+            let gate = toggles::follow(&state.db, &mut redis, &id, change, &before, &after).await;
+            state.flags.clear(&id);
+            tracing::info!(
+                campaign = %id,
+                actor = %who.name,
+                action = change.action(),
+                seq = audit.seq,
+                "campaign changed by a manager"
+            );
+            (true, Some(audit), gate)
+        }
+    };
+    tracing::Span::current().record("outcome", change.action());
+    let campaign = views::show(&state.db, &id)
+        .await?
+        .ok_or_else(|| not_found(&id))?;
+    Ok(Json(ChangeReply {
+        changed,
+        campaign,
+        audit,
+        gate,
+    })
+    .into_response())
+}
