@@ -111,6 +111,10 @@ pub struct Config {
     /// How often the hold-expiry sweeper runs, in milliseconds.
     #[arg(long, env = "FLASHGATE_SWEEP_INTERVAL_MS", default_value_t = 1_000)]
     pub sweep_interval_ms: u64,
+
+    /// Most holds the sweeper expires in one statement (one campaign at a time).
+    #[arg(long, env = "FLASHGATE_SWEEP_BATCH_MAX", default_value_t = 1_000)]
+    pub sweep_batch_max: i64,
 }
 
 /// The manager token of [`Config::for_tests`] (named `admin`).
@@ -179,6 +183,7 @@ impl Config {
             idempotency_ttl_seconds: 86_400,
             winners_snapshot_max: 1_000_000,
             sweep_interval_ms: 200,
+            sweep_batch_max: 1_000,
         }
     }
 }

@@ -7,6 +7,7 @@
 //! - [`claims`]: the claim path (idempotency, gate, grouped commit);
 //! - [`gate`]: the Redis gate, its loading from PostgreSQL, the sold-out flags;
 //! - [`campaigns`]: the campaign row and its cache;
+//! - [`reconcile`]: unit accounting and gate-vs-PostgreSQL checks of one campaign;
 //! - [`tasks`]: background reconciliation;
 //! - [`admin`]: admin tokens and roles, campaign toggles with their audit trail.
 
@@ -19,6 +20,7 @@ pub mod error;
 pub mod gate;
 pub mod http;
 pub mod metrics;
+pub mod reconcile;
 pub mod server;
 pub mod state;
 pub mod tasks;

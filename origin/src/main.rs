@@ -35,6 +35,16 @@ enum Command {
         #[arg(long, env = "FLASHGATE_CUSTOMER_TOKEN_SECRET", hide_env_values = true)]
         customer_token_secret: Secret,
     },
+    /// Reconcile one campaign: print the JSON report (units, ledger, Redis gate vs PostgreSQL,
+    /// oversold and stranded units); exit status 1 when it found a fault.
+    Reconcile {
+        /// Campaign id.
+        campaign: String,
+        #[arg(long, env = "DATABASE_URL")]
+        database_url: String,
+        #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+        redis_url: String,
+    },
 }
 
 #[tokio::main]
@@ -55,6 +65,21 @@ async fn main() -> anyhow::Result<()> {
             shutdown_signal().await;
             tracing::info!("shutting down: finishing in-flight requests");
             origin.shutdown().await?;
+        }
+        Command::Reconcile {
+            campaign,
+            database_url,
+            redis_url,
+        } => {
+            if !flashgate_origin::reconcile::run_cli(&database_url, &redis_url, &campaign).await? {
+                std::process::exit(1);
+            }
+        }
+        Command::Admin(args) => {
+            let code = flashgate_origin::cli::admin::run(args).await;
+            if code != 0 {
+                std::process::exit(code);
+            }
         }
         Command::Migrate { database_url } => {
             let db = sqlx::PgPool::connect(&database_url).await?;

@@ -1,5 +1,8 @@
 //! Background tasks of the origin. Each runs until the stop signal.
 //!
+//! - hold expiry (the sweeper): about every `FLASHGATE_SWEEP_INTERVAL_MS`, expires holds past
+//!   `held_until` and gives their units back ([`crate::claims::lifecycle::sweep`]); safe with
+//!   several origins sweeping at once.
 //! - stale takes: a take whose origin died between the gate and the commit leaves a pending
 //!   holder. After [`STALE_TAKE_MS`], PostgreSQL decides: her claim exists → the holder becomes
 //!   its id; it does not → the unit goes back to the gate.
@@ -28,6 +31,23 @@ pub fn start(state: &AppState, stop: watch::Receiver<bool>) {
                 _ = tick.tick() => {
                     if let Err(e) = settle_stale_takes(&s).await {
                         tracing::warn!(error = %e, "settling stale takes failed");
+                    }
+                }
+                _ = stopped(&mut rx) => return,
+            }
+        }
+    });
+    let s = state.clone();
+    let mut rx = stop.clone();
+    tokio::spawn(async move {
+        let every = Duration::from_millis(s.config.sweep_interval_ms.max(1));
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    if let Err(e) = crate::claims::lifecycle::sweep(&s).await {
+                        tracing::warn!(error = %e, "hold expiry sweep failed");
                     }
                 }
                 _ = stopped(&mut rx) => return,

@@ -319,6 +319,183 @@ impl ClaimReply {
     }
 }
 
+/// Largest `payment_ref` accepted by `pay`, in bytes.
+pub const MAX_PAYMENT_REF_LEN: usize = 255;
+/// Largest free-text `reason` accepted by `release` and `redeem`, in characters.
+pub const MAX_REASON_LEN: usize = 200;
+
+/// `POST /api/v1/claims/{id}/pay` body: the payment provider's reference of the payment that
+/// confirms the hold (seed "Flash Sale": "the order keeps the payment provider's id, never the
+/// card"). `payment_ref` is 1..=[`MAX_PAYMENT_REF_LEN`] visible ASCII characters; unknown
+/// fields are refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PayRequest {
+    pub payment_ref: String,
+}
+
+/// `POST /api/v1/claims/{id}/release` body (optional: an empty body is the same as `{}`).
+/// `reason` is free text for the ledger (1..=[`MAX_REASON_LEN`] characters), e.g.
+/// `payment_failed` or `customer_cancelled`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// True when `s` is 1..=`max` visible ASCII characters (no spaces, no control characters).
+pub fn is_visible_ascii(s: &str, max: usize) -> bool {
+    (1..=max).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// The answer to `pay` and `release`, tagged by `result`. HTTP status: see
+/// [`HoldReply::http_status`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum HoldReply {
+    /// 200: the hold is paid with `payment_ref` (also the answer to the same pay again).
+    Paid { claim: Claim, payment_ref: String },
+    /// 200: the hold is released and its unit is back (also the answer to a repeated release).
+    Released { claim: Claim },
+    /// 409: the hold is over — past `held_until`, expired by the sweeper, or released. Its unit
+    /// is back (or goes back at the next sweep); it cannot be paid any more.
+    HoldExpired,
+    /// 409: the claim is already paid (with another `payment_ref`, or a release came after the
+    /// payment); it keeps its unit.
+    AlreadyPaid { claim: Claim },
+    /// 409: the claim is not a sale hold (a giveaway coupon cannot be paid or released).
+    NotAHold,
+}
+
+impl HoldReply {
+    /// 200 for `paid` / `released`, 409 for everything else.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            HoldReply::Paid { .. } | HoldReply::Released { .. } => 200,
+            _ => 409,
+        }
+    }
+}
+
+/// `POST /api/v1/coupons/{code}/redeem` body (optional: an empty body is the same as `{}`).
+/// `store` names the store or POS terminal for the ledger (1..=[`MAX_REASON_LEN`] visible
+/// ASCII characters).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedeemRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
+}
+
+/// The answer to a redeem, tagged by `result` (seed "6M-coupon giveaway": redeem in store).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum RedeemReply {
+    /// 200: redeemed now, at `redeemed_at` (RFC 3339 UTC, origin clock).
+    Redeemed {
+        code: String,
+        redeemed_at: DateTime<Utc>,
+    },
+    /// 409: the coupon was redeemed before, at `redeemed_at`.
+    AlreadyRedeemed { redeemed_at: DateTime<Utc> },
+}
+
+impl RedeemReply {
+    /// 200 for `redeemed`, 409 for `already_redeemed`.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            RedeemReply::Redeemed { .. } => 200,
+            RedeemReply::AlreadyRedeemed { .. } => 409,
+        }
+    }
+}
+
+/// `GET /api/v1/coupons/{code}` body: an issued coupon with its QR payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Coupon {
+    /// The 12-symbol code.
+    pub code: String,
+    pub campaign: String,
+    pub customer: String,
+    /// `issued` or `redeemed`.
+    pub status: ClaimStatus,
+    /// RFC 3339 UTC.
+    pub issued_at: DateTime<Utc>,
+    /// RFC 3339 UTC; `null` until redeemed.
+    pub redeemed_at: Option<DateTime<Utc>>,
+    /// What the QR code shown to the customer encodes: see [`coupon_qr_payload`].
+    pub qr: String,
+}
+
+/// The QR payload of a coupon: `flashgate:coupon:<CODE>`. The POS scans it, takes the code
+/// after the last `:` and calls redeem with it. Pure, so the app can draw the QR from the code
+/// in the claim reply without another request.
+pub fn coupon_qr_payload(code: &str) -> String {
+    format!("flashgate:coupon:{code}")
+}
+
+/// Units of a campaign by claim status, from PostgreSQL.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusCounts {
+    pub held: i64,
+    pub paid: i64,
+    pub released: i64,
+    pub expired: i64,
+    pub issued: i64,
+    pub redeemed: i64,
+}
+
+/// The Redis gate of a campaign as reconciliation saw it. `null` in the report when the gate
+/// is not loaded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateView {
+    /// `fg:{c}:remaining`.
+    pub remaining: i64,
+    /// Takes still committing (`fg:{c}:pending`).
+    pub pending: i64,
+    /// Customers the gate remembers as holding a unit.
+    pub holders: i64,
+    /// Whether the sold-out flag is set.
+    pub sold_out_flag: bool,
+    /// Gate holders naming a claim that is not active in PostgreSQL (blocks the customer).
+    pub stale_holders: i64,
+    /// Active claims in PostgreSQL the gate does not know (the customer could take twice at the
+    /// gate; PostgreSQL's unique index still refuses).
+    pub missing_holders: i64,
+}
+
+/// `GET /admin/v1/campaigns/{id}/reconcile` body and `flashgate reconcile <campaign>` output.
+/// Checks `stock = remaining + held + paid` (sale) or `stock = remaining + issued + redeemed`
+/// (giveaway), the ledger against the claims, and the Redis gate against PostgreSQL.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReconcileReport {
+    pub campaign: String,
+    pub kind: CampaignKind,
+    pub stock: i64,
+    /// `campaigns.remaining` in PostgreSQL.
+    pub remaining: i64,
+    /// Claims by status.
+    pub claims: StatusCounts,
+    /// Units out: held + paid (sale) or issued + redeemed (giveaway).
+    pub active: i64,
+    /// Units out by the ledger: claimed/issued events minus released/expired events.
+    pub ledger_active: i64,
+    /// Ledger claim ids without a claim row.
+    pub ledger_orphans: i64,
+    /// Units handed out or available beyond the stock: `max(0, remaining + active − stock)`.
+    pub oversold: i64,
+    /// Units neither available nor held by a claim: `max(0, stock − remaining − active)`, plus
+    /// units PostgreSQL has remaining that the gate will not hand out.
+    pub stranded: i64,
+    /// The gate, or `null` when it is not loaded (it is rebuilt from PostgreSQL on next use).
+    pub gate: Option<GateView>,
+    /// Human-readable list of every disagreement found; empty when clean.
+    pub faults: Vec<String>,
+    /// True when `faults` is empty (so `oversold` and `stranded` are 0).
+    pub ok: bool,
+}
+
 /// Result codes of request errors ([`ErrorBody::result`]) with their HTTP status.
 pub mod codes {
     /// 400: the body is not valid JSON, has duplicate keys or the wrong shape.
@@ -347,6 +524,10 @@ pub mod codes {
     pub const VALIDATION_FAILED: &str = "validation_failed";
     /// 429: too many requests.
     pub const RATE_LIMITED: &str = "rate_limited";
+    /// 409 (pay): the hold passed `held_until`, expired or was released.
+    pub const HOLD_EXPIRED: &str = "hold_expired";
+    /// 409 (redeem): the coupon was redeemed before.
+    pub const ALREADY_REDEEMED: &str = "already_redeemed";
     /// 503 + `Retry-After`: a dependency is down or the gate is being rebuilt.
     pub const UNAVAILABLE: &str = "unavailable";
 }
@@ -442,6 +623,25 @@ mod tests {
         assert!(parse_claim_body(b"{\"x\":1,\"x\":1}").is_err());
         assert!(parse_claim_body(b"not json").is_err());
         assert!(parse_claim_body(b"[]").is_err());
+    }
+
+    #[test]
+    fn hold_and_redeem_wire_shapes() {
+        assert_eq!(
+            serde_json::to_string(&HoldReply::HoldExpired).unwrap(),
+            r#"{"result":"hold_expired"}"#
+        );
+        let r = RedeemReply::AlreadyRedeemed {
+            redeemed_at: t("2026-01-01T12:00:00Z"),
+        };
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"result":"already_redeemed","redeemed_at":"2026-01-01T12:00:00Z"}"#
+        );
+        assert_eq!(coupon_qr_payload("ABCD"), "flashgate:coupon:ABCD");
+        assert!(serde_json::from_str::<PayRequest>(r#"{"payment_ref":"p","x":1}"#).is_err());
+        assert!(is_visible_ascii("pay_123", 255));
+        assert!(!is_visible_ascii("pay 123", 255));
     }
 
     #[test]

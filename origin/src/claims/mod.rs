@@ -3,5 +3,6 @@
 
 pub mod commit;
 pub mod idempotency;
+pub mod lifecycle;
 pub mod service;
 pub mod store;

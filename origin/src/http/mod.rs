@@ -5,6 +5,9 @@ pub mod campaigns;
 pub mod claims;
 pub mod extract;
 pub mod health;
+pub mod holds;
+pub mod reconcile;
+pub mod redeem;
 
 use axum::http::{HeaderName, HeaderValue, Request};
 use axum::routing::{get, post};
@@ -21,6 +24,14 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/campaigns/{id}", get(campaigns::status))
         .route("/api/v1/campaigns/{id}/claims", post(claims::create))
         .route("/api/v1/campaigns/{id}/claims/mine", get(claims::mine))
+        .route("/api/v1/claims/{id}/pay", post(holds::pay))
+        .route("/api/v1/claims/{id}/release", post(holds::release))
+        .route("/api/v1/coupons/{code}", get(redeem::show))
+        .route("/api/v1/coupons/{code}/redeem", post(redeem::redeem))
+        .route(
+            "/admin/v1/campaigns/{id}/reconcile",
+            get(reconcile::report),
+        )
         .route("/admin/v1/campaigns", post(campaigns::create))
         .route("/admin/v1/campaigns", get(admin::list))
         .route(

@@ -1,0 +1,117 @@
+//! `POST /api/v1/claims/{id}/pay` and `POST /api/v1/claims/{id}/release`: the shop's checkout
+//! backend confirms or gives up a sale hold (service token). The state changes are in
+//! [`crate::claims::lifecycle`].
+//!
+//! Checks, in order, each answered with the documented `{"result","message"}` body and
+//! changing nothing: service token (401 missing / 403 wrong), claim id shape (404),
+//! `Content-Type` (415), size ≤ 64 KiB (413), JSON (400 `invalid_json`), shape and values
+//! (422 `validation_failed`). Then 200 / 409 with a [`HoldReply`], 404 for an unknown claim,
+//! 503 `unavailable` when PostgreSQL is down.
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use flashgate_shared::api::{
+    is_visible_ascii, HoldReply, PayRequest, ReleaseRequest, MAX_PAYMENT_REF_LEN, MAX_REASON_LEN,
+};
+use serde::de::DeserializeOwned;
+
+use super::extract;
+use crate::claims::lifecycle;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// Ledger actor of pay and release calls made with the service token.
+pub const SERVICE_ACTOR: &str = "service";
+/// Ledger reason of a release that gives none.
+pub const DEFAULT_RELEASE_REASON: &str = "released by the checkout backend";
+
+/// True when `id` can be a claim id (`c_` + hex; at most 64 characters of `[A-Za-z0-9_]`), so
+/// anything else is a 404 without a query.
+pub fn is_claim_id_shape(id: &str) -> bool {
+    (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// An optional JSON body: empty means `T::default()`; anything else must be
+/// `application/json` (415), at most 64 KiB (413) and parse strictly (400 / 422).
+pub async fn optional_json<T: DeserializeOwned + Default>(
+    headers: &HeaderMap,
+    body: Body,
+) -> ApiResult<T> {
+    let bytes = extract::read_body(headers, body, extract::MAX_JSON_BODY_BYTES).await?;
+    if bytes.is_empty() {
+        return Ok(T::default());
+    }
+    extract::require_json(headers)?;
+    extract::parse_json(&bytes)
+}
+
+fn hold_response(reply: HoldReply) -> Response {
+    let status = StatusCode::from_u16(reply.http_status()).unwrap_or(StatusCode::CONFLICT);
+    (status, axum::Json(reply)).into_response()
+}
+
+fn no_claim(id: &str) -> ApiError {
+    ApiError::NotFound(format!("no claim {id}"))
+}
+
+/// Pays a hold. Body `{"payment_ref": "<1..=255 visible ASCII>"}`. 200 `paid` (the same
+/// `payment_ref` again gets the same 200); 409 `hold_expired` after `held_until` or a release;
+/// 409 `already_paid` for another `payment_ref`; 409 `not_a_hold` for a giveaway coupon.
+pub async fn pay(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    extract::require_token(&headers, &state.config.service_token, "pay")?;
+    tracing::Span::current().record("outcome", "pay");
+    if !is_claim_id_shape(&id) {
+        return Err(no_claim(&id));
+    }
+    let req: PayRequest = extract::json_body(&headers, body).await?;
+    if !is_visible_ascii(&req.payment_ref, MAX_PAYMENT_REF_LEN) {
+        return Err(ApiError::validation(format!(
+            "payment_ref must be 1 to {MAX_PAYMENT_REF_LEN} visible ASCII characters"
+        )));
+    }
+    let reply = lifecycle::pay(&state.db, &id, &req.payment_ref, SERVICE_ACTOR)
+        .await?
+        .ok_or_else(|| no_claim(&id))?;
+    Ok(hold_response(reply))
+}
+
+/// Releases a hold; its unit goes back to `remaining` and to the gate, exactly once however
+/// many releases and sweeps race. Optional body `{"reason": "<1..=200 characters>"}` for the
+/// ledger. 200 `released` (also when repeated); 409 `hold_expired` when the sweeper expired it
+/// first (its unit is back all the same); 409 `already_paid`; 409 `not_a_hold`.
+pub async fn release(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    extract::require_token(&headers, &state.config.service_token, "release")?;
+    tracing::Span::current().record("outcome", "release");
+    if !is_claim_id_shape(&id) {
+        return Err(no_claim(&id));
+    }
+    let req: ReleaseRequest = optional_json(&headers, body).await?;
+    let reason = match &req.reason {
+        Some(r) if r.trim().is_empty() || r.chars().count() > MAX_REASON_LEN => {
+            return Err(ApiError::validation(format!(
+                "reason must be 1 to {MAX_REASON_LEN} characters"
+            )))
+        }
+        Some(r) => r.as_str(),
+        None => DEFAULT_RELEASE_REASON,
+    };
+    let (reply, returned) = lifecycle::release(&state.db, &id, SERVICE_ACTOR, reason)
+        .await?
+        .ok_or_else(|| no_claim(&id))?;
+    if let Some(r) = returned {
+        lifecycle::return_to_gate(&state, &[r]).await;
+    }
+    Ok(hold_response(reply))
+}

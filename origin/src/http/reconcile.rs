@@ -1,0 +1,31 @@
+//! `GET /admin/v1/campaigns/{id}/reconcile`: the [`crate::reconcile`] report over HTTP.
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::Json;
+use flashgate_shared::api::{is_valid_slug, ReconcileReport};
+
+use super::extract::{self, Role};
+use crate::error::{ApiError, ApiResult};
+use crate::reconcile::reconcile;
+use crate::state::AppState;
+
+/// 200 with the [`ReconcileReport`] (clean or not: `ok` says which); 404 unknown campaign;
+/// admin token of any role (401 missing / 403 unknown); 503 when PostgreSQL or Redis is down.
+pub async fn report(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Json<ReconcileReport>> {
+    extract::admin(&headers, &state, Role::Viewer)?;
+    let not_found = || ApiError::NotFound(format!("no campaign {id}"));
+    if !is_valid_slug(&id) {
+        return Err(not_found());
+    }
+    let mut redis = state.redis.clone();
+    let report = reconcile(&state.db, &mut redis, &id)
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?
+        .ok_or_else(not_found)?;
+    Ok(Json(report))
+}

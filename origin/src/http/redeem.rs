@@ -1,0 +1,88 @@
+//! `POST /api/v1/coupons/{code}/redeem` (a store's POS redeems a giveaway coupon) and
+//! `GET /api/v1/coupons/{code}` (the coupon with its QR payload), both with the service token
+//! (seed "6M-coupon giveaway": redeem in store, single use).
+//!
+//! The code in the path is normalised (trim, NFKC, uppercase; [`flashgate_shared::code`]);
+//! anything that is not a 12-symbol generated code is a 404 without a query.
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use flashgate_shared::api::{codes, is_visible_ascii, RedeemRequest, MAX_REASON_LEN};
+use flashgate_shared::{code, idempotency, IDEMPOTENCY_KEY_HEADER};
+
+use super::{extract, holds};
+use crate::claims::lifecycle::{self, Redeem};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+fn coupon_code(raw: &str) -> ApiResult<String> {
+    code::normalise(raw)
+        .filter(|c| code::is_generated_shape(c))
+        .ok_or_else(|| ApiError::NotFound("no coupon with this code".into()))
+}
+
+/// Redeems a coupon. Headers: service token (401/403), `Idempotency-Key` of the POS (1..=255
+/// visible ASCII; 400 `invalid_idempotency_key`). Optional body `{"store": "<1..=200 visible
+/// ASCII>"}` names the store in the ledger. Answers: 200 `{"result":"redeemed","code",
+/// "redeemed_at"}`; 409 `{"result":"already_redeemed","redeemed_at"}`; the same key again gets
+/// the same status and body; the key used before with another code → 422
+/// `idempotency_key_reused`; 404 unknown code.
+pub async fn redeem(
+    State(state): State<AppState>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    extract::require_token(&headers, &state.config.service_token, "redeem")?;
+    let key = headers
+        .get(IDEMPOTENCY_KEY_HEADER)
+        .map(|v| v.as_bytes())
+        .filter(|k| idempotency::is_valid_key(k))
+        .ok_or_else(|| {
+            ApiError::BadRequest(
+                codes::INVALID_IDEMPOTENCY_KEY,
+                "Idempotency-Key must be 1 to 255 visible ASCII characters".into(),
+            )
+        })?;
+    let key = String::from_utf8_lossy(key).into_owned();
+    let code = coupon_code(&raw)?;
+    let req: RedeemRequest = holds::optional_json(&headers, body).await?;
+    let actor = match &req.store {
+        Some(s) if !is_visible_ascii(s, MAX_REASON_LEN) => {
+            return Err(ApiError::validation(format!(
+                "store must be 1 to {MAX_REASON_LEN} visible ASCII characters"
+            )))
+        }
+        Some(s) => format!("pos:{s}"),
+        None => "pos".to_string(),
+    };
+    tracing::Span::current().record("outcome", "redeem");
+    match lifecycle::redeem(&state.db, &key, &code, &actor, "redeemed in store").await? {
+        Redeem::Reply { status, body } => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::CONFLICT);
+            Ok((status, [(header::CONTENT_TYPE, "application/json")], body).into_response())
+        }
+        Redeem::KeyReused => Err(ApiError::Unprocessable(
+            codes::IDEMPOTENCY_KEY_REUSED,
+            "this Idempotency-Key was used with another coupon".into(),
+        )),
+        Redeem::NotFound => Err(ApiError::NotFound("no coupon with this code".into())),
+    }
+}
+
+/// The coupon: 200 [`flashgate_shared::api::Coupon`] with `qr`, the payload its QR code
+/// encodes; 404 unknown code. Service token (401/403).
+pub async fn show(
+    State(state): State<AppState>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    extract::require_token(&headers, &state.config.service_token, "coupons")?;
+    let code = coupon_code(&raw)?;
+    let coupon = lifecycle::coupon(&state.db, &code)
+        .await?
+        .ok_or_else(|| ApiError::NotFound("no coupon with this code".into()))?;
+    Ok((StatusCode::OK, axum::Json(coupon)).into_response())
+}

@@ -1,0 +1,297 @@
+//! Reconciliation of one campaign: are all units accounted for, and does the Redis gate agree
+//! with PostgreSQL? Served by `GET /admin/v1/campaigns/{id}/reconcile` and by
+//! `flashgate reconcile <campaign>`; the stampede report calls [`reconcile`] too.
+//!
+//! Checks (every disagreement is one line of [`ReconcileReport::faults`]):
+//! - units: `stock = remaining + held + paid` (sale) or `stock = remaining + issued + redeemed`
+//!   (giveaway). More is **oversold** (`remaining + active − stock`), less is **stranded**
+//!   (`stock − remaining − active`: units neither available nor held by anyone, e.g. a claim
+//!   row deleted behind the ledger's back);
+//! - ledger: claimed/issued events minus released/expired events equals the active claims, and
+//!   every ledger claim id has a claim row;
+//! - gate: its `remaining` plus the takes still committing equals PostgreSQL's `remaining`
+//!   (fewer means units the gate will not sell: stranded), every holder names an active claim
+//!   and every active claim has its holder (checked up to [`HOLDER_CHECK_MAX`] claims), and no
+//!   sold-out flag is set while units remain.
+//!
+//! The PostgreSQL figures come from one snapshot (a read-only repeatable-read transaction); the
+//! gate is read right after. While claims, payments or releases are in flight the two may
+//! differ by those in flight: run it on a quiet campaign for an exact verdict.
+
+use std::collections::HashMap;
+
+use flashgate_shared::api::{CampaignKind, GateView, ReconcileReport, StatusCounts};
+use redis::aio::ConnectionManager;
+use sqlx::PgPool;
+
+use crate::gate::{Keys, PENDING_PREFIX};
+
+/// Largest number of active claims whose gate holders are compared one by one.
+pub const HOLDER_CHECK_MAX: i64 = 1_000_000;
+/// Holders read per HSCAN step.
+const SCAN_COUNT: usize = 10_000;
+
+/// Why reconciliation could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("postgres: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+}
+
+struct PgFacts {
+    kind: CampaignKind,
+    stock: i64,
+    remaining: i64,
+    claims: StatusCounts,
+    ledger_active: i64,
+    ledger_orphans: i64,
+    /// customer → active claim id, when there are at most [`HOLDER_CHECK_MAX`].
+    active_holders: Option<HashMap<String, String>>,
+}
+
+/// Reconciles campaign `c`. `Ok(None)`: no such campaign.
+pub async fn reconcile(
+    db: &PgPool,
+    redis: &mut ConnectionManager,
+    c: &str,
+) -> Result<Option<ReconcileReport>, ReconcileError> {
+    let Some(pg) = pg_facts(db, c).await? else {
+        return Ok(None);
+    };
+    let gate = gate_view(redis, c, pg.active_holders.as_ref()).await?;
+    Ok(Some(report(c, pg, gate)))
+}
+
+async fn pg_facts(db: &PgPool, c: &str) -> sqlx::Result<Option<PgFacts>> {
+    let mut tx = db.begin().await?;
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .execute(&mut *tx)
+        .await?;
+    let row: Option<(String, i64, i64)> =
+        sqlx::query_as("SELECT kind, stock, remaining FROM campaigns WHERE id = $1")
+            .bind(c)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some((kind, stock, remaining)) = row else {
+        return Ok(None);
+    };
+    let by_status: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT status, count(*) FROM claims WHERE campaign_id = $1 GROUP BY status",
+    )
+    .bind(c)
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut claims = StatusCounts::default();
+    for (status, n) in by_status {
+        match status.as_str() {
+            "held" => claims.held = n,
+            "paid" => claims.paid = n,
+            "released" => claims.released = n,
+            "expired" => claims.expired = n,
+            "issued" => claims.issued = n,
+            "redeemed" => claims.redeemed = n,
+            _ => {}
+        }
+    }
+    let (ledger_active, ledger_orphans): (i64, i64) = sqlx::query_as(
+        "SELECT (count(*) FILTER (WHERE event IN ('claimed', 'issued'))
+               - count(*) FILTER (WHERE event IN ('released', 'expired')))::bigint,
+                (SELECT count(DISTINCT l.claim_id) FROM ledger l
+                  WHERE l.campaign_id = $1
+                    AND NOT EXISTS (SELECT 1 FROM claims x WHERE x.id = l.claim_id))
+           FROM ledger WHERE campaign_id = $1",
+    )
+    .bind(c)
+    .fetch_one(&mut *tx)
+    .await?;
+    let active = claims.held + claims.paid + claims.issued + claims.redeemed;
+    let active_holders = if active <= HOLDER_CHECK_MAX {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT customer_id, id FROM claims
+              WHERE campaign_id = $1 AND status IN ('held', 'paid', 'issued', 'redeemed')",
+        )
+        .bind(c)
+        .fetch_all(&mut *tx)
+        .await?;
+        Some(rows.into_iter().collect())
+    } else {
+        None
+    };
+    tx.commit().await?;
+    Ok(Some(PgFacts {
+        kind: CampaignKind::parse(&kind).unwrap_or(CampaignKind::Sale),
+        stock,
+        remaining,
+        claims,
+        ledger_active,
+        ledger_orphans,
+        active_holders,
+    }))
+}
+
+/// Reads the gate; `None` when it is not loaded. Compares holders with `active` when given.
+async fn gate_view(
+    redis: &mut ConnectionManager,
+    c: &str,
+    active: Option<&HashMap<String, String>>,
+) -> redis::RedisResult<Option<GateView>> {
+    let k = Keys::of(c);
+    let (loaded, remaining, pending, holders, flag): (bool, Option<i64>, i64, i64, bool) =
+        redis::pipe()
+            .exists(&k.loaded)
+            .get(&k.remaining)
+            .zcard(&k.pending)
+            .hlen(&k.holders)
+            .exists(&k.sold_out)
+            .query_async(redis)
+            .await?;
+    if !loaded {
+        return Ok(None);
+    }
+    let mut view = GateView {
+        remaining: remaining.unwrap_or(0),
+        pending,
+        holders,
+        sold_out_flag: flag,
+        stale_holders: 0,
+        missing_holders: 0,
+    };
+    let Some(active) = active else {
+        return Ok(Some(view));
+    };
+    let mut seen = 0i64;
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, page): (u64, Vec<(String, String)>) = redis::cmd("HSCAN")
+            .arg(&k.holders)
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(SCAN_COUNT)
+            .query_async(redis)
+            .await?;
+        for (customer, holder) in page {
+            if holder.starts_with(PENDING_PREFIX) {
+                continue;
+            }
+            if active.get(&customer) == Some(&holder) {
+                seen += 1;
+            } else {
+                view.stale_holders += 1;
+            }
+        }
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    view.missing_holders = (active.len() as i64 - seen - pending).max(0);
+    Ok(Some(view))
+}
+
+fn report(c: &str, pg: PgFacts, gate: Option<GateView>) -> ReconcileReport {
+    let active = match pg.kind {
+        CampaignKind::Sale => pg.claims.held + pg.claims.paid,
+        CampaignKind::Giveaway => pg.claims.issued + pg.claims.redeemed,
+    };
+    let mut faults = Vec::new();
+    let oversold = (pg.remaining + active - pg.stock).max(0);
+    let mut stranded = (pg.stock - pg.remaining - active).max(0);
+    if oversold > 0 {
+        faults.push(format!(
+            "oversold: remaining {} + active {active} exceeds stock {} by {oversold}",
+            pg.remaining, pg.stock
+        ));
+    }
+    if stranded > 0 {
+        faults.push(format!(
+            "stranded: stock {} exceeds remaining {} + active {active} by {stranded}",
+            pg.stock, pg.remaining
+        ));
+    }
+    let other_kind = match pg.kind {
+        CampaignKind::Sale => pg.claims.issued + pg.claims.redeemed,
+        CampaignKind::Giveaway => {
+            pg.claims.held + pg.claims.paid + pg.claims.released + pg.claims.expired
+        }
+    };
+    if other_kind > 0 {
+        faults.push(format!(
+            "{other_kind} claims have a status that a {} campaign never gives",
+            pg.kind.as_str()
+        ));
+    }
+    if pg.ledger_active != active {
+        faults.push(format!(
+            "ledger: {} units out by the ledger, {active} active claims",
+            pg.ledger_active
+        ));
+    }
+    if pg.ledger_orphans > 0 {
+        faults.push(format!(
+            "ledger: {} claim ids in the ledger have no claim row",
+            pg.ledger_orphans
+        ));
+    }
+    if let Some(g) = &gate {
+        let gate_units = g.remaining + g.pending;
+        if gate_units < pg.remaining {
+            let lost = pg.remaining - gate_units;
+            stranded += lost;
+            faults.push(format!(
+                "gate: {lost} units remaining in PostgreSQL that the gate will not hand out \
+                 (gate remaining {}, pending {})",
+                g.remaining, g.pending
+            ));
+        } else if gate_units > pg.remaining {
+            faults.push(format!(
+                "gate: would let {} more takes through than PostgreSQL has units (PostgreSQL \
+                 refuses them)",
+                gate_units - pg.remaining
+            ));
+        }
+        if g.sold_out_flag && pg.remaining > 0 && g.remaining > 0 {
+            faults.push("gate: sold-out flag set while units remain".into());
+        }
+        if g.stale_holders > 0 {
+            faults.push(format!(
+                "gate: {} holders name no active claim",
+                g.stale_holders
+            ));
+        }
+        if g.missing_holders > 0 {
+            faults.push(format!(
+                "gate: {} active claims have no holder",
+                g.missing_holders
+            ));
+        }
+    }
+    ReconcileReport {
+        campaign: c.to_string(),
+        kind: pg.kind,
+        stock: pg.stock,
+        remaining: pg.remaining,
+        claims: pg.claims,
+        active,
+        ledger_active: pg.ledger_active,
+        ledger_orphans: pg.ledger_orphans,
+        oversold,
+        stranded,
+        gate,
+        ok: faults.is_empty(),
+        faults,
+    }
+}
+
+/// `flashgate reconcile <campaign>`: connects, prints the report as pretty JSON on stdout and
+/// returns its `ok`. An unknown campaign is an error.
+pub async fn run_cli(database_url: &str, redis_url: &str, c: &str) -> anyhow::Result<bool> {
+    let db = PgPool::connect(database_url).await?;
+    let mut redis = ConnectionManager::new(redis::Client::open(redis_url)?).await?;
+    let report = reconcile(&db, &mut redis, c)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no campaign {c}"))?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(report.ok)
+}

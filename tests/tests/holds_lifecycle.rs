@@ -1,0 +1,598 @@
+//! Sale holds against a real origin over HTTP, real PostgreSQL and real Redis: pay, release,
+//! expiry by the sweeper, re-claim, and the second wave. Concurrent where it matters; short
+//! holds (1–2 s) instead of a fake clock. Every test reads the database back and ends with a
+//! clean reconciliation.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use flashgate_origin::claims::lifecycle;
+use flashgate_tests::support::{unique, TestOrigin};
+use futures::future::join_all;
+use serde_json::{json, Value};
+
+/// Creates an active sale with `stock` units and holds of `hold_seconds`.
+async fn sale(o: &TestOrigin, stock: i64, hold_seconds: i64) -> String {
+    let id = unique("hold");
+    let now = Utc::now();
+    o.create_campaign(
+        &id,
+        "sale",
+        stock,
+        now - chrono::Duration::minutes(1),
+        now + chrono::Duration::hours(1),
+        Some(hold_seconds),
+    )
+    .await;
+    id
+}
+
+/// POSTs `body` (JSON) to `/api/v1/claims/{id}/{action}` with `token` as bearer.
+async fn call(o: &TestOrigin, id: &str, action: &str, token: &str, body: &Value) -> (u16, Value) {
+    let res = o
+        .http
+        .post(format!("{}/api/v1/claims/{id}/{action}", o.url))
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await
+        .expect("request");
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+async fn pay(o: &TestOrigin, id: &str, payment_ref: &str) -> (u16, Value) {
+    let token = o.config.service_token.expose().to_string();
+    call(o, id, "pay", &token, &json!({ "payment_ref": payment_ref })).await
+}
+
+async fn release(o: &TestOrigin, id: &str) -> (u16, Value) {
+    let token = o.config.service_token.expose().to_string();
+    call(
+        o,
+        id,
+        "release",
+        &token,
+        &json!({ "reason": "customer_cancelled" }),
+    )
+    .await
+}
+
+/// Claims and expects a 201; returns the claim.
+async fn won(o: &TestOrigin, c: &str, customer: &str, key: &str) -> Value {
+    let (s, b) = o.claim(c, customer, key).await;
+    assert_eq!(s, 201, "{b}");
+    b["claim"].clone()
+}
+
+/// `n` new customers claim at once; all must win. Returns their claims in order.
+async fn win_all(o: &TestOrigin, c: &str, n: i64) -> Vec<Value> {
+    let run = unique("w");
+    let people: Vec<String> = (0..n).map(|i| format!("{run}-{i}")).collect();
+    join_all(people.iter().map(|p| won(o, c, p, "k"))).await
+}
+
+async fn status_of(o: &TestOrigin, claim: &str) -> String {
+    sqlx::query_scalar("SELECT status FROM claims WHERE id = $1")
+        .bind(claim)
+        .fetch_one(&o.db)
+        .await
+        .expect("claim row")
+}
+
+/// Ledger rows of `claim` with `event`.
+async fn ledger(o: &TestOrigin, claim: &str, event: &str) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM ledger WHERE claim_id = $1 AND event = $2")
+        .bind(claim)
+        .bind(event)
+        .fetch_one(&o.db)
+        .await
+        .expect("ledger")
+}
+
+/// The gate's `remaining` in Redis.
+async fn gate_remaining(o: &TestOrigin, c: &str) -> i64 {
+    let mut redis = o.origin.state.redis.clone();
+    redis::cmd("GET")
+        .arg(format!("fg:{{{c}}}:remaining"))
+        .query_async(&mut redis)
+        .await
+        .expect("gate remaining")
+}
+
+async fn flag_set(o: &TestOrigin, c: &str) -> bool {
+    let mut redis = o.origin.state.redis.clone();
+    redis::cmd("EXISTS")
+        .arg(format!("fg:{{{c}}}:sold_out"))
+        .query_async(&mut redis)
+        .await
+        .expect("flag")
+}
+
+/// Asserts that reconciliation of `c` finds nothing wrong; returns the report.
+async fn assert_reconciled(o: &TestOrigin, c: &str) -> flashgate_shared::api::ReconcileReport {
+    let mut redis = o.origin.state.redis.clone();
+    let report = flashgate_origin::reconcile::reconcile(&o.db, &mut redis, c)
+        .await
+        .expect("reconcile runs")
+        .expect("campaign exists");
+    assert!(report.ok, "reconcile found faults: {report:#?}");
+    assert_eq!((report.oversold, report.stranded), (0, 0));
+    report
+}
+
+/// Waits until no claim of `c` is held (the sweeper expired the unpaid ones), at most `secs`.
+async fn wait_no_holds(o: &TestOrigin, c: &str, secs: u64) {
+    for _ in 0..secs * 20 {
+        if o.claim_rows(c, &["held"]).await == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("holds of {c} were not expired within {secs} s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn expired_hold_goes_to_the_next_customer_and_the_late_pay_is_refused() {
+    let o = TestOrigin::start().await;
+    let c = sale(&o, 1, 2).await;
+    let (a, b) = (unique("ana"), unique("ben"));
+    let a_claim = won(&o, &c, &a, "a1").await;
+    let a_id = a_claim["id"].as_str().unwrap().to_string();
+    let (s, body) = o.claim(&c, &b, "b1").await;
+    assert_eq!((s, body["result"].as_str()), (409, Some("sold_out")));
+    assert!(flag_set(&o, &c).await);
+
+    wait_no_holds(&o, &c, 6).await;
+    assert_eq!(status_of(&o, &a_id).await, "expired");
+    assert_eq!(o.remaining(&c).await, 1);
+    assert_eq!(gate_remaining(&o, &c).await, 1);
+    assert!(
+        !flag_set(&o, &c).await,
+        "the sweeper clears the sold-out flag"
+    );
+    let actor: String =
+        sqlx::query_scalar("SELECT actor FROM ledger WHERE claim_id = $1 AND event = 'expired'")
+            .bind(&a_id)
+            .fetch_one(&o.db)
+            .await
+            .unwrap();
+    assert_eq!(actor, "sweeper");
+
+    let b_claim = won(&o, &c, &b, "b2").await;
+    let (s, body) = pay(&o, &a_id, "psp-late").await;
+    assert_eq!((s, body), (409, json!({"result": "hold_expired"})));
+    assert_eq!(status_of(&o, &a_id).await, "expired");
+    assert_eq!(ledger(&o, &a_id, "paid").await, 0);
+
+    let active = o.claim_rows(&c, &["held", "paid"]).await;
+    assert_eq!(active, 1);
+    assert_eq!(o.remaining(&c).await, 0);
+    let (s, body) = pay(&o, b_claim["id"].as_str().unwrap(), "psp-b").await;
+    assert_eq!((s, body["claim"]["status"].as_str()), (200, Some("paid")));
+    assert_reconciled(&o, &c).await;
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_concurrent_releases_return_the_unit_once() {
+    let o = TestOrigin::start().await;
+    let c = sale(&o, 5, 600).await;
+    let claim = won(&o, &c, &unique("cy"), "k").await;
+    let id = claim["id"].as_str().unwrap().to_string();
+    assert_eq!(o.remaining(&c).await, 4);
+
+    let replies = join_all((0..3).map(|_| release(&o, &id))).await;
+    for (s, b) in &replies {
+        assert_eq!(*s, 200, "{b}");
+        assert_eq!(b["result"], "released");
+        assert_eq!(b["claim"]["status"], "released");
+    }
+    assert_eq!(o.remaining(&c).await, 5);
+    assert_eq!(gate_remaining(&o, &c).await, 5);
+    assert_eq!(ledger(&o, &id, "released").await, 1);
+    assert_eq!(status_of(&o, &id).await, "released");
+    // Paying a released hold is refused.
+    let (s, b) = pay(&o, &id, "psp-1").await;
+    assert_eq!((s, b), (409, json!({"result": "hold_expired"})));
+    assert_reconciled(&o, &c).await;
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn releases_racing_the_sweeper_return_each_unit_once() {
+    // Customer cancel, admin cancel and the sweeper at once: holds of 1 s, three releases each
+    // sent right at `held_until`, while this origin's sweeper and a second one (called here)
+    // expire due holds.
+    let o = TestOrigin::start().await;
+    let stock = 20;
+    let c = sale(&o, stock, 1).await;
+    let claims = win_all(&o, &c, stock).await;
+    let until: Vec<DateTime<Utc>> = claims
+        .iter()
+        .map(|cl| cl["held_until"].as_str().unwrap().parse().unwrap())
+        .collect();
+    let second_sweeper = async {
+        let end = tokio::time::Instant::now() + Duration::from_millis(1_600);
+        while tokio::time::Instant::now() < end {
+            let r = lifecycle::expire_due(&o.origin.state.db, &c, 5)
+                .await
+                .expect("second sweeper");
+            lifecycle::return_to_gate(&o.origin.state, &r).await;
+            tokio::time::sleep(Duration::from_millis(3)).await;
+        }
+    };
+    let oref = &o;
+    let releases = join_all(claims.iter().zip(&until).flat_map(|(cl, t)| {
+        let id = cl["id"].as_str().unwrap().to_string();
+        let t = *t;
+        (0..3).map(move |n| {
+            let (id, o) = (id.clone(), oref);
+            async move {
+                let wait =
+                    (t - Utc::now()).to_std().unwrap_or_default() + Duration::from_millis(n * 5);
+                tokio::time::sleep(wait).await;
+                release(o, &id).await
+            }
+        })
+    }));
+    let (replies, ()) = tokio::join!(releases, second_sweeper);
+    for (s, b) in &replies {
+        assert!(
+            (*s == 200 && b["result"] == "released")
+                || (*s == 409 && b["result"] == "hold_expired"),
+            "{s} {b}"
+        );
+    }
+    wait_no_holds(&o, &c, 5).await;
+    for cl in &claims {
+        let id = cl["id"].as_str().unwrap();
+        let ends = ledger(&o, id, "released").await + ledger(&o, id, "expired").await;
+        assert_eq!(ends, 1, "claim {id} left its hold {ends} times");
+    }
+    assert_eq!(o.remaining(&c).await, stock);
+    assert_eq!(gate_remaining(&o, &c).await, stock);
+    assert_reconciled(&o, &c).await;
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pay_at_the_last_instant_racing_the_sweeper_200_rounds() {
+    let o = TestOrigin::start().await;
+    let rounds = 200;
+    let c = sale(&o, rounds, 1).await;
+    let claims = win_all(&o, &c, rounds).await;
+    assert_eq!(o.remaining(&c).await, 0);
+
+    // Each pay is sent between 300 ms before and 100 ms after its own held_until, while this
+    // origin's sweeper (every 200 ms) and a second sweeper (here, every few ms) expire due holds.
+    let second_sweeper = async {
+        let end = tokio::time::Instant::now() + Duration::from_millis(1_800);
+        let mut expired = 0;
+        while tokio::time::Instant::now() < end {
+            let r = lifecycle::expire_due(&o.origin.state.db, &c, 10)
+                .await
+                .expect("second sweeper");
+            expired += r.len();
+            lifecycle::return_to_gate(&o.origin.state, &r).await;
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        expired
+    };
+    let pays = join_all(claims.iter().enumerate().map(|(i, cl)| {
+        let id = cl["id"].as_str().unwrap().to_string();
+        let until: DateTime<Utc> = cl["held_until"].as_str().unwrap().parse().unwrap();
+        let offset = (i as i64 % 21 - 15) * 20;
+        let o = &o;
+        async move {
+            let at = until + chrono::Duration::milliseconds(offset);
+            tokio::time::sleep((at - Utc::now()).to_std().unwrap_or_default()).await;
+            let reply = pay(o, &id, &format!("psp-{id}")).await;
+            (id, reply)
+        }
+    }));
+    let (replies, by_second_sweeper) = tokio::join!(pays, second_sweeper);
+    wait_no_holds(&o, &c, 5).await;
+
+    let (mut paid, mut expired) = (0, 0);
+    for (id, (s, b)) in &replies {
+        let status = status_of(&o, id).await;
+        let (p, e) = (
+            ledger(&o, id, "paid").await,
+            ledger(&o, id, "expired").await,
+        );
+        match (*s, status.as_str()) {
+            (200, "paid") => {
+                assert_eq!(b["result"], "paid");
+                assert_eq!((p, e), (1, 0), "claim {id}");
+                paid += 1;
+            }
+            (409, "expired") => {
+                assert_eq!(b["result"], "hold_expired");
+                assert_eq!((p, e), (0, 1), "claim {id}");
+                expired += 1;
+            }
+            other => panic!("claim {id}: reply and row disagree: {other:?} {b}"),
+        }
+    }
+    println!(
+        "last-instant pays: {paid} paid, {expired} expired ({by_second_sweeper} by the second sweeper)"
+    );
+    assert_eq!(paid + expired, rounds);
+    assert!(paid > 0 && expired > 0, "the race must go both ways");
+    assert_eq!(o.remaining(&c).await, expired);
+    assert_eq!(gate_remaining(&o, &c).await, expired);
+    let r = assert_reconciled(&o, &c).await;
+    assert_eq!((r.claims.paid, r.claims.expired), (paid, expired));
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn second_wave_sells_exactly_the_units_of_unpaid_holds() {
+    let o = TestOrigin::start().await;
+    let c = sale(&o, 100, 2).await;
+    let run = unique("wave");
+    let first: Vec<String> = (0..150).map(|i| format!("{run}-a{i}")).collect();
+    let replies = join_all(first.iter().map(|p| o.claim(&c, p, "k1"))).await;
+    let winners: Vec<&Value> = replies
+        .iter()
+        .filter(|(s, _)| *s == 201)
+        .map(|(_, b)| &b["claim"])
+        .collect();
+    assert_eq!(winners.len(), 100);
+    assert_eq!(
+        replies
+            .iter()
+            .filter(|(s, b)| *s == 409 && b["result"] == "sold_out")
+            .count(),
+        50
+    );
+    assert!(flag_set(&o, &c).await);
+
+    // 90 pay, 10 never do.
+    let pays = join_all(winners[..90].iter().map(|w| {
+        let id = w["id"].as_str().unwrap().to_string();
+        let o = &o;
+        async move { pay(o, &id, &format!("psp-{id}")).await.0 }
+    }))
+    .await;
+    assert!(pays.iter().all(|s| *s == 200));
+    wait_no_holds(&o, &c, 6).await;
+    assert_eq!(o.remaining(&c).await, 10);
+    assert_eq!(gate_remaining(&o, &c).await, 10);
+    assert!(!flag_set(&o, &c).await, "the flag clears when units return");
+    assert_eq!(o.status(&c).await["state"], "active");
+    assert_eq!(o.claim_rows(&c, &["expired"]).await, 10);
+
+    // The second wave: 60 new customers at once, exactly 10 win; then sold out again.
+    let second: Vec<String> = (0..60).map(|i| format!("{run}-b{i}")).collect();
+    let replies = join_all(second.iter().map(|p| o.claim(&c, p, "k1"))).await;
+    let won2 = replies.iter().filter(|(s, _)| *s == 201).count();
+    let lost2 = replies
+        .iter()
+        .filter(|(s, b)| *s == 409 && b["result"] == "sold_out")
+        .count();
+    assert_eq!((won2, lost2), (10, 50));
+    assert_eq!(o.remaining(&c).await, 0);
+    assert!(flag_set(&o, &c).await);
+    assert_eq!(o.claim_rows(&c, &["held", "paid"]).await, 100);
+    assert_reconciled(&o, &c).await;
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_released_customer_may_claim_again() {
+    let o = TestOrigin::start().await;
+    let c = sale(&o, 2, 600).await;
+    let dee = unique("dee");
+    let first = won(&o, &c, &dee, "k1").await;
+    let first_id = first["id"].as_str().unwrap();
+    let (s, _) = release(&o, first_id).await;
+    assert_eq!(s, 200);
+    let mut redis = o.origin.state.redis.clone();
+    let holder: Option<String> = flashgate_origin::gate::holder(&mut redis, &c, &dee)
+        .await
+        .unwrap();
+    assert_eq!(holder, None, "release drops her gate holder");
+    let second = won(&o, &c, &dee, "k2").await;
+    assert_ne!(second["id"], first["id"]);
+    assert_eq!(o.claim_rows(&c, &["held"]).await, 1);
+    assert_eq!(o.claim_rows(&c, &["released"]).await, 1);
+    assert_eq!(o.remaining(&c).await, 1);
+    assert_reconciled(&o, &c).await;
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pay_and_release_answers() {
+    let o = TestOrigin::start().await;
+    let c = sale(&o, 3, 600).await;
+    let claim = won(&o, &c, &unique("eve"), "k").await;
+    let id = claim["id"].as_str().unwrap().to_string();
+
+    let (s, first) = pay(&o, &id, "psp-1").await;
+    assert_eq!(s, 200);
+    assert_eq!(first["result"], "paid");
+    assert_eq!(first["payment_ref"], "psp-1");
+    assert_eq!(first["claim"]["status"], "paid");
+    let (s, again) = pay(&o, &id, "psp-1").await;
+    assert_eq!(
+        (s, &again),
+        (200, &first),
+        "the same payment_ref gets the same 200"
+    );
+    let (s, other) = pay(&o, &id, "psp-2").await;
+    assert_eq!((s, other["result"].as_str()), (409, Some("already_paid")));
+    let (s, rel) = release(&o, &id).await;
+    assert_eq!((s, rel["result"].as_str()), (409, Some("already_paid")));
+    let stored: (String, Option<String>) =
+        sqlx::query_as("SELECT status, payment_ref FROM claims WHERE id = $1")
+            .bind(&id)
+            .fetch_one(&o.db)
+            .await
+            .unwrap();
+    assert_eq!(stored, ("paid".into(), Some("psp-1".into())));
+    assert_eq!(ledger(&o, &id, "paid").await, 1);
+    assert_eq!(o.remaining(&c).await, 2);
+
+    // A giveaway coupon is not a hold.
+    let g = o.campaign("giveaway", 1).await;
+    let coupon = won(&o, &g, &unique("fay"), "k").await;
+    let (s, b) = pay(&o, coupon["id"].as_str().unwrap(), "psp-3").await;
+    assert_eq!((s, b), (409, json!({"result": "not_a_hold"})));
+    assert_reconciled(&o, &c).await;
+    assert_reconciled(&o, &g).await;
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_pay_and_release_requests_change_nothing() {
+    let o = TestOrigin::start().await;
+    let c = sale(&o, 2, 600).await;
+    let claim = won(&o, &c, &unique("gus"), "k").await;
+    let id = claim["id"].as_str().unwrap().to_string();
+    let service = o.config.service_token.expose().to_string();
+    let url = |action: &str| format!("{}/api/v1/claims/{id}/{action}", o.url);
+    let raw = |action: &'static str, token: Option<&str>, ctype: &str, body: &str| {
+        let mut req = o
+            .http
+            .post(url(action))
+            .header("content-type", ctype)
+            .body(body.to_string());
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        async move {
+            let res = req.send().await.expect("request");
+            let status = res.status().as_u16();
+            let body: Value = res.json().await.expect("a JSON body");
+            (
+                status,
+                body["result"].as_str().unwrap_or_default().to_string(),
+                body,
+            )
+        }
+    };
+    let json = "application/json";
+    let cases: Vec<(u16, &str, (u16, String, Value))> = vec![
+        (
+            401,
+            "unauthorized",
+            raw("pay", None, json, r#"{"payment_ref":"p"}"#).await,
+        ),
+        (
+            403,
+            "forbidden",
+            raw("pay", Some("nope"), json, r#"{"payment_ref":"p"}"#).await,
+        ),
+        (
+            403,
+            "forbidden",
+            raw("release", Some("nope"), json, "{}").await,
+        ),
+        (
+            400,
+            "invalid_json",
+            raw("pay", Some(&service), json, "{").await,
+        ),
+        (
+            422,
+            "validation_failed",
+            raw(
+                "pay",
+                Some(&service),
+                json,
+                r#"{"payment_ref":"p","payment_ref":"q"}"#,
+            )
+            .await,
+        ),
+        (
+            422,
+            "validation_failed",
+            raw("pay", Some(&service), json, "{}").await,
+        ),
+        (
+            422,
+            "validation_failed",
+            raw("pay", Some(&service), json, r#"{"payment_ref":"p","x":1}"#).await,
+        ),
+        (
+            422,
+            "validation_failed",
+            raw(
+                "pay",
+                Some(&service),
+                json,
+                r#"{"payment_ref":"has space"}"#,
+            )
+            .await,
+        ),
+        (
+            415,
+            "unsupported_media_type",
+            raw(
+                "pay",
+                Some(&service),
+                "text/plain",
+                r#"{"payment_ref":"p"}"#,
+            )
+            .await,
+        ),
+        (
+            422,
+            "validation_failed",
+            raw("release", Some(&service), json, r#"{"reason":""}"#).await,
+        ),
+        (
+            400,
+            "invalid_json",
+            raw("release", Some(&service), json, "[").await,
+        ),
+    ];
+    for (want_status, want_result, (status, result, body)) in cases {
+        assert_eq!(
+            (status, result.as_str()),
+            (want_status, want_result),
+            "{body}"
+        );
+        assert!(body["message"].is_string(), "{body}");
+    }
+    let big = format!(r#"{{"payment_ref":"{}"}}"#, "p".repeat(70 * 1024));
+    let (s, r, _) = raw("pay", Some(&service), json, &big).await;
+    assert_eq!((s, r.as_str()), (413, "payload_too_large"));
+    for bad in ["c_nope", "../x", "c_0000000000000000000000000000000f"] {
+        let (s, b) = call(&o, bad, "pay", &service, &json!({"payment_ref": "p"})).await;
+        assert_eq!((s, b["result"].as_str()), (404, Some("not_found")), "{bad}");
+    }
+    // Nothing changed.
+    assert_eq!(status_of(&o, &id).await, "held");
+    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM ledger WHERE claim_id = $1")
+        .bind(&id)
+        .fetch_one(&o.db)
+        .await
+        .unwrap();
+    assert_eq!(events, 1, "only the claimed row");
+    assert_eq!(o.remaining(&c).await, 1);
+    // A release with an empty body is fine.
+    let res = o
+        .http
+        .post(url("release"))
+        .bearer_auth(&service)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let counts: HashMap<String, i64> = sqlx::query_as::<_, (String, i64)>(
+        "SELECT event, count(*) FROM ledger WHERE claim_id = $1 GROUP BY event",
+    )
+    .bind(&id)
+    .fetch_all(&o.db)
+    .await
+    .unwrap()
+    .into_iter()
+    .collect();
+    assert_eq!(counts.get("released"), Some(&1));
+    assert_reconciled(&o, &c).await;
+    o.stop().await;
+}
