@@ -210,6 +210,21 @@ impl TestOrigin {
         claim_at(&self.http, &self.url, &self.token(customer), campaign, key).await
     }
 
+    /// `n` new customers (unique ids) claim `campaign` at once; panics unless every claim is
+    /// a 201. Returns the `claim` objects of the replies, in order.
+    pub async fn winners(&self, campaign: &str, n: usize) -> Vec<Value> {
+        let run = unique("win");
+        let people: Vec<String> = (0..n).map(|i| format!("{run}-{i}")).collect();
+        futures::future::join_all(people.iter().map(|p| self.claim(campaign, p, "k")))
+            .await
+            .into_iter()
+            .map(|(status, body)| {
+                assert_eq!(status, 201, "{body}");
+                body["claim"].clone()
+            })
+            .collect()
+    }
+
     /// `GET /api/v1/campaigns/{id}` body.
     pub async fn status(&self, campaign: &str) -> Value {
         self.http

@@ -66,13 +66,6 @@ async fn won(o: &TestOrigin, c: &str, customer: &str, key: &str) -> Value {
     b["claim"].clone()
 }
 
-/// `n` new customers claim at once; all must win. Returns their claims in order.
-async fn win_all(o: &TestOrigin, c: &str, n: i64) -> Vec<Value> {
-    let run = unique("w");
-    let people: Vec<String> = (0..n).map(|i| format!("{run}-{i}")).collect();
-    join_all(people.iter().map(|p| won(o, c, p, "k"))).await
-}
-
 async fn status_of(o: &TestOrigin, claim: &str) -> String {
     sqlx::query_scalar("SELECT status FROM claims WHERE id = $1")
         .bind(claim)
@@ -120,6 +113,22 @@ async fn assert_reconciled(o: &TestOrigin, c: &str) -> flashgate_shared::api::Re
     assert!(report.ok, "reconcile found faults: {report:#?}");
     assert_eq!((report.oversold, report.stranded), (0, 0));
     report
+}
+
+/// A second sweeper (as another origin would run) expiring due holds of `c` in batches of
+/// `batch` every few milliseconds for `ms`; returns how many it expired.
+async fn second_sweeper(o: &TestOrigin, c: &str, ms: u64, batch: i64) -> usize {
+    let end = tokio::time::Instant::now() + Duration::from_millis(ms);
+    let mut expired = 0;
+    while tokio::time::Instant::now() < end {
+        let r = lifecycle::expire_due(&o.origin.state.db, c, batch)
+            .await
+            .expect("second sweeper");
+        expired += r.len();
+        lifecycle::return_to_gate(&o.origin.state, &r).await;
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    expired
 }
 
 /// Waits until no claim of `c` is held (the sweeper expired the unpaid ones), at most `secs`.
@@ -208,21 +217,12 @@ async fn releases_racing_the_sweeper_return_each_unit_once() {
     let o = TestOrigin::start().await;
     let stock = 20;
     let c = sale(&o, stock, 1).await;
-    let claims = win_all(&o, &c, stock).await;
+    let claims = o.winners(&c, stock as usize).await;
     let until: Vec<DateTime<Utc>> = claims
         .iter()
         .map(|cl| cl["held_until"].as_str().unwrap().parse().unwrap())
         .collect();
-    let second_sweeper = async {
-        let end = tokio::time::Instant::now() + Duration::from_millis(1_600);
-        while tokio::time::Instant::now() < end {
-            let r = lifecycle::expire_due(&o.origin.state.db, &c, 5)
-                .await
-                .expect("second sweeper");
-            lifecycle::return_to_gate(&o.origin.state, &r).await;
-            tokio::time::sleep(Duration::from_millis(3)).await;
-        }
-    };
+    let second_sweeper = second_sweeper(&o, &c, 1_600, 5);
     let oref = &o;
     let releases = join_all(claims.iter().zip(&until).flat_map(|(cl, t)| {
         let id = cl["id"].as_str().unwrap().to_string();
@@ -237,7 +237,7 @@ async fn releases_racing_the_sweeper_return_each_unit_once() {
             }
         })
     }));
-    let (replies, ()) = tokio::join!(releases, second_sweeper);
+    let (replies, _) = tokio::join!(releases, second_sweeper);
     for (s, b) in &replies {
         assert!(
             (*s == 200 && b["result"] == "released")
@@ -262,24 +262,12 @@ async fn pay_at_the_last_instant_racing_the_sweeper_200_rounds() {
     let o = TestOrigin::start().await;
     let rounds = 200;
     let c = sale(&o, rounds, 1).await;
-    let claims = win_all(&o, &c, rounds).await;
+    let claims = o.winners(&c, rounds as usize).await;
     assert_eq!(o.remaining(&c).await, 0);
 
     // Each pay is sent between 300 ms before and 100 ms after its own held_until, while this
     // origin's sweeper (every 200 ms) and a second sweeper (here, every few ms) expire due holds.
-    let second_sweeper = async {
-        let end = tokio::time::Instant::now() + Duration::from_millis(1_800);
-        let mut expired = 0;
-        while tokio::time::Instant::now() < end {
-            let r = lifecycle::expire_due(&o.origin.state.db, &c, 10)
-                .await
-                .expect("second sweeper");
-            expired += r.len();
-            lifecycle::return_to_gate(&o.origin.state, &r).await;
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-        expired
-    };
+    let second_sweeper = second_sweeper(&o, &c, 1_800, 10);
     let pays = join_all(claims.iter().enumerate().map(|(i, cl)| {
         let id = cl["id"].as_str().unwrap().to_string();
         let until: DateTime<Utc> = cl["held_until"].as_str().unwrap().parse().unwrap();
