@@ -9,10 +9,12 @@
 //! - [`campaigns`]: the campaign row and its cache;
 //! - [`reconcile`]: unit accounting and gate-vs-PostgreSQL checks of one campaign;
 //! - [`tasks`]: background reconciliation;
-//! - [`admin`]: admin tokens and roles, campaign toggles with their audit trail.
+//! - [`admin`]: admin tokens and roles, campaign toggles with their audit trail;
+//! - [`cli`]: the `flashgate admin …` client of the admin API.
 
 pub mod admin;
 pub mod campaigns;
+pub mod cli;
 pub mod claims;
 pub mod config;
 pub mod coupon;

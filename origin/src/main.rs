@@ -24,6 +24,9 @@ enum Command {
         #[arg(long, env = "DATABASE_URL")]
         database_url: String,
     },
+    /// Campaign managers' operations over the origin's admin API (list, show, create, pause,
+    /// resume, close, restock, set-stock, set-ends-at, audit, reconcile).
+    Admin(flashgate_origin::cli::admin::AdminArgs),
     /// Print a customer token (HS256 JWT) for tests and demos.
     Token {
         /// Customer id (`sub`).
@@ -73,6 +76,12 @@ async fn main() -> anyhow::Result<()> {
         } => {
             if !flashgate_origin::reconcile::run_cli(&database_url, &redis_url, &campaign).await? {
                 std::process::exit(1);
+            }
+        }
+        Command::Admin(args) => {
+            let code = flashgate_origin::cli::admin::run(args).await;
+            if code != 0 {
+                std::process::exit(code);
             }
         }
         Command::Admin(args) => {

@@ -1,0 +1,258 @@
+//! `flashgate admin …`: the admin API from a terminal or a script.
+//!
+//! Every subcommand makes one HTTP call to the origin (`--origin-url` /
+//! `FLASHGATE_ORIGIN_URL`) with an admin token (`--token` / `FLASHGATE_ADMIN_TOKEN`), prints
+//! the JSON answer on stdout (pretty) and exits 0 on a 2xx answer. Otherwise it prints
+//! `error: <status> <result>: <message>` on stderr and exits 1 (2 when the origin could not be
+//! reached). The token is never printed.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use clap::{Args, Subcommand};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::config::Secret;
+
+/// `flashgate admin` options and subcommand.
+#[derive(Debug, Args)]
+pub struct AdminArgs {
+    /// Base URL of the origin.
+    #[arg(
+        long,
+        env = "FLASHGATE_ORIGIN_URL",
+        default_value = "http://127.0.0.1:8080",
+        global = true
+    )]
+    pub origin_url: String,
+    /// Admin token (manager for writes; viewer is enough for list, show and audit).
+    #[arg(
+        long,
+        env = "FLASHGATE_ADMIN_TOKEN",
+        hide_env_values = true,
+        global = true
+    )]
+    pub token: Option<Secret>,
+    #[command(subcommand)]
+    pub command: AdminCommand,
+}
+
+/// The admin operations.
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// List campaigns with live counts (remaining, held, paid/issued, claims in the last minute).
+    List,
+    /// Show one campaign with live counts.
+    Show { campaign: String },
+    /// Create a campaign.
+    Create {
+        /// Slug `[a-z0-9-]{1,64}`.
+        #[arg(long)]
+        id: String,
+        #[arg(long)]
+        name: String,
+        /// `sale` or `giveaway`.
+        #[arg(long)]
+        kind: String,
+        /// Total units (1..=10,000,000).
+        #[arg(long)]
+        stock: i64,
+        /// RFC 3339 start (default: now).
+        #[arg(long)]
+        starts_at: Option<DateTime<Utc>>,
+        /// RFC 3339 end.
+        #[arg(long)]
+        ends_at: DateTime<Utc>,
+        /// Sale only: hold length in seconds (default 600).
+        #[arg(long)]
+        hold_seconds: Option<i64>,
+    },
+    /// Pause: claims are answered `paused` until resumed.
+    Pause { campaign: String },
+    /// Resume a paused campaign.
+    Resume { campaign: String },
+    /// End the campaign now.
+    Close { campaign: String },
+    /// Add units to stock and remaining.
+    Restock {
+        campaign: String,
+        /// Units to add (1..=10,000,000).
+        #[arg(long)]
+        add: i64,
+    },
+    /// Set the total stock (never below the units already claimed).
+    SetStock { campaign: String, stock: i64 },
+    /// Move the end of the campaign (RFC 3339).
+    SetEndsAt {
+        campaign: String,
+        ends_at: DateTime<Utc>,
+    },
+    /// The campaign's audit trail, newest first.
+    Audit { campaign: String },
+    /// The campaign's reconciliation report (units, ledger, gate vs PostgreSQL).
+    Reconcile { campaign: String },
+}
+
+impl AdminCommand {
+    /// Method, path and body of the call.
+    fn request(&self) -> (Method, String, Option<Value>) {
+        let one = |c: &str| format!("/admin/v1/campaigns/{c}");
+        let change = |c: &str, body: Value| (Method::PATCH, one(c), Some(body));
+        match self {
+            AdminCommand::List => (Method::GET, "/admin/v1/campaigns".into(), None),
+            AdminCommand::Show { campaign } => (Method::GET, one(campaign), None),
+            AdminCommand::Create {
+                id,
+                name,
+                kind,
+                stock,
+                starts_at,
+                ends_at,
+                hold_seconds,
+            } => {
+                let mut body = json!({
+                    "id": id, "name": name, "kind": kind, "stock": stock,
+                    "starts_at": starts_at.unwrap_or_else(Utc::now), "ends_at": ends_at,
+                });
+                if let Some(h) = hold_seconds {
+                    body["hold_seconds"] = json!(h);
+                }
+                (Method::POST, "/admin/v1/campaigns".into(), Some(body))
+            }
+            AdminCommand::Pause { campaign } => change(campaign, json!({"action": "pause"})),
+            AdminCommand::Resume { campaign } => change(campaign, json!({"action": "resume"})),
+            AdminCommand::Close { campaign } => change(campaign, json!({"action": "close"})),
+            AdminCommand::Restock { campaign, add } => {
+                change(campaign, json!({"action": "restock", "add": add}))
+            }
+            AdminCommand::SetStock { campaign, stock } => {
+                change(campaign, json!({ "set_stock": stock }))
+            }
+            AdminCommand::SetEndsAt { campaign, ends_at } => {
+                change(campaign, json!({ "ends_at": ends_at }))
+            }
+            AdminCommand::Audit { campaign } => {
+                (Method::GET, format!("{}/audit", one(campaign)), None)
+            }
+            AdminCommand::Reconcile { campaign } => {
+                (Method::GET, format!("{}/reconcile", one(campaign)), None)
+            }
+        }
+    }
+}
+
+/// Runs one admin command; returns the process exit code.
+pub async fn run(args: AdminArgs) -> i32 {
+    let Some(token) = args.token.as_ref() else {
+        eprintln!("error: no admin token: pass --token or set FLASHGATE_ADMIN_TOKEN");
+        return 2;
+    };
+    let (method, path, body) = args.command.request();
+    let url = format!("{}{path}", args.origin_url.trim_end_matches('/'));
+    let http = match reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+    {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let mut req = http.request(method, &url).bearer_auth(token.expose());
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let res = match req.send().await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot reach the origin at {url}: {e}");
+            return 2;
+        }
+    };
+    let status = res.status();
+    let text = res.text().await.unwrap_or_default();
+    let parsed: Option<Value> = serde_json::from_str(&text).ok();
+    if status.is_success() {
+        match parsed {
+            Some(v) => println!(
+                "{}",
+                serde_json::to_string_pretty(&v).unwrap_or(text.clone())
+            ),
+            None => println!("{text}"),
+        }
+        0
+    } else {
+        let (result, message) = parsed
+            .as_ref()
+            .map(|v| {
+                (
+                    v["result"].as_str().unwrap_or("error").to_string(),
+                    v["message"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .unwrap_or_else(|| ("error".into(), text.chars().take(200).collect()));
+        eprintln!("error: {} {result}: {message}", status.as_u16());
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        admin: AdminArgs,
+    }
+
+    fn req(args: &[&str]) -> (Method, String, Option<Value>) {
+        let mut all = vec!["t", "--token", "x"];
+        all.extend_from_slice(args);
+        T::parse_from(all).admin.command.request()
+    }
+
+    #[test]
+    fn commands_map_to_admin_api_calls() {
+        assert_eq!(req(&["list"]).1, "/admin/v1/campaigns");
+        assert_eq!(
+            req(&["pause", "s1"]),
+            (
+                Method::PATCH,
+                "/admin/v1/campaigns/s1".into(),
+                Some(json!({"action":"pause"}))
+            )
+        );
+        assert_eq!(
+            req(&["restock", "s1", "--add", "5"]).2,
+            Some(json!({"action":"restock","add":5}))
+        );
+        assert_eq!(
+            req(&["set-stock", "s1", "7"]).2,
+            Some(json!({"set_stock":7}))
+        );
+        assert_eq!(req(&["audit", "s1"]).1, "/admin/v1/campaigns/s1/audit");
+        assert_eq!(
+            req(&["reconcile", "s1"]).1,
+            "/admin/v1/campaigns/s1/reconcile"
+        );
+        let (m, p, b) = req(&[
+            "create",
+            "--id",
+            "s2",
+            "--name",
+            "S",
+            "--kind",
+            "sale",
+            "--stock",
+            "3",
+            "--ends-at",
+            "2030-01-01T00:00:00Z",
+        ]);
+        assert_eq!((m, p.as_str()), (Method::POST, "/admin/v1/campaigns"));
+        assert_eq!(b.unwrap()["stock"], 3);
+    }
+}

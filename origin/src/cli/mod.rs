@@ -1,0 +1,4 @@
+//! Command-line clients of the origin's HTTP API (the `flashgate` binary's subcommands that do
+//! not run a server).
+
+pub mod admin;

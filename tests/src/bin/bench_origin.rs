@@ -1,0 +1,378 @@
+//! Benchmark of the origin's claim path (issue 2). All legs run in one process, one after
+//! another, on the same machine and services, and print figures and ratios:
+//!
+//! 1. durable claims/s: the grouped commit ([`flashgate_origin::claims::commit::Committer`])
+//!    vs. one claim per transaction on the campaign row ("the hot row");
+//! 2. winners/s end to end over HTTP: the origin with grouped commits vs. the same origin with
+//!    `FLASHGATE_COMMIT_BATCH_MAX=1`;
+//! 3. sold-out answers/s over HTTP vs. an axum handler returning a constant JSON body;
+//!    with p50/p99 latency for every HTTP leg.
+//!
+//! Run: `cargo run --release -p flashgate-tests --bin bench_origin -- --seconds 5`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use flashgate_origin::claims::commit::{Committer, NewClaim};
+use flashgate_shared::api::CampaignKind;
+use flashgate_tests::support::{ensure_database, test_config, token_for, unique, TestOrigin};
+use hdrhistogram::Histogram;
+use sqlx::PgPool;
+
+#[derive(Parser)]
+struct Args {
+    /// Seconds per leg.
+    #[arg(long, default_value_t = 5)]
+    seconds: u64,
+    /// Concurrent HTTP clients.
+    #[arg(long, default_value_t = 64)]
+    http_clients: usize,
+    /// Concurrent database clients of the hot-row leg.
+    #[arg(long, default_value_t = 16)]
+    db_clients: usize,
+    /// Concurrent submitters of the grouped-commit leg.
+    #[arg(long, default_value_t = 512)]
+    commit_clients: usize,
+}
+
+struct Leg {
+    name: String,
+    ops: u64,
+    secs: f64,
+    hist: Option<Histogram<u64>>,
+}
+
+impl Leg {
+    fn rate(&self) -> f64 {
+        self.ops as f64 / self.secs
+    }
+    fn print(&self) {
+        match &self.hist {
+            Some(h) => println!(
+                "{:<48} {:>10.0} /s   p50 {:>7.2} ms   p99 {:>7.2} ms   max {:>7.2} ms",
+                self.name,
+                self.rate(),
+                h.value_at_quantile(0.5) as f64 / 1000.0,
+                h.value_at_quantile(0.99) as f64 / 1000.0,
+                h.max() as f64 / 1000.0
+            ),
+            None => println!("{:<48} {:>10.0} /s", self.name, self.rate()),
+        }
+    }
+}
+
+async fn stock_campaign(o: &TestOrigin, stock: i64) -> String {
+    o.campaign("sale", stock).await
+}
+
+/// Leg 1a: one claim per transaction, `clients` at once, for `secs`.
+async fn hot_row(db: &PgPool, campaign: &str, clients: usize, secs: u64) -> Leg {
+    let stop = Arc::new(AtomicBool::new(false));
+    let ops = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|w| {
+            let (db, c, stop, ops) = (db.clone(), campaign.to_string(), stop.clone(), ops.clone());
+            tokio::spawn(async move {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    i += 1;
+                    let mut tx = db.begin().await.expect("begin");
+                    let took = sqlx::query("UPDATE campaigns SET remaining = remaining - 1 WHERE id = $1 AND remaining > 0")
+                        .bind(&c)
+                        .execute(&mut *tx)
+                        .await
+                        .expect("update");
+                    assert_eq!(took.rows_affected(), 1, "bench stock ran out");
+                    sqlx::query(
+                        "INSERT INTO claims (id, campaign_id, customer_id, status, held_until, idempotency_key, request_fp)
+                         VALUES ($1, $2, $3, 'held', now() + interval '10 minutes', 'k', 'fp')",
+                    )
+                    .bind(flashgate_origin::claims::store::new_claim_id())
+                    .bind(&c)
+                    .bind(format!("hot-{w}-{i}"))
+                    .execute(&mut *tx)
+                    .await
+                    .expect("insert");
+                    tx.commit().await.expect("commit");
+                    ops.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await.expect("task");
+    }
+    Leg {
+        name: format!("hot row: 1 claim/tx, {clients} clients"),
+        ops: ops.load(Ordering::Relaxed),
+        secs: start.elapsed().as_secs_f64(),
+        hist: None,
+    }
+}
+
+/// Leg 1b: claims submitted to the grouped committer by `clients` at once.
+async fn grouped(db: &PgPool, campaign: &str, clients: usize, secs: u64) -> Leg {
+    let committer = Committer::start(db.clone(), 4, 512);
+    let stop = Arc::new(AtomicBool::new(false));
+    let ops = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|w| {
+            let (committer, c, stop, ops) = (
+                committer.clone(),
+                campaign.to_string(),
+                stop.clone(),
+                ops.clone(),
+            );
+            tokio::spawn(async move {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    i += 1;
+                    let claim = NewClaim {
+                        id: flashgate_origin::claims::store::new_claim_id(),
+                        campaign_id: c.clone(),
+                        customer_id: format!("grp-{w}-{i}"),
+                        kind: CampaignKind::Sale,
+                        hold_seconds: Some(600),
+                        code: None,
+                        idempotency_key: "k".into(),
+                        request_fp: "fp".into(),
+                    };
+                    match committer.commit(claim).await.expect("commit") {
+                        flashgate_origin::claims::commit::Outcome::Committed(_) => {
+                            ops.fetch_add(1, Ordering::Relaxed);
+                        }
+                        other => panic!("unexpected outcome {other:?}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await.expect("task");
+    }
+    Leg {
+        name: format!("grouped commit, {clients} submitters"),
+        ops: ops.load(Ordering::Relaxed),
+        secs: start.elapsed().as_secs_f64(),
+        hist: None,
+    }
+}
+
+/// An HTTP leg: `clients` loops sending requests built by `make(i)` for `secs`; counts replies
+/// with status `want`.
+async fn http_leg<F>(name: String, clients: usize, secs: u64, want: u16, make: F) -> Leg
+where
+    F: Fn(&reqwest::Client, u64) -> reqwest::RequestBuilder + Send + Sync + 'static,
+{
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(clients)
+        .build()
+        .expect("client");
+    let make = Arc::new(make);
+    let stop = Arc::new(AtomicBool::new(false));
+    let ops = Arc::new(AtomicU64::new(0));
+    let counter = Arc::new(AtomicU64::new(0));
+    let hist = Arc::new(Mutex::new(Histogram::<u64>::new(3).expect("histogram")));
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|_| {
+            let (http, make, stop, ops, counter, hist) = (
+                http.clone(),
+                make.clone(),
+                stop.clone(),
+                ops.clone(),
+                counter.clone(),
+                hist.clone(),
+            );
+            tokio::spawn(async move {
+                let mut local = Histogram::<u64>::new(3).expect("histogram");
+                while !stop.load(Ordering::Relaxed) {
+                    let i = counter.fetch_add(1, Ordering::Relaxed);
+                    let t0 = Instant::now();
+                    let res = make(&http, i).send().await.expect("request");
+                    let status = res.status().as_u16();
+                    let _ = res.bytes().await;
+                    local.record(t0.elapsed().as_micros() as u64).ok();
+                    assert_eq!(status, want, "unexpected status in leg");
+                    ops.fetch_add(1, Ordering::Relaxed);
+                }
+                hist.lock().expect("hist").add(&local).expect("merge");
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await.expect("task");
+    }
+    let hist = Arc::try_unwrap(hist)
+        .ok()
+        .expect("sole owner")
+        .into_inner()
+        .expect("hist");
+    Leg {
+        name,
+        ops: ops.load(Ordering::Relaxed),
+        secs: start.elapsed().as_secs_f64(),
+        hist: Some(hist),
+    }
+}
+
+fn claim_request(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    i: u64,
+) -> reqwest::RequestBuilder {
+    http.post(url)
+        .bearer_auth(token)
+        .header("idempotency-key", format!("k{i}"))
+        .header("content-type", "application/json")
+        .body("{}")
+}
+
+/// Winners over HTTP: each request is a new customer on a campaign with plenty of stock.
+async fn winners_over_http(o: &TestOrigin, clients: usize, secs: u64, label: &str) -> Leg {
+    let c = stock_campaign(o, 10_000_000).await;
+    let url = format!("{}/api/v1/campaigns/{c}/claims", o.url);
+    let run = unique("w");
+    // Tokens are minted ahead so the leg measures the origin, not the generator.
+    let tokens: Arc<Vec<String>> = Arc::new(
+        (0..200_000)
+            .map(|i| token_for(&o.config, &format!("{run}-{i}")))
+            .collect(),
+    );
+    http_leg(
+        format!("winners over HTTP, {label}"),
+        clients,
+        secs,
+        201,
+        move |h, i| claim_request(h, &url, &tokens[i as usize % tokens.len()], i),
+    )
+    .await
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    let config = test_config();
+    ensure_database(&config.database_url).await;
+    let o = TestOrigin::start_with(config.clone()).await;
+    let db = o.db.clone();
+    println!(
+        "flashgate origin benchmark — {} s per leg, same process, same services\n",
+        args.seconds
+    );
+
+    println!("## 1. durable claims/s (PostgreSQL, fsync on)");
+    let c = stock_campaign(&o, 10_000_000).await;
+    let hot = hot_row(&db, &c, args.db_clients, args.seconds).await;
+    hot.print();
+    let c = stock_campaign(&o, 10_000_000).await;
+    let grp = grouped(&db, &c, args.commit_clients, args.seconds).await;
+    grp.print();
+    println!(
+        "ratio grouped / hot row: {:.1}x (target >= 10x)\n",
+        grp.rate() / hot.rate()
+    );
+
+    println!(
+        "## 2. winners/s end to end over HTTP ({} clients)",
+        args.http_clients
+    );
+    let batched = winners_over_http(&o, args.http_clients, args.seconds, "grouped commits").await;
+    batched.print();
+    let mut single = config.clone();
+    single.commit_batch_max = 1;
+    let o1 = TestOrigin::start_with(single).await;
+    let one = winners_over_http(
+        &o1,
+        args.http_clients,
+        args.seconds,
+        "1 claim per transaction",
+    )
+    .await;
+    one.print();
+    o1.stop().await;
+    println!(
+        "ratio grouped / one per transaction: {:.1}x\n",
+        batched.rate() / one.rate()
+    );
+
+    println!(
+        "## 3. sold-out answers/s over HTTP ({} clients)",
+        args.http_clients
+    );
+    let c = stock_campaign(&o, 1).await;
+    let (s, _) = o.claim(&c, "bench-winner", "k").await;
+    assert_eq!(s, 201);
+    let url = format!("{}/api/v1/campaigns/{c}/claims", o.url);
+    let run = unique("l");
+    let tokens: Arc<Vec<String>> = Arc::new(
+        (0..10_000)
+            .map(|i| token_for(&o.config, &format!("{run}-{i}")))
+            .collect(),
+    );
+    // Warm up: the first sold-out answers come from Redis and load the winners snapshot.
+    for i in 0..3 {
+        let _ = claim_request(&o.http, &url, &tokens[i], i as u64)
+            .send()
+            .await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let sold_out = http_leg(
+        "sold-out answers (origin claim path)".into(),
+        args.http_clients,
+        args.seconds,
+        409,
+        {
+            let (url, tokens) = (url.clone(), tokens.clone());
+            move |h, i| claim_request(h, &url, &tokens[i as usize % tokens.len()], i)
+        },
+    )
+    .await;
+    sold_out.print();
+    let app = axum::Router::new().route(
+        "/const",
+        axum::routing::post(|| async {
+            (
+                [("content-type", "application/json")],
+                r#"{"result":"sold_out"}"#,
+            )
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let const_url = format!("http://{addr}/const");
+    let baseline = http_leg(
+        "constant JSON axum handler (baseline)".into(),
+        args.http_clients,
+        args.seconds,
+        200,
+        move |h, i| claim_request(h, &const_url, "x", i),
+    )
+    .await;
+    baseline.print();
+    println!(
+        "ratio sold-out / constant handler: {:.2}x (target >= 0.7x)",
+        sold_out.rate() / baseline.rate()
+    );
+    let m = &o.origin.state.metrics;
+    println!(
+        "\nsold-out answers from memory: {}, from the Redis gate: {}",
+        m.sold_out_local.load(Ordering::Relaxed),
+        m.sold_out_gate.load(Ordering::Relaxed)
+    );
+    o.stop().await;
+}
