@@ -112,6 +112,30 @@ pub struct Config {
     #[arg(long, env = "FLASHGATE_SWEEP_INTERVAL_MS", default_value_t = 1_000)]
     pub sweep_interval_ms: u64,
 
+    /// How long a coupon-code use stays held without a confirm before the sweeper releases
+    /// it, in seconds (seed "Coupons": 10 minutes).
+    #[arg(long, env = "FLASHGATE_CODE_USE_HOLD_SECONDS", default_value_t = 600)]
+    pub code_use_hold_seconds: u64,
+
+    /// Failed coupon-code tries (`invalid_code`) allowed per customer an hour (token bucket
+    /// refilled continuously); 0 turns the limit off.
+    #[arg(long, env = "FLASHGATE_CODE_GUESSES_PER_CUSTOMER", default_value_t = 5)]
+    pub code_guesses_per_customer: i64,
+
+    /// Failed coupon-code tries allowed per client IP address an hour; 0 turns it off.
+    #[arg(long, env = "FLASHGATE_CODE_GUESSES_PER_IP", default_value_t = 100)]
+    pub code_guesses_per_ip: i64,
+
+    /// Request header that carries the client's IP address, set by the edge or load balancer
+    /// in front of the origin (its first comma-separated entry is used). Without it, the TCP
+    /// peer address is used when the server records it.
+    #[arg(
+        long,
+        env = "FLASHGATE_CLIENT_IP_HEADER",
+        default_value = "cf-connecting-ip"
+    )]
+    pub client_ip_header: String,
+
     /// Most holds the sweeper expires in one statement (one campaign at a time).
     #[arg(long, env = "FLASHGATE_SWEEP_BATCH_MAX", default_value_t = 1_000)]
     pub sweep_batch_max: i64,
@@ -183,6 +207,10 @@ impl Config {
             idempotency_ttl_seconds: 86_400,
             winners_snapshot_max: 1_000_000,
             sweep_interval_ms: 200,
+            code_use_hold_seconds: 600,
+            code_guesses_per_customer: 5,
+            code_guesses_per_ip: 100,
+            client_ip_header: "cf-connecting-ip".into(),
             sweep_batch_max: 1_000,
         }
     }

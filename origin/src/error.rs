@@ -42,6 +42,9 @@ pub enum ApiError {
     /// 422 with a result code (`validation_failed`, `idempotency_key_reused`).
     #[error("unprocessable: {1}")]
     Unprocessable(&'static str, String),
+    /// 429 `rate_limited` with `Retry-After` of the given seconds (coupon-code guess limiting).
+    #[error("rate limited: {1}")]
+    RateLimited(u64, String),
     /// 503 `unavailable` with `Retry-After`: a dependency failed or the gate is loading.
     /// The detail is logged, never sent.
     #[error("unavailable: {0}")]
@@ -83,6 +86,11 @@ impl ApiError {
                 m.clone(),
             ),
             Unprocessable(code, m) => (StatusCode::UNPROCESSABLE_ENTITY, code, m.clone()),
+            RateLimited(_, m) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                codes::RATE_LIMITED,
+                m.clone(),
+            ),
             Unavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 codes::UNAVAILABLE,
@@ -112,6 +120,10 @@ impl IntoResponse for ApiError {
         }
         let body = ErrorBody::new(code, message).to_json();
         let mut res = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+        if let ApiError::RateLimited(seconds, _) = &self {
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from((*seconds).max(1)));
+        }
         if status == StatusCode::SERVICE_UNAVAILABLE {
             res.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));

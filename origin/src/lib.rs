@@ -7,6 +7,7 @@
 //! - [`claims`]: the claim path (idempotency, gate, grouped commit);
 //! - [`gate`]: the Redis gate, its loading from PostgreSQL, the sold-out flags;
 //! - [`campaigns`]: the campaign row and its cache;
+//! - [`coupons`]: the coupon-code service (shared codes, one-time batches, guess limiting);
 //! - [`reconcile`]: unit accounting and gate-vs-PostgreSQL checks of one campaign;
 //! - [`tasks`]: background reconciliation;
 //! - [`admin`]: admin tokens and roles, campaign toggles with their audit trail;
@@ -14,10 +15,11 @@
 
 pub mod admin;
 pub mod campaigns;
-pub mod cli;
 pub mod claims;
+pub mod cli;
 pub mod config;
 pub mod coupon;
+pub mod coupons;
 pub mod error;
 pub mod gate;
 pub mod http;

@@ -3,6 +3,8 @@
 //! - hold expiry (the sweeper): about every `FLASHGATE_SWEEP_INTERVAL_MS`, expires holds past
 //!   `held_until` and gives their units back ([`crate::claims::lifecycle::sweep`]); safe with
 //!   several origins sweeping at once.
+//! - coupon-code use release: about every `FLASHGATE_SWEEP_INTERVAL_MS`, releases uses not
+//!   confirmed within `FLASHGATE_CODE_USE_HOLD_SECONDS` ([`crate::coupons::service::sweep`]).
 //! - stale takes: a take whose origin died between the gate and the commit leaves a pending
 //!   holder. After [`STALE_TAKE_MS`], PostgreSQL decides: her claim exists → the holder becomes
 //!   its id; it does not → the unit goes back to the gate.
@@ -48,6 +50,10 @@ pub fn start(state: &AppState, stop: watch::Receiver<bool>) {
                 _ = tick.tick() => {
                     if let Err(e) = crate::claims::lifecycle::sweep(&s).await {
                         tracing::warn!(error = %e, "hold expiry sweep failed");
+                    }
+                    // Coupon-code uses not confirmed in time (issue 6).
+                    if let Err(e) = crate::coupons::service::sweep(&s).await {
+                        tracing::warn!(error = %e, "coupon use sweep failed");
                     }
                 }
                 _ = stopped(&mut rx) => return,

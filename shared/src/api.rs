@@ -652,3 +652,281 @@ mod tests {
         assert!(!is_valid_slug(&"a".repeat(65)));
     }
 }
+
+/// Wire types of the coupon-code service (seed "Coupons"; issue 6): shared codes with rules,
+/// `check` / `use` from the shop's checkout, `confirm` / `release` from its payment service,
+/// one-time code batches.
+///
+/// Units: money is integer minor units (cents) of the code's `currency`; percentages are basis
+/// points (1000 = 10 %); times are RFC 3339 in UTC on output. Discount arithmetic:
+/// [`crate::money`].
+pub mod coupons {
+    use chrono::{DateTime, Utc};
+    use serde::{Deserialize, Serialize};
+
+    /// Largest `limit` of a shared code.
+    pub const MAX_CODE_LIMIT: i64 = 10_000_000;
+    /// Largest `count` of one batch of one-time codes.
+    pub const MAX_BATCH_COUNT: i64 = 1_000_000;
+    /// Longest `order` reference of a use.
+    pub const MAX_ORDER_LEN: usize = 255;
+    /// Largest cart total accepted, in minor units (10^15, far above any real cart).
+    pub const MAX_CART_TOTAL: i64 = 1_000_000_000_000_000;
+
+    fn yes() -> bool {
+        true
+    }
+
+    /// `POST /admin/v1/codes` body: a shared code and its rules (seed "Coupons", decision 1:
+    /// "SPRING10 gives 10% off orders of $50 or more until Sunday, for the first 1,000 uses,
+    /// once per customer"). Exactly one of `percent_off` / `amount_off`.
+    ///
+    /// `starts_at` / `ends_at` are either an RFC 3339 instant (`"2026-03-29T21:59:00Z"`) or a
+    /// local date-time and an IANA zone (`"2026-03-29T23:59 Europe/Paris"`, or the next such
+    /// weekday: `"Sunday 23:59 Europe/Paris"`); the instant is stored. `starts_at` defaults to
+    /// now.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct NewCode {
+        /// Normalised (trim, NFKC, uppercase) to `A–Z0–9`, 1..=64 characters.
+        pub code: String,
+        /// Basis points, 1..=10 000.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub percent_off: Option<i64>,
+        /// Minor units, > 0.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub amount_off: Option<i64>,
+        /// ISO 4217 code, three uppercase letters.
+        pub currency: String,
+        /// Minor units; the pre-discount cart total must be at least this (inclusive).
+        #[serde(default)]
+        pub min_order: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub starts_at: Option<String>,
+        pub ends_at: String,
+        /// Total uses, 1..=[`MAX_CODE_LIMIT`].
+        pub limit: i64,
+        /// Default true: each customer may hold or have used the code once.
+        #[serde(default = "yes")]
+        pub once_per_customer: bool,
+    }
+
+    /// `POST /admin/v1/codes/batches` body: `count` one-time codes (12 symbols each, valid
+    /// once) sharing these rules (seed "Coupons", decision 4). Exactly one of `percent_off` /
+    /// `amount_off`; times as in [`NewCode`].
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct NewCodeBatch {
+        /// 1..=[`MAX_BATCH_COUNT`].
+        pub count: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub percent_off: Option<i64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub amount_off: Option<i64>,
+        pub currency: String,
+        #[serde(default)]
+        pub min_order: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub starts_at: Option<String>,
+        pub ends_at: String,
+    }
+
+    /// Checks the value rules shared by [`NewCode`] and [`NewCodeBatch`]: exactly one of
+    /// `percent_off` (1..=10 000) and `amount_off` (> 0), currency `^[A-Z]{3}$`,
+    /// `min_order >= 0`. Returns a message for the first broken rule.
+    pub fn validate_offer(
+        percent_off: Option<i64>,
+        amount_off: Option<i64>,
+        currency: &str,
+        min_order: i64,
+    ) -> Result<(), String> {
+        match (percent_off, amount_off) {
+            (Some(p), None) if !(1..=10_000).contains(&p) => {
+                return Err("percent_off must be 1 to 10000 basis points".into())
+            }
+            (None, Some(a)) if a <= 0 => {
+                return Err("amount_off must be a positive amount in minor units".into())
+            }
+            (Some(_), None) | (None, Some(_)) => {}
+            _ => return Err("give exactly one of percent_off and amount_off".into()),
+        }
+        if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_uppercase()) {
+            return Err("currency must be three uppercase letters (ISO 4217)".into());
+        }
+        if min_order < 0 {
+            return Err("min_order must be >= 0".into());
+        }
+        Ok(())
+    }
+
+    /// Whether a code is shared or one-time.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum CodeKind {
+        Shared,
+        OneTime,
+    }
+
+    impl CodeKind {
+        /// The wire and stored name.
+        pub fn as_str(self) -> &'static str {
+            match self {
+                CodeKind::Shared => "shared",
+                CodeKind::OneTime => "one_time",
+            }
+        }
+    }
+
+    /// `GET /admin/v1/codes/{code}` body (also the 201 body of `POST /admin/v1/codes`).
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct AdminCode {
+        pub code: String,
+        pub kind: CodeKind,
+        /// Basis points, or `null`.
+        pub percent_off: Option<i64>,
+        /// Minor units, or `null`.
+        pub amount_off: Option<i64>,
+        pub currency: String,
+        /// Minor units.
+        pub min_order: i64,
+        pub starts_at: DateTime<Utc>,
+        pub ends_at: DateTime<Utc>,
+        pub limit: i64,
+        /// Uses not taken (held or used uses are taken; released ones came back).
+        pub uses_left: i64,
+        pub once_per_customer: bool,
+        /// The batch of a one-time code, else `null`.
+        pub batch: Option<String>,
+    }
+
+    /// `POST /admin/v1/codes/batches` 201 body.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct CodeBatch {
+        /// `b_` + 32 hex digits.
+        pub id: String,
+        pub count: i64,
+        /// Path of the CSV of its codes (`GET`, admin token).
+        pub csv: String,
+        /// How long generating and saving took, in milliseconds.
+        pub took_ms: u64,
+    }
+
+    /// `POST /api/v1/codes/{code}/check` body: `{"cart_total": 6000}`; `currency` optional (when
+    /// given it must be the code's).
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct CheckRequest {
+        /// Pre-discount cart total in minor units, 0..=[`MAX_CART_TOTAL`].
+        pub cart_total: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub currency: Option<String>,
+    }
+
+    /// `POST /api/v1/codes/{code}/check` 200 body: `discount + total = cart_total`.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct CheckReply {
+        /// Minor units.
+        pub discount: i64,
+        /// Minor units.
+        pub total: i64,
+    }
+
+    /// `POST /api/v1/codes/{code}/use` body: `{"order": "o81", "cart_total": 6000}`.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct UseRequest {
+        /// The shop's order reference: 1..=[`MAX_ORDER_LEN`] visible ASCII characters.
+        pub order: String,
+        /// Minor units, 0..=[`MAX_CART_TOTAL`].
+        pub cart_total: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub currency: Option<String>,
+    }
+
+    /// `POST /api/v1/codes/{code}/use` 201 body: the use, held until `held_until`.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct UseReply {
+        /// Use id: `u_` + 32 hex digits.
+        #[serde(rename = "use")]
+        pub use_id: String,
+        /// Minor units.
+        pub discount: i64,
+        /// Minor units: `cart_total - discount`.
+        pub total: i64,
+        /// RFC 3339 UTC: confirm before then or the use is released.
+        pub held_until: DateTime<Utc>,
+    }
+
+    /// Why a known code does not apply.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum NotApplicable {
+        /// The cart total is below `min_order`.
+        BelowMinimum,
+        /// At or after `ends_at`.
+        Expired,
+        /// Before `starts_at`.
+        NotStarted,
+        /// No use left (the used-up flag).
+        UsedUp,
+        /// She holds or used it already (once per customer).
+        AlreadyUsed,
+        /// The request's `currency` is not the code's.
+        CurrencyMismatch,
+    }
+
+    /// A code's refusals, tagged by `result`:
+    /// - 404 `{"result":"invalid_code"}`: no such code (a failed try; see guess limiting);
+    /// - 422 `{"result":"not_applicable","reason":…}`: a known code that does not apply (check;
+    ///   and use, for the rules' reasons);
+    /// - 409 `{"result":"used_up"}` / `{"result":"already_used"}`: use refused.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(tag = "result", rename_all = "snake_case")]
+    pub enum CodeRefusal {
+        InvalidCode,
+        NotApplicable { reason: NotApplicable },
+        UsedUp,
+        AlreadyUsed,
+    }
+
+    impl CodeRefusal {
+        /// HTTP status: 404, 422, 409, 409.
+        pub fn http_status(&self) -> u16 {
+            match self {
+                CodeRefusal::InvalidCode => 404,
+                CodeRefusal::NotApplicable { .. } => 422,
+                CodeRefusal::UsedUp | CodeRefusal::AlreadyUsed => 409,
+            }
+        }
+    }
+
+    /// State of a use.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum UseStatus {
+        /// Taken at the order, waiting for the payment.
+        Held,
+        /// Confirmed: the payment went through.
+        Used,
+        /// Released (payment failed, or not confirmed in time): the use went back.
+        Released,
+    }
+
+    /// `POST /api/v1/uses/{id}/confirm` and `/release` 200 body.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct UseState {
+        #[serde(rename = "use")]
+        pub use_id: String,
+        pub code: String,
+        pub status: UseStatus,
+    }
+
+    /// 409 bodies of confirm / release: `{"result":"use_released"}` (confirm of a released
+    /// use), `{"result":"use_confirmed"}` (release of a confirmed use).
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(tag = "result", rename_all = "snake_case")]
+    pub enum UseConflict {
+        UseReleased,
+        UseConfirmed,
+    }
+}

@@ -7,10 +7,12 @@
 //! - [`signature`]: the edge signature the worker adds to forwarded claims (HMAC-SHA256).
 //! - [`idempotency`]: the `Idempotency-Key` header rule.
 //! - [`code`]: coupon-code alphabet and normalisation.
+//! - [`money`]: discount arithmetic in integer minor units.
 
 pub mod api;
 pub mod code;
 pub mod idempotency;
+pub mod money;
 pub mod signature;
 pub mod token;
 

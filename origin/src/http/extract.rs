@@ -73,6 +73,22 @@ pub fn admin(headers: &HeaderMap, state: &AppState, needed: Role) -> ApiResult<A
     }
 }
 
+/// The `Idempotency-Key` header: 1 to 255 visible ASCII characters
+/// ([`flashgate_shared::idempotency::is_valid_key`]). 400 `invalid_idempotency_key` otherwise.
+pub fn idempotency_key(headers: &HeaderMap) -> ApiResult<String> {
+    headers
+        .get(flashgate_shared::IDEMPOTENCY_KEY_HEADER)
+        .map(|v| v.as_bytes())
+        .filter(|k| flashgate_shared::idempotency::is_valid_key(k))
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .ok_or_else(|| {
+            ApiError::BadRequest(
+                flashgate_shared::api::codes::INVALID_IDEMPOTENCY_KEY,
+                "Idempotency-Key must be 1 to 255 visible ASCII characters".into(),
+            )
+        })
+}
+
 /// Checks the edge signature when an edge secret is configured. 403 when missing or invalid.
 pub fn edge_signature(
     headers: &HeaderMap,

@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod campaigns;
 pub mod claims;
+pub mod codes;
 pub mod extract;
 pub mod health;
 pub mod holds;
@@ -24,14 +25,20 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/campaigns/{id}", get(campaigns::status))
         .route("/api/v1/campaigns/{id}/claims", post(claims::create))
         .route("/api/v1/campaigns/{id}/claims/mine", get(claims::mine))
+        // Coupon codes (issue 6).
+        .route("/api/v1/codes/{code}/check", post(codes::check))
+        .route("/api/v1/codes/{code}/use", post(codes::use_code))
+        .route("/api/v1/uses/{id}/confirm", post(codes::confirm))
+        .route("/api/v1/uses/{id}/release", post(codes::release))
+        .route("/admin/v1/codes", post(codes::admin_create))
+        .route("/admin/v1/codes/batches", post(codes::batch_create))
+        .route("/admin/v1/codes/batches/{file}", get(codes::batch_csv))
+        .route("/admin/v1/codes/{code}", get(codes::admin_show))
         .route("/api/v1/claims/{id}/pay", post(holds::pay))
         .route("/api/v1/claims/{id}/release", post(holds::release))
         .route("/api/v1/coupons/{code}", get(redeem::show))
         .route("/api/v1/coupons/{code}/redeem", post(redeem::redeem))
-        .route(
-            "/admin/v1/campaigns/{id}/reconcile",
-            get(reconcile::report),
-        )
+        .route("/admin/v1/campaigns/{id}/reconcile", get(reconcile::report))
         .route("/admin/v1/campaigns", post(campaigns::create))
         .route("/admin/v1/campaigns", get(admin::list))
         .route(

@@ -1,0 +1,123 @@
+//! The cached state of a code in Redis, read by every origin (seed "Coupons", decision 3:
+//! "once the count hits 0, a used up flag that every server caches answers the rest of the
+//! tries without the row").
+//!
+//! One hash per code, `fg:code:{CODE}`:
+//! - `v`   — the counter's `version` this state was written from;
+//! - `out` — `1` while the code is used up (no use left), `0` otherwise;
+//! - `u:<customer>` — her held or used use id (for `already_used` answers).
+//!
+//! Writers are the take, the release call and the sweeper; each writes the `(uses_left,
+//! version)` PostgreSQL returned, and a write older than the stored version is ignored, so the
+//! flag ends up as PostgreSQL left it whatever order the writes arrive in. Redis keeps nothing
+//! on disk here: a lost flag only sends tries to the row again, which refuses and sets it anew.
+
+use redis::aio::ConnectionManager;
+use redis::Script;
+use std::sync::LazyLock;
+
+fn key(code: &str) -> String {
+    format!("fg:code:{{{code}}}")
+}
+
+fn holder_field(customer: &str) -> String {
+    format!("u:{customer}")
+}
+
+/// The cached state of a code for one customer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cached {
+    /// The used-up flag.
+    pub used_up: bool,
+    /// Her held or used use, if the cache knows one.
+    pub holder: Option<String>,
+}
+
+static PUBLISH: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '-1')
+if tonumber(ARGV[1]) > v then
+  redis.call('HSET', KEYS[1], 'v', ARGV[1], 'out', ARGV[2])
+  return 1
+end
+return 0
+",
+    )
+});
+
+static DROP_HOLDER: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  return redis.call('HDEL', KEYS[1], ARGV[1])
+end
+return 0
+",
+    )
+});
+
+/// Reads the flag and her use in one round trip.
+pub async fn read(
+    redis: &mut ConnectionManager,
+    code: &str,
+    customer: &str,
+) -> redis::RedisResult<Cached> {
+    let (out, holder): (Option<String>, Option<String>) = redis::cmd("HMGET")
+        .arg(key(code))
+        .arg("out")
+        .arg(holder_field(customer))
+        .query_async(redis)
+        .await?;
+    Ok(Cached {
+        used_up: out.as_deref() == Some("1"),
+        holder,
+    })
+}
+
+/// Writes the flag from PostgreSQL's `(uses_left, version)` unless a newer one is stored.
+pub async fn publish(
+    redis: &mut ConnectionManager,
+    code: &str,
+    uses_left: i64,
+    version: i64,
+) -> redis::RedisResult<()> {
+    let _: i64 = PUBLISH
+        .key(key(code))
+        .arg(version)
+        .arg(if uses_left <= 0 { "1" } else { "0" })
+        .invoke_async(redis)
+        .await?;
+    Ok(())
+}
+
+/// Remembers her use of the code.
+pub async fn add_holder(
+    redis: &mut ConnectionManager,
+    code: &str,
+    customer: &str,
+    use_id: &str,
+) -> redis::RedisResult<()> {
+    redis::cmd("HSET")
+        .arg(key(code))
+        .arg(holder_field(customer))
+        .arg(use_id)
+        .query_async(redis)
+        .await
+}
+
+/// Forgets her use `use_id` of the code (released), unless it is another use by now.
+pub async fn drop_holder(
+    redis: &mut ConnectionManager,
+    code: &str,
+    customer: &str,
+    use_id: &str,
+) -> redis::RedisResult<()> {
+    let _: i64 = DROP_HOLDER
+        .key(key(code))
+        .arg(holder_field(customer))
+        .arg(use_id)
+        .invoke_async(redis)
+        .await?;
+    Ok(())
+}

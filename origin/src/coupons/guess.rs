@@ -1,0 +1,113 @@
+//! Guess limiting (seed "Coupons", decision 5): failed tries (`invalid_code`) are limited per
+//! customer and per client IP address by token buckets that only failures spend, shared by
+//! every origin through Redis.
+//!
+//! A bucket holds up to `limit` tokens and refills `limit` tokens an hour, continuously (so a
+//! spent bucket of 5 an hour gives one more try every 12 minutes). Redis's own clock (`TIME`)
+//! is used, so origins with skewed clocks agree.
+//!
+//! Order of a try: [`peek`] before anything (a spent bucket answers 429 for every try, valid or
+//! not, so a limited script learns nothing); a try whose code is unknown then [`spend`]s one
+//! token of each bucket atomically. Valid checks and uses spend nothing.
+//!
+//! Keys: `fg:guess:c:<customer>` and `fg:guess:ip:<ip>` (hash `tokens`, `ts` in ms), expiring
+//! once they would be full again. On Redis Cluster the two keys live in different slots; this
+//! script assumes one Redis (as the origin's other scripts do per campaign).
+
+use redis::aio::ConnectionManager;
+use redis::Script;
+use std::sync::LazyLock;
+
+/// Length of the refill window, in milliseconds (an hour).
+pub const WINDOW_MS: i64 = 3_600_000;
+
+/// The buckets of one try.
+#[derive(Debug, Clone)]
+pub struct Buckets {
+    keys: Vec<String>,
+    limits: Vec<i64>,
+}
+
+impl Buckets {
+    /// The customer's bucket of `per_customer` failures an hour and, when the client IP is
+    /// known, the IP's bucket of `per_ip`. A limit of 0 turns that bucket off.
+    pub fn of(customer: &str, ip: Option<&str>, per_customer: i64, per_ip: i64) -> Self {
+        let mut b = Buckets {
+            keys: Vec::new(),
+            limits: Vec::new(),
+        };
+        if per_customer > 0 {
+            b.keys
+                .push(format!("fg:guess:c:{}:{customer}", customer.len()));
+            b.limits.push(per_customer);
+        }
+        if let (Some(ip), true) = (ip, per_ip > 0) {
+            b.keys.push(format!("fg:guess:ip:{ip}"));
+            b.limits.push(per_ip);
+        }
+        b
+    }
+}
+
+// ARGV[1] = 'peek' | 'spend', ARGV[2] = window ms, ARGV[3..] = limit of each key.
+// Returns 0 when every bucket has a token (and, for 'spend', took one of each), else the
+// seconds until every bucket has one again.
+static BUCKETS: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[2])
+local wait = 0
+local tokens = {}
+for i, k in ipairs(KEYS) do
+  local cap = tonumber(ARGV[i + 2])
+  local rate = cap / window
+  local b = redis.call('HMGET', k, 'tokens', 'ts')
+  local have = tonumber(b[1]) or cap
+  local ts = tonumber(b[2]) or now
+  if now > ts then have = math.min(cap, have + (now - ts) * rate) end
+  tokens[i] = have
+  if have < 1 then
+    local w = math.ceil((1 - have) / rate / 1000)
+    if w > wait then wait = w end
+  end
+end
+if ARGV[1] == 'spend' and wait == 0 then
+  for i, k in ipairs(KEYS) do
+    redis.call('HSET', k, 'tokens', tostring(tokens[i] - 1), 'ts', now)
+    redis.call('PEXPIRE', k, window)
+  end
+end
+return wait
+",
+    )
+});
+
+async fn run(redis: &mut ConnectionManager, b: &Buckets, mode: &str) -> redis::RedisResult<u64> {
+    if b.keys.is_empty() {
+        return Ok(0);
+    }
+    let mut inv = BUCKETS.prepare_invoke();
+    for k in &b.keys {
+        inv.key(k);
+    }
+    inv.arg(mode).arg(WINDOW_MS);
+    for l in &b.limits {
+        inv.arg(*l);
+    }
+    let wait: i64 = inv.invoke_async(redis).await?;
+    Ok(wait.max(0) as u64)
+}
+
+/// 0 when a failure would still be allowed, else the seconds to wait (for `Retry-After`).
+/// Changes nothing.
+pub async fn peek(redis: &mut ConnectionManager, b: &Buckets) -> redis::RedisResult<u64> {
+    run(redis, b, "peek").await
+}
+
+/// Spends one token of each bucket for a failed try. 0 when spent; else nothing was spent and
+/// the seconds to wait are returned (the failure is answered 429).
+pub async fn spend(redis: &mut ConnectionManager, b: &Buckets) -> redis::RedisResult<u64> {
+    run(redis, b, "spend").await
+}

@@ -1,0 +1,350 @@
+//! Check, use, confirm, release and the release sweeper of coupon codes.
+//!
+//! Check (seed "Coupons", decision 2: "checking the code in the cart changes nothing"): the
+//! guess buckets (peek), the code's cached rules, and the code's cached state in Redis (the
+//! used-up flag and her use). It writes nothing, except one token of the guess buckets for an
+//! unknown code.
+//!
+//! Use (decision 3): guess buckets, cached rules, the idempotency record (the claim path's,
+//! with a fingerprint of its own), the rules, the used-up flag (answers without the row), then
+//! the one conditional statement of [`store::take`]; the cached state learns the outcome.
+//! Steps from the idempotency record on run in a task of their own, so a client that hangs up
+//! cannot leave a use taken without its record.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use flashgate_shared::api::codes;
+use flashgate_shared::api::coupons::{
+    CheckReply, CheckRequest, CodeRefusal, NotApplicable, UseConflict, UseReply, UseRequest,
+    UseState, UseStatus,
+};
+use flashgate_shared::money;
+
+use super::store::{self, NewUse, Released, Take};
+use super::{flags, guess, CodeRules, RulesCache};
+use crate::claims::idempotency::{self, Begin};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// A reply ready to send: status and JSON body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    pub body: String,
+}
+
+impl Reply {
+    fn json<T: serde::Serialize>(status: u16, body: &T) -> Self {
+        Reply {
+            status,
+            body: serde_json::to_string(body).expect("replies serialise"),
+        }
+    }
+
+    fn refusal(r: CodeRefusal) -> Self {
+        Reply::json(r.http_status(), &r)
+    }
+
+    fn not_applicable(reason: NotApplicable) -> Self {
+        Reply::refusal(CodeRefusal::NotApplicable { reason })
+    }
+}
+
+/// Who is trying a code: the customer of the token and her client IP, if known.
+#[derive(Debug, Clone)]
+pub struct Trier {
+    pub customer: String,
+    pub ip: Option<String>,
+}
+
+/// Finds the code's rules under guess limiting: 429 when a bucket is spent (before anything
+/// else, valid code or not); for an unknown or malformed code one token is spent and the reply
+/// is 404 `invalid_code` (or 429 when the last token went to a concurrent try).
+async fn lookup(
+    state: &AppState,
+    raw_code: &str,
+    who: &Trier,
+) -> ApiResult<Result<Arc<CodeRules>, Reply>> {
+    let mut redis = state.redis.clone();
+    let buckets = guess::Buckets::of(
+        &who.customer,
+        who.ip.as_deref(),
+        state.config.code_guesses_per_customer,
+        state.config.code_guesses_per_ip,
+    );
+    let wait = guess::peek(&mut redis, &buckets).await?;
+    if wait > 0 {
+        return Err(rate_limited(wait));
+    }
+    if let Some(code) = flashgate_shared::code::normalise(raw_code) {
+        if let Some(rules) = RulesCache::global().get(&state.db, &code).await? {
+            return Ok(Ok(rules));
+        }
+    }
+    let wait = guess::spend(&mut redis, &buckets).await?;
+    if wait > 0 {
+        return Err(rate_limited(wait));
+    }
+    Ok(Err(Reply::refusal(CodeRefusal::InvalidCode)))
+}
+
+fn rate_limited(wait: u64) -> ApiError {
+    ApiError::RateLimited(
+        wait,
+        "too many unknown codes tried; retry after the given delay".into(),
+    )
+}
+
+/// `POST /api/v1/codes/{code}/check`: 200 `{"discount","total"}`, 422 `not_applicable`, 404
+/// `invalid_code`, 429 `rate_limited`. Changes nothing.
+pub async fn check(
+    state: &AppState,
+    raw_code: &str,
+    who: &Trier,
+    req: &CheckRequest,
+) -> ApiResult<Reply> {
+    let rules = match lookup(state, raw_code, who).await? {
+        Ok(rules) => rules,
+        Err(reply) => return Ok(reply),
+    };
+    let applied = match rules.judge(Utc::now(), req.cart_total, req.currency.as_deref()) {
+        Ok(a) => a,
+        Err(reason) => return Ok(Reply::not_applicable(reason)),
+    };
+    let mut redis = state.redis.clone();
+    let cached = flags::read(&mut redis, &rules.code, &who.customer).await?;
+    if rules.once_per_customer && cached.holder.is_some() {
+        return Ok(Reply::not_applicable(NotApplicable::AlreadyUsed));
+    }
+    if cached.used_up {
+        return Ok(Reply::not_applicable(NotApplicable::UsedUp));
+    }
+    Ok(Reply::json(
+        200,
+        &CheckReply {
+            discount: applied.discount,
+            total: applied.total,
+        },
+    ))
+}
+
+/// A validated use request.
+#[derive(Debug, Clone)]
+pub struct UseCall {
+    pub who: Trier,
+    pub idempotency_key: String,
+    /// The body bytes as sent (for the fingerprint).
+    pub body: Vec<u8>,
+    pub req: UseRequest,
+}
+
+/// `POST /api/v1/codes/{code}/use`: 201 [`UseReply`]; 409 `used_up` / `already_used`; 422
+/// `not_applicable` (rules) or `idempotency_key_reused`; 404 `invalid_code`; 429; 503.
+/// A retry with the same key gets the first reply again.
+pub async fn use_code(state: &AppState, raw_code: &str, call: UseCall) -> ApiResult<Reply> {
+    let rules = match lookup(state, raw_code, &call.who).await? {
+        Ok(rules) => rules,
+        Err(reply) => return Ok(reply),
+    };
+    let state = state.clone();
+    tokio::spawn(async move { use_recorded(&state, &rules, &call).await })
+        .await
+        .map_err(|e| ApiError::Unavailable(format!("use task: {e}")))?
+}
+
+async fn use_recorded(state: &AppState, rules: &CodeRules, call: &UseCall) -> ApiResult<Reply> {
+    let mut redis = state.redis.clone();
+    let customer = &call.who.customer;
+    let key = &call.idempotency_key;
+    let fp = idempotency::fingerprint(&format!("code-use:{}", rules.code), &call.body);
+    match idempotency::begin(&mut redis, customer, key, &fp).await? {
+        Begin::New => {}
+        Begin::InProgress => {
+            return Err(ApiError::Conflict(
+                "the first request with this Idempotency-Key is still running; retry".into(),
+            ))
+        }
+        Begin::Reused => {
+            return Err(ApiError::Unprocessable(
+                codes::IDEMPOTENCY_KEY_REUSED,
+                "this Idempotency-Key was used with another code or body".into(),
+            ))
+        }
+        Begin::Replay { status, body } => return Ok(Reply { status, body }),
+    }
+    let result = decide_use(state, &mut redis, rules, call, &fp).await;
+    match &result {
+        Ok(reply) => {
+            idempotency::finish(
+                &mut redis,
+                customer,
+                key,
+                &fp,
+                reply.status,
+                &reply.body,
+                state.config.idempotency_ttl_seconds,
+            )
+            .await?
+        }
+        Err(_) => {
+            let _ = idempotency::abandon(&mut redis, customer, key).await;
+        }
+    }
+    result
+}
+
+async fn decide_use(
+    state: &AppState,
+    redis: &mut redis::aio::ConnectionManager,
+    rules: &CodeRules,
+    call: &UseCall,
+    fp: &str,
+) -> ApiResult<Reply> {
+    let customer = &call.who.customer;
+    let applied = match rules.judge(
+        Utc::now(),
+        call.req.cart_total,
+        call.req.currency.as_deref(),
+    ) {
+        Ok(a) => a,
+        Err(reason) => return Ok(Reply::not_applicable(reason)),
+    };
+    // The used-up flag answers without the row.
+    let cached = flags::read(redis, &rules.code, customer).await?;
+    if cached.used_up {
+        if rules.once_per_customer && cached.holder.is_some() {
+            return Ok(Reply::refusal(CodeRefusal::AlreadyUsed));
+        }
+        return Ok(Reply::refusal(CodeRefusal::UsedUp));
+    }
+    let use_id = format!("u_{}", uuid::Uuid::now_v7().simple());
+    let taken = store::take(
+        &state.db,
+        &NewUse {
+            id: &use_id,
+            code: &rules.code,
+            customer,
+            order: &call.req.order,
+            cart_total: call.req.cart_total,
+            discount: applied.discount,
+            hold_seconds: state.config.code_use_hold_seconds as i64,
+            idempotency_key: &call.idempotency_key,
+            request_fp: fp,
+        },
+    )
+    .await?;
+    match taken {
+        Take::Taken {
+            held_until,
+            uses_left,
+            version,
+        } => {
+            flags::add_holder(redis, &rules.code, customer, &use_id).await?;
+            flags::publish(redis, &rules.code, uses_left, version).await?;
+            Ok(Reply::json(
+                201,
+                &UseReply {
+                    use_id,
+                    discount: applied.discount,
+                    total: applied.total,
+                    held_until,
+                },
+            ))
+        }
+        Take::Refused => {
+            let (mine, uses_left, version) =
+                store::refusal(&state.db, &rules.code, customer).await?;
+            flags::publish(redis, &rules.code, uses_left, version).await?;
+            match mine {
+                // Her own earlier use with this key (its record was lost): the same reply.
+                Some(u) if u.idempotency_key == call.idempotency_key && u.request_fp == fp => {
+                    let applied = money::Applied {
+                        discount: u.discount,
+                        total: u.cart_total - u.discount,
+                    };
+                    Ok(Reply::json(
+                        201,
+                        &UseReply {
+                            use_id: u.id,
+                            discount: applied.discount,
+                            total: applied.total,
+                            held_until: u.held_until,
+                        },
+                    ))
+                }
+                Some(u) => {
+                    flags::add_holder(redis, &rules.code, customer, &u.id).await?;
+                    Ok(Reply::refusal(CodeRefusal::AlreadyUsed))
+                }
+                None => Ok(Reply::refusal(CodeRefusal::UsedUp)),
+            }
+        }
+    }
+}
+
+fn use_state(id: &str, code: &str, status: UseStatus) -> Reply {
+    Reply::json(
+        200,
+        &UseState {
+            use_id: id.to_string(),
+            code: code.to_string(),
+            status,
+        },
+    )
+}
+
+/// `POST /api/v1/uses/{id}/confirm`: 200 `used` (also when confirmed before), 409
+/// `use_released`, 404 when no such use.
+pub async fn confirm(state: &AppState, id: &str) -> ApiResult<Reply> {
+    let u = store::confirm(&state.db, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no use {id}")))?;
+    Ok(match u.status {
+        UseStatus::Released => Reply::json(409, &UseConflict::UseReleased),
+        s => use_state(&u.id, &u.code, s),
+    })
+}
+
+/// `POST /api/v1/uses/{id}/release`: 200 `released` (also when released before, by a call or
+/// the sweeper), 409 `use_confirmed`, 404 when no such use. The count goes up by one exactly
+/// once.
+pub async fn release(state: &AppState, id: &str) -> ApiResult<Reply> {
+    if let Some(r) = store::release(&state.db, id).await? {
+        learn_release(state, &r).await?;
+        return Ok(use_state(&r.use_id, &r.code, UseStatus::Released));
+    }
+    let u = store::find_use(&state.db, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no use {id}")))?;
+    Ok(match u.status {
+        UseStatus::Used => Reply::json(409, &UseConflict::UseConfirmed),
+        s => use_state(&u.id, &u.code, s),
+    })
+}
+
+async fn learn_release(state: &AppState, r: &Released) -> redis::RedisResult<()> {
+    let mut redis = state.redis.clone();
+    flags::drop_holder(&mut redis, &r.code, &r.customer_id, &r.use_id).await?;
+    flags::publish(&mut redis, &r.code, r.uses_left, r.version).await
+}
+
+/// Uses released per sweep statement.
+const SWEEP_BATCH: i64 = 500;
+
+/// One pass of the release sweeper: releases uses not confirmed by `held_until`, exactly once
+/// each (see [`store::sweep`]). Returns how many it released.
+pub async fn sweep(state: &AppState) -> anyhow::Result<usize> {
+    let mut total = 0;
+    loop {
+        let released = store::sweep(&state.db, SWEEP_BATCH).await?;
+        for r in &released {
+            learn_release(state, r).await?;
+            tracing::info!(code = %r.code, use_id = %r.use_id, "released an unconfirmed use");
+        }
+        total += released.len();
+        if (released.len() as i64) < SWEEP_BATCH {
+            return Ok(total);
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! HTTP surface of the coupon-code service (seed "Coupons"; issue 6).
+//!
+//! Shop checkout (customer token):
+//! - `POST /api/v1/codes/{code}/check` `{"cart_total": 6000}` → 200 `{"discount":600,"total":5400}`;
+//!   422 `{"result":"not_applicable","reason":…}`; 404 `{"result":"invalid_code"}`.
+//! - `POST /api/v1/codes/{code}/use` `{"order":"o81","cart_total":6000}` + `Idempotency-Key` →
+//!   201 `{"use":"u_…","discount":600,"total":5400,"held_until":"…"}`; 409
+//!   `{"result":"used_up"}` / `{"result":"already_used"}`; 422 `not_applicable`; 404.
+//!
+//! Payment service (service token):
+//! - `POST /api/v1/uses/{id}/confirm` → 200 `{"use","code","status":"used"}`; 409 `use_released`.
+//! - `POST /api/v1/uses/{id}/release` → 200 `{"use","code","status":"released"}`; 409
+//!   `use_confirmed`. Any body is ignored.
+//!
+//! Admin (ADMIN HANDLERS: `require_admin` below is the one place that checks admin tokens):
+//! - `POST /admin/v1/codes` ([`flashgate_shared::api::coupons::NewCode`]) → 201 `AdminCode`;
+//!   409 when the code exists.
+//! - `GET /admin/v1/codes/{code}` → 200 `AdminCode` with `uses_left`.
+//! - `POST /admin/v1/codes/batches` ([`flashgate_shared::api::coupons::NewCodeBatch`]) → 201
+//!   `CodeBatch`.
+//! - `GET /admin/v1/codes/batches/{id}.csv` → 200 `text/csv`, header `code`, one code a line,
+//!   streamed.
+//!
+//! Request errors: 400 `invalid_json` / `invalid_idempotency_key`, 401, 403, 413, 415, 422
+//! `validation_failed` (e.g. a negative `cart_total`), 429 `rate_limited` + `Retry-After`
+//! (failed tries spent), 503 `unavailable` + `Retry-After`. Never 500 for anything a client
+//! sends; a refused request changes nothing (except one guess token for an unknown code).
+
+use std::net::{IpAddr, SocketAddr};
+
+use axum::body::Body;
+use axum::extract::connect_info::ConnectInfo;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::{header, Extensions, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use flashgate_shared::api::coupons::{
+    validate_offer, AdminCode, CheckRequest, CodeBatch, CodeKind, NewCode, NewCodeBatch,
+    UseRequest, MAX_BATCH_COUNT, MAX_CART_TOTAL, MAX_CODE_LIMIT, MAX_ORDER_LEN,
+};
+use flashgate_shared::MAX_CLAIM_BODY_BYTES;
+use futures::TryStreamExt;
+use sqlx::postgres::PgPoolCopyExt;
+
+use super::extract;
+use crate::coupons::service::{self, Reply, Trier, UseCall};
+use crate::coupons::store::{self, NewRules};
+use crate::coupons::{batch, CodeRules, RulesCache};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+fn send(reply: Reply) -> Response {
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        reply.body,
+    )
+        .into_response()
+}
+
+/// The client IP: the first entry of the configured header when it parses as an IP address,
+/// else the TCP peer when the server records it, else unknown (no per-IP bucket).
+fn client_ip(state: &AppState, headers: &HeaderMap, ext: &Extensions) -> Option<String> {
+    let from_header = headers
+        .get(state.config.client_ip_header.as_str())
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').next())
+        .and_then(|v| v.trim().parse::<IpAddr>().ok());
+    from_header
+        .or_else(|| {
+            ext.get::<ConnectInfo<SocketAddr>>()
+                .map(|ConnectInfo(a)| a.ip())
+        })
+        .map(|ip| ip.to_string())
+}
+
+/// The raw code of the path; a path that does not decode is an unknown code.
+fn raw_code(path: Result<Path<String>, PathRejection>) -> String {
+    path.map(|Path(c)| c).unwrap_or_default()
+}
+
+fn check_cart(cart_total: i64, currency: Option<&str>) -> ApiResult<()> {
+    if !(0..=MAX_CART_TOTAL).contains(&cart_total) {
+        return Err(ApiError::validation(format!(
+            "cart_total must be 0 to {MAX_CART_TOTAL} minor units"
+        )));
+    }
+    if currency.is_some_and(|c| c.len() != 3 || !c.bytes().all(|b| b.is_ascii_uppercase())) {
+        return Err(ApiError::validation(
+            "currency must be three uppercase letters",
+        ));
+    }
+    Ok(())
+}
+
+/// The common checks of check and use, in order: customer token (401), `Content-Type` (415),
+/// size ≤ 4 KiB (413). Returns who calls and the body bytes.
+async fn shopper_call(
+    state: &AppState,
+    headers: &HeaderMap,
+    ext: &Extensions,
+    body: Body,
+) -> ApiResult<(Trier, axum::body::Bytes)> {
+    let customer = extract::customer(headers, &state.config.customer_token_secret)?;
+    extract::require_json(headers)?;
+    let bytes = extract::read_body(headers, body, MAX_CLAIM_BODY_BYTES).await?;
+    let who = Trier {
+        customer,
+        ip: client_ip(state, headers, ext),
+    };
+    Ok((who, bytes))
+}
+
+/// `POST /api/v1/codes/{code}/check`. Checks in order: customer token (401), `Content-Type`
+/// (415), size ≤ 4 KiB (413), body (400 / 422), then [`service::check`].
+pub async fn check(
+    State(state): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+    ext: Extensions,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let (who, bytes) = shopper_call(&state, &headers, &ext, body).await?;
+    let req: CheckRequest = extract::parse_json(&bytes)?;
+    check_cart(req.cart_total, req.currency.as_deref())?;
+    let reply = service::check(&state, &raw_code(path), &who, &req).await?;
+    Ok(send(reply))
+}
+
+/// `POST /api/v1/codes/{code}/use`. Checks in order: customer token (401), `Content-Type`
+/// (415), size ≤ 4 KiB (413), `Idempotency-Key` (400), body (400 / 422), then
+/// [`service::use_code`].
+pub async fn use_code(
+    State(state): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+    ext: Extensions,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let (who, bytes) = shopper_call(&state, &headers, &ext, body).await?;
+    let key = extract::idempotency_key(&headers)?;
+    let req: UseRequest = extract::parse_json(&bytes)?;
+    check_cart(req.cart_total, req.currency.as_deref())?;
+    if req.order.is_empty()
+        || req.order.len() > MAX_ORDER_LEN
+        || !req.order.bytes().all(|b| b.is_ascii_graphic())
+    {
+        return Err(ApiError::validation(format!(
+            "order must be 1 to {MAX_ORDER_LEN} visible ASCII characters"
+        )));
+    }
+    let call = UseCall {
+        who,
+        idempotency_key: key,
+        body: bytes.to_vec(),
+        req,
+    };
+    let reply = service::use_code(&state, &raw_code(path), call).await?;
+    Ok(send(reply))
+}
+
+/// A use id: `u_` + 32 lowercase hex digits. Anything else is not found.
+fn use_id(path: Result<Path<String>, PathRejection>) -> ApiResult<String> {
+    let id = path.map(|Path(id)| id).unwrap_or_default();
+    let ok = id.len() == 34
+        && id.starts_with("u_")
+        && id[2..]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if ok {
+        Ok(id)
+    } else {
+        Err(ApiError::NotFound(format!("no use {id}")))
+    }
+}
+
+/// `POST /api/v1/uses/{id}/confirm` (service token): the payment went through.
+pub async fn confirm(
+    State(state): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    extract::require_token(&headers, &state.config.service_token, "confirm")?;
+    let id = use_id(path)?;
+    Ok(send(service::confirm(&state, &id).await?))
+}
+
+/// `POST /api/v1/uses/{id}/release` (service token): the payment failed; the use goes back.
+pub async fn release(
+    State(state): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    extract::require_token(&headers, &state.config.service_token, "release")?;
+    let id = use_id(path)?;
+    Ok(send(service::release(&state, &id).await?))
+}
+
+// ---- ADMIN HANDLERS -------------------------------------------------------------------------
+
+/// The one admin-token check of this file: a write needs a manager token, a read a viewer's.
+fn require_admin(headers: &HeaderMap, state: &AppState, write: bool) -> ApiResult<()> {
+    let role = if write {
+        extract::Role::Manager
+    } else {
+        extract::Role::Viewer
+    };
+    extract::admin(headers, state, role).map(|_| ())
+}
+
+fn admin_view(rules: &CodeRules, uses_left: i64) -> AdminCode {
+    AdminCode {
+        code: rules.code.clone(),
+        kind: rules.kind,
+        percent_off: rules.percent_off_bp,
+        amount_off: rules.amount_off,
+        currency: rules.currency.clone(),
+        min_order: rules.min_order,
+        starts_at: rules.starts_at,
+        ends_at: rules.ends_at,
+        limit: rules.use_limit,
+        uses_left,
+        once_per_customer: rules.once_per_customer,
+        batch: rules.batch.clone(),
+    }
+}
+
+/// The offer fields that a shared code and a batch have in common.
+struct Offer<'a> {
+    percent_off: Option<i64>,
+    amount_off: Option<i64>,
+    currency: &'a str,
+    min_order: i64,
+    starts_at: Option<&'a str>,
+    ends_at: &'a str,
+}
+
+impl<'a> Offer<'a> {
+    fn of_code(n: &'a NewCode) -> Self {
+        Offer {
+            percent_off: n.percent_off,
+            amount_off: n.amount_off,
+            currency: &n.currency,
+            min_order: n.min_order,
+            starts_at: n.starts_at.as_deref(),
+            ends_at: &n.ends_at,
+        }
+    }
+
+    fn of_batch(n: &'a NewCodeBatch) -> Self {
+        Offer {
+            percent_off: n.percent_off,
+            amount_off: n.amount_off,
+            currency: &n.currency,
+            min_order: n.min_order,
+            starts_at: n.starts_at.as_deref(),
+            ends_at: &n.ends_at,
+        }
+    }
+}
+
+/// Checks an offer ([`validate_offer`], times) and builds its rules row. 422 when broken.
+fn new_rules(
+    kind: CodeKind,
+    o: &Offer<'_>,
+    use_limit: i64,
+    once_per_customer: bool,
+) -> ApiResult<NewRules> {
+    validate_offer(o.percent_off, o.amount_off, o.currency, o.min_order)
+        .map_err(ApiError::validation)?;
+    let (starts_at, ends_at) = times(o.starts_at, o.ends_at)?;
+    Ok(NewRules {
+        kind,
+        percent_off_bp: o.percent_off,
+        amount_off: o.amount_off,
+        currency: o.currency.to_string(),
+        min_order: o.min_order,
+        starts_at,
+        ends_at,
+        use_limit,
+        once_per_customer,
+    })
+}
+
+/// Resolves `starts_at` (default now) and `ends_at` and checks `starts_at < ends_at`.
+fn times(
+    starts_at: Option<&str>,
+    ends_at: &str,
+) -> ApiResult<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)> {
+    use crate::coupons::rules::parse_instant;
+    let now = chrono::Utc::now();
+    let starts = match starts_at {
+        Some(s) => {
+            parse_instant(s, now).map_err(|e| ApiError::validation(format!("starts_at: {e}")))?
+        }
+        None => now,
+    };
+    let ends =
+        parse_instant(ends_at, now).map_err(|e| ApiError::validation(format!("ends_at: {e}")))?;
+    if starts >= ends {
+        return Err(ApiError::validation("starts_at must be before ends_at"));
+    }
+    Ok((starts, ends))
+}
+
+/// `POST /admin/v1/codes` (manager token): creates a shared code. 201 `AdminCode`; 409 when it
+/// exists; 422 for a broken rule.
+pub async fn admin_create(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    require_admin(&headers, &state, true)?;
+    let new: NewCode = extract::json_body(&headers, body).await?;
+    let code = flashgate_shared::code::normalise(&new.code).ok_or_else(|| {
+        ApiError::validation("code must be 1 to 64 characters A-Z and 0-9 after normalisation")
+    })?;
+    if !(1..=MAX_CODE_LIMIT).contains(&new.limit) {
+        return Err(ApiError::validation(format!(
+            "limit must be 1 to {MAX_CODE_LIMIT}"
+        )));
+    }
+    let rules = new_rules(
+        CodeKind::Shared,
+        &Offer::of_code(&new),
+        new.limit,
+        new.once_per_customer,
+    )?;
+    let created = store::insert_shared(&state.db, &code, &rules)
+        .await?
+        .ok_or_else(|| ApiError::Conflict(format!("code {code} exists")))?;
+    RulesCache::global().forget(&code);
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(admin_view(&created, created.use_limit)),
+    )
+        .into_response())
+}
+
+/// `GET /admin/v1/codes/{code}` (viewer or manager token): the code with its uses left.
+pub async fn admin_show(
+    State(state): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    require_admin(&headers, &state, false)?;
+    let raw = raw_code(path);
+    let not_found = || ApiError::NotFound(format!("no code {raw}"));
+    let code = flashgate_shared::code::normalise(&raw).ok_or_else(not_found)?;
+    let (rules, left) = store::find_with_uses_left(&state.db, &code)
+        .await?
+        .ok_or_else(not_found)?;
+    Ok(axum::Json(admin_view(&rules, left)).into_response())
+}
+
+/// `POST /admin/v1/codes/batches` (manager token): generates and saves `count` one-time codes
+/// (synchronously; a million take seconds). 201 `CodeBatch`; 422 for a broken rule.
+pub async fn batch_create(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    require_admin(&headers, &state, true)?;
+    let new: NewCodeBatch = extract::json_body(&headers, body).await?;
+    if !(1..=MAX_BATCH_COUNT).contains(&new.count) {
+        return Err(ApiError::validation(format!(
+            "count must be 1 to {MAX_BATCH_COUNT}"
+        )));
+    }
+    let rules = new_rules(CodeKind::OneTime, &Offer::of_batch(&new), 1, true)?;
+    let b = batch::generate(&state.db, &rules, new.count as usize).await?;
+    tracing::info!(batch = %b.id, count = b.count, redrawn = b.redrawn, took_ms = b.took.as_millis() as u64, "one-time codes saved");
+    let body = CodeBatch {
+        csv: format!("/admin/v1/codes/batches/{}.csv", b.id),
+        id: b.id,
+        count: b.count,
+        took_ms: b.took.as_millis() as u64,
+    };
+    Ok((StatusCode::CREATED, axum::Json(body)).into_response())
+}
+
+/// `GET /admin/v1/codes/batches/{id}.csv` (viewer or manager token): the batch's codes as CSV,
+/// streamed from PostgreSQL `COPY … TO STDOUT`.
+pub async fn batch_csv(
+    State(state): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    require_admin(&headers, &state, false)?;
+    let file = path.map(|Path(f)| f).unwrap_or_default();
+    let not_found = || ApiError::NotFound(format!("no batch file {file}"));
+    let id = file.strip_suffix(".csv").ok_or_else(not_found)?;
+    let rules_id = batch::rules_of(&state.db, id)
+        .await?
+        .ok_or_else(not_found)?;
+    let statement = batch::csv_statement(rules_id);
+    let stream = state.db.copy_out_raw(&statement).await?;
+    let stream = stream.map_err(|e| std::io::Error::other(e.to_string()));
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{id}.csv\""),
+            ),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response())
+}
