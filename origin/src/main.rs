@@ -84,12 +84,6 @@ async fn main() -> anyhow::Result<()> {
                 std::process::exit(code);
             }
         }
-        Command::Admin(args) => {
-            let code = flashgate_origin::cli::admin::run(args).await;
-            if code != 0 {
-                std::process::exit(code);
-            }
-        }
         Command::Migrate { database_url } => {
             let db = sqlx::PgPool::connect(&database_url).await?;
             flashgate_origin::MIGRATOR.run(&db).await?;
