@@ -295,3 +295,103 @@ pub async fn claim_at(
     let body = res.json().await.unwrap_or(Value::Null);
     (status, body)
 }
+
+/// The repository root (the parent of the tests crate).
+pub fn repo_root() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repo root")
+        .to_path_buf()
+}
+
+/// Builds the edge worker once per test binary (`edge_tools_install` + `edge_build` of
+/// scripts/lib/edge.sh), unless `FLASHGATE_EDGE_PREBUILT=1` says a caller already did.
+pub fn ensure_edge_built() {
+    use std::sync::Mutex;
+    static BUILT: Mutex<bool> = Mutex::new(false);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if *built {
+        return;
+    }
+    if std::env::var("FLASHGATE_EDGE_PREBUILT").as_deref() != Ok("1") {
+        let ok = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(". scripts/lib/edge.sh && edge_tools_install && edge_build")
+            .current_dir(repo_root())
+            .status()
+            .expect("run bash")
+            .success();
+        assert!(ok, "edge_build failed");
+    }
+    assert!(
+        repo_root().join("edge-worker/build/index.js").exists(),
+        "edge-worker/build/index.js missing: run `. scripts/lib/edge.sh && edge_build`"
+    );
+    *built = true;
+}
+
+/// The built edge worker in workerd (Miniflare, `edge-worker/run-miniflare.mjs`) on a free
+/// port in front of an origin; stopped with SIGTERM (so workerd goes too) on drop.
+pub struct TestEdge {
+    child: std::process::Child,
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+}
+
+impl TestEdge {
+    /// Starts the edge in front of `origin_url` with the test customer-token secret and the
+    /// extra worker settings in `env` (e.g. `FLASHGATE_STATUS_TTL_MS`, `FLASHGATE_EDGE_SECRET`).
+    pub fn start(origin_url: &str, env: &[(&str, String)]) -> TestEdge {
+        use std::time::{Duration, Instant};
+        ensure_edge_built();
+        let url_file = std::env::temp_dir().join(format!("{}.url", unique("edge")));
+        let mut cmd = std::process::Command::new("node");
+        cmd.arg(repo_root().join("edge-worker/run-miniflare.mjs"))
+            .env("EDGE_PORT", "0")
+            .env("EDGE_URL_FILE", &url_file)
+            .env("FLASHGATE_ORIGIN_URL", origin_url)
+            .env(
+                "FLASHGATE_CUSTOMER_TOKEN_SECRET",
+                test_config().customer_token_secret.expose(),
+            )
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut edge = TestEdge {
+            child: cmd.spawn().expect("start node run-miniflare.mjs"),
+            url: String::new(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while edge.url.is_empty() {
+            if let Ok(u) = std::fs::read_to_string(&url_file) {
+                edge.url = u.trim().to_string();
+            }
+            if let Ok(Some(st)) = edge.child.try_wait() {
+                panic!("miniflare exited: {st}");
+            }
+            assert!(Instant::now() < deadline, "miniflare did not start in 30 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = std::fs::remove_file(&url_file);
+        edge
+    }
+}
+
+impl Drop for TestEdge {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        for _ in 0..50 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

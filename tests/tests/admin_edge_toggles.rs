@@ -1,0 +1,188 @@
+//! Managers' toggles reach the edge within its staleness bound (status TTL + one origin round
+//! trip): the built edge worker in workerd (Miniflare, edge-worker/run-miniflare.mjs) in front
+//! of a real origin over real PostgreSQL and Redis, the toggles made through the admin API.
+//! - pause → claims at the edge are answered `paused` (by the edge itself, the origin sees
+//!   none) within the bound; resume → claims flow again;
+//! - restock of a sold-out campaign → the edge clears `sold_out` within the bound and sells.
+//!
+//! The worker is built once per run with scripts/lib/edge.sh unless `FLASHGATE_EDGE_PREBUILT=1`
+//! ([`TestEdge`](flashgate_tests::support::TestEdge)).
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use flashgate_origin::config::Secret;
+use flashgate_shared::ANSWERED_BY_HEADER;
+use flashgate_tests::support::{test_config, unique, TestEdge as Edge, TestOrigin};
+use serde_json::{json, Value};
+
+const EDGE_SECRET: &str = "test-edge-secret";
+/// The edge's status TTL in these tests.
+const TTL: Duration = Duration::from_millis(1_000);
+/// Allowance for one origin round trip (and the test's polling step).
+const ROUND_TRIP: Duration = Duration::from_millis(500);
+
+/// Claims reaching the origin's handler so far.
+fn origin_claims(o: &TestOrigin) -> u64 {
+    o.origin
+        .state
+        .metrics
+        .claim_requests
+        .load(Ordering::Relaxed)
+}
+
+/// A claim through the edge: status, who answered, JSON body.
+async fn claim(o: &TestOrigin, edge: &Edge, c: &str, customer: &str) -> (u16, String, Value) {
+    let res = o
+        .http
+        .post(format!("{}/api/v1/campaigns/{c}/claims", edge.url))
+        .bearer_auth(o.token(customer))
+        .header("idempotency-key", unique("k"))
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .expect("claim through the edge");
+    let by = res
+        .headers()
+        .get(ANSWERED_BY_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    (
+        res.status().as_u16(),
+        by,
+        res.json().await.unwrap_or(Value::Null),
+    )
+}
+
+/// Sends claims through the edge until one is answered by the edge with `result`; returns how
+/// long after `since` that was.
+async fn until_edge_answers(
+    o: &TestOrigin,
+    e: &Edge,
+    c: &str,
+    result: &str,
+    since: Instant,
+) -> Duration {
+    loop {
+        let (s, by, b) = claim(o, e, c, &unique("probe")).await;
+        if by == "edge" && b["result"] == result {
+            assert_eq!(s, 409);
+            return since.elapsed();
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(10),
+            "edge never answered {result}: {b}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Polls the edge's status until its state is `state`; returns the time since `since`.
+async fn until_state(o: &TestOrigin, e: &Edge, c: &str, state: &str, since: Instant) -> Duration {
+    loop {
+        let b: Value = o
+            .http
+            .get(format!("{}/api/v1/campaigns/{c}", e.url))
+            .send()
+            .await
+            .expect("status")
+            .json()
+            .await
+            .unwrap_or(Value::Null);
+        if b["state"] == state {
+            return since.elapsed();
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(10),
+            "edge never showed {state}: {b}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn edge_env() -> Vec<(&'static str, String)> {
+    vec![
+        ("FLASHGATE_STATUS_TTL_MS", TTL.as_millis().to_string()),
+        ("FLASHGATE_EDGE_SECRET", EDGE_SECRET.to_string()),
+    ]
+}
+
+async fn origin() -> TestOrigin {
+    let mut config = test_config();
+    config.edge_secret = Some(Secret::new(EDGE_SECRET));
+    TestOrigin::start_with(config).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pause_reaches_the_edge_within_the_bound_and_resume_lets_claims_flow() {
+    let o = origin().await;
+    let c = o.campaign("giveaway", 1_000).await;
+    let e = Edge::start(&o.url, &edge_env());
+    let (s, by, b) = claim(&o, &e, &c, &unique("first")).await;
+    assert_eq!((s, by.as_str()), (201, "origin"), "{b}");
+
+    let (s, b) = o.change(&c, json!({"action":"pause"})).await;
+    assert_eq!(s, 200, "{b}");
+    let paused = Instant::now();
+    // Any claim from now on is refused: by the origin until the edge refreshes, then by the
+    // edge itself within the bound.
+    let seen = until_edge_answers(&o, &e, &c, "paused", paused).await;
+    println!("pause reached the edge after {seen:?} (bound: TTL {TTL:?} + one round trip)");
+    assert!(seen <= TTL + ROUND_TRIP, "took {seen:?}");
+    let before = origin_claims(&o);
+    for _ in 0..10 {
+        let (s, by, b) = claim(&o, &e, &c, &unique("late")).await;
+        assert_eq!(
+            (s, by.as_str(), b["result"].as_str()),
+            (409, "edge", Some("paused"))
+        );
+    }
+    assert_eq!(
+        origin_claims(&o),
+        before,
+        "the origin saw claims of a paused campaign"
+    );
+    assert_eq!(o.claim_rows(&c, &[]).await, 1);
+
+    let (s, b) = o.change(&c, json!({"action":"resume"})).await;
+    assert_eq!(s, 200, "{b}");
+    let resumed = Instant::now();
+    let seen = until_state(&o, &e, &c, "active", resumed).await;
+    println!("resume reached the edge after {seen:?}");
+    assert!(seen <= TTL + ROUND_TRIP, "took {seen:?}");
+    let (s, by, b) = claim(&o, &e, &c, &unique("again")).await;
+    assert_eq!((s, by.as_str()), (201, "origin"), "{b}");
+    assert_eq!(o.claim_rows(&c, &[]).await, 2);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn restock_of_a_sold_out_campaign_reaches_the_edge_and_sells_again() {
+    let o = origin().await;
+    let c = o.campaign("sale", 2).await;
+    let e = Edge::start(&o.url, &edge_env());
+    for i in 0..2 {
+        let (s, by, b) = claim(&o, &e, &c, &format!("{}-{i}", unique("buyer"))).await;
+        assert_eq!((s, by.as_str()), (201, "origin"), "{b}");
+    }
+    let sold = Instant::now();
+    until_edge_answers(&o, &e, &c, "sold_out", sold).await;
+
+    let (s, b) = o.change(&c, json!({"action":"restock","add":3})).await;
+    assert_eq!((s, b["gate"].as_str()), (200, Some("updated")), "{b}");
+    let restocked = Instant::now();
+    let seen = until_state(&o, &e, &c, "active", restocked).await;
+    println!("restock reached the edge after {seen:?} (bound: TTL {TTL:?} + one round trip)");
+    assert!(seen <= TTL + ROUND_TRIP, "took {seen:?}");
+    for i in 0..3 {
+        let (s, by, b) = claim(&o, &e, &c, &format!("{}-{i}", unique("after"))).await;
+        assert_eq!((s, by.as_str()), (201, "origin"), "{b}");
+    }
+    let (s, _, b) = claim(&o, &e, &c, &unique("one-too-many")).await;
+    assert_eq!((s, b["result"].as_str()), (409, Some("sold_out")));
+    assert_eq!(o.claim_rows(&c, &[]).await, 5);
+    assert_eq!(o.remaining(&c).await, 0);
+    o.stop().await;
+}
