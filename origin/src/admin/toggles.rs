@@ -17,7 +17,7 @@
 
 use std::sync::LazyLock;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Utc};
 use flashgate_shared::api::MAX_STOCK;
 use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
@@ -158,6 +158,10 @@ impl TryFrom<ChangeRequest> for Change {
             });
         }
         if let Some(ends_at) = r.ends_at {
+            // PostgreSQL's timestamptz cannot hold every chrono date; keep to plain years.
+            if !(1970..=9999).contains(&ends_at.year()) {
+                return Err("ends_at must be between the years 1970 and 9999".into());
+            }
             return Ok(Change::SetEndsAt { ends_at });
         }
         match r.action.as_deref().unwrap_or_default() {
@@ -400,6 +404,8 @@ mod tests {
             r#"{"action":"pause","extra":1}"#,
             r#"{"action":"restock","add":1e3}"#,
             r#"{"action":"restock","add":99999999999999999999}"#,
+            r#"{"ends_at":"-200000-01-01T00:00:00Z"}"#,
+            r#"{"ends_at":"+200000-01-01T00:00:00Z"}"#,
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
