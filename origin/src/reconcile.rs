@@ -34,8 +34,10 @@ const SCAN_COUNT: usize = 10_000;
 /// Why reconciliation could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
+    /// PostgreSQL failed.
     #[error("postgres: {0}")]
     Db(#[from] sqlx::Error),
+    /// Redis failed.
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
 }

@@ -41,8 +41,11 @@ const GIVE_BACK_CONCURRENCY: usize = 64;
 /// A claim whose unit went back to `remaining` in PostgreSQL and must go back to the gate.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Returned {
+    /// The claim that left its active status (released or expired).
     pub claim_id: String,
+    /// Its campaign.
     pub campaign_id: String,
+    /// Its customer, whose gate holder names `claim_id` until the give-back.
     pub customer_id: String,
 }
 
@@ -467,19 +470,21 @@ pub async fn redeem(
     Ok(Redeem::Reply { status, body })
 }
 
+/// Campaign, customer, status, issued and redeemed times of a coupon.
+type CouponRow = (String, String, String, DateTime<Utc>, Option<DateTime<Utc>>);
+
 /// A coupon by code, with its QR payload. `Ok(None)`: no coupon with this code.
 pub async fn coupon(
     db: &PgPool,
     code: &str,
 ) -> sqlx::Result<Option<flashgate_shared::api::Coupon>> {
-    let row: Option<(String, String, String, DateTime<Utc>, Option<DateTime<Utc>>)> =
-        sqlx::query_as(
-            "SELECT campaign_id, customer_id, status, created_at, redeemed_at
-               FROM claims WHERE code = $1",
-        )
-        .bind(code)
-        .fetch_optional(db)
-        .await?;
+    let row: Option<CouponRow> = sqlx::query_as(
+        "SELECT campaign_id, customer_id, status, created_at, redeemed_at
+           FROM claims WHERE code = $1",
+    )
+    .bind(code)
+    .fetch_optional(db)
+    .await?;
     Ok(
         row.and_then(|(campaign, customer, status, issued_at, redeemed_at)| {
             Some(flashgate_shared::api::Coupon {
