@@ -6,6 +6,7 @@
 //! `error: <status> <result>: <message>` on stderr and exits 1 (2 when the origin could not be
 //! reached). The token is never printed.
 
+use std::io::Write;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -175,13 +176,12 @@ pub async fn run(args: AdminArgs) -> i32 {
     let text = res.text().await.unwrap_or_default();
     let parsed: Option<Value> = serde_json::from_str(&text).ok();
     if status.is_success() {
-        match parsed {
-            Some(v) => println!(
-                "{}",
-                serde_json::to_string_pretty(&v).unwrap_or(text.clone())
-            ),
-            None => println!("{text}"),
-        }
+        let out = match parsed {
+            Some(v) => serde_json::to_string_pretty(&v).unwrap_or(text),
+            None => text,
+        };
+        // A closed stdout (`| head`) is not an error of the call.
+        let _ = writeln!(std::io::stdout(), "{out}");
         0
     } else {
         let (result, message) = parsed
