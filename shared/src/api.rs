@@ -146,7 +146,7 @@ pub const MAX_HOLD_SECONDS: i64 = 86_400;
 
 impl NewCampaign {
     /// Checks the rules that the type system does not: slug shape, non-empty name of at most
-    /// 200 characters, stock range, `starts_at < ends_at`, hold only for sales and in range.
+    /// 200 characters, stock range, times within the years 1970..=9999, `starts_at < ends_at`, hold only for sales and in range.
     /// Returns a human-readable message for the first broken rule.
     pub fn validate(&self) -> Result<(), String> {
         if !is_valid_slug(&self.id) {
@@ -158,6 +158,11 @@ impl NewCampaign {
         }
         if !(1..=MAX_STOCK).contains(&self.stock) {
             return Err(format!("stock must be between 1 and {MAX_STOCK}"));
+        }
+        for (name, t) in [("starts_at", self.starts_at), ("ends_at", self.ends_at)] {
+            if !(1970..=9999).contains(&chrono::Datelike::year(&t)) {
+                return Err(format!("{name} must be between the years 1970 and 9999"));
+            }
         }
         if self.starts_at >= self.ends_at {
             return Err("starts_at must be before ends_at".into());

@@ -204,6 +204,14 @@ async fn bad_campaigns_are_refused_by_the_admin_api() {
             with("ends_at", json!(now - Duration::hours(1))),
         ),
         ("bad time", with("starts_at", json!("tomorrow"))),
+        (
+            "far past",
+            with("starts_at", json!("-200000-01-01T00:00:00Z")),
+        ),
+        (
+            "far future",
+            with("ends_at", json!("+200000-01-01T00:00:00Z")),
+        ),
         ("unknown kind", with("kind", json!("lottery"))),
         (
             "hold on giveaway",

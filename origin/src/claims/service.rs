@@ -126,7 +126,8 @@ async fn claim_at_gate(
     }
     let result = decide(state, &mut redis, campaign, req, &fp).await;
     match &result {
-        Ok(reply) if reply.status != 503 => {
+        // A pause or a schedule answer is not final for the key: a retry is decided again.
+        Ok(reply) if !matches!(reply.outcome, "paused" | "not_started" | "ended") => {
             idempotency::finish(
                 &mut redis,
                 &req.customer,
