@@ -314,3 +314,46 @@ async fn clients_that_disconnect_leave_no_unit_without_a_claim() {
     assert_eq!(idle_in_tx, 0);
     o.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_released_customer_whose_gate_give_back_was_lost_can_claim_again() {
+    let o = TestOrigin::start().await;
+    let c = o.campaign("sale", 1).await;
+    let ana = unique("ana");
+    let (s, first) = o.claim(&c, &ana, "k1").await;
+    assert_eq!(s, 201);
+    let claim_id = first["claim"]["id"].as_str().unwrap().to_string();
+    let r = o
+        .http
+        .post(format!("{}/api/v1/claims/{claim_id}/release", o.url))
+        .bearer_auth(o.config.service_token.expose())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    // Undo the give-back in Redis as if it had been lost (and drop its durable retry), so the
+    // gate still names her released claim and has no unit.
+    let _: u64 = sqlx::query("DELETE FROM gate_returns WHERE claim_id = $1")
+        .bind(&claim_id)
+        .execute(&o.db)
+        .await
+        .unwrap()
+        .rows_affected();
+    let mut r = redis::Client::open(redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: () = redis::pipe()
+        .hset(format!("fg:{{{c}}}:holders"), &ana, &claim_id)
+        .decr(format!("fg:{{{c}}}:remaining"), 1)
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    let (s, again) = o.claim(&c, &ana, "k2").await;
+    assert_eq!(s, 201, "{again}");
+    assert_ne!(again["claim"]["id"], first["claim"]["id"]);
+    assert_eq!(o.claim_rows(&c, &["held"]).await, 1);
+    assert_eq!(o.remaining(&c).await, 0);
+    o.stop().await;
+}

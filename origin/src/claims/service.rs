@@ -186,6 +186,11 @@ async fn decide(
                     Some(row) if row.is_active() && row.customer_id == req.customer => {
                         return Ok(existing_claim_reply(row, req, fp));
                     }
+                    Some(row) if row.customer_id == req.customer => {
+                        // Her claim was released or expired, and its give-back to the gate
+                        // was lost: do it now (exactly once, it checks the holder), then take.
+                        gate::give_back(redis, c, &req.customer, &claim_id, None).await?;
+                    }
                     _ => {
                         // The gate remembers a claim that PostgreSQL no longer has active:
                         // PostgreSQL wins; reload the gate and let her retry.
