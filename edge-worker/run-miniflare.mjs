@@ -4,12 +4,14 @@
 //   EDGE_SCRIPT_DIR   folder with index.js + index_bg.wasm (default: ./build next to this file)
 //   EDGE_PORT         port to listen on, 0 = any free port (default 0); host is 127.0.0.1
 //   EDGE_URL_FILE     when set, the base URL is written there once listening
+//   EDGE_LOG_LEVEL    NONE | ERROR | WARN (default) | INFO | DEBUG: Miniflare's and the
+//                     worker's console output, on stderr
 //   FLASHGATE_*       passed to the worker as bindings: FLASHGATE_ORIGIN_URL (required),
 //                     FLASHGATE_STATUS_TTL_MS, FLASHGATE_STATUS_MAX_STALE_MS,
 //                     FLASHGATE_NOT_STARTED_SKEW_MS, FLASHGATE_ORIGIN_TIMEOUT_MS and the
 //                     secrets FLASHGATE_CUSTOMER_TOKEN_SECRET, FLASHGATE_EDGE_SECRET.
 // Prints "edge listening on <url>" on stdout. SIGTERM / SIGINT dispose Miniflare and exit 0.
-import { Miniflare } from "miniflare";
+import { Log, LogLevel, Miniflare } from "miniflare";
 import { readFileSync, writeFileSync, renameSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -52,6 +54,7 @@ const mf = new Miniflare({
   cf: false,
   cache: true,
   bindings,
+  log: new Log(LogLevel[(process.env.EDGE_LOG_LEVEL || "WARN").toUpperCase()] ?? LogLevel.WARN),
 });
 
 const url = (await mf.ready).toString().replace(/\/$/, "");

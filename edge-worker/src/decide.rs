@@ -18,21 +18,30 @@ pub enum Route<'a> {
         /// Campaign id (a valid slug).
         id: &'a str,
     },
-    /// `POST /api/v1/campaigns/{id}/claims`: checked, gated, maybe forwarded.
+    /// `POST /api/v1/campaigns/{id}/claims`: checked, gated, maybe forwarded. The id may be
+    /// an invalid slug: the origin checks the request before the campaign, and so does the
+    /// edge ([`claim_campaign_check`]).
     Claim {
-        /// Campaign id (a valid slug).
+        /// Campaign id as sent (a path segment, no `%`).
         id: &'a str,
     },
-    /// Any other `/api/v1/...` request: passed to the origin unchanged.
+    /// Any other `/api/v1/...` request: passed to the origin unchanged. Also ids with
+    /// percent-encoding, so that the origin's own 404 message (with the decoded id) is served.
     PassThrough,
-    /// Outside `/api/v1/`, or a campaign id that no campaign can have: 404 at the edge.
-    NotFound,
+    /// A campaign id that is not a slug: the origin's 404 `no campaign {id}` at the edge.
+    NoSuchCampaign {
+        /// The id as sent.
+        id: &'a str,
+    },
+    /// Outside `/api/v1/`: the origin's 404 `no such route` at the edge (admin, metrics and
+    /// health endpoints are not served through the edge).
+    NoSuchRoute,
 }
 
 /// Routes a request by method and URL path (the path as sent, without the query string).
 pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
     let Some(rest) = path.strip_prefix("/api/v1/") else {
-        return Route::NotFound;
+        return Route::NoSuchRoute;
     };
     let Some(tail) = rest.strip_prefix("campaigns/") else {
         return Route::PassThrough;
@@ -41,11 +50,28 @@ pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
         Some((id, sub)) => (id, Some(sub)),
         None => (tail, None),
     };
+    if id.is_empty() || id.contains('%') {
+        return Route::PassThrough;
+    }
     match (method, sub) {
-        ("GET", None) | ("POST", Some("claims")) if !is_valid_slug(id) => Route::NotFound,
+        ("GET", None) if !is_valid_slug(id) => Route::NoSuchCampaign { id },
         ("GET", None) => Route::Status { id },
         ("POST", Some("claims")) => Route::Claim { id },
         _ => Route::PassThrough,
+    }
+}
+
+/// The origin's 404 for a campaign id that does not exist.
+pub fn no_such_campaign(id: &str) -> Answer {
+    Answer::error(404, codes::NOT_FOUND, &format!("no campaign {id}"))
+}
+
+/// After the request checks of a claim: the origin's 404 when the id is not a slug.
+pub fn claim_campaign_check(id: &str) -> Result<(), Answer> {
+    if is_valid_slug(id) {
+        Ok(())
+    } else {
+        Err(no_such_campaign(id))
     }
 }
 
@@ -88,14 +114,14 @@ impl Answer {
             ..Answer::error(
                 503,
                 codes::UNAVAILABLE,
-                "the service is unavailable, retry later",
+                "a dependency is unavailable; retry after the given delay",
             )
         }
     }
 
-    /// 404 `not_found` for a path the edge knows no campaign can have.
-    pub fn not_found() -> Self {
-        Answer::error(404, codes::NOT_FOUND, "no such resource")
+    /// The origin's 404 `not_found` for a path outside the API.
+    pub fn no_such_route() -> Self {
+        Answer::error(404, codes::NOT_FOUND, "no such route")
     }
 }
 
@@ -106,6 +132,8 @@ pub struct ClaimInput<'a> {
     pub authorization: Option<&'a str>,
     /// `Idempotency-Key` header value, as bytes.
     pub idempotency_key: Option<&'a [u8]>,
+    /// `Content-Type` header value.
+    pub content_type: Option<&'a str>,
     /// `Content-Length` header value, when sent (checked before the body is read).
     pub content_length: Option<&'a str>,
     /// The body bytes (`None` while not read yet).
@@ -117,22 +145,19 @@ pub fn too_large() -> Answer {
     Answer::error(
         413,
         codes::PAYLOAD_TOO_LARGE,
-        &format!("claim body must be at most {MAX_CLAIM_BODY_BYTES} bytes"),
+        &format!("body must be at most {MAX_CLAIM_BODY_BYTES} bytes"),
     )
 }
 
-/// Checks a declared `Content-Length` before reading the body: 413 when it is larger than
-/// [`MAX_CLAIM_BODY_BYTES`] (any number too large to parse counts as too large); 400 when it
-/// is not a number.
+/// Checks a declared `Content-Length` before reading the body: 413 when it is a number larger
+/// than [`MAX_CLAIM_BODY_BYTES`] (also one too large to parse). Anything else passes; the
+/// length of the body read decides then.
 pub fn check_content_length(value: Option<&str>) -> Result<(), Answer> {
-    let Some(v) = value else { return Ok(()) };
-    let v = v.trim();
+    let Some(v) = value.map(str::trim) else {
+        return Ok(());
+    };
     if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(Answer::error(
-            400,
-            codes::INVALID_REQUEST,
-            "Content-Length must be a non-negative integer",
-        ));
+        return Ok(());
     }
     match v.parse::<usize>() {
         Ok(n) if n <= MAX_CLAIM_BODY_BYTES => Ok(()),
@@ -140,9 +165,31 @@ pub fn check_content_length(value: Option<&str>) -> Result<(), Answer> {
     }
 }
 
-/// Checks a claim request in the origin's order — body size (413), customer token (401),
-/// idempotency key (400), JSON body (400) — and returns the customer id (the token's `sub`)
-/// or the origin's 4xx answer. `now_unix` is the edge's clock in seconds.
+/// Largest body the edge still reads (and drops) before answering 413, bytes. Answering
+/// without reading makes the runtime close the client's connection; above this size that is
+/// the better deal.
+pub const DRAIN_LIMIT_BYTES: usize = 64 * 1024;
+
+/// True when a too-large body of this declared `Content-Length` should still be read before
+/// the 413 (at most [`DRAIN_LIMIT_BYTES`]).
+pub fn drain_before_refusing(content_length: Option<&str>) -> bool {
+    content_length
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .is_some_and(|n| n <= DRAIN_LIMIT_BYTES)
+}
+
+/// True for `application/json`, parameters (such as `charset`) allowed, case-insensitive.
+fn is_json_media_type(value: Option<&str>) -> bool {
+    value
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Checks a claim request in the origin's order — body size (413), `Content-Type` (415),
+/// customer token (401), idempotency key (400), JSON body `{}` (400) — and returns the
+/// customer id (the token's `sub`) or the origin's 4xx answer, byte for byte. `now_unix` is
+/// the edge's clock in seconds. (The origin checks the edge signature between size and
+/// content type; the edge adds it.)
 pub fn check_claim(
     input: &ClaimInput<'_>,
     token_secret: &[u8],
@@ -153,11 +200,25 @@ pub fn check_claim(
     if body.len() > MAX_CLAIM_BODY_BYTES {
         return Err(too_large());
     }
-    let Some(tok) = input.authorization.and_then(token::bearer) else {
+    if !is_json_media_type(input.content_type) {
+        return Err(Answer::error(
+            415,
+            codes::UNSUPPORTED_MEDIA_TYPE,
+            "Content-Type must be application/json",
+        ));
+    }
+    let Some(authorization) = input.authorization else {
         return Err(Answer::error(
             401,
             codes::UNAUTHORIZED,
-            "a customer token is required (Authorization: Bearer <token>)",
+            "missing Authorization: Bearer token",
+        ));
+    };
+    let Some(tok) = token::bearer(authorization) else {
+        return Err(Answer::error(
+            401,
+            codes::UNAUTHORIZED,
+            "Authorization must be 'Bearer <token>'",
         ));
     };
     let claims = token::verify(tok, token_secret, now_unix)
@@ -169,11 +230,7 @@ pub fn check_claim(
             "Idempotency-Key must be 1 to 255 visible ASCII characters",
         ));
     }
-    parse_claim_body(body).map_err(|e| Answer {
-        status: 400,
-        body: e.to_json(),
-        retry_after_s: None,
-    })?;
+    parse_claim_body(body).map_err(|e| Answer::error(400, codes::INVALID_JSON, &e.message))?;
     Ok(claims.sub)
 }
 
@@ -245,26 +302,45 @@ mod tests {
             Route::Status { id: "spring" }
         );
         assert_eq!(
+            route("POST", "/api/v1/campaigns/Bad_Id/claims"),
+            Route::Claim { id: "Bad_Id" }
+        );
+        assert_eq!(
+            claim_campaign_check("Bad_Id").unwrap_err().body,
+            r#"{"result":"not_found","message":"no campaign Bad_Id"}"#
+        );
+        assert_eq!(
             route("POST", "/api/v1/campaigns/spring/claims"),
             Route::Claim { id: "spring" }
         );
-        assert_eq!(route("GET", "/api/v1/campaigns/Spring%20"), Route::NotFound);
-        assert_eq!(route("POST", "/api/v1/campaigns//claims"), Route::NotFound);
+        assert_eq!(
+            route("GET", "/api/v1/campaigns/Spring%20"),
+            Route::PassThrough
+        );
+        assert_eq!(
+            route("POST", "/api/v1/campaigns//claims"),
+            Route::PassThrough
+        );
+        assert_eq!(
+            route("GET", "/api/v1/campaigns/Spring"),
+            Route::NoSuchCampaign { id: "Spring" }
+        );
         assert_eq!(
             route("GET", "/api/v1/campaigns/spring/claims"),
             Route::PassThrough
         );
         assert_eq!(route("PUT", "/api/v1/campaigns/spring"), Route::PassThrough);
         assert_eq!(route("GET", "/api/v1/claims/c_1"), Route::PassThrough);
-        assert_eq!(route("GET", "/admin/v1/campaigns"), Route::NotFound);
-        assert_eq!(route("GET", "/metrics"), Route::NotFound);
-        assert_eq!(route("GET", ""), Route::NotFound);
+        assert_eq!(route("GET", "/admin/v1/campaigns"), Route::NoSuchRoute);
+        assert_eq!(route("GET", "/metrics"), Route::NoSuchRoute);
+        assert_eq!(route("GET", ""), Route::NoSuchRoute);
     }
 
     fn input<'a>(auth: Option<&'a str>, key: Option<&'a [u8]>, body: &'a [u8]) -> ClaimInput<'a> {
         ClaimInput {
             authorization: auth,
             idempotency_key: key,
+            content_type: Some("application/json; charset=utf-8"),
             content_length: None,
             body: Some(body),
         }
@@ -327,6 +403,17 @@ mod tests {
             ),
             (input(Some(&good), Some(b"k"), b""), 400, "invalid_json"),
         ];
+        let plain = ClaimInput {
+            content_type: Some("text/plain"),
+            ..input(Some(&good), Some(b"k"), b"{}")
+        };
+        let none = ClaimInput {
+            content_type: None,
+            ..input(Some(&good), Some(b"k"), b"{}")
+        };
+        let mut cases = cases;
+        cases.push((plain, 415, "unsupported_media_type"));
+        cases.push((none, 415, "unsupported_media_type"));
         for (i, (inp, status, code)) in cases.into_iter().enumerate() {
             let a = check_claim(&inp, SECRET, NOW).unwrap_err();
             let body: ErrorBody = serde_json::from_str(&a.body).unwrap();
@@ -340,6 +427,7 @@ mod tests {
         for (cl, status) in [
             ("4097", 413),
             ("99999999999999999999999999", 413),
+            // Not a number: ignored, the (empty) body decides.
             ("-1", 400),
             ("x", 400),
         ] {
@@ -355,6 +443,9 @@ mod tests {
             );
         }
         assert_eq!(check_content_length(Some("4096")), Ok(()));
+        assert!(drain_before_refusing(Some("5000")));
+        assert!(!drain_before_refusing(Some("65537")));
+        assert!(!drain_before_refusing(Some("x")));
     }
 
     #[test]

@@ -3,8 +3,11 @@
 //! API and the origin, writes responses. Compiled for wasm32 only.
 //!
 //! Single-flight: per campaign, one request of the isolate (the leader) refreshes the status;
-//! concurrent requests wait for it on a plain-Rust wake-up (no JS I/O object crosses request
-//! contexts) with a timeout, so a cancelled leader cannot make them hang.
+//! concurrent requests wait for it by checking the slot on short timers of their own. They are
+//! never woken from the leader: in workerd, code resumed from another request's callback runs
+//! in that request's I/O context, and a response built there cannot be returned by the waiter
+//! ("Cannot perform I/O on behalf of a different request"). The wait is bounded, so a
+//! cancelled leader cannot make them hang.
 
 use crate::config::EdgeConfig;
 use crate::decide::{self, Answer, ClaimInput, Gate, Route};
@@ -15,10 +18,7 @@ use flashgate_shared::{
 use futures_util::future::{select, Either};
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::Duration;
 use worker::{
     event, js_sys, AbortController, Cache, Context, Date, Delay, Env, Fetch, Headers, Method,
@@ -31,6 +31,8 @@ const STATUS_AGE_MS_HEADER: &str = "flashgate-status-age-ms";
 const STALE_HEADER: &str = "flashgate-stale";
 /// Campaign slots kept per isolate before idle ones are dropped.
 const MAX_SLOTS: usize = 10_000;
+/// How often a request waiting for the leader's refresh looks at the slot, ms.
+const WAIT_POLL_MS: u64 = 2;
 
 /// What an isolate knows about one campaign.
 #[derive(Default)]
@@ -40,7 +42,6 @@ struct Slot {
     refreshing_since: Option<i64>,
     /// Bumped by every finished refresh (success or failure).
     generation: u64,
-    waiters: Vec<Waker>,
 }
 
 thread_local! {
@@ -89,7 +90,8 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>) -> Result<Response> {
         Route::Status { id } => serve_status(&cfg, id, &url).await,
         Route::Claim { id } => claim(req, &cfg, id, &url).await,
         Route::PassThrough => pass_through(req, &cfg, &url).await,
-        Route::NotFound => answer(&Answer::not_found()),
+        Route::NoSuchCampaign { id } => answer(&decide::no_such_campaign(id)),
+        Route::NoSuchRoute => answer(&Answer::no_such_route()),
     }
 }
 
@@ -139,7 +141,7 @@ async fn status_for(cfg: &EdgeConfig, id: &str, url: &worker::Url) -> (Option<St
     let (entry, role) = SLOTS.with(|slots| {
         let mut slots = slots.borrow_mut();
         if slots.len() >= MAX_SLOTS && !slots.contains_key(id) {
-            slots.retain(|_, s| s.refreshing_since.is_some() || !s.waiters.is_empty());
+            slots.retain(|_, s| s.refreshing_since.is_some());
         }
         let slot = slots.entry(id.to_string()).or_default();
         if status::freshness(slot.entry.as_ref(), now, cfg.status_ttl_ms) == Freshness::Fresh {
@@ -175,18 +177,22 @@ async fn status_for(cfg: &EdgeConfig, id: &str, url: &worker::Url) -> (Option<St
                 }
                 slot.refreshing_since = None;
                 slot.generation += 1;
-                for w in slot.waiters.drain(..) {
-                    w.wake();
-                }
             });
         }
         Some(Role::Wait(generation)) => {
-            let wait = WaitRefresh {
-                id: id.to_string(),
-                generation,
-            };
-            let timeout = Delay::from(Duration::from_millis(lead_timeout as u64));
-            let _ = select(wait, timeout).await;
+            let deadline = now.saturating_add(lead_timeout);
+            loop {
+                Delay::from(Duration::from_millis(WAIT_POLL_MS)).await;
+                let done = SLOTS.with(|slots| {
+                    slots
+                        .borrow()
+                        .get(id)
+                        .is_none_or(|s| s.generation != generation)
+                });
+                if done || now_ms() >= deadline {
+                    break;
+                }
+            }
         }
     }
     let now = now_ms();
@@ -204,28 +210,6 @@ async fn status_for(cfg: &EdgeConfig, id: &str, url: &worker::Url) -> (Option<St
 enum Role {
     Lead,
     Wait(u64),
-}
-
-/// Resolves when the slot's refresh generation moves past `generation`.
-struct WaitRefresh {
-    id: String,
-    generation: u64,
-}
-
-impl Future for WaitRefresh {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<()> {
-        SLOTS.with(|slots| {
-            let mut slots = slots.borrow_mut();
-            match slots.get_mut(&self.id) {
-                Some(slot) if slot.generation == self.generation => {
-                    slot.waiters.push(cx.waker().clone());
-                    Poll::Pending
-                }
-                _ => Poll::Ready(()),
-            }
-        })
-    }
 }
 
 /// The Cache API key of a campaign's status (a GET URL on the worker's own host).
@@ -353,7 +337,13 @@ async fn claim(
     let authorization = headers.get("authorization")?;
     let key = headers.get(IDEMPOTENCY_KEY_HEADER)?;
     let content_length = headers.get("content-length")?;
+    let content_type = headers.get("content-type")?;
     if let Err(a) = decide::check_content_length(content_length.as_deref()) {
+        // Read a moderately large body before answering so the client's connection stays
+        // usable; a huge one is refused unread.
+        if decide::drain_before_refusing(content_length.as_deref()) {
+            let _ = req.bytes().await;
+        }
         return answer(&a);
     }
     let body = match req.bytes().await {
@@ -369,11 +359,15 @@ async fn claim(
     let input = ClaimInput {
         authorization: authorization.as_deref(),
         idempotency_key: key.as_deref().map(str::as_bytes),
+        content_type: content_type.as_deref(),
         content_length: None,
         body: Some(&body),
     };
     let now = now_ms();
     if let Err(a) = decide::check_claim(&input, &cfg.customer_token_secret, now.div_euclid(1000)) {
+        return answer(&a);
+    }
+    if let Err(a) = decide::claim_campaign_check(id) {
         return answer(&a);
     }
     let (entry, fresh) = status_for(cfg, id, url).await;
@@ -383,12 +377,9 @@ async fn claim(
     }
     // Forward: body bytes, Authorization and Idempotency-Key as sent, plus the edge signature.
     let out = Headers::new();
-    out.set(
-        "content-type",
-        &headers
-            .get("content-type")?
-            .unwrap_or_else(|| "application/json".into()),
-    )?;
+    if let Some(ct) = &content_type {
+        out.set("content-type", ct)?;
+    }
     if let Some(a) = &authorization {
         out.set("authorization", a)?;
     }

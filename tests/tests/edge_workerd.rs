@@ -1,0 +1,808 @@
+//! The edge worker in the real runtime: the built worker (edge-worker/build) inside workerd via
+//! Miniflare, in front of a real origin over real PostgreSQL and Redis. Requests are truly
+//! concurrent where the behaviour is about concurrency. Origin-side effects are read from the
+//! origin's own counters (`flashgate_status_requests_total`, `flashgate_claim_requests_total`).
+//!
+//! The worker is built once per run (`edge_tools_install` + `edge_build` of
+//! scripts/lib/edge.sh) unless `FLASHGATE_EDGE_PREBUILT=1` says a caller already built it.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use flashgate_shared::{signature, ANSWERED_BY_HEADER, EDGE_SIGNATURE_HEADER};
+use flashgate_tests::support::{test_config, unique, TestOrigin};
+use futures::future::join_all;
+use serde_json::Value;
+
+const EDGE_SECRET: &str = "test-edge-secret";
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repo root")
+        .to_path_buf()
+}
+
+/// Builds the worker once per test binary.
+fn ensure_built() {
+    static BUILT: Mutex<bool> = Mutex::new(false);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if *built {
+        return;
+    }
+    if std::env::var("FLASHGATE_EDGE_PREBUILT").as_deref() != Ok("1") {
+        let status = Command::new("bash")
+            .arg("-c")
+            .arg(". scripts/lib/edge.sh && edge_tools_install && edge_build")
+            .current_dir(repo_root())
+            .status()
+            .expect("run bash");
+        assert!(status.success(), "edge_build failed");
+    }
+    assert!(
+        repo_root().join("edge-worker/build/index.js").exists(),
+        "edge-worker/build/index.js missing: run `. scripts/lib/edge.sh && edge_build`"
+    );
+    *built = true;
+}
+
+/// Settings of one edge.
+struct EdgeSettings {
+    ttl_ms: u64,
+    max_stale_ms: u64,
+    timeout_ms: u64,
+}
+
+impl Default for EdgeSettings {
+    fn default() -> Self {
+        EdgeSettings {
+            ttl_ms: 1_000,
+            max_stale_ms: 30_000,
+            timeout_ms: 3_000,
+        }
+    }
+}
+
+/// Miniflare running the built worker; stopped (SIGTERM, so workerd goes too) on drop.
+struct Edge {
+    child: Child,
+    url: String,
+}
+
+impl Edge {
+    fn start(origin_url: &str, s: EdgeSettings) -> Edge {
+        ensure_built();
+        let url_file = std::env::temp_dir().join(format!("{}.url", unique("edge")));
+        let child = Command::new("node")
+            .arg(repo_root().join("edge-worker/run-miniflare.mjs"))
+            .env("EDGE_PORT", "0")
+            .env("EDGE_URL_FILE", &url_file)
+            .env("FLASHGATE_ORIGIN_URL", origin_url)
+            .env("FLASHGATE_STATUS_TTL_MS", s.ttl_ms.to_string())
+            .env("FLASHGATE_STATUS_MAX_STALE_MS", s.max_stale_ms.to_string())
+            .env("FLASHGATE_ORIGIN_TIMEOUT_MS", s.timeout_ms.to_string())
+            .env("FLASHGATE_NOT_STARTED_SKEW_MS", "2000")
+            .env(
+                "FLASHGATE_CUSTOMER_TOKEN_SECRET",
+                test_config().customer_token_secret.expose(),
+            )
+            .env("FLASHGATE_EDGE_SECRET", EDGE_SECRET)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start node run-miniflare.mjs");
+        let mut edge = Edge {
+            child,
+            url: String::new(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(u) = std::fs::read_to_string(&url_file) {
+                if !u.trim().is_empty() {
+                    edge.url = u.trim().to_string();
+                    let _ = std::fs::remove_file(&url_file);
+                    return edge;
+                }
+            }
+            if let Ok(Some(st)) = edge.child.try_wait() {
+                panic!("miniflare exited: {st}");
+            }
+            assert!(Instant::now() < deadline, "miniflare did not start in 30 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Edge {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        for _ in 0..50 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An origin with the edge secret configured (it refuses unsigned claims).
+async fn origin() -> TestOrigin {
+    let mut config = test_config();
+    config.edge_secret = Some(flashgate_origin::config::Secret::new(EDGE_SECRET));
+    TestOrigin::start_with(config).await
+}
+
+fn status_count(o: &TestOrigin) -> u64 {
+    o.origin
+        .state
+        .metrics
+        .status_requests
+        .load(Ordering::Relaxed)
+}
+
+fn claim_count(o: &TestOrigin) -> u64 {
+    o.origin
+        .state
+        .metrics
+        .claim_requests
+        .load(Ordering::Relaxed)
+}
+
+/// One HTTP answer: status, who answered, body bytes, and all headers.
+#[derive(Debug, Clone)]
+struct Reply {
+    status: u16,
+    by: String,
+    body: Vec<u8>,
+    headers: reqwest::header::HeaderMap,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+async fn reply(res: reqwest::Response) -> Reply {
+    let status = res.status().as_u16();
+    let headers = res.headers().clone();
+    let by = headers
+        .get(ANSWERED_BY_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let body = res.bytes().await.expect("body").to_vec();
+    Reply {
+        status,
+        by,
+        body,
+        headers,
+    }
+}
+
+/// A claim request as raw parts, so bad ones can be built too.
+#[derive(Clone)]
+struct ClaimReq {
+    token: Option<String>,
+    key: Option<String>,
+    content_type: Option<&'static str>,
+    body: Vec<u8>,
+}
+
+impl ClaimReq {
+    fn good(o: &TestOrigin, customer: &str, key: &str) -> Self {
+        ClaimReq {
+            token: Some(o.token(customer)),
+            key: Some(key.into()),
+            content_type: Some("application/json"),
+            body: b"{}".to_vec(),
+        }
+    }
+}
+
+/// Sends a claim to `base`; `sign` adds a valid edge signature (to talk to the origin directly).
+async fn send_claim(
+    http: &reqwest::Client,
+    base: &str,
+    campaign: &str,
+    r: &ClaimReq,
+    sign: bool,
+) -> Reply {
+    let path = format!("/api/v1/campaigns/{campaign}/claims");
+    let mut req = http.post(format!("{base}{path}")).body(r.body.clone());
+    if let Some(t) = &r.token {
+        req = req.bearer_auth(t);
+    }
+    if let Some(k) = &r.key {
+        req = req.header("idempotency-key", k);
+    }
+    if let Some(ct) = r.content_type {
+        req = req.header("content-type", ct);
+    }
+    if sign {
+        let now = chrono::Utc::now().timestamp();
+        let sig = signature::sign(EDGE_SECRET.as_bytes(), now, "POST", &path, &r.body);
+        req = req.header(EDGE_SIGNATURE_HEADER, sig);
+    }
+    reply(req.send().await.expect("claim request")).await
+}
+
+async fn get(http: &reqwest::Client, url: &str) -> Reply {
+    reply(http.get(url).send().await.expect("GET")).await
+}
+
+fn status_url(base: &str, campaign: &str) -> String {
+    format!("{base}/api/v1/campaigns/{campaign}")
+}
+
+/// Polls the edge's status until its state is `state`; returns how long that took.
+async fn wait_for_state(o: &TestOrigin, e: &Edge, campaign: &str, state: &str) -> Duration {
+    let t0 = Instant::now();
+    loop {
+        let r = get(&o.http, &status_url(&e.url, campaign)).await;
+        if r.json()["state"] == state {
+            return t0.elapsed();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "edge never showed {state}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Sells out `campaign` by claiming its units straight at the origin (signed).
+async fn sell_out_at_origin(o: &TestOrigin, campaign: &str, stock: usize) {
+    for i in 0..stock {
+        let c = unique("direct");
+        let r = send_claim(
+            &o.http,
+            &o.url,
+            campaign,
+            &ClaimReq::good(o, &c, &format!("k{i}")),
+            true,
+        )
+        .await;
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn status_is_fetched_at_most_once_per_ttl_under_concurrent_gets() {
+    let o = origin().await;
+    let c = o.campaign("sale", 5).await;
+    // A long TTL so that the burst fits in one TTL window: exactly one origin fetch.
+    let e = Edge::start(
+        &o.url,
+        EdgeSettings {
+            ttl_ms: 5_000,
+            ..Default::default()
+        },
+    );
+    let before = status_count(&o);
+    let t0 = Instant::now();
+    let replies = join_all((0..200).map(|_| {
+        let (http, url) = (o.http.clone(), status_url(&e.url, &c));
+        tokio::spawn(async move { get(&http, &url).await })
+    }))
+    .await;
+    let burst = t0.elapsed();
+    let fetches = status_count(&o) - before;
+    assert!(burst < Duration::from_millis(5_000), "burst took {burst:?}");
+    assert_eq!(
+        fetches, 1,
+        "200 concurrent GETs made {fetches} origin fetches"
+    );
+    let direct = o.status(&c).await;
+    for r in replies {
+        let r = r.expect("task");
+        assert_eq!((r.status, r.by.as_str()), (200, "edge"));
+        assert_eq!(r.json(), direct);
+        assert!(r.header("flashgate-status-age-ms").is_some());
+        assert!(r.header("age").is_some());
+        assert_eq!(r.header("flashgate-stale"), None);
+    }
+    drop(e);
+
+    // Sustained load for 3 s with a 500 ms TTL: refreshed about every TTL, never more often.
+    let e = Edge::start(
+        &o.url,
+        EdgeSettings {
+            ttl_ms: 500,
+            ..Default::default()
+        },
+    );
+    let before = status_count(&o);
+    let t0 = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..8 {
+        let (http, url) = (o.http.clone(), status_url(&e.url, &c));
+        workers.push(tokio::spawn(async move {
+            let mut n = 0u32;
+            while t0.elapsed() < Duration::from_millis(3_000) {
+                assert_eq!(get(&http, &url).await.status, 200);
+                n += 1;
+            }
+            n
+        }));
+    }
+    let served: u32 = join_all(workers)
+        .await
+        .into_iter()
+        .map(|n| n.unwrap())
+        .sum();
+    let elapsed_ms = t0.elapsed().as_millis() as u64;
+    let fetches = status_count(&o) - before;
+    let most = elapsed_ms / 500 + 1;
+    println!(
+        "sustained: {served} edge GETs in {elapsed_ms} ms, {fetches} origin fetches (bound {most})"
+    );
+    assert!(fetches <= most, "{fetches} fetches in {elapsed_ms} ms");
+    assert!(fetches >= 3, "only {fetches} refreshes in {elapsed_ms} ms");
+    assert!(u64::from(served) > fetches * 5);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claims_win_at_origin_then_sold_out_is_answered_at_the_edge() {
+    let o = origin().await;
+    let stock = 5;
+    let c = o.campaign("sale", stock).await;
+    let e = Edge::start(&o.url, EdgeSettings::default());
+
+    // One customer wins through the edge: the origin answered.
+    let alice = unique("alice");
+    let before = claim_count(&o);
+    let first = send_claim(
+        &o.http,
+        &e.url,
+        &c,
+        &ClaimReq::good(&o, &alice, "k1"),
+        false,
+    )
+    .await;
+    assert_eq!((first.status, first.by.as_str()), (201, "origin"));
+    assert_eq!(first.json()["result"], "claimed");
+    assert_eq!(first.json()["claim"]["customer"], alice.as_str());
+    assert_eq!(claim_count(&o) - before, 1);
+
+    // 60 customers at once for the 4 units left: exactly 4 more winners.
+    let run = unique("cust");
+    let replies: Vec<Reply> = join_all((0..60).map(|i| {
+        let req = ClaimReq::good(&o, &format!("{run}-{i}"), "k");
+        let (http, url, c) = (o.http.clone(), e.url.clone(), c.clone());
+        tokio::spawn(async move { send_claim(&http, &url, &c, &req, false).await })
+    }))
+    .await
+    .into_iter()
+    .map(|r| r.expect("task"))
+    .collect();
+    let won = replies.iter().filter(|r| r.status == 201).count();
+    let sold_out: Vec<&Reply> = replies.iter().filter(|r| r.status == 409).collect();
+    assert_eq!(won, 4, "{replies:?}");
+    assert_eq!(sold_out.len(), 56);
+    assert!(sold_out
+        .iter()
+        .all(|r| r.body == br#"{"result":"sold_out"}"#));
+    assert_eq!(o.claim_rows(&c, &[]).await, stock);
+    assert_eq!(o.remaining(&c).await, 0);
+
+    // The edge learned sold_out from the origin's answers: from now on it answers itself and
+    // the origin receives none of the claims.
+    let before = claim_count(&o);
+    let late: Vec<Reply> = join_all((0..100).map(|i| {
+        let req = ClaimReq::good(&o, &format!("{run}-late-{i}"), "k");
+        let (http, url, c) = (o.http.clone(), e.url.clone(), c.clone());
+        tokio::spawn(async move { send_claim(&http, &url, &c, &req, false).await })
+    }))
+    .await
+    .into_iter()
+    .map(|r| r.expect("task"))
+    .collect();
+    for r in &late {
+        assert_eq!((r.status, r.by.as_str()), (409, "edge"));
+        assert_eq!(r.body, br#"{"result":"sold_out"}"#);
+    }
+    assert_eq!(claim_count(&o) - before, 0);
+    // Status through the edge says sold out too.
+    let st = get(&o.http, &status_url(&e.url, &c)).await;
+    assert_eq!(
+        (st.json()["state"].as_str(), st.json()["remaining"].as_i64()),
+        (Some("sold_out"), Some(0))
+    );
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_restock() {
+    let o = origin().await;
+    let stock = 2;
+    let c = o.campaign("sale", stock as i64).await;
+    let ttl = Duration::from_millis(1_000);
+    let e = Edge::start(&o.url, EdgeSettings::default());
+    // The edge caches "active".
+    let st = get(&o.http, &status_url(&e.url, &c)).await;
+    assert_eq!(st.json()["state"], "active");
+
+    // The campaign sells out at the origin (claims not through this edge).
+    sell_out_at_origin(&o, &c, stock).await;
+    let flip = Instant::now();
+    let seen = wait_for_state(&o, &e, &c, "sold_out").await;
+    println!("sold-out flag reached the edge after {seen:?} (bound: TTL {ttl:?} + one round trip)");
+    assert!(seen <= ttl + Duration::from_millis(500), "took {seen:?}");
+
+    // From then on claims are answered at the edge; the origin receives none of them.
+    assert!(flip.elapsed() <= ttl + Duration::from_millis(600));
+    let before = claim_count(&o);
+    for _ in 0..20 {
+        let r = send_claim(
+            &o.http,
+            &e.url,
+            &c,
+            &ClaimReq::good(&o, &unique("late"), "k"),
+            false,
+        )
+        .await;
+        assert_eq!((r.status, r.by.as_str()), (409, "edge"));
+        assert_eq!(r.body, br#"{"result":"sold_out"}"#);
+    }
+    assert_eq!(claim_count(&o) - before, 0);
+
+    // Units come back (a restock, faked in PostgreSQL and reloaded into the gate as the
+    // origin would): the sold-out state clears at the edge within the bound.
+    sqlx::query("UPDATE campaigns SET stock = stock + 2, remaining = remaining + 2 WHERE id = $1")
+        .bind(&c)
+        .execute(&o.db)
+        .await
+        .expect("restock");
+    let mut redis = o.origin.state.redis.clone();
+    assert!(flashgate_origin::gate::load::load(&o.db, &mut redis, &c)
+        .await
+        .expect("reload gate"));
+    o.origin.state.campaigns.invalidate(&c);
+    o.origin.state.flags.clear(&c);
+    let back = Instant::now();
+    let seen = wait_for_state(&o, &e, &c, "active").await;
+    println!("restock reached the edge after {seen:?}");
+    assert!(seen <= ttl + Duration::from_millis(500), "took {seen:?}");
+    assert!(back.elapsed() < Duration::from_secs(3));
+
+    // Claims flow again: reach the origin and win.
+    let before = claim_count(&o);
+    let r = send_claim(
+        &o.http,
+        &e.url,
+        &c,
+        &ClaimReq::good(&o, &unique("after-restock"), "k"),
+        false,
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.by.as_str()),
+        (201, "origin"),
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+    assert_eq!(claim_count(&o) - before, 1);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn origin_down_gives_503_for_claims_and_stale_status_within_max_stale() {
+    let o = origin().await;
+    let c = o.campaign("sale", 5).await;
+    let e = Edge::start(
+        &o.url,
+        EdgeSettings {
+            ttl_ms: 300,
+            max_stale_ms: 3_000,
+            timeout_ms: 1_000,
+        },
+    );
+    let fresh = get(&o.http, &status_url(&e.url, &c)).await;
+    assert_eq!(fresh.status, 200);
+    let token = o.token(&unique("bob"));
+    let http = o.http.clone();
+    o.stop().await;
+    let stopped = Instant::now();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+
+    // Status: the last known one, marked stale, until max-stale.
+    let stale = get(&http, &status_url(&e.url, &c)).await;
+    assert_eq!((stale.status, stale.by.as_str()), (200, "edge"));
+    assert_eq!(stale.header("flashgate-stale"), Some("1"));
+    assert_eq!(stale.body, fresh.body);
+    let age: u64 = stale
+        .header("flashgate-status-age-ms")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((300..3_000).contains(&age), "age {age}");
+
+    // Claims: 503 with Retry-After, never a made-up answer.
+    let req = ClaimReq {
+        token: Some(token),
+        key: Some("k".into()),
+        content_type: Some("application/json"),
+        body: b"{}".to_vec(),
+    };
+    let r = send_claim(&http, &e.url, &c, &req, false).await;
+    assert_eq!((r.status, r.by.as_str()), (503, "edge"));
+    assert_eq!(r.json()["result"], "unavailable");
+    assert_eq!(r.header("retry-after"), Some("1"));
+
+    // Past max-stale: no status to serve.
+    let wait = Duration::from_millis(3_300).saturating_sub(stopped.elapsed());
+    tokio::time::sleep(wait).await;
+    let gone = get(&http, &status_url(&e.url, &c)).await;
+    assert_eq!((gone.status, gone.by.as_str()), (503, "edge"));
+    assert_eq!(gone.header("retry-after"), Some("1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bad_claims_are_refused_at_the_edge_with_the_origins_bodies() {
+    let o = origin().await;
+    let c = o.campaign("sale", 5).await;
+    let e = Edge::start(&o.url, EdgeSettings::default());
+    let carol = unique("carol");
+    let good = ClaimReq::good(&o, &carol, "k-bad");
+    let expired = {
+        let claims = flashgate_shared::token::CustomerClaims {
+            sub: carol.clone(),
+            exp: chrono::Utc::now().timestamp() - 10,
+            nbf: None,
+        };
+        flashgate_shared::token::mint(
+            &claims,
+            test_config().customer_token_secret.expose().as_bytes(),
+        )
+    };
+    let cases: Vec<(&str, ClaimReq)> = vec![
+        (
+            "no token",
+            ClaimReq {
+                token: None,
+                ..good.clone()
+            },
+        ),
+        (
+            "forged token",
+            ClaimReq {
+                token: Some(o.token(&carol) + "x"),
+                ..good.clone()
+            },
+        ),
+        (
+            "expired token",
+            ClaimReq {
+                token: Some(expired),
+                ..good.clone()
+            },
+        ),
+        (
+            "missing key",
+            ClaimReq {
+                key: None,
+                ..good.clone()
+            },
+        ),
+        (
+            "key too long",
+            ClaimReq {
+                key: Some("k".repeat(256)),
+                ..good.clone()
+            },
+        ),
+        (
+            "bad JSON",
+            ClaimReq {
+                body: b"{".to_vec(),
+                ..good.clone()
+            },
+        ),
+        (
+            "not an object",
+            ClaimReq {
+                body: b"[]".to_vec(),
+                ..good.clone()
+            },
+        ),
+        (
+            "unknown field",
+            ClaimReq {
+                body: br#"{"quantity":1}"#.to_vec(),
+                ..good.clone()
+            },
+        ),
+        (
+            "negative number",
+            ClaimReq {
+                body: br#"{"quantity":-1}"#.to_vec(),
+                ..good.clone()
+            },
+        ),
+        (
+            "huge number",
+            ClaimReq {
+                body: br#"{"quantity":1e999999}"#.to_vec(),
+                ..good.clone()
+            },
+        ),
+        (
+            "huge integer",
+            ClaimReq {
+                body: b"99999999999999999999999999999".to_vec(),
+                ..good.clone()
+            },
+        ),
+        (
+            "oversized body",
+            ClaimReq {
+                body: vec![b' '; 5_000],
+                ..good.clone()
+            },
+        ),
+        (
+            "wrong content type",
+            ClaimReq {
+                content_type: Some("text/plain"),
+                ..good.clone()
+            },
+        ),
+    ];
+    let before = claim_count(&o);
+    let mut at_edge = Vec::new();
+    for (name, req) in &cases {
+        let r = send_claim(&o.http, &e.url, &c, req, false).await;
+        assert_eq!(r.by, "edge", "{name}");
+        assert!((400..500).contains(&r.status), "{name}: {}", r.status);
+        at_edge.push(r);
+    }
+    assert_eq!(claim_count(&o) - before, 0, "the origin saw a bad claim");
+    // The origin gives the same status and the same bytes for each (sent to it signed).
+    for ((name, req), edge) in cases.iter().zip(&at_edge) {
+        let direct = send_claim(&o.http, &o.url, &c, req, true).await;
+        assert_eq!(
+            (edge.status, String::from_utf8_lossy(&edge.body)),
+            (direct.status, String::from_utf8_lossy(&direct.body)),
+            "{name}"
+        );
+    }
+    let by_code: Vec<u16> = at_edge.iter().map(|r| r.status).collect();
+    assert_eq!(
+        by_code,
+        [401, 401, 401, 400, 400, 400, 400, 400, 400, 400, 400, 413, 415]
+    );
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_retried_key_gets_the_origins_identical_first_reply() {
+    let o = origin().await;
+    let c = o.campaign("giveaway", 3).await;
+    let e = Edge::start(&o.url, EdgeSettings::default());
+    let req = ClaimReq::good(&o, &unique("dave"), "retry-1");
+    let before = claim_count(&o);
+    let first = send_claim(&o.http, &e.url, &c, &req, false).await;
+    let again = send_claim(&o.http, &e.url, &c, &req, false).await;
+    assert_eq!((first.status, first.by.as_str()), (201, "origin"));
+    assert_eq!((again.status, again.by.as_str()), (201, "origin"));
+    assert_eq!(first.body, again.body);
+    assert_eq!(claim_count(&o) - before, 2, "both reached the origin");
+    assert_eq!(o.claim_rows(&c, &[]).await, 1);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claims_must_carry_the_edge_signature() {
+    let o = origin().await;
+    let c = o.campaign("sale", 5).await;
+    let req = ClaimReq::good(&o, &unique("eve"), "k-direct");
+    // Straight to the origin without a signature: 403.
+    let r = send_claim(&o.http, &o.url, &c, &req, false).await;
+    assert_eq!((r.status, r.by.as_str()), (403, "origin"));
+    assert_eq!(r.json()["result"], "forbidden");
+    // With a signature under another secret: 403.
+    let path = format!("/api/v1/campaigns/{c}/claims");
+    let now = chrono::Utc::now().timestamp();
+    let forged = signature::sign(b"not-the-secret", now, "POST", &path, b"{}");
+    let r = reply(
+        o.http
+            .post(format!("{}{path}", o.url))
+            .bearer_auth(req.token.as_deref().unwrap())
+            .header("idempotency-key", "k-direct")
+            .header("content-type", "application/json")
+            .header(EDGE_SIGNATURE_HEADER, forged)
+            .body("{}")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, 403);
+    assert_eq!(o.claim_rows(&c, &[]).await, 0);
+    // Through the edge it is signed and wins.
+    let e = Edge::start(&o.url, EdgeSettings::default());
+    let r = send_claim(&o.http, &e.url, &c, &req, false).await;
+    assert_eq!((r.status, r.by.as_str()), (201, "origin"));
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn not_started_is_answered_at_the_edge_only_when_clearly_early() {
+    let o = origin().await;
+    let now = chrono::Utc::now();
+    let fay = unique("fay");
+    let early = unique("early");
+    o.create_campaign(
+        &early,
+        "sale",
+        5,
+        now + chrono::Duration::hours(1),
+        now + chrono::Duration::hours(2),
+        None,
+    )
+    .await;
+    let e = Edge::start(&o.url, EdgeSettings::default());
+    let before = claim_count(&o);
+    let r = send_claim(
+        &o.http,
+        &e.url,
+        &early,
+        &ClaimReq::good(&o, &fay, "k"),
+        false,
+    )
+    .await;
+    assert_eq!((r.status, r.by.as_str()), (409, "edge"));
+    assert_eq!(r.json()["result"], "not_started");
+    assert_eq!(claim_count(&o) - before, 0);
+    // Starting within the skew allowance (1 s < 2 s): the origin's clock decides.
+    let soon = unique("soon");
+    let start = chrono::Utc::now() + chrono::Duration::milliseconds(1_500);
+    o.create_campaign(
+        &soon,
+        "sale",
+        5,
+        start,
+        start + chrono::Duration::hours(1),
+        None,
+    )
+    .await;
+    let r = send_claim(
+        &o.http,
+        &e.url,
+        &soon,
+        &ClaimReq::good(&o, &fay, "k2"),
+        false,
+    )
+    .await;
+    assert_eq!(r.by, "origin", "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["result"], "not_started");
+    // Unknown campaigns: the origin's 404 body, and other API paths pass through.
+    let nf = get(&o.http, &status_url(&e.url, "no-such-campaign")).await;
+    let direct = get(&o.http, &status_url(&o.url, "no-such-campaign")).await;
+    assert_eq!((nf.status, &nf.body), (404, &direct.body));
+    let mine = reply(
+        o.http
+            .get(format!("{}/api/v1/campaigns/{early}/claims/mine", e.url))
+            .bearer_auth(o.token(&fay))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((mine.status, mine.by.as_str()), (404, "origin"));
+    o.stop().await;
+}
