@@ -6,48 +6,15 @@
 //! The worker is built once per run (`edge_tools_install` + `edge_build` of
 //! scripts/lib/edge.sh) unless `FLASHGATE_EDGE_PREBUILT=1` says a caller already built it.
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use flashgate_shared::{signature, ANSWERED_BY_HEADER, EDGE_SIGNATURE_HEADER};
-use flashgate_tests::support::{test_config, unique, TestOrigin};
+use flashgate_tests::support::{test_config, unique, TestEdge, TestOrigin};
 use futures::future::join_all;
 use serde_json::Value;
 
 const EDGE_SECRET: &str = "test-edge-secret";
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("repo root")
-        .to_path_buf()
-}
-
-/// Builds the worker once per test binary.
-fn ensure_built() {
-    static BUILT: Mutex<bool> = Mutex::new(false);
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if *built {
-        return;
-    }
-    if std::env::var("FLASHGATE_EDGE_PREBUILT").as_deref() != Ok("1") {
-        let status = Command::new("bash")
-            .arg("-c")
-            .arg(". scripts/lib/edge.sh && edge_tools_install && edge_build")
-            .current_dir(repo_root())
-            .status()
-            .expect("run bash");
-        assert!(status.success(), "edge_build failed");
-    }
-    assert!(
-        repo_root().join("edge-worker/build/index.js").exists(),
-        "edge-worker/build/index.js missing: run `. scripts/lib/edge.sh && edge_build`"
-    );
-    *built = true;
-}
 
 /// Settings of one edge.
 struct EdgeSettings {
@@ -66,71 +33,18 @@ impl Default for EdgeSettings {
     }
 }
 
-/// Miniflare running the built worker; stopped (SIGTERM, so workerd goes too) on drop.
-struct Edge {
-    child: Child,
-    url: String,
-}
-
-impl Edge {
-    fn start(origin_url: &str, s: EdgeSettings) -> Edge {
-        ensure_built();
-        let url_file = std::env::temp_dir().join(format!("{}.url", unique("edge")));
-        let child = Command::new("node")
-            .arg(repo_root().join("edge-worker/run-miniflare.mjs"))
-            .env("EDGE_PORT", "0")
-            .env("EDGE_URL_FILE", &url_file)
-            .env("FLASHGATE_ORIGIN_URL", origin_url)
-            .env("FLASHGATE_STATUS_TTL_MS", s.ttl_ms.to_string())
-            .env("FLASHGATE_STATUS_MAX_STALE_MS", s.max_stale_ms.to_string())
-            .env("FLASHGATE_ORIGIN_TIMEOUT_MS", s.timeout_ms.to_string())
-            .env("FLASHGATE_NOT_STARTED_SKEW_MS", "2000")
-            .env(
-                "FLASHGATE_CUSTOMER_TOKEN_SECRET",
-                test_config().customer_token_secret.expose(),
-            )
-            .env("FLASHGATE_EDGE_SECRET", EDGE_SECRET)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start node run-miniflare.mjs");
-        let mut edge = Edge {
-            child,
-            url: String::new(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(u) = std::fs::read_to_string(&url_file) {
-                if !u.trim().is_empty() {
-                    edge.url = u.trim().to_string();
-                    let _ = std::fs::remove_file(&url_file);
-                    return edge;
-                }
-            }
-            if let Ok(Some(st)) = edge.child.try_wait() {
-                panic!("miniflare exited: {st}");
-            }
-            assert!(Instant::now() < deadline, "miniflare did not start in 30 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Edge {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
-        for _ in 0..50 {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The built worker in workerd in front of `origin_url`, signing with [`EDGE_SECRET`].
+fn edge(origin_url: &str, s: EdgeSettings) -> TestEdge {
+    TestEdge::start(
+        origin_url,
+        &[
+            ("FLASHGATE_STATUS_TTL_MS", s.ttl_ms.to_string()),
+            ("FLASHGATE_STATUS_MAX_STALE_MS", s.max_stale_ms.to_string()),
+            ("FLASHGATE_ORIGIN_TIMEOUT_MS", s.timeout_ms.to_string()),
+            ("FLASHGATE_NOT_STARTED_SKEW_MS", "2000".into()),
+            ("FLASHGATE_EDGE_SECRET", EDGE_SECRET.into()),
+        ],
+    )
 }
 
 /// An origin with the edge secret configured (it refuses unsigned claims).
@@ -247,7 +161,7 @@ fn status_url(base: &str, campaign: &str) -> String {
 }
 
 /// Polls the edge's status until its state is `state`; returns how long that took.
-async fn wait_for_state(o: &TestOrigin, e: &Edge, campaign: &str, state: &str) -> Duration {
+async fn wait_for_state(o: &TestOrigin, e: &TestEdge, campaign: &str, state: &str) -> Duration {
     let t0 = Instant::now();
     loop {
         let r = get(&o.http, &status_url(&e.url, campaign)).await;
@@ -284,7 +198,7 @@ async fn status_is_fetched_at_most_once_per_ttl_under_concurrent_gets() {
     let o = origin().await;
     let c = o.campaign("sale", 5).await;
     // A long TTL so that the burst fits in one TTL window: exactly one origin fetch.
-    let e = Edge::start(
+    let e = edge(
         &o.url,
         EdgeSettings {
             ttl_ms: 5_000,
@@ -317,7 +231,7 @@ async fn status_is_fetched_at_most_once_per_ttl_under_concurrent_gets() {
     drop(e);
 
     // Sustained load for 3 s with a 500 ms TTL: refreshed about every TTL, never more often.
-    let e = Edge::start(
+    let e = edge(
         &o.url,
         EdgeSettings {
             ttl_ms: 500,
@@ -360,7 +274,7 @@ async fn claims_win_at_origin_then_sold_out_is_answered_at_the_edge() {
     let o = origin().await;
     let stock = 5;
     let c = o.campaign("sale", stock).await;
-    let e = Edge::start(&o.url, EdgeSettings::default());
+    let e = edge(&o.url, EdgeSettings::default());
 
     // One customer wins through the edge: the origin answered.
     let alice = unique("alice");
@@ -431,7 +345,7 @@ async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_rest
     let stock = 2;
     let c = o.campaign("sale", stock as i64).await;
     let ttl = Duration::from_millis(1_000);
-    let e = Edge::start(&o.url, EdgeSettings::default());
+    let e = edge(&o.url, EdgeSettings::default());
     // The edge caches "active".
     let st = get(&o.http, &status_url(&e.url, &c)).await;
     assert_eq!(st.json()["state"], "active");
@@ -460,19 +374,12 @@ async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_rest
     }
     assert_eq!(claim_count(&o) - before, 0);
 
-    // Units come back (a restock, faked in PostgreSQL and reloaded into the gate as the
-    // origin would): the sold-out state clears at the edge within the bound.
-    sqlx::query("UPDATE campaigns SET stock = stock + 2, remaining = remaining + 2 WHERE id = $1")
-        .bind(&c)
-        .execute(&o.db)
-        .await
-        .expect("restock");
-    let mut redis = o.origin.state.redis.clone();
-    assert!(flashgate_origin::gate::load::load(&o.db, &mut redis, &c)
-        .await
-        .expect("reload gate"));
-    o.origin.state.campaigns.invalidate(&c);
-    o.origin.state.flags.clear(&c);
+    // Units come back (a restock through the admin API): the sold-out state clears at the
+    // edge within the bound.
+    let (code, body) = o
+        .change(&c, serde_json::json!({"action": "restock", "add": 2}))
+        .await;
+    assert_eq!(code, 200, "{body}");
     let back = Instant::now();
     let seen = wait_for_state(&o, &e, &c, "active").await;
     println!("restock reached the edge after {seen:?}");
@@ -503,7 +410,7 @@ async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_rest
 async fn origin_down_gives_503_for_claims_and_stale_status_within_max_stale() {
     let o = origin().await;
     let c = o.campaign("sale", 5).await;
-    let e = Edge::start(
+    let e = edge(
         &o.url,
         EdgeSettings {
             ttl_ms: 300,
@@ -555,7 +462,7 @@ async fn origin_down_gives_503_for_claims_and_stale_status_within_max_stale() {
 async fn bad_claims_are_refused_at_the_edge_with_the_origins_bodies() {
     let o = origin().await;
     let c = o.campaign("sale", 5).await;
-    let e = Edge::start(&o.url, EdgeSettings::default());
+    let e = edge(&o.url, EdgeSettings::default());
     let carol = unique("carol");
     let good = ClaimReq::good(&o, &carol, "k-bad");
     let expired = {
@@ -692,7 +599,7 @@ async fn bad_claims_are_refused_at_the_edge_with_the_origins_bodies() {
 async fn a_retried_key_gets_the_origins_identical_first_reply() {
     let o = origin().await;
     let c = o.campaign("giveaway", 3).await;
-    let e = Edge::start(&o.url, EdgeSettings::default());
+    let e = edge(&o.url, EdgeSettings::default());
     let req = ClaimReq::good(&o, &unique("dave"), "retry-1");
     let before = claim_count(&o);
     let first = send_claim(&o.http, &e.url, &c, &req, false).await;
@@ -734,7 +641,7 @@ async fn claims_must_carry_the_edge_signature() {
     assert_eq!(r.status, 403);
     assert_eq!(o.claim_rows(&c, &[]).await, 0);
     // Through the edge it is signed and wins.
-    let e = Edge::start(&o.url, EdgeSettings::default());
+    let e = edge(&o.url, EdgeSettings::default());
     let r = send_claim(&o.http, &e.url, &c, &req, false).await;
     assert_eq!((r.status, r.by.as_str()), (201, "origin"));
     o.stop().await;
@@ -755,7 +662,7 @@ async fn not_started_is_answered_at_the_edge_only_when_clearly_early() {
         None,
     )
     .await;
-    let e = Edge::start(&o.url, EdgeSettings::default());
+    let e = edge(&o.url, EdgeSettings::default());
     let before = claim_count(&o);
     let r = send_claim(
         &o.http,
