@@ -51,9 +51,41 @@ pub fn start(state: &AppState, stop: watch::Receiver<bool>) {
                     if let Err(e) = crate::claims::lifecycle::sweep(&s).await {
                         tracing::warn!(error = %e, "hold expiry sweep failed");
                     }
-                    // Coupon-code uses not confirmed in time (issue 6).
-                    if let Err(e) = crate::coupons::service::sweep(&s).await {
-                        tracing::warn!(error = %e, "coupon use sweep failed");
+                }
+                _ = stopped(&mut rx) => return,
+            }
+        }
+    });
+    // Coupon-code uses not confirmed in time (issue 6), on a loop of its own so that neither
+    // sweeper waits for the other.
+    let every = Duration::from_millis(state.config.sweep_interval_ms.max(1));
+    spawn_every(state, &stop, every, "coupon use sweep", |s| async move {
+        crate::coupons::service::sweep(&s).await
+    });
+}
+
+/// Runs `task` every `every` until the stop signal, logging its failures as `what failed`.
+/// A run that overruns delays the next one (no burst of catch-up runs).
+pub fn spawn_every<F, Fut>(
+    state: &AppState,
+    stop: &watch::Receiver<bool>,
+    every: Duration,
+    what: &'static str,
+    task: F,
+) where
+    F: Fn(AppState) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = anyhow::Result<usize>> + Send,
+{
+    let s = state.clone();
+    let mut rx = stop.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    if let Err(e) = task(s.clone()).await {
+                        tracing::warn!(error = %e, "{what} failed");
                     }
                 }
                 _ = stopped(&mut rx) => return,

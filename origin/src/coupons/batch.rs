@@ -2,13 +2,12 @@
 //! 32-symbol alphabet, drawn from a CSPRNG ([`crate::coupon::draw_code`]), each valid once,
 //! saved in bulk with PostgreSQL `COPY`.
 //!
-//! Repeats: a repeat inside the batch is redrawn before saving (a set of the drawn codes); a
+//! Repeats: a repeat inside the batch is redrawn before saving (found by sorting); a
 //! repeat of a code already stored makes the primary key refuse the `COPY`, which is then
 //! undone (savepoint) and the batch saved by multi-row `INSERT … ON CONFLICT DO NOTHING`,
 //! redrawing each refused code until all `count` are stored. At 2^60 codes a repeat is about
 //! one in a million batches of a million, so the fast path is the rule.
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use flashgate_shared::code::GENERATED_LEN;
@@ -21,6 +20,36 @@ const COPY_CHUNK_BYTES: usize = 1 << 20;
 /// Codes per `INSERT` of the slow path.
 const INSERT_CHUNK: usize = 10_000;
 
+/// A generated code as its 12 ASCII bytes.
+type Code = [u8; GENERATED_LEN];
+
+/// Draws codes until `all` (sorted, without repeats) holds `target`; returns the codes added,
+/// sorted. A draw that repeats a code of `all` or of this call is dropped and counted in
+/// `redrawn`.
+fn top_up(
+    all: &mut Vec<Code>,
+    target: usize,
+    draw: &mut (dyn FnMut() -> String + Send),
+    redrawn: &mut u64,
+) -> Vec<Code> {
+    let mut added: Vec<Code> = Vec::new();
+    while all.len() + added.len() < target {
+        let need = target - all.len() - added.len();
+        let mut drawn: Vec<Code> = (0..need)
+            .filter_map(|_| Code::try_from(draw().as_bytes()).ok())
+            .collect();
+        drawn.sort_unstable();
+        drawn.dedup();
+        drawn.retain(|c| all.binary_search(c).is_err() && added.binary_search(c).is_err());
+        *redrawn += (need - drawn.len()) as u64;
+        added.extend_from_slice(&drawn);
+        added.sort_unstable();
+    }
+    all.extend_from_slice(&added);
+    all.sort_unstable();
+    added
+}
+
 /// A saved batch.
 #[derive(Debug, Clone)]
 pub struct Batch {
@@ -30,6 +59,8 @@ pub struct Batch {
     pub count: i64,
     /// Codes drawn again because they repeated one already drawn or stored.
     pub redrawn: u64,
+    /// Drawing, dropping repeats and sorting, before the first row is sent.
+    pub drawn_in: Duration,
     /// Drawing and saving, end to end.
     pub took: Duration,
 }
@@ -48,6 +79,14 @@ pub async fn generate_with(
     draw: &mut (dyn FnMut() -> String + Send),
 ) -> Result<Batch, sqlx::Error> {
     let started = Instant::now();
+    let mut redrawn = 0u64;
+    // In key order, the primary key's B-tree is filled left to right instead of at random
+    // pages (measured: several times faster for a million rows). The codes stay random; only
+    // the order of saving changes. Sorting also finds repeats inside the batch.
+    let mut codes: Vec<Code> = Vec::with_capacity(count);
+    top_up(&mut codes, count, draw, &mut redrawn);
+    let drawn_in = started.elapsed();
+
     let id = format!("b_{}", uuid::Uuid::now_v7().simple());
     let mut tx = db.begin().await?;
     let rules_id = store::insert_rules(&mut tx, rules).await?;
@@ -57,25 +96,6 @@ pub async fn generate_with(
         .bind(count as i64)
         .execute(&mut *tx)
         .await?;
-
-    let mut seen: HashSet<[u8; GENERATED_LEN]> = HashSet::with_capacity(count);
-    let mut redrawn = 0u64;
-    let mut fresh = |n: usize, seen: &mut HashSet<[u8; GENERATED_LEN]>, redrawn: &mut u64| {
-        let mut out = Vec::with_capacity(n);
-        while out.len() < n {
-            let code = draw();
-            let Ok(bytes) = <[u8; GENERATED_LEN]>::try_from(code.as_bytes()) else {
-                continue;
-            };
-            if seen.insert(bytes) {
-                out.push(code);
-            } else {
-                *redrawn += 1;
-            }
-        }
-        out
-    };
-    let codes = fresh(count, &mut seen, &mut redrawn);
 
     let suffix = format!("\t{rules_id}\t1\n");
     let copied = {
@@ -87,7 +107,7 @@ pub async fn generate_with(
                 .await?;
             let mut buf = Vec::with_capacity(COPY_CHUNK_BYTES + 64);
             for code in &codes {
-                buf.extend_from_slice(code.as_bytes());
+                buf.extend_from_slice(code);
                 buf.extend_from_slice(suffix.as_bytes());
                 if buf.len() >= COPY_CHUNK_BYTES {
                     copy.send(buf.as_slice()).await?;
@@ -114,15 +134,19 @@ pub async fn generate_with(
     };
     if !copied {
         // Some code is stored already: insert with ON CONFLICT, redraw the refused ones.
-        let mut todo = codes;
+        let mut todo = codes.clone();
         while !todo.is_empty() {
             let mut refused = 0usize;
             for chunk in todo.chunks(INSERT_CHUNK) {
+                let texts: Vec<&str> = chunk
+                    .iter()
+                    .map(|c| std::str::from_utf8(c).unwrap_or_default())
+                    .collect();
                 let inserted = sqlx::query(
                     "INSERT INTO coupon_codes (code, rules_id, uses_left)
                      SELECT unnest($1::text[]), $2, 1 ON CONFLICT (code) DO NOTHING",
                 )
-                .bind(chunk)
+                .bind(&texts)
                 .bind(rules_id)
                 .execute(&mut *tx)
                 .await?
@@ -130,7 +154,9 @@ pub async fn generate_with(
                 refused += chunk.len() - inserted;
             }
             redrawn += refused as u64;
-            todo = fresh(refused, &mut seen, &mut redrawn);
+            // The refused codes stay in `codes`, so they are never drawn again.
+            let target = codes.len() + refused;
+            todo = top_up(&mut codes, target, draw, &mut redrawn);
         }
     }
     tx.commit().await?;
@@ -139,6 +165,7 @@ pub async fn generate_with(
         rules_id,
         count: count as i64,
         redrawn,
+        drawn_in,
         took: started.elapsed(),
     })
 }
