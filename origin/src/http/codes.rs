@@ -5,7 +5,10 @@
 //!   422 `{"result":"not_applicable","reason":…}`; 404 `{"result":"invalid_code"}`.
 //! - `POST /api/v1/codes/{code}/use` `{"order":"o81","cart_total":6000}` + `Idempotency-Key` →
 //!   201 `{"use":"u_…","discount":600,"total":5400,"held_until":"…"}`; 409
-//!   `{"result":"used_up"}` / `{"result":"already_used"}`; 422 `not_applicable`; 404.
+//!   `{"result":"used_up"}` / `{"result":"already_used"}`; 422 `not_applicable`; 404. A retry
+//!   with the same key gets the first reply byte for byte; while the first request with the key
+//!   is still running, 409 `conflict`; the key with another code or body, 422
+//!   `idempotency_key_reused`.
 //!
 //! Payment service (service token):
 //! - `POST /api/v1/uses/{id}/confirm` → 200 `{"use","code","status":"used"}`; 409 `use_released`.
