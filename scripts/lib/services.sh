@@ -113,8 +113,22 @@ _svc_redis_start_own() {
   fg_die "Redis on port $port does not answer; log: $state/redis.log"
 }
 
+# _svc_pg_recreate_db URL: drops and creates the database named in URL (only used for a
+# database these scripts named themselves).
+_svc_pg_recreate_db() {
+  local url="$1" db maint
+  db="${url##*/}"; db="${db%%\?*}"
+  [[ "$db" =~ ^flashgate_[a-z0-9_]+$ ]] || fg_die "refusing to recreate database '$db'"
+  maint="${url%/*}/postgres"
+  fg_log "recreating database $db (fresh for this run)"
+  psql "$maint" -qc "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" >&2 || fg_die "DROP DATABASE $db failed"
+}
+
+# services_up STATE DB [FRESH]: FRESH=1 starts from an empty database DB and an empty Redis
+# database (index $FLASHGATE_REDIS_DB) when the scripts chose them, i.e. not for
+# DATABASE_URL / REDIS_URL given by the caller.
 services_up() {
-  local state="$1" db="$2" pg_from redis_from
+  local state="$1" db="$2" fresh="${3:-0}" pg_from redis_from redis_db="${FLASHGATE_REDIS_DB:-0}"
   mkdir -p "$state"
   fg_need_cmd psql postgresql-client
   if [ -n "${DATABASE_URL:-}" ]; then
@@ -124,14 +138,24 @@ services_up() {
   else
     DATABASE_URL="$(_svc_pg_start_own "$state" "$db")"; pg_from="throwaway PostgreSQL"
   fi
+  if [ "$fresh" = 1 ] && [ "$pg_from" != "DATABASE_URL" ]; then
+    _svc_pg_recreate_db "$DATABASE_URL"
+  fi
   _svc_pg_ensure_db "$DATABASE_URL"
   if [ -n "${REDIS_URL:-}" ]; then
     redis_from="REDIS_URL"
     _svc_redis_ok "$REDIS_URL" || fg_die "Redis at REDIS_URL does not answer PING"
-  elif _svc_redis_ok "redis://127.0.0.1:6379"; then
-    REDIS_URL="redis://127.0.0.1:6379"; redis_from="this machine's Redis"
   else
-    REDIS_URL="$(_svc_redis_start_own "$state")"; redis_from="throwaway Redis"
+    if _svc_redis_ok "redis://127.0.0.1:6379"; then
+      REDIS_URL="redis://127.0.0.1:6379/$redis_db"; redis_from="this machine's Redis"
+    else
+      REDIS_URL="$(_svc_redis_start_own "$state")/$redis_db"; redis_from="throwaway Redis"
+    fi
+    if [ "$fresh" = 1 ]; then
+      fg_need_cmd redis-cli redis-tools
+      fg_log "emptying Redis database $redis_db (fresh for this run)"
+      redis-cli -u "$REDIS_URL" flushdb >/dev/null || fg_die "FLUSHDB on $REDIS_URL failed"
+    fi
   fi
   export DATABASE_URL REDIS_URL
   printf 'DATABASE_URL=%s\nREDIS_URL=%s\n' "$DATABASE_URL" "$REDIS_URL" >"$state/services.env"
