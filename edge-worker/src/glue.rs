@@ -333,7 +333,7 @@ async fn claim(
     id: &str,
     url: &worker::Url,
 ) -> Result<Response> {
-    let headers = req.headers().clone();
+    let headers = req.headers();
     let authorization = headers.get("authorization")?;
     let key = headers.get(IDEMPOTENCY_KEY_HEADER)?;
     let content_length = headers.get("content-length")?;

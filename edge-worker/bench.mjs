@@ -1,0 +1,44 @@
+// Load phases of scripts/bench-edge: drives HTTP load with autocannon and prints one JSON line
+// per phase. Usage:
+//   node bench.mjs PHASE_JSON
+// where PHASE_JSON is {"name", "url", "method", "headers", "body", "expectStatus",
+// "expectBody", "connections", "seconds"}. Before the load, one request checks that the
+// answer has the expected status, body and `flashgate-answered-by: edge`; the phase fails
+// (exit 1) when it does not, or when any answer under load has another status.
+import autocannon from "autocannon";
+
+const phase = JSON.parse(process.argv[2]);
+const init = { method: phase.method || "GET", headers: phase.headers || {}, body: phase.body };
+
+const probe = await fetch(phase.url, init);
+const probeBody = await probe.text();
+const by = probe.headers.get("flashgate-answered-by");
+if (probe.status !== phase.expectStatus || by !== "edge" || (phase.expectBody && probeBody !== phase.expectBody)) {
+  console.error(`${phase.name}: probe got ${probe.status} answered-by=${by} body=${probeBody}`);
+  process.exit(1);
+}
+
+const result = await autocannon({
+  url: phase.url,
+  method: init.method,
+  headers: init.headers,
+  body: init.body,
+  connections: phase.connections,
+  duration: phase.seconds,
+});
+const total = result.requests.total;
+const expected = phase.expectStatus >= 400 && phase.expectStatus < 500 ? result["4xx"] : result["2xx"];
+const out = {
+  name: phase.name,
+  requests: total,
+  rps: Math.round(result.requests.average),
+  p50_ms: result.latency.p50,
+  p99_ms: result.latency.p99,
+  expected_status: expected,
+  errors: result.errors + result.timeouts,
+};
+console.log(JSON.stringify(out));
+if (expected !== total || out.errors > 0) {
+  console.error(`${phase.name}: ${total - expected} answers with another status, ${out.errors} errors`);
+  process.exit(1);
+}
