@@ -24,41 +24,19 @@ const RECONCILE_EVERY: Duration = Duration::from_secs(5);
 
 /// Starts the background tasks.
 pub fn start(state: &AppState, stop: watch::Receiver<bool>) {
-    let s = state.clone();
-    let mut rx = stop.clone();
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(RECONCILE_EVERY);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {
-                    if let Err(e) = settle_stale_takes(&s).await {
-                        tracing::warn!(error = %e, "settling stale takes failed");
-                    }
-                }
-                _ = stopped(&mut rx) => return,
-            }
-        }
-    });
-    let s = state.clone();
-    let mut rx = stop.clone();
-    tokio::spawn(async move {
-        let every = Duration::from_millis(s.config.sweep_interval_ms.max(1));
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {
-                    if let Err(e) = crate::claims::lifecycle::sweep(&s).await {
-                        tracing::warn!(error = %e, "hold expiry sweep failed");
-                    }
-                }
-                _ = stopped(&mut rx) => return,
-            }
-        }
-    });
-    // Coupon-code uses not confirmed in time (issue 6), on a loop of its own so that neither
-    // sweeper waits for the other.
+    spawn_every(
+        state,
+        &stop,
+        RECONCILE_EVERY,
+        "settling stale takes",
+        |s| async move { settle_stale_takes(&s).await },
+    );
+    // The hold sweeper and the coupon-use sweeper run on loops of their own, so that neither
+    // waits for the other.
     let every = Duration::from_millis(state.config.sweep_interval_ms.max(1));
+    spawn_every(state, &stop, every, "hold expiry sweep", |s| async move {
+        crate::claims::lifecycle::sweep(&s).await
+    });
     spawn_every(state, &stop, every, "coupon use sweep", |s| async move {
         crate::coupons::service::sweep(&s).await
     });
@@ -99,7 +77,9 @@ pub async fn stopped(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|stop| *stop).await;
 }
 
-async fn settle_stale_takes(state: &AppState) -> anyhow::Result<()> {
+/// Settles takes pending longer than [`STALE_TAKE_MS`]; returns how many.
+async fn settle_stale_takes(state: &AppState) -> anyhow::Result<usize> {
+    let mut settled = 0;
     let mut redis = state.redis.clone();
     let cutoff = chrono::Utc::now().timestamp_millis() - STALE_TAKE_MS;
     for c in crate::campaigns::store::live(&state.db).await? {
@@ -123,7 +103,8 @@ async fn settle_stale_takes(state: &AppState) -> anyhow::Result<()> {
                 }
             }
             tracing::info!(campaign = %c.id, %customer, "settled a stale take");
+            settled += 1;
         }
     }
-    Ok(())
+    Ok(settled)
 }

@@ -5,7 +5,7 @@ use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{codes, is_valid_slug, parse_claim_body, ClaimReply};
-use flashgate_shared::{idempotency, IDEMPOTENCY_KEY_HEADER, MAX_CLAIM_BODY_BYTES};
+use flashgate_shared::MAX_CLAIM_BODY_BYTES;
 
 use super::extract;
 use crate::claims::{service, store};
@@ -37,17 +37,7 @@ pub async fn create(
     )?;
     extract::require_json(&headers)?;
     let customer = extract::customer(&headers, &state.config.customer_token_secret)?;
-    let key = headers
-        .get(IDEMPOTENCY_KEY_HEADER)
-        .map(|v| v.as_bytes())
-        .filter(|k| idempotency::is_valid_key(k))
-        .ok_or_else(|| {
-            ApiError::BadRequest(
-                codes::INVALID_IDEMPOTENCY_KEY,
-                "Idempotency-Key must be 1 to 255 visible ASCII characters".into(),
-            )
-        })?;
-    let key = String::from_utf8_lossy(key).into_owned();
+    let key = extract::idempotency_key(&headers)?;
     parse_claim_body(&body).map_err(|e| ApiError::BadRequest(codes::INVALID_JSON, e.message))?;
     if !is_valid_slug(&campaign) {
         return Err(ApiError::NotFound(format!("no campaign {campaign}")));

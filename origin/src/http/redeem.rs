@@ -10,7 +10,7 @@ use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{codes, is_visible_ascii, RedeemRequest, MAX_REASON_LEN};
-use flashgate_shared::{code, idempotency, IDEMPOTENCY_KEY_HEADER};
+use flashgate_shared::code;
 
 use super::{extract, holds};
 use crate::claims::lifecycle::{self, Redeem};
@@ -36,17 +36,7 @@ pub async fn redeem(
     body: Body,
 ) -> ApiResult<Response> {
     extract::require_token(&headers, &state.config.service_token, "redeem")?;
-    let key = headers
-        .get(IDEMPOTENCY_KEY_HEADER)
-        .map(|v| v.as_bytes())
-        .filter(|k| idempotency::is_valid_key(k))
-        .ok_or_else(|| {
-            ApiError::BadRequest(
-                codes::INVALID_IDEMPOTENCY_KEY,
-                "Idempotency-Key must be 1 to 255 visible ASCII characters".into(),
-            )
-        })?;
-    let key = String::from_utf8_lossy(key).into_owned();
+    let key = extract::idempotency_key(&headers)?;
     let code = coupon_code(&raw)?;
     let req: RedeemRequest = holds::optional_json(&headers, body).await?;
     let actor = match &req.store {
