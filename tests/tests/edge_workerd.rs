@@ -713,3 +713,44 @@ async fn not_started_is_answered_at_the_edge_only_when_clearly_early() {
     assert_eq!((mine.status, mine.by.as_str()), (404, "origin"));
     o.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_origin_that_never_answers_gives_503_after_the_timeout() {
+    // An "origin" that accepts connections and never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let held = tokio::spawn(async move {
+        let mut conns = Vec::new();
+        while let Ok((sock, _)) = listener.accept().await {
+            conns.push(sock);
+        }
+    });
+    let e = edge(
+        &format!("http://{addr}"),
+        EdgeSettings {
+            timeout_ms: 500,
+            ..Default::default()
+        },
+    );
+    let o_config = test_config();
+    let token = flashgate_tests::support::token_for(&o_config, &unique("gil"));
+    let http = reqwest::Client::new();
+    let req = ClaimReq {
+        token: Some(token),
+        key: Some("k".into()),
+        content_type: Some("application/json"),
+        body: b"{}".to_vec(),
+    };
+    let t0 = Instant::now();
+    let r = send_claim(&http, &e.url, "hanging", &req, false).await;
+    let took = t0.elapsed();
+    assert_eq!((r.status, r.by.as_str()), (503, "edge"));
+    assert_eq!(r.json()["result"], "unavailable");
+    assert_eq!(r.header("retry-after"), Some("1"));
+    // The status refresh and the forward each wait at most the timeout.
+    assert!(took >= Duration::from_millis(500), "{took:?}");
+    assert!(took < Duration::from_millis(2_500), "{took:?}");
+    let st = get(&http, &status_url(&e.url, "hanging")).await;
+    assert_eq!((st.status, st.by.as_str()), (503, "edge"));
+    held.abort();
+}
