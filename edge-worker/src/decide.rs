@@ -185,6 +185,62 @@ fn is_json_media_type(value: Option<&str>) -> bool {
         .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
 }
 
+/// Customer tokens this isolate has verified, so that a customer's retries (a stampede is
+/// mostly retries and double taps) skip the HMAC and the JSON parsing. A hit is only the very
+/// same token string whose signature was checked under this secret; its `exp` and `nbf` are
+/// checked again on every use. Holds at most `capacity` tokens and starts over when full.
+#[derive(Debug, Default)]
+pub struct TokenCache {
+    verified: std::collections::HashMap<String, token::CustomerClaims>,
+    capacity: usize,
+}
+
+impl TokenCache {
+    /// An empty cache holding at most `capacity` tokens (0 disables it).
+    pub fn new(capacity: usize) -> Self {
+        TokenCache {
+            verified: std::collections::HashMap::new(),
+            capacity,
+        }
+    }
+
+    /// Same result as [`token::verify`] for the same token, secret and clock.
+    pub fn verify(
+        &mut self,
+        tok: &str,
+        secret: &[u8],
+        now_unix: i64,
+    ) -> Result<String, token::TokenError> {
+        if let Some(c) = self.verified.get(tok) {
+            if now_unix >= c.exp {
+                return Err(token::TokenError::Expired);
+            }
+            if c.nbf.is_some_and(|nbf| now_unix < nbf) {
+                return Err(token::TokenError::NotYetValid);
+            }
+            return Ok(c.sub.clone());
+        }
+        let claims = token::verify(tok, secret, now_unix)?;
+        if self.capacity > 0 {
+            if self.verified.len() >= self.capacity {
+                self.verified.clear();
+            }
+            self.verified.insert(tok.to_string(), claims.clone());
+        }
+        Ok(claims.sub)
+    }
+
+    /// Number of tokens held.
+    pub fn len(&self) -> usize {
+        self.verified.len()
+    }
+
+    /// True when no token is held.
+    pub fn is_empty(&self) -> bool {
+        self.verified.is_empty()
+    }
+}
+
 /// Checks a claim request in the origin's order — body size (413), `Content-Type` (415),
 /// customer token (401), idempotency key (400), JSON body `{}` (400) — and returns the
 /// customer id (the token's `sub`) or the origin's 4xx answer, byte for byte. `now_unix` is
@@ -192,6 +248,7 @@ fn is_json_media_type(value: Option<&str>) -> bool {
 /// content type; the edge adds it.)
 pub fn check_claim(
     input: &ClaimInput<'_>,
+    tokens: &mut TokenCache,
     token_secret: &[u8],
     now_unix: i64,
 ) -> Result<String, Answer> {
@@ -221,7 +278,8 @@ pub fn check_claim(
             "Authorization must be 'Bearer <token>'",
         ));
     };
-    let claims = token::verify(tok, token_secret, now_unix)
+    let customer = tokens
+        .verify(tok, token_secret, now_unix)
         .map_err(|e| Answer::error(401, codes::UNAUTHORIZED, e.message()))?;
     if !input.idempotency_key.is_some_and(idempotency::is_valid_key) {
         return Err(Answer::error(
@@ -231,7 +289,7 @@ pub fn check_claim(
         ));
     }
     parse_claim_body(body).map_err(|e| Answer::error(400, codes::INVALID_JSON, &e.message))?;
-    Ok(claims.sub)
+    Ok(customer)
 }
 
 /// The sold-out gate's verdict for a checked claim.
@@ -349,7 +407,12 @@ mod tests {
     #[test]
     fn accepts_a_good_claim() {
         let a = tok(NOW + 60);
-        let r = check_claim(&input(Some(&a), Some(b"k-1"), b"{}"), SECRET, NOW);
+        let r = check_claim(
+            &input(Some(&a), Some(b"k-1"), b"{}"),
+            &mut TokenCache::new(8),
+            SECRET,
+            NOW,
+        );
         assert_eq!(r, Ok("cust-7".to_string()));
     }
 
@@ -415,10 +478,49 @@ mod tests {
         cases.push((plain, 415, "unsupported_media_type"));
         cases.push((none, 415, "unsupported_media_type"));
         for (i, (inp, status, code)) in cases.into_iter().enumerate() {
-            let a = check_claim(&inp, SECRET, NOW).unwrap_err();
+            let a = check_claim(&inp, &mut TokenCache::new(8), SECRET, NOW).unwrap_err();
             let body: ErrorBody = serde_json::from_str(&a.body).unwrap();
             assert_eq!((a.status, body.result.as_str()), (status, code), "case {i}");
         }
+    }
+
+    #[test]
+    fn token_cache_gives_the_same_results_as_verify() {
+        let mut cache = TokenCache::new(2);
+        let c = |exp, nbf| CustomerClaims {
+            sub: "cust-7".into(),
+            exp,
+            nbf,
+        };
+        let live = mint(&c(NOW + 60, None), SECRET);
+        let later = mint(&c(NOW + 60, Some(NOW + 30)), SECRET);
+        for _ in 0..2 {
+            // First round fills the cache, the second answers from it.
+            assert_eq!(cache.verify(&live, SECRET, NOW), Ok("cust-7".into()));
+            assert_eq!(
+                cache.verify(&later, SECRET, NOW),
+                Err(token::TokenError::NotYetValid)
+            );
+        }
+        assert_eq!(cache.len(), 1);
+        // Expiry is checked on every use of a cached token.
+        assert_eq!(
+            cache.verify(&live, SECRET, NOW + 60),
+            Err(token::TokenError::Expired)
+        );
+        // Another secret never hits: the token is verified again and refused.
+        let mut fresh = TokenCache::new(2);
+        assert_eq!(
+            fresh.verify(&live, b"other", NOW),
+            Err(token::TokenError::BadSignature)
+        );
+        assert!(fresh.is_empty());
+        // Full: starts over.
+        let a = mint(&c(NOW + 61, None), SECRET);
+        let b = mint(&c(NOW + 62, None), SECRET);
+        cache.verify(&a, SECRET, NOW).unwrap();
+        cache.verify(&b, SECRET, NOW).unwrap();
+        assert_eq!(cache.len(), 1);
     }
 
     #[test]
@@ -437,7 +539,9 @@ mod tests {
                 ..input(Some(&good), Some(b"k"), b"")
             };
             assert_eq!(
-                check_claim(&inp, SECRET, NOW).unwrap_err().status,
+                check_claim(&inp, &mut TokenCache::new(8), SECRET, NOW)
+                    .unwrap_err()
+                    .status,
                 status,
                 "{cl}"
             );

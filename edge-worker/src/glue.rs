@@ -10,7 +10,7 @@
 //! cancelled leader cannot make them hang.
 
 use crate::config::EdgeConfig;
-use crate::decide::{self, Answer, ClaimInput, Gate, Route};
+use crate::decide::{self, Answer, ClaimInput, Gate, Route, TokenCache};
 use crate::status::{self, Freshness, StatusEntry};
 use flashgate_shared::{
     signature, ANSWERED_BY_HEADER, EDGE_SIGNATURE_HEADER, IDEMPOTENCY_KEY_HEADER,
@@ -37,15 +37,20 @@ const WAIT_POLL_MS: u64 = 2;
 /// What an isolate knows about one campaign.
 #[derive(Default)]
 struct Slot {
-    entry: Option<StatusEntry>,
+    /// Shared with the requests being answered from it (no copy per request).
+    entry: Option<Rc<StatusEntry>>,
     /// Set while a leader refreshes: when it started, ms.
     refreshing_since: Option<i64>,
     /// Bumped by every finished refresh (success or failure).
     generation: u64,
 }
 
+/// Customer tokens kept verified per isolate.
+const TOKEN_CACHE_CAPACITY: usize = 4_096;
+
 thread_local! {
     static SLOTS: RefCell<HashMap<String, Slot>> = RefCell::new(HashMap::new());
+    static TOKENS: RefCell<TokenCache> = RefCell::new(TokenCache::new(TOKEN_CACHE_CAPACITY));
     static CONFIG: RefCell<Option<Rc<EdgeConfig>>> = const { RefCell::new(None) };
 }
 
@@ -135,7 +140,11 @@ async fn serve_status(cfg: &EdgeConfig, id: &str, url: &worker::Url) -> Result<R
 /// The cached status of `id` and whether it is fresh: refreshed first (single-flight) when it
 /// is missing or a TTL old. After a failed refresh the old entry is returned (not fresh)
 /// while it is within max-stale, else `None`.
-async fn status_for(cfg: &EdgeConfig, id: &str, url: &worker::Url) -> (Option<StatusEntry>, bool) {
+async fn status_for(
+    cfg: &EdgeConfig,
+    id: &str,
+    url: &worker::Url,
+) -> (Option<Rc<StatusEntry>>, bool) {
     let now = now_ms();
     let lead_timeout = cfg.origin_timeout_ms.saturating_add(1_000);
     let (entry, role) = SLOTS.with(|slots| {
@@ -144,7 +153,7 @@ async fn status_for(cfg: &EdgeConfig, id: &str, url: &worker::Url) -> (Option<St
             slots.retain(|_, s| s.refreshing_since.is_some());
         }
         let slot = slots.entry(id.to_string()).or_default();
-        if status::freshness(slot.entry.as_ref(), now, cfg.status_ttl_ms) == Freshness::Fresh {
+        if status::freshness(slot.entry.as_deref(), now, cfg.status_ttl_ms) == Freshness::Fresh {
             return (slot.entry.clone(), None);
         }
         match slot.refreshing_since {
@@ -172,7 +181,7 @@ async fn status_for(cfg: &EdgeConfig, id: &str, url: &worker::Url) -> (Option<St
                         .as_ref()
                         .is_none_or(|e| e.fetched_at_ms <= new.fetched_at_ms)
                     {
-                        slot.entry = Some(new);
+                        slot.entry = Some(Rc::new(new));
                     }
                 }
                 slot.refreshing_since = None;
@@ -364,7 +373,15 @@ async fn claim(
         body: Some(&body),
     };
     let now = now_ms();
-    if let Err(a) = decide::check_claim(&input, &cfg.customer_token_secret, now.div_euclid(1000)) {
+    let checked = TOKENS.with(|t| {
+        decide::check_claim(
+            &input,
+            &mut t.borrow_mut(),
+            &cfg.customer_token_secret,
+            now.div_euclid(1000),
+        )
+    });
+    if let Err(a) = checked {
         return answer(&a);
     }
     if let Err(a) = decide::claim_campaign_check(id) {
@@ -372,7 +389,7 @@ async fn claim(
     }
     let (entry, fresh) = status_for(cfg, id, url).await;
     let now = now_ms();
-    if let Gate::Answer(a) = decide::gate(entry.as_ref(), fresh, now, cfg.not_started_skew_ms) {
+    if let Gate::Answer(a) = decide::gate(entry.as_deref(), fresh, now, cfg.not_started_skew_ms) {
         return answer(&a);
     }
     // Forward: body bytes, Authorization and Idempotency-Key as sent, plus the edge signature.
@@ -425,8 +442,8 @@ fn learn(id: &str, code: u16, body: &[u8]) {
     SLOTS.with(|slots| {
         let mut slots = slots.borrow_mut();
         if let Some(slot) = slots.get_mut(id) {
-            if let Some(new) = status::learn_from_claim(slot.entry.as_ref(), code, body, now) {
-                slot.entry = Some(new);
+            if let Some(new) = status::learn_from_claim(slot.entry.as_deref(), code, body, now) {
+                slot.entry = Some(Rc::new(new));
             }
         }
     });

@@ -13,6 +13,8 @@
 //! The glue that talks to the Workers runtime lives in a module compiled for `wasm32` only.
 //! Nothing here panics on input: a panic inside workerd resets the isolate (and its cache).
 
+#![warn(missing_docs)]
+
 pub mod config;
 pub mod decide;
 pub mod status;
