@@ -293,6 +293,8 @@ async fn claims_win_at_origin_then_sold_out_is_answered_at_the_edge() {
     assert_eq!(claim_count(&o) - before, 1);
 
     // 60 customers at once for the 4 units left: exactly 4 more winners.
+    let status_before = status_count(&o);
+    let stampede_start = Instant::now();
     let run = unique("cust");
     let replies: Vec<Reply> = join_all((0..60).map(|i| {
         let req = ClaimReq::good(&o, &format!("{run}-{i}"), "k");
@@ -330,6 +332,10 @@ async fn claims_win_at_origin_then_sold_out_is_answered_at_the_edge() {
         assert_eq!(r.body, br#"{"result":"sold_out"}"#);
     }
     assert_eq!(claim_count(&o) - before, 0);
+    // The 160 claims shared the status refreshes: at most one per TTL (single-flight).
+    let fetches = status_count(&o) - status_before;
+    let most = stampede_start.elapsed().as_millis() as u64 / 1_000 + 1;
+    assert!(fetches <= most, "{fetches} status fetches, bound {most}");
     // Status through the edge says sold out too.
     let st = get(&o.http, &status_url(&e.url, &c)).await;
     assert_eq!(
@@ -352,13 +358,13 @@ async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_rest
 
     // The campaign sells out at the origin (claims not through this edge).
     sell_out_at_origin(&o, &c, stock).await;
-    let flip = Instant::now();
     let seen = wait_for_state(&o, &e, &c, "sold_out").await;
     println!("sold-out flag reached the edge after {seen:?} (bound: TTL {ttl:?} + one round trip)");
-    assert!(seen <= ttl + Duration::from_millis(500), "took {seen:?}");
+    // The bound is TTL + one round trip; 750 ms leaves room for a loaded machine's round trip
+    // and the 20 ms polling, and still fails if the edge waits a second TTL.
+    assert!(seen <= ttl + Duration::from_millis(750), "took {seen:?}");
 
     // From then on claims are answered at the edge; the origin receives none of them.
-    assert!(flip.elapsed() <= ttl + Duration::from_millis(600));
     let before = claim_count(&o);
     for _ in 0..20 {
         let r = send_claim(
@@ -383,7 +389,9 @@ async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_rest
     let back = Instant::now();
     let seen = wait_for_state(&o, &e, &c, "active").await;
     println!("restock reached the edge after {seen:?}");
-    assert!(seen <= ttl + Duration::from_millis(500), "took {seen:?}");
+    // The bound is TTL + one round trip; 750 ms leaves room for a loaded machine's round trip
+    // and the 20 ms polling, and still fails if the edge waits a second TTL.
+    assert!(seen <= ttl + Duration::from_millis(750), "took {seen:?}");
     assert!(back.elapsed() < Duration::from_secs(3));
 
     // Claims flow again: reach the origin and win.
