@@ -11,7 +11,7 @@
 
 use crate::config::EdgeConfig;
 use crate::decide::{self, Answer, ClaimInput, Gate, Route, TokenCache};
-use crate::status::{self, Freshness, StatusEntry};
+use crate::status::{self, Freshness, RefreshState, StatusEntry, Step};
 use flashgate_shared::{
     signature, ANSWERED_BY_HEADER, EDGE_SIGNATURE_HEADER, IDEMPOTENCY_KEY_HEADER,
 };
@@ -31,18 +31,13 @@ const STATUS_AGE_MS_HEADER: &str = "flashgate-status-age-ms";
 const STALE_HEADER: &str = "flashgate-stale";
 /// Campaign slots kept per isolate before idle ones are dropped.
 const MAX_SLOTS: usize = 10_000;
-/// How often a request waiting for the leader's refresh looks at the slot, ms.
-const WAIT_POLL_MS: u64 = 2;
 
 /// What an isolate knows about one campaign.
 #[derive(Default)]
 struct Slot {
     /// Shared with the requests being answered from it (no copy per request).
     entry: Option<Rc<StatusEntry>>,
-    /// Set while a leader refreshes: when it started, ms.
-    refreshing_since: Option<i64>,
-    /// Bumped by every finished refresh (success or failure).
-    generation: u64,
+    refresh: RefreshState,
 }
 
 /// Customer tokens kept verified per isolate.
@@ -147,56 +142,62 @@ async fn status_for(
 ) -> (Option<Rc<StatusEntry>>, bool) {
     let now = now_ms();
     let lead_timeout = cfg.origin_timeout_ms.saturating_add(1_000);
-    let (entry, role) = SLOTS.with(|slots| {
+    let (entry, step, generation) = SLOTS.with(|slots| {
         let mut slots = slots.borrow_mut();
         if slots.len() >= MAX_SLOTS && !slots.contains_key(id) {
-            slots.retain(|_, s| s.refreshing_since.is_some());
+            slots.retain(|_, s| s.refresh.refreshing_since.is_some());
         }
         let slot = slots.entry(id.to_string()).or_default();
-        if status::freshness(slot.entry.as_deref(), now, cfg.status_ttl_ms) == Freshness::Fresh {
-            return (slot.entry.clone(), None);
+        let step = status::next_step(
+            slot.entry.as_deref(),
+            &slot.refresh,
+            now,
+            cfg.status_ttl_ms,
+            lead_timeout,
+        );
+        if step == Step::Lead {
+            slot.refresh.refreshing_since = Some(now);
         }
-        match slot.refreshing_since {
-            // A leader is on it (and not presumed dead): wait for it.
-            Some(since) if now.saturating_sub(since) < lead_timeout => {
-                (None, Some(Role::Wait(slot.generation)))
-            }
-            _ => {
-                slot.refreshing_since = Some(now);
-                (None, Some(Role::Lead))
-            }
-        }
+        (slot.entry.clone(), step, slot.refresh.generation)
     });
-    match role {
-        None => return (entry, true),
-        Some(Role::Lead) => {
+    match step {
+        Step::Serve => return (entry, true),
+        Step::BackOff => {}
+        Step::Lead => {
             let result = refresh(cfg, id, url).await;
+            let now = now_ms();
             SLOTS.with(|slots| {
                 let mut slots = slots.borrow_mut();
                 let slot = slots.entry(id.to_string()).or_default();
-                if let Some(new) = result {
-                    // Never replace a younger entry (learned from a claim answer meanwhile).
-                    if slot
-                        .entry
-                        .as_ref()
-                        .is_none_or(|e| e.fetched_at_ms <= new.fetched_at_ms)
-                    {
-                        slot.entry = Some(Rc::new(new));
+                match result {
+                    Some(new) => {
+                        // Never replace a younger entry (learned from a claim answer meanwhile).
+                        if slot
+                            .entry
+                            .as_ref()
+                            .is_none_or(|e| e.fetched_at_ms <= new.fetched_at_ms)
+                        {
+                            slot.entry = Some(Rc::new(new));
+                        }
+                        slot.refresh.failed_at = None;
                     }
+                    None => slot.refresh.failed_at = Some(now),
                 }
-                slot.refreshing_since = None;
-                slot.generation += 1;
+                slot.refresh.refreshing_since = None;
+                slot.refresh.generation += 1;
             });
         }
-        Some(Role::Wait(generation)) => {
+        Step::Wait => {
             let deadline = now.saturating_add(lead_timeout);
+            let mut attempt = 0;
             loop {
-                Delay::from(Duration::from_millis(WAIT_POLL_MS)).await;
+                Delay::from(Duration::from_millis(status::wait_poll_ms(attempt))).await;
+                attempt = attempt.saturating_add(1);
                 let done = SLOTS.with(|slots| {
                     slots
                         .borrow()
                         .get(id)
-                        .is_none_or(|s| s.generation != generation)
+                        .is_none_or(|s| s.refresh.generation != generation)
                 });
                 if done || now_ms() >= deadline {
                     break;
@@ -214,11 +215,6 @@ async fn status_for(
             _ => (None, false),
         }
     })
-}
-
-enum Role {
-    Lead,
-    Wait(u64),
 }
 
 /// The Cache API key of a campaign's status (a GET URL on the worker's own host).

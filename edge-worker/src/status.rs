@@ -104,6 +104,64 @@ pub fn freshness(entry: Option<&StatusEntry>, now_ms: i64, ttl_ms: i64) -> Fresh
     entry.map_or(Freshness::Refresh, |e| e.freshness(now_ms, ttl_ms))
 }
 
+/// Refresh bookkeeping of one campaign in one isolate (ms since the epoch).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RefreshState {
+    /// Set while a request (the leader) refreshes: when it started.
+    pub refreshing_since: Option<i64>,
+    /// When the last refresh failed; cleared by a successful one.
+    pub failed_at: Option<i64>,
+    /// Bumped by every finished refresh, so waiters see that the leader is done.
+    pub generation: u64,
+}
+
+/// What a request does about a campaign's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The entry is fresh: use it.
+    Serve,
+    /// Refresh it (this request becomes the leader).
+    Lead,
+    /// Another request is refreshing it: wait for that one (single-flight).
+    Wait,
+    /// A refresh failed less than one TTL ago: do not try again yet, use the old entry
+    /// (stale, within max-stale) or nothing.
+    BackOff,
+}
+
+/// Decides [`Step`]: fresh entries are served; a refresh in progress is waited for unless it
+/// has run `lead_timeout_ms` (its request was presumably cancelled; this one takes over);
+/// after a failed refresh the origin is left alone for one TTL, so an outage costs the origin
+/// at most one try per TTL per isolate and clients are not made to wait for each try.
+pub fn next_step(
+    entry: Option<&StatusEntry>,
+    refresh: &RefreshState,
+    now_ms: i64,
+    ttl_ms: i64,
+    lead_timeout_ms: i64,
+) -> Step {
+    if freshness(entry, now_ms, ttl_ms) == Freshness::Fresh {
+        return Step::Serve;
+    }
+    if let Some(since) = refresh.refreshing_since {
+        if now_ms.saturating_sub(since) < lead_timeout_ms {
+            return Step::Wait;
+        }
+        return Step::Lead;
+    }
+    match refresh.failed_at {
+        Some(at) if now_ms.saturating_sub(at) < ttl_ms => Step::BackOff,
+        _ => Step::Lead,
+    }
+}
+
+/// How long a waiting request sleeps before its `attempt`-th look at the slot, ms: 2, 4, 8,
+/// 16, then 25. Short at first (a refresh usually takes one quick round trip), capped so that
+/// many waiters during a slow origin cost few wake-ups.
+pub fn wait_poll_ms(attempt: u32) -> u64 {
+    2u64.saturating_mul(1u64 << attempt.min(4)).min(25)
+}
+
 /// Turns the origin's answer to `GET /api/v1/campaigns/{id}` into a cache entry: 200 with a
 /// [`CampaignStatus`] body whose `id` is `id`, or 404. Anything else is an error (the entry is
 /// not replaced; the caller may serve the old one stale).
@@ -237,6 +295,38 @@ pub(crate) mod tests {
         assert!(e.servable_stale(40_000, 30_000));
         assert!(!e.servable_stale(40_001, 30_000));
         assert_eq!(freshness(None, 0, 1_000), Freshness::Refresh);
+    }
+
+    #[test]
+    fn refresh_steps() {
+        let fresh = entry(CampaignState::Active, 10_000);
+        let idle = RefreshState::default();
+        let step =
+            |e: Option<&StatusEntry>, r: &RefreshState, now| next_step(e, r, now, 1_000, 6_000);
+        assert_eq!(step(Some(&fresh), &idle, 10_500), Step::Serve);
+        assert_eq!(step(Some(&fresh), &idle, 11_000), Step::Lead);
+        assert_eq!(step(None, &idle, 0), Step::Lead);
+        let busy = RefreshState {
+            refreshing_since: Some(11_000),
+            ..idle
+        };
+        assert_eq!(step(Some(&fresh), &busy, 11_100), Step::Wait);
+        // A leader gone for the whole timeout is replaced.
+        assert_eq!(step(Some(&fresh), &busy, 17_000), Step::Lead);
+        let failed = RefreshState {
+            failed_at: Some(11_000),
+            ..idle
+        };
+        assert_eq!(step(Some(&fresh), &failed, 11_999), Step::BackOff);
+        assert_eq!(step(Some(&fresh), &failed, 12_000), Step::Lead);
+        assert_eq!(step(None, &failed, 11_500), Step::BackOff);
+    }
+
+    #[test]
+    fn waiters_back_off() {
+        let polls: Vec<u64> = (0..7).map(wait_poll_ms).collect();
+        assert_eq!(polls, [2, 4, 8, 16, 25, 25, 25]);
+        assert_eq!(wait_poll_ms(u32::MAX), 25);
     }
 
     #[test]

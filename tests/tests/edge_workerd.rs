@@ -724,18 +724,22 @@ async fn not_started_is_answered_at_the_edge_only_when_clearly_early() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_origin_that_never_answers_gives_503_after_the_timeout() {
-    // An "origin" that accepts connections and never answers.
+    // An "origin" that accepts connections, counts them and never answers.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = accepted.clone();
     let held = tokio::spawn(async move {
         let mut conns = Vec::new();
         while let Ok((sock, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
             conns.push(sock);
         }
     });
     let e = edge(
         &format!("http://{addr}"),
         EdgeSettings {
+            ttl_ms: 5_000,
             timeout_ms: 500,
             ..Default::default()
         },
@@ -758,7 +762,24 @@ async fn an_origin_that_never_answers_gives_503_after_the_timeout() {
     // The status refresh and the forward each wait at most the timeout.
     assert!(took >= Duration::from_millis(500), "{took:?}");
     assert!(took < Duration::from_millis(2_500), "{took:?}");
-    let st = get(&http, &status_url(&e.url, "hanging")).await;
-    assert_eq!((st.status, st.by.as_str()), (503, "edge"));
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        2,
+        "one status fetch, one forward"
+    );
+    // Within one TTL of the failed refresh the edge leaves the origin alone: 20 concurrent
+    // status GETs are answered at once, and no new connection reaches the origin.
+    let t0 = Instant::now();
+    let hanging = status_url(&e.url, "hanging");
+    let replies = join_all((0..20).map(|_| get(&http, &hanging))).await;
+    for st in &replies {
+        assert_eq!((st.status, st.by.as_str()), (503, "edge"));
+    }
+    assert!(
+        t0.elapsed() < Duration::from_millis(450),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
     held.abort();
 }
