@@ -125,19 +125,50 @@ pub fn require_json(headers: &HeaderMap) -> ApiResult<()> {
     }
 }
 
-/// Reads at most `limit` bytes of body. 413 when larger (by Content-Length or by count).
+/// Most bytes of an oversized body read and dropped before answering 413. Reading them lets
+/// a client that writes its whole body before reading the answer see the 413 instead of a
+/// reset connection; past this bound the connection is closed instead.
+pub const MAX_DRAINED_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+/// Reads at most `limit` bytes of body. 413 when larger (by Content-Length or by count); the
+/// excess, up to [`MAX_DRAINED_BODY_BYTES`], is read and dropped, never kept in memory.
 pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> ApiResult<Bytes> {
+    use futures::StreamExt;
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     let too_large = || ApiError::PayloadTooLarge(format!("body must be at most {limit} bytes"));
-    if declared.is_some_and(|n| n > limit as u64) {
-        return Err(too_large());
+    let mut stream = body.into_data_stream();
+    let mut kept = Vec::new();
+    let mut seen = 0usize;
+    if declared.is_none_or(|n| n <= limit as u64) {
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|_| {
+                ApiError::BadRequest(
+                    flashgate_shared::api::codes::INVALID_REQUEST,
+                    "the body could not be read".into(),
+                )
+            })?;
+            seen += chunk.len();
+            if seen > limit {
+                break;
+            }
+            kept.extend_from_slice(&chunk);
+        }
+        if seen <= limit {
+            return Ok(Bytes::from(kept));
+        }
     }
-    axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|_| too_large())
+    if declared.is_none_or(|n| n <= MAX_DRAINED_BODY_BYTES as u64) {
+        while let Some(Ok(chunk)) = stream.next().await {
+            seen += chunk.len();
+            if seen > MAX_DRAINED_BODY_BYTES {
+                break;
+            }
+        }
+    }
+    Err(too_large())
 }
 
 /// Parses a JSON body strictly: duplicate keys and (where the type says so) unknown fields are
