@@ -312,7 +312,7 @@ async fn main() {
         args.http_clients
     );
     let c = stock_campaign(&o, 1).await;
-    let (s, _) = o.claim(&c, "bench-winner", "k").await;
+    let (s, _) = o.claim(&c, &unique("bench-winner"), "k").await;
     assert_eq!(s, 201);
     let url = format!("{}/api/v1/campaigns/{c}/claims", o.url);
     let run = unique("l");
