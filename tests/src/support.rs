@@ -282,6 +282,19 @@ pub async fn claim_at(
     campaign: &str,
     key: &str,
 ) -> (u16, Value) {
+    let (status, _, body) = claim_via(http, base_url, token, campaign, key).await;
+    (status, body)
+}
+
+/// Sends a claim to `base_url` (an origin or an edge); returns status, who answered (the
+/// `Flashgate-Answered-By` header: `edge` / `origin`, empty when absent) and JSON body.
+pub async fn claim_via(
+    http: &reqwest::Client,
+    base_url: &str,
+    token: &str,
+    campaign: &str,
+    key: &str,
+) -> (u16, String, Value) {
     let res = http
         .post(format!("{base_url}/api/v1/campaigns/{campaign}/claims"))
         .bearer_auth(token)
@@ -292,8 +305,13 @@ pub async fn claim_at(
         .await
         .expect("claim request");
     let status = res.status().as_u16();
-    let body = res.json().await.unwrap_or(Value::Null);
-    (status, body)
+    let by = res
+        .headers()
+        .get(flashgate_shared::ANSWERED_BY_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    (status, by, res.json().await.unwrap_or(Value::Null))
 }
 
 /// The repository root (the parent of the tests crate).

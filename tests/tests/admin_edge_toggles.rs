@@ -12,8 +12,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use flashgate_origin::config::Secret;
-use flashgate_shared::ANSWERED_BY_HEADER;
-use flashgate_tests::support::{test_config, unique, TestEdge as Edge, TestOrigin};
+use flashgate_tests::support::{claim_via, test_config, unique, TestEdge as Edge, TestOrigin};
 use serde_json::{json, Value};
 
 const EDGE_SECRET: &str = "test-edge-secret";
@@ -31,29 +30,9 @@ fn origin_claims(o: &TestOrigin) -> u64 {
         .load(Ordering::Relaxed)
 }
 
-/// A claim through the edge: status, who answered, JSON body.
+/// A claim through the edge with a fresh key: status, who answered, JSON body.
 async fn claim(o: &TestOrigin, edge: &Edge, c: &str, customer: &str) -> (u16, String, Value) {
-    let res = o
-        .http
-        .post(format!("{}/api/v1/campaigns/{c}/claims", edge.url))
-        .bearer_auth(o.token(customer))
-        .header("idempotency-key", unique("k"))
-        .header("content-type", "application/json")
-        .body("{}")
-        .send()
-        .await
-        .expect("claim through the edge");
-    let by = res
-        .headers()
-        .get(ANSWERED_BY_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    (
-        res.status().as_u16(),
-        by,
-        res.json().await.unwrap_or(Value::Null),
-    )
+    claim_via(&o.http, &edge.url, &o.token(customer), c, &unique("k")).await
 }
 
 /// Sends claims through the edge until one is answered by the edge with `result`; returns how
