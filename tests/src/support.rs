@@ -29,6 +29,21 @@ pub fn redis_url() -> String {
     std::env::var("REDIS_URL").unwrap_or_else(|_| DEFAULT_REDIS_URL.into())
 }
 
+/// The test Redis URL with its database number replaced by `db` (for a test that flushes its
+/// own database).
+pub fn redis_url_with_db(db: u8) -> String {
+    let url = redis_url();
+    let base = match url.rsplit_once('/') {
+        Some((head, n))
+            if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && !head.ends_with('/') =>
+        {
+            head.to_string()
+        }
+        _ => url.trim_end_matches('/').to_string(),
+    };
+    format!("{base}/{db}")
+}
+
 /// Creates the test database when it does not exist (connecting to `postgres` on the same
 /// server).
 pub async fn ensure_database(url: &str) {

@@ -3,7 +3,9 @@
 
 use std::collections::HashSet;
 
-use flashgate_tests::support::{claim_at, redis_url, test_config, unique, TestOrigin};
+use flashgate_tests::support::{
+    claim_at, redis_url, redis_url_with_db, test_config, unique, TestOrigin,
+};
 use futures::future::join_all;
 use serde_json::Value;
 
@@ -203,14 +205,7 @@ async fn a_retry_after_an_origin_restart_gets_the_same_claim() {
 async fn redis_flushed_mid_run_never_oversells_and_recovers() {
     // A Redis database of its own: this test flushes it.
     let mut config = test_config();
-    config.redis_url = format!(
-        "{}",
-        redis_url()
-            .rsplit_once('/')
-            .map(|(h, _)| h.to_string())
-            .unwrap_or(redis_url())
-            + "/7"
-    );
+    config.redis_url = redis_url_with_db(7);
     let o = TestOrigin::start_with(config.clone()).await;
     let c = o.campaign("sale", 30).await;
     let people = customers(200);

@@ -213,11 +213,7 @@ where
     for t in tasks {
         t.await.expect("task");
     }
-    let hist = Arc::try_unwrap(hist)
-        .ok()
-        .expect("sole owner")
-        .into_inner()
-        .expect("hist");
+    let hist = hist.lock().expect("hist").clone();
     Leg {
         name,
         ops: ops.load(Ordering::Relaxed),
