@@ -276,5 +276,54 @@ async fn with_an_edge_secret_unsigned_claims_are_forbidden() {
         .unwrap();
     assert_eq!(r.status(), 201);
     assert_eq!(o.claim_rows(&c, &[]).await, 1);
+    // The signature covers the path as sent: a percent-encoded campaign id still verifies.
+    let encoded = format!(
+        "/api/v1/campaigns/%{:02X}{}/claims",
+        c.as_bytes()[0],
+        &c[1..]
+    );
+    let sig = flashgate_shared::signature::sign(
+        b"edge-secret",
+        Utc::now().timestamp(),
+        "POST",
+        &encoded,
+        b"{}",
+    );
+    let r = o
+        .http
+        .post(format!("{}{encoded}", o.url))
+        .bearer_auth(o.token(&unique("cy")))
+        .header("idempotency-key", "k")
+        .header("content-type", "application/json")
+        .header(flashgate_shared::EDGE_SIGNATURE_HEADER, sig)
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    assert_eq!(o.claim_rows(&c, &[]).await, 2);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paths_that_do_not_decode_get_the_documented_404() {
+    let o = TestOrigin::start().await;
+    for path in [
+        "/api/v1/campaigns/%FF",
+        "/admin/v1/campaigns/%FF",
+        "/api/v1/campaigns/%FF/claims/mine",
+    ] {
+        let r = o
+            .http
+            .get(format!("{}{path}", o.url))
+            .bearer_auth(o.manager_token())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 404, "{path}");
+        let b: Value = r.json().await.expect("a JSON body");
+        assert_eq!(b["result"], "not_found", "{path}");
+        assert!(b["message"].is_string());
+    }
     o.stop().await;
 }

@@ -11,8 +11,9 @@
 
 pub mod dashboard;
 
+use super::extract::Path;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;

@@ -1,12 +1,12 @@
 //! `GET /api/v1/campaigns/{id}` (public status) and `POST /admin/v1/campaigns` (create).
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{is_valid_slug, AdminCampaign, NewCampaign};
 
-use super::extract;
+use super::extract::{self, Path};
 use crate::campaigns::store;
 use crate::error::{ApiError, ApiResult};
 use crate::metrics::Metrics;

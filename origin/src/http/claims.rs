@@ -1,13 +1,13 @@
 //! `POST /api/v1/campaigns/{id}/claims` and `GET /api/v1/campaigns/{id}/claims/mine`.
 
 use axum::body::Body;
-use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{codes, is_valid_slug, parse_claim_body, ClaimReply};
 use flashgate_shared::MAX_CLAIM_BODY_BYTES;
 
-use super::extract;
+use super::extract::{self, Path};
 use crate::claims::{service, store};
 use crate::error::{ApiError, ApiResult, RETRY_AFTER_SECONDS};
 use crate::metrics::Metrics;
@@ -20,6 +20,7 @@ use crate::state::AppState;
 pub async fn create(
     State(state): State<AppState>,
     Path(campaign): Path<String>,
+    uri: Uri,
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
@@ -27,12 +28,12 @@ pub async fn create(
     let span = tracing::Span::current();
     span.record("campaign", campaign.as_str());
     let body = extract::read_body(&headers, body, MAX_CLAIM_BODY_BYTES).await?;
-    let path = format!("/api/v1/campaigns/{campaign}/claims");
+    // The edge signs the path as sent (still percent-encoded), so it is checked as sent.
     extract::edge_signature(
         &headers,
         state.config.edge_secret.as_ref(),
         "POST",
-        &path,
+        uri.path(),
         &body,
     )?;
     extract::require_json(&headers)?;

@@ -193,3 +193,16 @@ pub async fn json_body<T: DeserializeOwned>(headers: &HeaderMap, body: Body) -> 
     let bytes = read_body(headers, body, MAX_JSON_BODY_BYTES).await?;
     parse_json(&bytes)
 }
+
+/// `axum::extract::Path` whose rejection has the documented body: a path segment that does
+/// not decode (bad percent-encoding, invalid UTF-8) names nothing that exists, so it is a 404
+/// `not_found`, never axum's plain-text 400.
+#[derive(axum::extract::FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(ApiError))]
+pub struct Path<T>(pub T);
+
+impl From<axum::extract::rejection::PathRejection> for ApiError {
+    fn from(_: axum::extract::rejection::PathRejection) -> Self {
+        ApiError::NotFound("no such resource: the path does not decode".into())
+    }
+}

@@ -9,7 +9,7 @@
 //! 503 `unavailable` when PostgreSQL is down.
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{
@@ -17,7 +17,7 @@ use flashgate_shared::api::{
 };
 use serde::de::DeserializeOwned;
 
-use super::extract;
+use super::extract::{self, Path};
 use crate::claims::lifecycle;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;

@@ -1,6 +1,7 @@
 //! `GET /admin/v1/campaigns/{id}/reconcile`: the [`crate::reconcile`] report over HTTP.
 
-use axum::extract::{Path, State};
+use super::extract::Path;
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::Json;
 use flashgate_shared::api::{is_valid_slug, ReconcileReport};

@@ -5,8 +5,9 @@
 //! The code in the path is normalised (trim, NFKC, uppercase; [`flashgate_shared::code`]);
 //! anything that is not a 12-symbol generated code is a 404 without a query.
 
+use super::extract::Path;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{codes, is_visible_ascii, RedeemRequest, MAX_REASON_LEN};
