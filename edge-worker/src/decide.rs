@@ -149,6 +149,23 @@ pub fn too_large() -> Answer {
     )
 }
 
+/// Largest body the edge forwards on a pass-through path, in bytes: the origin's largest JSON
+/// body (admin, service and coupon-code calls). A larger one could never succeed there, so it
+/// is refused here rather than failing the forward (which would read as a retryable 503).
+pub const MAX_PASS_THROUGH_BODY_BYTES: usize = 64 * 1024;
+
+/// 413 for a pass-through body of `len` bytes over [`MAX_PASS_THROUGH_BODY_BYTES`].
+pub fn check_pass_through_body(len: usize) -> Result<(), Answer> {
+    if len <= MAX_PASS_THROUGH_BODY_BYTES {
+        return Ok(());
+    }
+    Err(Answer::error(
+        413,
+        codes::PAYLOAD_TOO_LARGE,
+        &format!("body must be at most {MAX_PASS_THROUGH_BODY_BYTES} bytes"),
+    ))
+}
+
 /// Checks a declared `Content-Length` before reading the body: 413 when it is a number larger
 /// than [`MAX_CLAIM_BODY_BYTES`] (also one too large to parse). Anything else passes; the
 /// length of the body read decides then.
@@ -612,5 +629,12 @@ mod tests {
         let u = Answer::unavailable();
         assert_eq!((u.status, u.retry_after_s), (503, Some(1)));
         assert!(u.body.starts_with(r#"{"result":"unavailable","#));
+    }
+
+    #[test]
+    fn pass_through_bodies_past_the_origin_limit_are_refused() {
+        assert!(check_pass_through_body(MAX_PASS_THROUGH_BODY_BYTES).is_ok());
+        let refused = check_pass_through_body(MAX_PASS_THROUGH_BODY_BYTES + 1).unwrap_err();
+        assert_eq!(refused.status, 413);
     }
 }

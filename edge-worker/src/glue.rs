@@ -463,7 +463,12 @@ async fn pass_through(mut req: Request, cfg: &EdgeConfig, url: &worker::Url) -> 
     let mut init = RequestInit::new();
     init.with_method(method.clone()).with_headers(out);
     if !matches!(method, Method::Get | Method::Head) {
+        // Read whole (the runtime resets a client whose body is left unread), then refuse what
+        // the origin could never take.
         let body = req.bytes().await.unwrap_or_default();
+        if let Err(refusal) = decide::check_pass_through_body(body.len()) {
+            return answer(&refusal);
+        }
         init.with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
     }
     let forwarded = Request::new_with_init(&target, &init)?;

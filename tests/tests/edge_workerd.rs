@@ -783,3 +783,36 @@ async fn an_origin_that_never_answers_gives_503_after_the_timeout() {
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
     held.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_pass_through_body_the_origin_could_never_take_is_413_at_the_edge() {
+    let o = origin().await;
+    let e = edge(&o.url, EdgeSettings::default());
+    for size in [70 * 1024, 2 * 1024 * 1024] {
+        let res = o
+            .http
+            .post(format!("{}/api/v1/codes/SPRING10/check", e.url))
+            .bearer_auth(o.token(&unique("ana")))
+            .header("content-type", "application/json")
+            .body(vec![b' '; size])
+            .send()
+            .await
+            .expect("oversized pass-through");
+        let r = reply(res).await;
+        assert_eq!((r.status, r.by.as_str()), (413, "edge"), "{size} bytes");
+        assert_eq!(r.json()["result"], "payload_too_large");
+    }
+    // A body within the limit still reaches the origin (its own answer: unknown code).
+    let res = o
+        .http
+        .post(format!("{}/api/v1/codes/NOSUCHCODE/check", e.url))
+        .bearer_auth(o.token(&unique("ana")))
+        .header("content-type", "application/json")
+        .body(r#"{"cart_total": 6000}"#)
+        .send()
+        .await
+        .expect("pass-through");
+    let r = reply(res).await;
+    assert_eq!((r.status, r.by.as_str()), (404, "origin"), "{:?}", r.json());
+    o.stop().await;
+}
