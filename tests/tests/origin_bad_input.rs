@@ -246,6 +246,24 @@ async fn bad_campaigns_are_refused_by_the_admin_api() {
     o.stop().await;
 }
 
+/// A claim on `path` (as sent) signed with the edge secret `edge-secret`; returns the status.
+async fn signed_claim(o: &TestOrigin, path: &str, customer: &str) -> u16 {
+    let now = Utc::now().timestamp();
+    let sig = flashgate_shared::signature::sign(b"edge-secret", now, "POST", path, b"{}");
+    o.http
+        .post(format!("{}{path}", o.url))
+        .bearer_auth(o.token(customer))
+        .header("idempotency-key", "k")
+        .header("content-type", "application/json")
+        .header(flashgate_shared::EDGE_SIGNATURE_HEADER, sig)
+        .body("{}")
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_an_edge_secret_unsigned_claims_are_forbidden() {
     let mut config = test_config();
@@ -256,25 +274,7 @@ async fn with_an_edge_secret_unsigned_claims_are_forbidden() {
     assert_eq!((s, b["result"].as_str()), (403, Some("forbidden")));
     // A valid signature from the edge's code is accepted.
     let path = format!("/api/v1/campaigns/{c}/claims");
-    let sig = flashgate_shared::signature::sign(
-        b"edge-secret",
-        Utc::now().timestamp(),
-        "POST",
-        &path,
-        b"{}",
-    );
-    let r = o
-        .http
-        .post(format!("{}{path}", o.url))
-        .bearer_auth(o.token(&unique("bea")))
-        .header("idempotency-key", "k")
-        .header("content-type", "application/json")
-        .header(flashgate_shared::EDGE_SIGNATURE_HEADER, sig)
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
+    assert_eq!(signed_claim(&o, &path, &unique("bea")).await, 201);
     assert_eq!(o.claim_rows(&c, &[]).await, 1);
     // The signature covers the path as sent: a percent-encoded campaign id still verifies.
     let encoded = format!(
@@ -282,25 +282,7 @@ async fn with_an_edge_secret_unsigned_claims_are_forbidden() {
         c.as_bytes()[0],
         &c[1..]
     );
-    let sig = flashgate_shared::signature::sign(
-        b"edge-secret",
-        Utc::now().timestamp(),
-        "POST",
-        &encoded,
-        b"{}",
-    );
-    let r = o
-        .http
-        .post(format!("{}{encoded}", o.url))
-        .bearer_auth(o.token(&unique("cy")))
-        .header("idempotency-key", "k")
-        .header("content-type", "application/json")
-        .header(flashgate_shared::EDGE_SIGNATURE_HEADER, sig)
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
+    assert_eq!(signed_claim(&o, &encoded, &unique("cy")).await, 201);
     assert_eq!(o.claim_rows(&c, &[]).await, 2);
     o.stop().await;
 }
