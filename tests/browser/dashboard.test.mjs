@@ -108,7 +108,7 @@ try {
     [`${row} td:nth-child(4)`, before.stock + 7], { timeout: 10000 });
 
   const audit = (await api("GET", `/admin/v1/campaigns/${campaign}/audit`)).body.entries.map((e) => e.action);
-  if (audit.join(",") !== "restock,resume,pause") throw new Error("audit trail: " + audit);
+  if (audit.join(",") !== "restock,resume,pause,create") throw new Error("audit trail: " + audit);
   if (problems.length) throw new Error("browser reported: " + problems.join(" | "));
   step("passed");
 } catch (err) {

@@ -116,7 +116,8 @@ async fn tokens_roles_and_unknown_campaigns() {
         .unwrap();
     assert_eq!(created, 0);
     assert_eq!(facts(&o, &c).await, before);
-    assert_eq!(audit_rows(&o, &c).await, 0);
+    // Only the campaign's `create` row.
+    assert_eq!(audit_rows(&o, &c).await, 1);
 
     // Unknown campaign: 404 (not 500), for a well-formed and a malformed id.
     for id in ["no-such-campaign-xyz", "NOT_A_SLUG", &"a".repeat(65)] {
@@ -299,7 +300,8 @@ async fn bad_change_bodies_get_documented_4xx_and_change_nothing() {
         .await;
     assert_error_body(s, &b, 409, "conflict");
     assert_eq!(facts(&o, &c).await, before);
-    assert_eq!(audit_rows(&o, &c).await, 0);
+    // Only the campaign's `create` row.
+    assert_eq!(audit_rows(&o, &c).await, 1);
     o.stop().await;
 }
 
@@ -420,7 +422,8 @@ async fn each_change_is_audited_and_the_claim_path_follows() {
             "set_stock",
             "restock",
             "resume",
-            "pause"
+            "pause",
+            "create"
         ]
     );
     let restock = &b["entries"][4];
@@ -432,7 +435,13 @@ async fn each_change_is_audited_and_the_claim_path_follows() {
         ),
         (Some(3), Some(4))
     );
-    assert_eq!(audit_rows(&o, &c).await, 7);
+    assert_eq!(audit_rows(&o, &c).await, 8);
+    let create = &b["entries"][7];
+    assert_eq!(
+        (create["actor"].as_str(), create["before"].is_null()),
+        (Some("admin"), true)
+    );
+    assert_eq!(create["after"]["stock"].as_i64(), Some(3));
     assert_eq!(o.claim_rows(&c, &[]).await, 4);
     o.stop().await;
 }
@@ -560,6 +569,6 @@ async fn pause_during_a_stampede_stops_claims_at_its_commit_and_resume_restarts_
     let replies = join_all(fresh.iter().map(|p| o.claim(&c, p, "k"))).await;
     assert!(replies.iter().all(|(s, _)| *s == 201), "{replies:?}");
     assert_eq!(o.claim_rows(&c, &[]).await, at_pause + 20);
-    assert_eq!(audit_rows(&o, &c).await, 2);
+    assert_eq!(audit_rows(&o, &c).await, 3, "create, pause, resume");
     o.stop().await;
 }

@@ -151,7 +151,7 @@ async function loadAudit() {
     ol.replaceChildren(...data.entries.slice(0, 10).map((e) => {
       const params = Object.keys(e.params || {}).length ? " " + JSON.stringify(e.params) : "";
       return el("li", null, e.at + " · " + e.actor + " · " + e.action + params +
-        " · remaining " + e.before.remaining + " → " + e.after.remaining);
+        " · remaining " + (e.before ? e.before.remaining : "–") + " → " + e.after.remaining);
     }));
     if (!data.entries.length) ol.replaceChildren(el("li", null, "no changes yet"));
   } catch (err) {

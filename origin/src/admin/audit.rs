@@ -1,6 +1,7 @@
 //! The audit trail of managers' changes (`admin_audit`, migration 0004): who (the admin
 //! token's name), what, the campaign's facts before and after, and when. Rows are written by
-//! the change's own statement ([`super::toggles::apply`]) and never updated or deleted.
+//! the change's own statement ([`super::toggles::apply`]; for `create`,
+//! [`crate::campaigns::store::insert`]) and never updated or deleted.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -19,11 +20,11 @@ pub struct AuditEntry {
     pub campaign_id: String,
     /// Name of the admin token that made the change.
     pub actor: String,
-    /// `pause`, `resume`, `close`, `restock`, `set_stock` or `set_ends_at`.
+    /// `create`, `pause`, `resume`, `close`, `restock`, `set_stock` or `set_ends_at`.
     pub action: String,
     /// The request's parameters (`{"add": 5}`, `{"stock": 7}`, `{"ends_at": …}`, `{}`).
     pub params: Value,
-    /// stock, remaining, paused, starts_at, ends_at before the change.
+    /// stock, remaining, paused, starts_at, ends_at before the change (`null` for `create`).
     pub before: Value,
     /// The same facts after it.
     pub after: Value,

@@ -69,8 +69,14 @@ pub async fn live(db: &PgPool) -> sqlx::Result<Vec<CampaignRow>> {
     .await
 }
 
-/// Inserts a validated campaign with `remaining = stock`. Returns `None` when the id exists.
-pub async fn insert(db: &PgPool, c: &NewCampaign) -> sqlx::Result<Option<CampaignRow>> {
+/// Inserts a validated campaign with `remaining = stock`, and its `create` audit row (actor:
+/// the admin token's name; `before` is JSON `null`) in the same statement. Returns `None`
+/// when the id exists (nothing is written).
+pub async fn insert(
+    db: &PgPool,
+    c: &NewCampaign,
+    actor: &str,
+) -> sqlx::Result<Option<CampaignRow>> {
     let hold = match c.kind {
         CampaignKind::Sale => Some(
             c.hold_seconds
@@ -79,10 +85,20 @@ pub async fn insert(db: &PgPool, c: &NewCampaign) -> sqlx::Result<Option<Campaig
         CampaignKind::Giveaway => None,
     };
     sqlx::query_as(&format!(
-        "INSERT INTO campaigns (id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds)
-         VALUES ($1, $2, $3, $4, $4, $5, $6, $7)
-         ON CONFLICT (id) DO NOTHING
-         RETURNING {COLUMNS}"
+        "WITH created AS (
+             INSERT INTO campaigns (id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds)
+             VALUES ($1, $2, $3, $4, $4, $5, $6, $7)
+             ON CONFLICT (id) DO NOTHING
+             RETURNING {COLUMNS}
+         ), audit AS (
+             INSERT INTO admin_audit (campaign_id, actor, action, params, before, after)
+             SELECT id, $8, 'create', jsonb_build_object('name', name, 'kind', kind),
+                    'null'::jsonb,
+                    jsonb_build_object('stock', stock, 'remaining', remaining, 'paused', paused,
+                                       'starts_at', starts_at, 'ends_at', ends_at)
+               FROM created
+         )
+         SELECT {COLUMNS} FROM created"
     ))
     .bind(&c.id)
     .bind(&c.name)
@@ -91,6 +107,7 @@ pub async fn insert(db: &PgPool, c: &NewCampaign) -> sqlx::Result<Option<Campaig
     .bind(c.starts_at)
     .bind(c.ends_at)
     .bind(hold)
+    .bind(actor)
     .fetch_optional(db)
     .await
 }

@@ -35,17 +35,17 @@ pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> Ap
         .into_response())
 }
 
-/// Creates a campaign (manager token). 201 with the campaign; 409 when the id exists; 422 when
+/// Creates a campaign (manager token) with its `create` audit row. 201 with the campaign; 409 when the id exists; 422 when
 /// a rule of [`NewCampaign::validate`] is broken; 401/403 without / with a wrong token.
 pub async fn create(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    extract::admin(&headers, &state, extract::Role::Manager)?;
+    let admin = extract::admin(&headers, &state, extract::Role::Manager)?;
     let new: NewCampaign = extract::json_body(&headers, body).await?;
     new.validate().map_err(ApiError::validation)?;
-    let row = store::insert(&state.db, &new)
+    let row = store::insert(&state.db, &new, &admin.name)
         .await?
         .ok_or_else(|| ApiError::Conflict(format!("campaign {} exists", new.id)))?;
     let mut redis = state.redis.clone();
