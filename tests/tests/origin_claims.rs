@@ -352,3 +352,38 @@ async fn a_released_customer_whose_gate_give_back_was_lost_can_claim_again() {
     assert_eq!(o.remaining(&c).await, 0);
     o.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_reports_a_lost_gate_and_reloads_it_without_any_claim() {
+    let mut config = test_config();
+    config.redis_url = redis_url_with_db(6);
+    let o = TestOrigin::start_with(config.clone()).await;
+    let c = o.campaign("sale", 4).await;
+    let ready = |o: &TestOrigin| {
+        let (http, url) = (o.http.clone(), format!("{}/readyz", o.url));
+        async move { http.get(url).send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(ready(&o).await, 200);
+    let mut r = redis::Client::open(config.redis_url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: () = redis::cmd("FLUSHDB").query_async(&mut r).await.unwrap();
+    assert_eq!(ready(&o).await, 503, "a lost gate is not ready");
+    let mut waited = 0;
+    while ready(&o).await != 200 {
+        waited += 1;
+        assert!(waited < 100, "readyz never recovered");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let remaining: i64 = redis::cmd("GET")
+        .arg(format!("fg:{{{c}}}:remaining"))
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    assert_eq!(remaining, 4, "the gate was reloaded from PostgreSQL");
+    let (s, _) = o.claim(&c, &unique("ana"), "k").await;
+    assert_eq!(s, 201);
+    o.stop().await;
+}

@@ -15,8 +15,10 @@ pub async fn healthz() -> impl IntoResponse {
     axum::Json(json!({"status": "ok"}))
 }
 
-/// 200 `{"status":"ready"}` when PostgreSQL and Redis answer and the start-up gate load is done;
-/// 503 `{"status":"not_ready","postgres":bool,"redis":bool,"gate_loaded":bool}` otherwise.
+/// 200 `{"status":"ready"}` when PostgreSQL and Redis answer and the gate of every live
+/// campaign is loaded; 503 `{"status":"not_ready","postgres":bool,"redis":bool,
+/// "gate_loaded":bool}` otherwise. A missing gate (Redis restarted empty) is also reloaded from
+/// here, so an origin that a load balancer took out of rotation gets ready again by itself.
 pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     let postgres = sqlx::query("SELECT 1").execute(&state.db).await.is_ok();
     let mut redis = state.redis.clone();
@@ -24,8 +26,11 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
         .query_async::<String>(&mut redis)
         .await
         .is_ok();
-    let gate_loaded = state.metrics.gates_ready.load(Ordering::Relaxed);
-    if postgres && redis_ok && gate_loaded {
+    let gate_loaded = postgres
+        && redis_ok
+        && state.metrics.gates_ready.load(Ordering::Relaxed)
+        && live_gates_loaded(&state).await;
+    if gate_loaded {
         (StatusCode::OK, axum::Json(json!({"status": "ready"})))
     } else {
         (
@@ -35,6 +40,33 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
             ),
         )
     }
+}
+
+/// True when every campaign that has not ended has its gate loaded; starts a load for each one
+/// that has not.
+async fn live_gates_loaded(state: &AppState) -> bool {
+    let Ok(live) = crate::campaigns::store::live(&state.db).await else {
+        return false;
+    };
+    if live.is_empty() {
+        return true;
+    }
+    let mut redis = state.redis.clone();
+    let mut pipe = redis::pipe();
+    for c in &live {
+        pipe.exists(crate::gate::Keys::of(&c.id).loaded);
+    }
+    let Ok(loaded) = pipe.query_async::<Vec<bool>>(&mut redis).await else {
+        return false;
+    };
+    let mut all = true;
+    for (c, loaded) in live.iter().zip(loaded) {
+        if !loaded {
+            state.spawn_gate_load(&c.id);
+            all = false;
+        }
+    }
+    all
 }
 
 /// Counters in the Prometheus text format.
