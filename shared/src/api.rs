@@ -682,19 +682,20 @@ pub mod coupons {
         true
     }
 
-    /// `POST /admin/v1/codes` body: a shared code and its rules (seed "Coupons", decision 1:
-    /// "SPRING10 gives 10% off orders of $50 or more until Sunday, for the first 1,000 uses,
-    /// once per customer"). Exactly one of `percent_off` / `amount_off`.
+    /// The offer a shared code ([`NewCode`]) and a batch of one-time codes ([`NewCodeBatch`])
+    /// have in common, flattened into both bodies. Exactly one of `percent_off` /
+    /// `amount_off` ([`validate_offer`]).
     ///
     /// `starts_at` / `ends_at` are either an RFC 3339 instant (`"2026-03-29T21:59:00Z"`) or a
     /// local date-time and an IANA zone (`"2026-03-29T23:59 Europe/Paris"`, or the next such
     /// weekday: `"Sunday 23:59 Europe/Paris"`); the instant is stored. `starts_at` defaults to
     /// now.
+    ///
+    /// No `deny_unknown_fields` here: serde does not support it on a flattened struct. The
+    /// bodies that flatten it refuse unknown fields themselves (a field neither they nor the
+    /// offer know is an error), so the wire shapes stay strict.
     #[derive(Debug, Clone, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    pub struct NewCode {
-        /// Normalised (trim, NFKC, uppercase) to `A–Z0–9`, 1..=64 characters.
-        pub code: String,
+    pub struct Offer {
         /// Basis points, 1..=10 000.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub percent_off: Option<i64>,
@@ -709,6 +710,19 @@ pub mod coupons {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub starts_at: Option<String>,
         pub ends_at: String,
+    }
+
+    /// `POST /admin/v1/codes` body: a shared code and its rules (seed "Coupons", decision 1:
+    /// "SPRING10 gives 10% off orders of $50 or more until Sunday, for the first 1,000 uses,
+    /// once per customer"): `code`, the [`Offer`]'s fields, `limit`, `once_per_customer`.
+    /// Unknown fields are refused.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct NewCode {
+        /// Normalised (trim, NFKC, uppercase) to `A–Z0–9`, 1..=64 characters.
+        pub code: String,
+        #[serde(flatten)]
+        pub offer: Offer,
         /// Total uses, 1..=[`MAX_CODE_LIMIT`].
         pub limit: i64,
         /// Default true: each customer may hold or have used the code once.
@@ -717,23 +731,16 @@ pub mod coupons {
     }
 
     /// `POST /admin/v1/codes/batches` body: `count` one-time codes (12 symbols each, valid
-    /// once) sharing these rules (seed "Coupons", decision 4). Exactly one of `percent_off` /
-    /// `amount_off`; times as in [`NewCode`].
+    /// once) sharing these rules (seed "Coupons", decision 4): `count` and the [`Offer`]'s
+    /// fields. Unknown fields are refused, `limit` and `once_per_customer` too (each code is
+    /// valid once).
     #[derive(Debug, Clone, Serialize, Deserialize)]
     #[serde(deny_unknown_fields)]
     pub struct NewCodeBatch {
         /// 1..=[`MAX_BATCH_COUNT`].
         pub count: i64,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub percent_off: Option<i64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub amount_off: Option<i64>,
-        pub currency: String,
-        #[serde(default)]
-        pub min_order: i64,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub starts_at: Option<String>,
-        pub ends_at: String,
+        #[serde(flatten)]
+        pub offer: Offer,
     }
 
     /// Checks the value rules shared by [`NewCode`] and [`NewCodeBatch`]: exactly one of
@@ -884,7 +891,10 @@ pub mod coupons {
     /// - 404 `{"result":"invalid_code"}`: no such code (a failed try; see guess limiting);
     /// - 422 `{"result":"not_applicable","reason":…}`: a known code that does not apply (check;
     ///   and use, for the rules' reasons);
-    /// - 409 `{"result":"used_up"}` / `{"result":"already_used"}`: use refused.
+    /// - 409 `{"result":"used_up"}` / `{"result":"already_used"}`: use refused;
+    /// - 409 `{"result":"in_progress"}` + `Retry-After`: the first use with this
+    ///   `Idempotency-Key` is still running; retry with the same key (as a claim's
+    ///   [`crate::api::ClaimReply::InProgress`]).
     #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
     #[serde(tag = "result", rename_all = "snake_case")]
     pub enum CodeRefusal {
@@ -892,15 +902,16 @@ pub mod coupons {
         NotApplicable { reason: NotApplicable },
         UsedUp,
         AlreadyUsed,
+        InProgress,
     }
 
     impl CodeRefusal {
-        /// HTTP status: 404, 422, 409, 409.
+        /// HTTP status: 404, 422, 409, 409, 409.
         pub fn http_status(&self) -> u16 {
             match self {
                 CodeRefusal::InvalidCode => 404,
                 CodeRefusal::NotApplicable { .. } => 422,
-                CodeRefusal::UsedUp | CodeRefusal::AlreadyUsed => 409,
+                CodeRefusal::UsedUp | CodeRefusal::AlreadyUsed | CodeRefusal::InProgress => 409,
             }
         }
     }
@@ -933,5 +944,80 @@ pub mod coupons {
     pub enum UseConflict {
         UseReleased,
         UseConfirmed,
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use serde_json::{json, Value};
+
+        fn code(body: Value) -> Result<NewCode, String> {
+            serde_json::from_value(body).map_err(|e| e.to_string())
+        }
+
+        fn batch(body: Value) -> Result<NewCodeBatch, String> {
+            serde_json::from_value(body).map_err(|e| e.to_string())
+        }
+
+        #[test]
+        fn code_and_batch_bodies_share_the_offer_and_stay_strict() {
+            let c = code(
+                json!({"code": "SPRING10", "percent_off": 1000, "currency": "USD",
+                "ends_at": "Sunday 23:59 Europe/Paris", "limit": 1000}),
+            )
+            .unwrap();
+            assert_eq!(
+                (c.offer.percent_off, c.offer.amount_off, c.offer.min_order),
+                (Some(1000), None, 0)
+            );
+            assert!(c.once_per_customer && c.offer.starts_at.is_none());
+            // The same JSON out as in: flat, optional fields left out.
+            assert_eq!(
+                serde_json::to_value(&c).unwrap(),
+                json!({"code": "SPRING10", "percent_off": 1000, "currency": "USD", "min_order": 0,
+                    "ends_at": "Sunday 23:59 Europe/Paris", "limit": 1000,
+                    "once_per_customer": true})
+            );
+            let b = batch(json!({"count": 3, "amount_off": 2000, "currency": "USD",
+                "min_order": 5000, "starts_at": "2026-01-01T00:00:00Z",
+                "ends_at": "2027-01-01T00:00:00Z"}))
+            .unwrap();
+            assert_eq!(
+                (b.count, b.offer.amount_off, b.offer.min_order),
+                (3, Some(2000), 5000)
+            );
+            assert_eq!(b.offer.starts_at.as_deref(), Some("2026-01-01T00:00:00Z"));
+
+            let base = json!({"code": "A", "percent_off": 10, "currency": "USD",
+                "ends_at": "2099-01-01T00:00:00Z", "limit": 1});
+            let with = |mut v: Value, k: &str, x: Value| {
+                v[k] = x;
+                v
+            };
+            // Unknown fields are refused in both bodies; a batch refuses `limit` and
+            // `once_per_customer`.
+            assert!(code(with(base.clone(), "x", json!(1)))
+                .unwrap_err()
+                .contains("unknown field `x`"));
+            let b0 = json!({"count": 1, "amount_off": 2000, "currency": "USD",
+                "ends_at": "2099-01-01T00:00:00Z"});
+            assert!(batch(b0.clone()).is_ok());
+            for k in ["x", "limit", "once_per_customer", "code"] {
+                let e = batch(with(b0.clone(), k, json!(1))).unwrap_err();
+                assert!(e.contains(&format!("unknown field `{k}`")), "{k}: {e}");
+            }
+            // Missing, mistyped and repeated offer fields are still errors.
+            let mut no_currency = base.clone();
+            no_currency.as_object_mut().unwrap().remove("currency");
+            assert!(code(no_currency)
+                .unwrap_err()
+                .contains("missing field `currency`"));
+            assert!(code(with(base.clone(), "percent_off", json!("10"))).is_err());
+            assert!(code(with(base.clone(), "min_order", json!(1.5))).is_err());
+            assert!(batch(with(b0, "count", json!("1"))).is_err());
+            let twice = r#"{"code":"A","currency":"USD","currency":"EUR","percent_off":10,
+                "ends_at":"2099-01-01T00:00:00Z","limit":1}"#;
+            assert!(serde_json::from_str::<NewCode>(twice).is_err());
+        }
     }
 }

@@ -496,6 +496,76 @@ async fn release_puts_the_use_back_and_she_can_use_it_again() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_same_key_at_once_gets_the_first_reply_or_in_progress_with_retry_after() {
+    use flashgate_origin::claims::idempotency::{self, Begin};
+
+    let o = TestOrigin::start().await;
+    let code = shared_code(&o, 5, json!({})).await;
+    let ana = shopper(&o);
+    // One customer sends the same use with the same key 12 times at once: every answer is
+    // the first reply (201, identical) or 409 `in_progress` + `Retry-After: 1` (as a claim).
+    let replies = join_all((0..12).map(|_| {
+        let (http, url, code, s) = (o.http.clone(), o.url.clone(), code.clone(), ana.clone());
+        tokio::spawn(async move { use_at(&http, &url, &s, &code, 6000, "same").await })
+    }))
+    .await
+    .into_iter()
+    .map(|r| r.unwrap())
+    .collect::<Vec<_>>();
+    let winners: Vec<&Value> = replies
+        .iter()
+        .filter(|r| r.status == 201)
+        .map(|r| &r.body)
+        .collect();
+    assert!(!winners.is_empty(), "no 201 among the replies");
+    assert!(winners.iter().all(|w| *w == winners[0]), "identical 201s");
+    assert_eq!(winners[0]["discount"], 600);
+    for r in &replies {
+        match r.status {
+            201 => assert_eq!(r.retry_after, None),
+            409 => assert_eq!(
+                (&r.body, r.retry_after.as_deref()),
+                (&json!({"result": "in_progress"}), Some("1"))
+            ),
+            st => panic!("unexpected {st} {}", r.body),
+        }
+    }
+    assert_eq!(use_rows(&o, &code, "held").await, 1);
+    assert_eq!(uses_left(&o, &code).await, 4);
+    // Once done, the key replays the first reply.
+    let again = use_code(&o, &ana, &code, 6000, "same").await;
+    assert_eq!((again.status, &again.body), (201, winners[0]));
+
+    // Deterministically: while a first request with the key is running (its pending record
+    // held here), a retry gets `in_progress` + `Retry-After: 1` and changes nothing.
+    let bob = shopper(&o);
+    let body = json!({ "order": "o-held", "cart_total": 6000 }).to_string();
+    let fp = idempotency::fingerprint(&format!("code-use:{code}"), body.as_bytes());
+    let client = redis::Client::open(flashgate_tests::support::redis_url()).unwrap();
+    let mut redis = redis::aio::ConnectionManager::new(client).await.unwrap();
+    assert_eq!(
+        idempotency::begin(&mut redis, &bob.id, "held", &fp)
+            .await
+            .unwrap(),
+        Begin::New
+    );
+    let r = use_code(&o, &bob, &code, 6000, "held").await;
+    assert_eq!(
+        (r.status, &r.body, r.retry_after.as_deref()),
+        (409, &json!({"result": "in_progress"}), Some("1"))
+    );
+    assert_eq!(uses_left(&o, &code).await, 4);
+    // The first request gives up (its record goes): the retry is decided.
+    idempotency::abandon(&mut redis, &bob.id, "held")
+        .await
+        .unwrap();
+    let r = use_code(&o, &bob, &code, 6000, "held").await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(uses_left(&o, &code).await, 3);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sweeper_releases_unconfirmed_uses_exactly_once_even_racing_release() {
     let mut config = test_config();
     config.code_use_hold_seconds = 1;
@@ -793,6 +863,9 @@ async fn bad_input_gets_a_documented_4xx_and_changes_nothing() {
         (post_raw(&o.http, &url("/admin/v1/codes"), Some(ADMIN), &[], &json!({"code": code.to_lowercase(), "percent_off": 10, "currency": "USD", "limit": 1, "ends_at": "2099-01-01T00:00:00Z"}).to_string()).await, 409, "conflict"),
         (post_raw(&o.http, &url("/admin/v1/codes"), Some(&s.token), &[], "{}").await, 403, "forbidden"),
         (post_raw(&o.http, &url("/admin/v1/codes/batches"), Some(ADMIN), &[], &json!({"count": 0, "amount_off": 2000, "currency": "USD", "ends_at": "2099-01-01T00:00:00Z"}).to_string()).await, 422, "validation_failed"),
+        (post_raw(&o.http, &url("/admin/v1/codes"), Some(ADMIN), &[], &json!({"code": fresh_code("B"), "percent_off": 10, "currency": "USD", "limit": 1, "ends_at": "2099-01-01T00:00:00Z", "count": 1}).to_string()).await, 422, "validation_failed"),
+        (post_raw(&o.http, &url("/admin/v1/codes/batches"), Some(ADMIN), &[], &json!({"count": 1, "amount_off": 2000, "currency": "USD", "ends_at": "2099-01-01T00:00:00Z", "limit": 1}).to_string()).await, 422, "validation_failed"),
+        (post_raw(&o.http, &url("/admin/v1/codes/batches"), Some(ADMIN), &[], &json!({"count": 1, "amount_off": 2000, "ends_at": "2099-01-01T00:00:00Z"}).to_string()).await, 422, "validation_failed"),
         (post_raw(&o.http, &url("/admin/v1/codes/batches"), Some(ADMIN), &[], &json!({"count": 1_000_001, "amount_off": 2000, "currency": "USD", "ends_at": "2099-01-01T00:00:00Z"}).to_string()).await, 422, "validation_failed"),
     ];
     for (i, (r, status, result)) in cases.iter().enumerate() {

@@ -4,8 +4,10 @@
 
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc, Weekday};
 use chrono_tz::Tz;
-use flashgate_shared::api::coupons::{CodeKind, NotApplicable};
+use flashgate_shared::api::coupons::NotApplicable;
 use flashgate_shared::money::{self, Applied, Discount};
+
+use super::store::NewRules;
 
 /// A code with its rules, as cached by every origin. Rules never change once written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,19 +15,8 @@ pub struct CodeRules {
     /// The normalised code.
     pub code: String,
     pub rules_id: i64,
-    pub kind: CodeKind,
-    /// Basis points (1000 = 10 %), or `None` for an amount.
-    pub percent_off_bp: Option<i64>,
-    /// Minor units, or `None` for a percentage.
-    pub amount_off: Option<i64>,
-    pub currency: String,
-    /// Minor units, compared with the pre-discount cart total, inclusive.
-    pub min_order: i64,
-    pub starts_at: DateTime<Utc>,
-    pub ends_at: DateTime<Utc>,
-    /// Total uses of this code.
-    pub use_limit: i64,
-    pub once_per_customer: bool,
+    /// The rules row, as written by [`super::store::insert_rules`].
+    pub rules: NewRules,
     /// Batch id of a one-time code.
     pub batch: Option<String>,
 }
@@ -33,7 +24,7 @@ pub struct CodeRules {
 impl CodeRules {
     /// The discount of the code.
     pub fn discount(&self) -> Discount {
-        match (self.percent_off_bp, self.amount_off) {
+        match (self.rules.percent_off_bp, self.rules.amount_off) {
             (Some(bp), _) => Discount::Percent { basis_points: bp },
             (None, Some(a)) => Discount::Amount { minor_units: a },
             (None, None) => Discount::Amount { minor_units: 0 },
@@ -50,16 +41,16 @@ impl CodeRules {
         cart_total: i64,
         currency: Option<&str>,
     ) -> Result<Applied, NotApplicable> {
-        if now < self.starts_at {
+        if now < self.rules.starts_at {
             return Err(NotApplicable::NotStarted);
         }
-        if now >= self.ends_at {
+        if now >= self.rules.ends_at {
             return Err(NotApplicable::Expired);
         }
-        if currency.is_some_and(|c| c != self.currency) {
+        if currency.is_some_and(|c| c != self.rules.currency) {
             return Err(NotApplicable::CurrencyMismatch);
         }
-        if cart_total < self.min_order {
+        if cart_total < self.rules.min_order {
             return Err(NotApplicable::BelowMinimum);
         }
         Ok(money::apply(self.discount(), cart_total))

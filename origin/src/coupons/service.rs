@@ -6,7 +6,7 @@
 //! unknown code.
 //!
 //! Use (decision 3): guess buckets, cached rules, the idempotency record (the claim path's,
-//! with a fingerprint of its own), the rules, the used-up flag (answers without the row), then
+//! with a fingerprint of its own; `in_progress` + `Retry-After` while its first request runs), the rules, the used-up flag (answers without the row), then
 //! the one conditional statement of [`store::take`]; the cached state learns the outcome.
 //! Steps from the idempotency record on run in a task of their own, so a client that hangs up
 //! cannot leave a use taken without its record.
@@ -24,14 +24,16 @@ use flashgate_shared::money;
 use super::store::{self, NewUse, Released, Take};
 use super::{flags, guess, CodeRules, RulesCache};
 use crate::claims::idempotency::{self, Begin};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, RETRY_AFTER_SECONDS};
 use crate::state::AppState;
 
-/// A reply ready to send: status and JSON body.
+/// A reply ready to send: status, JSON body and, for `in_progress`, a `Retry-After`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
     pub status: u16,
     pub body: String,
+    /// Seconds for a `Retry-After` header, when the client should retry.
+    pub retry_after: Option<u32>,
 }
 
 impl Reply {
@@ -39,6 +41,7 @@ impl Reply {
         Reply {
             status,
             body: serde_json::to_string(body).expect("replies serialise"),
+            retry_after: None,
         }
     }
 
@@ -114,7 +117,7 @@ pub async fn check(
     };
     let mut redis = state.redis.clone();
     let cached = flags::read(&mut redis, &rules.code, &who.customer).await?;
-    if rules.once_per_customer && cached.holder.is_some() {
+    if rules.rules.once_per_customer && cached.holder.is_some() {
         return Ok(Reply::not_applicable(NotApplicable::AlreadyUsed));
     }
     if cached.used_up {
@@ -141,7 +144,8 @@ pub struct UseCall {
 
 /// `POST /api/v1/codes/{code}/use`: 201 [`UseReply`]; 409 `used_up` / `already_used`; 422
 /// `not_applicable` (rules) or `idempotency_key_reused`; 404 `invalid_code`; 429; 503.
-/// A retry with the same key gets the first reply again.
+/// A retry with the same key gets the first reply again; while the first request with the key
+/// is still running, 409 `in_progress` with `Retry-After` (as a claim).
 pub async fn use_code(state: &AppState, raw_code: &str, call: UseCall) -> ApiResult<Reply> {
     let rules = match lookup(state, raw_code, &call.who).await? {
         Ok(rules) => rules,
@@ -160,10 +164,12 @@ async fn use_recorded(state: &AppState, rules: &CodeRules, call: &UseCall) -> Ap
     let fp = idempotency::fingerprint(&format!("code-use:{}", rules.code), &call.body);
     match idempotency::begin(&mut redis, customer, key, &fp).await? {
         Begin::New => {}
+        // As a claim's: the key's first request is still running, so retry shortly.
         Begin::InProgress => {
-            return Err(ApiError::Conflict(
-                "the first request with this Idempotency-Key is still running; retry".into(),
-            ))
+            return Ok(Reply {
+                retry_after: Some(RETRY_AFTER_SECONDS),
+                ..Reply::refusal(CodeRefusal::InProgress)
+            })
         }
         Begin::Reused => {
             return Err(ApiError::Unprocessable(
@@ -171,7 +177,13 @@ async fn use_recorded(state: &AppState, rules: &CodeRules, call: &UseCall) -> Ap
                 "this Idempotency-Key was used with another code or body".into(),
             ))
         }
-        Begin::Replay { status, body } => return Ok(Reply { status, body }),
+        Begin::Replay { status, body } => {
+            return Ok(Reply {
+                status,
+                body,
+                retry_after: None,
+            })
+        }
     }
     let result = decide_use(state, &mut redis, rules, call, &fp).await;
     match &result {
@@ -213,7 +225,7 @@ async fn decide_use(
     // The used-up flag answers without the row.
     let cached = flags::read(redis, &rules.code, customer).await?;
     if cached.used_up {
-        if rules.once_per_customer && cached.holder.is_some() {
+        if rules.rules.once_per_customer && cached.holder.is_some() {
             return Ok(Reply::refusal(CodeRefusal::AlreadyUsed));
         }
         return Ok(Reply::refusal(CodeRefusal::UsedUp));

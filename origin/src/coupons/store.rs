@@ -7,16 +7,21 @@ use sqlx::{PgPool, Row};
 
 use super::rules::CodeRules;
 
-/// The rules of a new code or batch, times already resolved to instants.
-#[derive(Debug, Clone)]
+/// The rules of a code or batch, times already resolved to instants: what is written, and
+/// (in [`CodeRules::rules`]) what is read back and cached.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewRules {
     pub kind: CodeKind,
+    /// Basis points (1000 = 10 %), or `None` for an amount.
     pub percent_off_bp: Option<i64>,
+    /// Minor units, or `None` for a percentage.
     pub amount_off: Option<i64>,
     pub currency: String,
+    /// Minor units, compared with the pre-discount cart total, inclusive.
     pub min_order: i64,
     pub starts_at: DateTime<Utc>,
     pub ends_at: DateTime<Utc>,
+    /// Total uses of a code (1 for a one-time code).
     pub use_limit: i64,
     pub once_per_customer: bool,
 }
@@ -31,19 +36,21 @@ fn rules_of(row: &sqlx::postgres::PgRow) -> CodeRules {
     CodeRules {
         code: row.get("code"),
         rules_id: row.get("rules_id"),
-        kind: if kind == "one_time" {
-            CodeKind::OneTime
-        } else {
-            CodeKind::Shared
+        rules: NewRules {
+            kind: if kind == "one_time" {
+                CodeKind::OneTime
+            } else {
+                CodeKind::Shared
+            },
+            percent_off_bp: row.get("percent_off_bp"),
+            amount_off: row.get("amount_off"),
+            currency: row.get("currency"),
+            min_order: row.get("min_order"),
+            starts_at: row.get("starts_at"),
+            ends_at: row.get("ends_at"),
+            use_limit: row.get("use_limit"),
+            once_per_customer: row.get("once_per_customer"),
         },
-        percent_off_bp: row.get("percent_off_bp"),
-        amount_off: row.get("amount_off"),
-        currency: row.get("currency"),
-        min_order: row.get("min_order"),
-        starts_at: row.get("starts_at"),
-        ends_at: row.get("ends_at"),
-        use_limit: row.get("use_limit"),
-        once_per_customer: row.get("once_per_customer"),
         batch: row.get("batch"),
     }
 }

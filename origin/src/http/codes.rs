@@ -7,8 +7,8 @@
 //!   201 `{"use":"u_…","discount":600,"total":5400,"held_until":"…"}`; 409
 //!   `{"result":"used_up"}` / `{"result":"already_used"}`; 422 `not_applicable`; 404. A retry
 //!   with the same key gets the first reply byte for byte; while the first request with the key
-//!   is still running, 409 `conflict`; the key with another code or body, 422
-//!   `idempotency_key_reused`.
+//!   is still running, 409 `{"result":"in_progress"}` + `Retry-After: 1` (as a claim); the key
+//!   with another code or body, 422 `idempotency_key_reused`.
 //!
 //! Payment service (service token):
 //! - `POST /api/v1/uses/{id}/confirm` → 200 `{"use","code","status":"used"}`; 409 `use_released`.
@@ -35,10 +35,10 @@ use axum::body::Body;
 use axum::extract::connect_info::ConnectInfo;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
-use axum::http::{header, Extensions, HeaderMap, StatusCode};
+use axum::http::{header, Extensions, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::coupons::{
-    validate_offer, AdminCode, CheckRequest, CodeBatch, CodeKind, NewCode, NewCodeBatch,
+    validate_offer, AdminCode, CheckRequest, CodeBatch, CodeKind, NewCode, NewCodeBatch, Offer,
     UseRequest, MAX_BATCH_COUNT, MAX_CART_TOTAL, MAX_CODE_LIMIT, MAX_ORDER_LEN,
 };
 use flashgate_shared::MAX_CLAIM_BODY_BYTES;
@@ -54,12 +54,17 @@ use crate::state::AppState;
 
 fn send(reply: Reply) -> Response {
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
-    (
+    let mut res = (
         status,
         [(header::CONTENT_TYPE, "application/json")],
         reply.body,
     )
-        .into_response()
+        .into_response();
+    if let Some(seconds) = reply.retry_after {
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    res
 }
 
 /// The client IP: the first entry of the configured header when it parses as an IP address,
@@ -134,6 +139,11 @@ pub async fn check(
 /// `POST /api/v1/codes/{code}/use`. Checks in order: customer token (401), `Content-Type`
 /// (415), size ≤ 4 KiB (413), `Idempotency-Key` (400), body (400 / 422), then
 /// [`service::use_code`].
+///
+/// Retries with the same `Idempotency-Key`: once the first request has answered, its reply
+/// again, byte for byte; while it is still running, 409 `{"result":"in_progress"}` with
+/// `Retry-After: 1` (the claim path's answer), which changes nothing: retry with the same key
+/// to get the first reply.
 pub async fn use_code(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,
@@ -212,72 +222,39 @@ fn require_admin(headers: &HeaderMap, state: &AppState, write: bool) -> ApiResul
     extract::admin(headers, state, role).map(|_| ())
 }
 
-fn admin_view(rules: &CodeRules, uses_left: i64) -> AdminCode {
+fn admin_view(code: &CodeRules, uses_left: i64) -> AdminCode {
+    let r = &code.rules;
     AdminCode {
-        code: rules.code.clone(),
-        kind: rules.kind,
-        percent_off: rules.percent_off_bp,
-        amount_off: rules.amount_off,
-        currency: rules.currency.clone(),
-        min_order: rules.min_order,
-        starts_at: rules.starts_at,
-        ends_at: rules.ends_at,
-        limit: rules.use_limit,
+        code: code.code.clone(),
+        kind: r.kind,
+        percent_off: r.percent_off_bp,
+        amount_off: r.amount_off,
+        currency: r.currency.clone(),
+        min_order: r.min_order,
+        starts_at: r.starts_at,
+        ends_at: r.ends_at,
+        limit: r.use_limit,
         uses_left,
-        once_per_customer: rules.once_per_customer,
-        batch: rules.batch.clone(),
-    }
-}
-
-/// The offer fields that a shared code and a batch have in common.
-struct Offer<'a> {
-    percent_off: Option<i64>,
-    amount_off: Option<i64>,
-    currency: &'a str,
-    min_order: i64,
-    starts_at: Option<&'a str>,
-    ends_at: &'a str,
-}
-
-impl<'a> Offer<'a> {
-    fn of_code(n: &'a NewCode) -> Self {
-        Offer {
-            percent_off: n.percent_off,
-            amount_off: n.amount_off,
-            currency: &n.currency,
-            min_order: n.min_order,
-            starts_at: n.starts_at.as_deref(),
-            ends_at: &n.ends_at,
-        }
-    }
-
-    fn of_batch(n: &'a NewCodeBatch) -> Self {
-        Offer {
-            percent_off: n.percent_off,
-            amount_off: n.amount_off,
-            currency: &n.currency,
-            min_order: n.min_order,
-            starts_at: n.starts_at.as_deref(),
-            ends_at: &n.ends_at,
-        }
+        once_per_customer: r.once_per_customer,
+        batch: code.batch.clone(),
     }
 }
 
 /// Checks an offer ([`validate_offer`], times) and builds its rules row. 422 when broken.
 fn new_rules(
     kind: CodeKind,
-    o: &Offer<'_>,
+    o: &Offer,
     use_limit: i64,
     once_per_customer: bool,
 ) -> ApiResult<NewRules> {
-    validate_offer(o.percent_off, o.amount_off, o.currency, o.min_order)
+    validate_offer(o.percent_off, o.amount_off, &o.currency, o.min_order)
         .map_err(ApiError::validation)?;
-    let (starts_at, ends_at) = times(o.starts_at, o.ends_at)?;
+    let (starts_at, ends_at) = times(o.starts_at.as_deref(), &o.ends_at)?;
     Ok(NewRules {
         kind,
         percent_off_bp: o.percent_off,
         amount_off: o.amount_off,
-        currency: o.currency.to_string(),
+        currency: o.currency.clone(),
         min_order: o.min_order,
         starts_at,
         ends_at,
@@ -326,7 +303,7 @@ pub async fn admin_create(
     }
     let rules = new_rules(
         CodeKind::Shared,
-        &Offer::of_code(&new),
+        &new.offer,
         new.limit,
         new.once_per_customer,
     )?;
@@ -336,7 +313,7 @@ pub async fn admin_create(
     RulesCache::global().forget(&code);
     Ok((
         StatusCode::CREATED,
-        axum::Json(admin_view(&created, created.use_limit)),
+        axum::Json(admin_view(&created, created.rules.use_limit)),
     )
         .into_response())
 }
@@ -371,7 +348,7 @@ pub async fn batch_create(
             "count must be 1 to {MAX_BATCH_COUNT}"
         )));
     }
-    let rules = new_rules(CodeKind::OneTime, &Offer::of_batch(&new), 1, true)?;
+    let rules = new_rules(CodeKind::OneTime, &new.offer, 1, true)?;
     let b = batch::generate(&state.db, &rules, new.count as usize).await?;
     tracing::info!(batch = %b.id, count = b.count, redrawn = b.redrawn, took_ms = b.took.as_millis() as u64, "one-time codes saved");
     let body = CodeBatch {
