@@ -328,6 +328,9 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         let facts = db::read_back(url, &campaign.id).await?;
         db::add_checks(&mut report, &facts, &outcomes);
     }
+    if let Some(token) = args.admin_token.as_deref() {
+        add_reconcile(&http, &args.origin, token, &campaign.id, &mut report).await?;
+    }
     if args.min_edge_share > 0.0 {
         let share = report.edge_share_after_sell_out;
         report.add_check(
@@ -348,6 +351,40 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         );
     }
     Ok(report)
+}
+
+/// Asks the origin to reconcile the campaign (stock = remaining + held + paid / issued +
+/// redeemed, the Redis gate against PostgreSQL, oversold and stranded units) and adds the
+/// result as a check; the full answer goes into the report.
+async fn add_reconcile(
+    http: &reqwest::Client,
+    origin: &str,
+    token: &str,
+    campaign: &str,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let resp = http
+        .get(format!(
+            "{}/admin/v1/campaigns/{campaign}/reconcile",
+            base(origin)
+        ))
+        .bearer_auth(token)
+        .send()
+        .await
+        .context("reconciling the campaign at the origin")?;
+    let status = resp.status();
+    let body: serde_json::Value = resp.json().await.unwrap_or_default();
+    let ok = status.is_success() && body["ok"] == true;
+    report.add_check(
+        "origin reconcile: no oversold or stranded unit, gate agrees with PostgreSQL",
+        ok,
+        format!(
+            "HTTP {status}, oversold {}, stranded {}, faults {}",
+            body["oversold"], body["stranded"], body["faults"]
+        ),
+    );
+    report.reconcile = Some(body);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -135,6 +135,10 @@ pub struct Report {
     pub unexpected_answers: u64,
     pub unexpected_samples: BTreeMap<String, String>,
     pub checks: Vec<Check>,
+    /// The origin's reconciliation of the campaign after the run
+    /// (`GET /admin/v1/campaigns/{id}/reconcile`), when an admin token was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconcile: Option<serde_json::Value>,
     pub passed: bool,
 }
 
@@ -198,6 +202,7 @@ pub fn compute(info: &RunInfo, plan: &Plan, outcomes: &[TryOutcome]) -> Report {
         unexpected_answers: 0,
         unexpected_samples: BTreeMap::new(),
         checks: Vec::new(),
+        reconcile: None,
         passed: true,
     };
 
