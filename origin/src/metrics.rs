@@ -2,7 +2,7 @@
 //! needs a handful of counters, not a metrics framework.
 
 use std::fmt::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Request and outcome counters since start.
 #[derive(Default)]
@@ -19,8 +19,6 @@ pub struct Metrics {
     pub claims_committed: AtomicU64,
     /// Replies replayed for a repeated idempotency key.
     pub replays: AtomicU64,
-    /// True once the start-up load of every live campaign's gate finished.
-    pub gates_ready: AtomicBool,
 }
 
 impl Metrics {

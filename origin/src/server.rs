@@ -2,7 +2,6 @@
 //! until told to stop, then finish in-flight requests (graceful shutdown).
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -77,7 +76,6 @@ async fn load_gates(state: &AppState) {
                     }
                 }
             }
-            state.metrics.gates_ready.store(true, Ordering::Relaxed);
         }
         Err(e) => tracing::warn!(error = %e, "could not list campaigns at start-up"),
     }

@@ -1,8 +1,6 @@
 //! `/healthz` (the process is up), `/readyz` (PostgreSQL and Redis reachable, gates loaded)
 //! and `/metrics` (Prometheus text).
 
-use std::sync::atomic::Ordering;
-
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
@@ -26,10 +24,7 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
         .query_async::<String>(&mut redis)
         .await
         .is_ok();
-    let gate_loaded = postgres
-        && redis_ok
-        && state.metrics.gates_ready.load(Ordering::Relaxed)
-        && live_gates_loaded(&state).await;
+    let gate_loaded = postgres && redis_ok && live_gates_loaded(&state).await;
     if gate_loaded {
         (StatusCode::OK, axum::Json(json!({"status": "ready"})))
     } else {
