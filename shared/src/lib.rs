@@ -8,11 +8,15 @@
 //! - [`idempotency`]: the `Idempotency-Key` header rule.
 //! - [`code`]: coupon-code alphabet and normalisation.
 //! - [`money`]: discount arithmetic in integer minor units.
+//! - [`queue`]: the waiting room's wire types (campaign option, join and status replies).
+//! - [`admission`]: the waiting room's signed ticket and admission token (HMAC-SHA256).
 
+pub mod admission;
 pub mod api;
 pub mod code;
 pub mod idempotency;
 pub mod money;
+pub mod queue;
 pub mod signature;
 pub mod token;
 

@@ -9,7 +9,14 @@
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
-type HmacSha256 = Hmac<Sha256>;
+/// HMAC-SHA256 (RFC 2104), the one MAC of flashgate's signed strings.
+pub(crate) type HmacSha256 = Hmac<Sha256>;
+
+/// A fresh HMAC-SHA256 under `secret` (any key length is valid). Check a tag with
+/// `verify_slice`, which compares in constant time.
+pub(crate) fn keyed_mac(secret: &[u8]) -> HmacSha256 {
+    HmacSha256::new_from_slice(secret).expect("HMAC takes any key length")
+}
 
 /// How far the signature's timestamp may be from the verifier's clock, in seconds.
 pub const MAX_SKEW_SECONDS: i64 = 60;
@@ -25,7 +32,7 @@ pub enum SignatureError {
 
 fn mac(secret: &[u8], t: i64, method: &str, path: &str, body: &[u8]) -> HmacSha256 {
     let digest = hex::encode(Sha256::digest(body));
-    let mut mac = HmacSha256::new_from_slice(secret).expect("HMAC takes any key length");
+    let mut mac = keyed_mac(secret);
     mac.update(format!("{t}\n{}\n{path}\n{digest}", method.to_ascii_uppercase()).as_bytes());
     mac
 }

@@ -9,13 +9,11 @@
 //! Written here rather than taken from a JWT crate because the very same code must run on
 //! the host and inside the wasm32 worker, and it is only HS256 over `hmac` + `sha2`.
 
+use crate::signature::keyed_mac;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine;
-use hmac::{Hmac, Mac};
+use hmac::Mac;
 use serde::{Deserialize, Serialize};
-use sha2::Sha256;
-
-type HmacSha256 = Hmac<Sha256>;
 
 /// The claims flashgate reads from a customer token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,7 +68,7 @@ pub fn mint(claims: &CustomerClaims, secret: &[u8]) -> String {
     let header = B64.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
     let payload = B64.encode(serde_json::to_vec(claims).expect("claims serialise"));
     let signing_input = format!("{header}.{payload}");
-    let mut mac = HmacSha256::new_from_slice(secret).expect("HMAC takes any key length");
+    let mut mac = keyed_mac(secret);
     mac.update(signing_input.as_bytes());
     let sig = B64.encode(mac.finalize().into_bytes());
     format!("{signing_input}.{sig}")
@@ -95,7 +93,7 @@ pub fn verify(token: &str, secret: &[u8], now_unix: i64) -> Result<CustomerClaim
         return Err(TokenError::UnsupportedAlgorithm);
     }
     let sig = B64.decode(s).map_err(|_| TokenError::Malformed)?;
-    let mut mac = HmacSha256::new_from_slice(secret).expect("HMAC takes any key length");
+    let mut mac = keyed_mac(secret);
     mac.update(h.as_bytes());
     mac.update(b".");
     mac.update(p.as_bytes());

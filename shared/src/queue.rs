@@ -1,0 +1,253 @@
+//! The waiting room's wire types: the campaign option, the join and status replies, the queue
+//! fields of the cached campaign status, and the header names.
+//!
+//! A customer joins (`POST /api/v1/campaigns/{id}/queue`, answered by the origin) and gets a
+//! signed ticket with a sequence number (see [`crate::admission`]). The origin advances the
+//! queue's `now_serving` at `admit_per_second`, never faster than units can still be won. A
+//! poll (`GET /api/v1/campaigns/{id}/queue` with [`TICKET_HEADER`]) is answered at the edge
+//! from the ticket and the cached status: `position = sequence - now_serving`, and once
+//! `sequence <= now_serving` an admission token that claims carry in [`ADMISSION_HEADER`].
+
+use serde::{Deserialize, Serialize};
+
+/// Header carrying the signed ticket on a queue poll.
+pub const TICKET_HEADER: &str = "flashgate-ticket";
+/// Header carrying the signed admission token on a claim.
+pub const ADMISSION_HEADER: &str = "flashgate-admission";
+
+/// Result code of a claim refused because its customer has not been admitted yet (429).
+pub const QUEUED: &str = "queued";
+/// Result code of a join on a campaign without a waiting room (409).
+pub const NO_WAITING_ROOM: &str = "no_waiting_room";
+
+/// Bounds of `admit_per_second` (customers admitted per second).
+pub const ADMIT_PER_SECOND: std::ops::RangeInclusive<u32> = 1..=100_000;
+/// Bounds of `prequeue_seconds` (one day at most).
+pub const PREQUEUE_SECONDS: std::ops::RangeInclusive<u32> = 0..=86_400;
+/// Bounds of `admission_ttl_seconds` (10 s to one hour).
+pub const ADMISSION_TTL_SECONDS: std::ops::RangeInclusive<u32> = 10..=3_600;
+/// Default `prequeue_seconds` when the option leaves it out.
+pub const DEFAULT_PREQUEUE_SECONDS: u32 = 600;
+/// Default `admission_ttl_seconds` when the option leaves it out.
+pub const DEFAULT_ADMISSION_TTL_SECONDS: u32 = 120;
+
+/// Order of the customers who join after the start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Queueing {
+    /// Arrival order.
+    #[default]
+    Fifo,
+    /// All drawn at random.
+    Random,
+}
+
+/// The `waiting_room` option of a campaign:
+/// `{"admit_per_second": 200, "queueing": "fifo", "prequeue_seconds": 600,
+/// "admission_ttl_seconds": 120}`. Unknown fields are refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaitingRoom {
+    /// Customers admitted per second, [`ADMIT_PER_SECOND`].
+    pub admit_per_second: u32,
+    /// Order after the start (default `fifo`).
+    #[serde(default)]
+    pub queueing: Queueing,
+    /// Joins in this many seconds before `starts_at` are shuffled at the start,
+    /// [`PREQUEUE_SECONDS`] (default [`DEFAULT_PREQUEUE_SECONDS`]).
+    #[serde(default = "default_prequeue")]
+    pub prequeue_seconds: u32,
+    /// An admission token is valid this many seconds after it is issued,
+    /// [`ADMISSION_TTL_SECONDS`] (default [`DEFAULT_ADMISSION_TTL_SECONDS`]).
+    #[serde(default = "default_ttl")]
+    pub admission_ttl_seconds: u32,
+}
+
+fn default_prequeue() -> u32 {
+    DEFAULT_PREQUEUE_SECONDS
+}
+
+fn default_ttl() -> u32 {
+    DEFAULT_ADMISSION_TTL_SECONDS
+}
+
+impl WaitingRoom {
+    /// Checks the bounds; returns a human-readable message for the first broken rule (the
+    /// origin answers it as 422 `validation_failed`).
+    pub fn validate(&self) -> Result<(), String> {
+        let checks = [
+            ("admit_per_second", self.admit_per_second, &ADMIT_PER_SECOND),
+            ("prequeue_seconds", self.prequeue_seconds, &PREQUEUE_SECONDS),
+            (
+                "admission_ttl_seconds",
+                self.admission_ttl_seconds,
+                &ADMISSION_TTL_SECONDS,
+            ),
+        ];
+        for (name, value, range) in checks {
+            if !range.contains(&value) {
+                return Err(format!(
+                    "waiting_room.{name} must be between {} and {}",
+                    range.start(),
+                    range.end()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where a customer stands in the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueState {
+    /// In line (also before the start).
+    Waiting,
+    /// Admitted: claims are let through with the admission token.
+    Admitted,
+    /// No unit left: nobody waits for a unit that no longer exists.
+    SoldOut,
+    /// The campaign is over.
+    Ended,
+    /// A manager paused the campaign or its admission.
+    Paused,
+}
+
+/// The honest outlook of a waiting customer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outlook {
+    /// A unit may well be left at this position.
+    Likely,
+    /// The position is far beyond the remaining stock (see `docs/WAITING-ROOM.md`).
+    Unlikely,
+}
+
+/// Join reply (`POST /api/v1/campaigns/{id}/queue`, 201 the first time, 200 after that).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JoinReply {
+    /// The signed ticket, opaque to clients (see [`crate::admission`]).
+    pub ticket: String,
+    /// Customers ahead in line plus one (1 = next); 0 once admitted.
+    pub position: u64,
+    /// Estimated wait, seconds.
+    pub eta_seconds: u64,
+    /// Queue state.
+    pub state: QueueState,
+}
+
+/// Status reply (`GET /api/v1/campaigns/{id}/queue` with [`TICKET_HEADER`]), answered by
+/// the edge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusReply {
+    /// `sequence - now_serving`, 0 once admitted.
+    pub position: u64,
+    /// `position / admit_per_second` rounded up, plus the time to the start when scheduled;
+    /// seconds.
+    pub eta_seconds: u64,
+    /// Queue state.
+    pub state: QueueState,
+    /// True when `state` is `admitted`.
+    pub admitted: bool,
+    /// The admission token, only when admitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission_token: Option<String>,
+    /// Only while waiting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outlook: Option<Outlook>,
+}
+
+/// The queue fields of the public campaign status (`GET /api/v1/campaigns/{id}`), carried
+/// under the key `queue`; absent when the campaign has no waiting room. The status's own
+/// `state` and `remaining` complete them (stock awareness).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueStatus {
+    /// Highest sequence number admitted so far (0 = nobody yet).
+    pub now_serving: u64,
+    /// Customers admitted per second.
+    pub admit_per_second: u32,
+    /// Lifetime of an admission token, seconds.
+    pub admission_ttl_seconds: u32,
+    /// True while a manager has paused admission.
+    #[serde(default)]
+    pub paused: bool,
+}
+
+/// The part of a campaign status body the waiting room reads: `{"queue": {...}}` (other
+/// fields ignored). Parse it from the same bytes as the campaign status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct StatusQueueFields {
+    /// `None`: no waiting room; the campaign behaves as without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueStatus>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn option_defaults_and_bounds() {
+        let w: WaitingRoom = serde_json::from_str(r#"{"admit_per_second":200}"#).unwrap();
+        assert_eq!(
+            w,
+            WaitingRoom {
+                admit_per_second: 200,
+                queueing: Queueing::Fifo,
+                prequeue_seconds: 600,
+                admission_ttl_seconds: 120
+            }
+        );
+        assert_eq!(w.validate(), Ok(()));
+        let bad = WaitingRoom {
+            admit_per_second: 0,
+            ..w
+        };
+        assert_eq!(
+            bad.validate().unwrap_err(),
+            "waiting_room.admit_per_second must be between 1 and 100000"
+        );
+        let bad = WaitingRoom {
+            admission_ttl_seconds: 5,
+            ..w
+        };
+        assert!(bad.validate().is_err());
+        assert!(
+            serde_json::from_str::<WaitingRoom>(r#"{"admit_per_second":1,"queueing":"lifo"}"#)
+                .is_err()
+        );
+        assert!(serde_json::from_str::<WaitingRoom>(r#"{"admit_per_second":1,"x":1}"#).is_err());
+    }
+
+    #[test]
+    fn status_fields_are_optional() {
+        let none: StatusQueueFields =
+            serde_json::from_str(r#"{"id":"a","state":"active"}"#).unwrap();
+        assert_eq!(none.queue, None);
+        let some: StatusQueueFields = serde_json::from_str(
+            r#"{"id":"a","queue":{"now_serving":7,"admit_per_second":2,"admission_ttl_seconds":60}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            some.queue,
+            Some(QueueStatus {
+                now_serving: 7,
+                admit_per_second: 2,
+                admission_ttl_seconds: 60,
+                paused: false
+            })
+        );
+        let reply = StatusReply {
+            position: 3,
+            eta_seconds: 2,
+            state: QueueState::Waiting,
+            admitted: false,
+            admission_token: None,
+            outlook: Some(Outlook::Likely),
+        };
+        assert_eq!(
+            serde_json::to_string(&reply).unwrap(),
+            r#"{"position":3,"eta_seconds":2,"state":"waiting","admitted":false,"outlook":"likely"}"#
+        );
+    }
+}
