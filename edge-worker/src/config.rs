@@ -9,7 +9,11 @@
 //! | `FLASHGATE_NOT_STARTED_SKEW_MS` | var | 2000 | clock-skew allowance before `starts_at`, ms |
 //! | `FLASHGATE_ORIGIN_TIMEOUT_MS` | var | 5000 | origin round-trip timeout, ms |
 //! | `FLASHGATE_CUSTOMER_TOKEN_SECRET` | secret | required | HS256 key of customer tokens |
-//! | `FLASHGATE_EDGE_SECRET` | secret | optional | key of the edge signature; unset = claims are forwarded unsigned |
+//! | `FLASHGATE_EDGE_SECRET` | secret | optional | key of the edge signature, and of the waiting room's tickets and admission tokens; unset = claims are forwarded unsigned and queue polls answer 503 |
+//! | `FLASHGATE_LIMIT_CLAIMS_PER_S` | var | 5 | claims per second per customer on a campaign with a waiting room (0 = off) |
+//! | `FLASHGATE_LIMIT_JOINS_PER_S` | var | 2 | queue joins per second per customer (0 = off) |
+//! | `FLASHGATE_LIMIT_POLLS_PER_S` | var | 2 | queue polls per second per customer (0 = off) |
+//! | `FLASHGATE_LIMIT_IP_PER_S` | var | 50 | joins, polls and waiting-room claims per second per client IP (0 = off) |
 
 /// Default status TTL, ms.
 pub const DEFAULT_STATUS_TTL_MS: i64 = 1_000;
@@ -21,6 +25,29 @@ pub const DEFAULT_NOT_STARTED_SKEW_MS: i64 = 2_000;
 pub const DEFAULT_ORIGIN_TIMEOUT_MS: i64 = 5_000;
 /// Largest accepted value of any of the millisecond settings (one day).
 pub const MAX_SETTING_MS: i64 = 86_400_000;
+/// Default claims per second per customer on a campaign with a waiting room.
+pub const DEFAULT_LIMIT_CLAIMS_PER_S: u32 = 5;
+/// Default queue joins per second per customer.
+pub const DEFAULT_LIMIT_JOINS_PER_S: u32 = 2;
+/// Default queue polls per second per customer.
+pub const DEFAULT_LIMIT_POLLS_PER_S: u32 = 2;
+/// Default waiting-room requests per second per client IP.
+pub const DEFAULT_LIMIT_IP_PER_S: u32 = 50;
+/// Largest accepted rate limit, requests per second.
+pub const MAX_LIMIT_PER_S: u32 = 1_000_000;
+
+/// The waiting room's rate limits, requests per second; 0 turns one off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Claims per customer on a campaign with a waiting room.
+    pub claims_per_s: u32,
+    /// Queue joins per customer.
+    pub joins_per_s: u32,
+    /// Queue polls per customer.
+    pub polls_per_s: u32,
+    /// Joins, polls and waiting-room claims per client IP.
+    pub ip_per_s: u32,
+}
 
 /// The worker's settings. Build one with [`EdgeConfig::from_lookup`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,15 +64,18 @@ pub struct EdgeConfig {
     pub origin_timeout_ms: i64,
     /// Secret of the customer token (HS256).
     pub customer_token_secret: Vec<u8>,
-    /// Secret of the edge signature; `None` forwards claims without a signature.
+    /// Secret of the edge signature and of the waiting room's tickets and admission tokens;
+    /// `None` forwards claims without a signature (and queue polls answer 503).
     pub edge_secret: Option<Vec<u8>>,
+    /// The waiting room's rate limits.
+    pub limits: Limits,
 }
 
 impl EdgeConfig {
     /// Reads the settings through `lookup(binding name) -> value`. Empty values count as unset.
     /// Errors (a human-readable message naming the binding) when a required binding is missing,
     /// the origin URL is not `http(s)://...`, or a number is not an integer in `1..=86_400_000`
-    /// (`0..` for the skew allowance).
+    /// (`0..` for the skew allowance), or a rate limit is not an integer in `0..=1_000_000`.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let origin_url = get("FLASHGATE_ORIGIN_URL")
@@ -56,16 +86,19 @@ impl EdgeConfig {
         if !(origin_url.starts_with("http://") || origin_url.starts_with("https://")) {
             return Err("FLASHGATE_ORIGIN_URL must start with http:// or https://".into());
         }
-        let ms = |name: &str, default: i64, min: i64| -> Result<i64, String> {
+        let int = |name: &str, default: i64, min: i64, max: i64| -> Result<i64, String> {
             match get(name) {
                 None => Ok(default),
                 Some(v) => match v.trim().parse::<i64>() {
-                    Ok(n) if (min..=MAX_SETTING_MS).contains(&n) => Ok(n),
-                    _ => Err(format!(
-                        "{name} must be an integer between {min} and {MAX_SETTING_MS}"
-                    )),
+                    Ok(n) if (min..=max).contains(&n) => Ok(n),
+                    _ => Err(format!("{name} must be an integer between {min} and {max}")),
                 },
             }
+        };
+        let ms = |name: &str, default: i64, min: i64| int(name, default, min, MAX_SETTING_MS);
+        let rate = |name: &str, default: u32| -> Result<u32, String> {
+            let n = int(name, default.into(), 0, MAX_LIMIT_PER_S.into())?;
+            Ok(u32::try_from(n).unwrap_or(default))
         };
         let customer_token_secret = get("FLASHGATE_CUSTOMER_TOKEN_SECRET")
             .ok_or("FLASHGATE_CUSTOMER_TOKEN_SECRET is not set")?
@@ -86,6 +119,12 @@ impl EdgeConfig {
             origin_timeout_ms: ms("FLASHGATE_ORIGIN_TIMEOUT_MS", DEFAULT_ORIGIN_TIMEOUT_MS, 1)?,
             customer_token_secret,
             edge_secret: get("FLASHGATE_EDGE_SECRET").map(String::into_bytes),
+            limits: Limits {
+                claims_per_s: rate("FLASHGATE_LIMIT_CLAIMS_PER_S", DEFAULT_LIMIT_CLAIMS_PER_S)?,
+                joins_per_s: rate("FLASHGATE_LIMIT_JOINS_PER_S", DEFAULT_LIMIT_JOINS_PER_S)?,
+                polls_per_s: rate("FLASHGATE_LIMIT_POLLS_PER_S", DEFAULT_LIMIT_POLLS_PER_S)?,
+                ip_per_s: rate("FLASHGATE_LIMIT_IP_PER_S", DEFAULT_LIMIT_IP_PER_S)?,
+            },
         })
     }
 }
@@ -119,6 +158,15 @@ mod tests {
         assert_eq!(c.customer_token_secret, b"s");
         assert_eq!(c.edge_secret, None);
         assert_eq!(
+            c.limits,
+            Limits {
+                claims_per_s: 5,
+                joins_per_s: 2,
+                polls_per_s: 2,
+                ip_per_s: 50
+            }
+        );
+        assert_eq!(
             cfg(&[("FLASHGATE_CUSTOMER_TOKEN_SECRET", "s")]).unwrap_err(),
             "FLASHGATE_ORIGIN_URL is not set"
         );
@@ -144,6 +192,16 @@ mod tests {
         p.push(("FLASHGATE_STATUS_TTL_MS", " 250 "));
         let c = cfg(&p).unwrap();
         assert_eq!((c.not_started_skew_ms, c.status_ttl_ms), (0, 250));
+        for (v, ok) in [
+            ("0", true),
+            ("1000000", true),
+            ("1000001", false),
+            ("-1", false),
+        ] {
+            let mut p = base.to_vec();
+            p.push(("FLASHGATE_LIMIT_CLAIMS_PER_S", v));
+            assert_eq!(cfg(&p).is_ok(), ok, "{v}");
+        }
         assert!(cfg(&[
             ("FLASHGATE_ORIGIN_URL", "ftp://o"),
             ("FLASHGATE_CUSTOMER_TOKEN_SECRET", "s")

@@ -7,9 +7,13 @@
 //!   key, customer token), answered at the edge when the cached state says `sold_out`, `ended`,
 //!   `paused` or clearly `not_started`, and otherwise forwarded to the origin with an edge
 //!   signature.
+//! - The waiting room: `GET /api/v1/campaigns/{id}/queue` (a poll with a ticket) is answered
+//!   at the edge ([`queue`], [`page`] for browsers); claims on a campaign with a waiting room
+//!   need an admission token; joins, polls and those claims are rate limited ([`limit`]).
 //! - Other `/api/v1/...` requests are passed through to the origin unchanged.
 //!
-//! Every decision is plain Rust in [`config`], [`decide`] and [`status`], tested on the host.
+//! Every decision is plain Rust in [`config`], [`decide`], [`status`], [`queue`], [`limit`] and
+//! [`page`], tested on the host.
 //! The glue that talks to the Workers runtime lives in a module compiled for `wasm32` only.
 //! Nothing here panics on input: a panic inside workerd resets the isolate (and its cache).
 
@@ -17,6 +21,9 @@
 
 pub mod config;
 pub mod decide;
+pub mod limit;
+pub mod page;
+pub mod queue;
 pub mod status;
 
 #[cfg(target_arch = "wasm32")]

@@ -7,6 +7,8 @@
 //! TTL in total: the staleness bound is the status TTL plus one origin round trip.
 
 use flashgate_shared::api::{CampaignState, CampaignStatus, ClaimReply};
+use flashgate_shared::queue::{QueueStatus, StatusQueueFields};
+use serde::Serialize;
 
 /// What the origin said about a campaign.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +20,8 @@ pub enum Known {
         status: CampaignStatus,
         /// JSON body served to clients.
         body: String,
+        /// The waiting room's fields (`"queue"` in the body); `None`: no waiting room.
+        queue: Option<QueueStatus>,
     },
     /// 404: no such campaign; the origin's body.
     NotFound {
@@ -94,6 +98,14 @@ impl StatusEntry {
     pub fn state(&self) -> Option<CampaignState> {
         match &self.known {
             Known::Found { status, .. } => Some(status.state),
+            Known::NotFound { .. } => None,
+        }
+    }
+
+    /// The campaign status and its waiting room, when the campaign exists.
+    pub fn found(&self) -> Option<(&CampaignStatus, Option<&QueueStatus>)> {
+        match &self.known {
+            Known::Found { status, queue, .. } => Some((status, queue.as_ref())),
             Known::NotFound { .. } => None,
         }
     }
@@ -178,8 +190,14 @@ pub fn from_origin(
             if status.id != id {
                 return Err(OriginStatusError::BadBody);
             }
+            let StatusQueueFields { queue } =
+                serde_json::from_slice(body).map_err(|_| OriginStatusError::BadBody)?;
             let body = String::from_utf8(body.to_vec()).map_err(|_| OriginStatusError::BadBody)?;
-            Known::Found { status, body }
+            Known::Found {
+                status,
+                body,
+                queue,
+            }
         }
         404 => Known::NotFound {
             body: String::from_utf8_lossy(body).into_owned(),
@@ -214,6 +232,15 @@ pub fn from_cache(
     (entry.freshness(now_ms, ttl_ms) == Freshness::Fresh).then_some(entry)
 }
 
+/// A status body as the origin writes it: the status plus its `queue` fields, if any.
+#[derive(Serialize)]
+struct WithQueue<'a> {
+    #[serde(flatten)]
+    status: &'a CampaignStatus,
+    #[serde(flatten)]
+    queue: StatusQueueFields,
+}
+
 /// What the edge learns from the origin's answer to a forwarded claim: a 409 `sold_out`,
 /// `ended` or `paused` flips the cached state at once (and counts as a fresh observation at
 /// `now_ms`); `sold_out` also sets `remaining` to 0. Returns `None` when nothing changes
@@ -233,7 +260,7 @@ pub fn learn_from_claim(
         ClaimReply::Paused => CampaignState::Paused,
         _ => return None,
     };
-    let Known::Found { status, .. } = &entry?.known else {
+    let Known::Found { status, queue, .. } = &entry?.known else {
         return None;
     };
     if status.state == new_state {
@@ -244,9 +271,17 @@ pub fn learn_from_claim(
     if new_state == CampaignState::SoldOut {
         status.remaining = 0;
     }
-    let body = serde_json::to_string(&status).ok()?;
+    let body = serde_json::to_string(&WithQueue {
+        status: &status,
+        queue: StatusQueueFields { queue: *queue },
+    })
+    .ok()?;
     Some(StatusEntry {
-        known: Known::Found { status, body },
+        known: Known::Found {
+            status,
+            body,
+            queue: *queue,
+        },
         fetched_at_ms: now_ms,
     })
 }
@@ -280,6 +315,7 @@ pub(crate) mod tests {
             known: Known::Found {
                 body: serde_json::to_string(&s).unwrap(),
                 status: s,
+                queue: None,
             },
             fetched_at_ms: at,
         }
@@ -385,7 +421,7 @@ pub(crate) mod tests {
         let flipped = learn_from_claim(Some(&e), 409, br#"{"result":"sold_out"}"#, 700).unwrap();
         assert_eq!(flipped.state(), Some(CampaignState::SoldOut));
         assert_eq!(flipped.fetched_at_ms, 700);
-        let Known::Found { status, body } = &flipped.known else {
+        let Known::Found { status, body, .. } = &flipped.known else {
             panic!("not found")
         };
         assert_eq!(status.remaining, 0);

@@ -1,0 +1,190 @@
+//! The waiting page a browser gets for `GET /api/v1/campaigns/{id}/queue?ticket=…` with
+//! `Accept: text/html`: self-contained (inline CSS and JS, no external assets), it shows the
+//! position, the ETA and the state, polls the JSON status honouring `Retry-After`, and falls
+//! back to `<meta http-equiv="refresh">` without JavaScript. Once admitted it shows a claim
+//! button that sends the claim with the admission token and the customer token taken from the
+//! page's fragment (`#token=<customer token>`; a fragment never reaches any server).
+
+use flashgate_shared::queue::{Outlook, QueueState, StatusReply};
+
+/// True when the client prefers HTML: an `Accept` header naming `text/html`.
+pub fn wants_html(accept: Option<&str>) -> bool {
+    accept.is_some_and(|a| {
+        a.split(',').any(|m| {
+            m.split(';')
+                .next()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/html"))
+        })
+    })
+}
+
+/// Escapes text for HTML element content and double-quoted attributes.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn state_text(s: QueueState) -> &'static str {
+    match s {
+        QueueState::Waiting => "waiting",
+        QueueState::Admitted => "admitted",
+        QueueState::SoldOut => "sold_out",
+        QueueState::Ended => "ended",
+        QueueState::Paused => "paused",
+    }
+}
+
+/// The page for campaign `id` with the checked `ticket` and the edge's `reply`; refreshes
+/// after `retry_after_s` seconds.
+pub fn render(id: &str, ticket: &str, reply: &StatusReply, retry_after_s: u32) -> String {
+    // A checked ticket is base64url and dots; keeping only those makes it safe inside the
+    // script and the URL as well.
+    let ticket: String = ticket
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .collect();
+    let id = esc(id);
+    let self_url = format!("/api/v1/campaigns/{id}/queue?ticket={ticket}");
+    let outlook = match reply.outlook {
+        Some(Outlook::Unlikely) => "unlikely",
+        Some(Outlook::Likely) => "likely",
+        None => "",
+    };
+    let admission = reply.admission_token.as_deref().unwrap_or("");
+    // Terminal states do not refresh.
+    let meta = match reply.state {
+        QueueState::SoldOut | QueueState::Ended => String::new(),
+        _ => format!(
+            r#"<meta http-equiv="refresh" content="{retry_after_s};url={}">"#,
+            self_url
+        ),
+    };
+    format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1">
+<noscript>{meta}</noscript>
+<title>Waiting room · {id}</title>
+<style>
+body{{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem;color:#222}}
+.card{{border:1px solid #ddd;border-radius:.75rem;padding:1.5rem}}
+.big{{font-size:3rem;font-weight:700;margin:.25rem 0}}
+.muted{{color:#666}} #claim{{display:none;font-size:1.2rem;padding:.6rem 1.2rem}}
+</style></head>
+<body><div class="card">
+<h1>Waiting room</h1>
+<p class="muted">Campaign <b>{id}</b></p>
+<p>Position</p><p class="big" id="position">{position}</p>
+<p>Estimated wait: <b id="eta">{eta}</b> s</p>
+<p>State: <b id="state">{state}</b> <span id="outlook" class="muted">{outlook}</span></p>
+<button id="claim" data-admission="{admission}">Claim</button>
+<p id="result"></p>
+</div>
+<script>
+(() => {{
+  const url = "{self_url_js}";
+  const ticket = "{ticket_js}";
+  const $ = (id) => document.getElementById(id);
+  let admission = $("claim").dataset.admission;
+  function show(s) {{
+    $("position").textContent = s.position;
+    $("eta").textContent = s.eta_seconds;
+    $("state").textContent = s.state;
+    $("outlook").textContent = s.outlook || "";
+    admission = s.admission_token || admission;
+    $("claim").style.display = s.admitted ? "inline-block" : "none";
+  }}
+  async function poll() {{
+    let wait = 5;
+    try {{
+      const r = await fetch(url, {{ headers: {{ accept: "application/json", "flashgate-ticket": ticket }} }});
+      wait = Number(r.headers.get("retry-after")) || wait;
+      if (r.ok) {{
+        const s = await r.json();
+        show(s);
+        if (s.state === "sold_out" || s.state === "ended") return;
+      }}
+    }} catch (e) {{}}
+    setTimeout(poll, wait * 1000);
+  }}
+  $("claim").addEventListener("click", async () => {{
+    const token = new URLSearchParams(location.hash.slice(1)).get("token");
+    if (!token) {{ $("result").textContent = "open this page from the shop to claim"; return; }}
+    const r = await fetch("/api/v1/campaigns/{id}/claims", {{
+      method: "POST",
+      headers: {{ "content-type": "application/json", authorization: "Bearer " + token,
+        "idempotency-key": "page-" + ticket.slice(-16), "flashgate-admission": admission }},
+      body: "{{}}",
+    }});
+    $("result").textContent = (await r.json()).result;
+  }});
+  show({{ position: {position}, eta_seconds: {eta}, state: "{state}", outlook: "{outlook}",
+    admitted: {admitted} }});
+  setTimeout(poll, {retry_after_s} * 1000);
+}})();
+</script></body></html>
+"#,
+        position = reply.position,
+        eta = reply.eta_seconds,
+        state = state_text(reply.state),
+        admission = esc(admission),
+        admitted = reply.admitted,
+        self_url_js = self_url,
+        ticket_js = ticket,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_is_chosen_by_accept() {
+        assert!(wants_html(Some("text/html,application/xhtml+xml;q=0.9")));
+        assert!(wants_html(Some("application/json, TEXT/HTML; q=0.1")));
+        assert!(!wants_html(Some("application/json")));
+        assert!(!wants_html(None));
+    }
+
+    #[test]
+    fn page_shows_the_reply_and_refreshes_itself() {
+        let reply = StatusReply {
+            position: 42,
+            eta_seconds: 7,
+            state: QueueState::Waiting,
+            admitted: false,
+            admission_token: None,
+            outlook: Some(Outlook::Likely),
+        };
+        let html = render("drop", "abc.def", &reply, 3);
+        assert!(html.contains(r#"<p class="big" id="position">42</p>"#));
+        assert!(html.contains(r#"<b id="eta">7</b>"#));
+        assert!(html.contains(
+            r#"<meta http-equiv="refresh" content="3;url=/api/v1/campaigns/drop/queue?ticket=abc.def">"#
+        ));
+        assert!(
+            !html.contains("src=") && !html.contains("href="),
+            "no external assets"
+        );
+        let sold = StatusReply {
+            state: QueueState::SoldOut,
+            outlook: None,
+            ..reply
+        };
+        assert!(!render("drop", "t", &sold, 30).contains("http-equiv"));
+        assert_eq!(
+            esc(r#"<a href="x">&'"#),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
+}

@@ -1,0 +1,355 @@
+//! The waiting room at the edge, in plain Rust: a queue poll answered from the ticket and the
+//! cached status, and the admission check of claims on a campaign with a waiting room.
+//!
+//! The status reply follows from the ticket's sequence number and the cached `queue` fields:
+//! `position = sequence - now_serving`, `eta_seconds = ceil(position / admit_per_second)`
+//! (plus the time to `starts_at` while the campaign is scheduled), admitted when
+//! `sequence <= now_serving` on an active campaign. It is stock-aware: a `sold_out` status
+//! answers `sold_out` to every ticket, and a waiting position beyond
+//! [`UNLIKELY_FACTOR`] × `remaining` gets the outlook `unlikely`.
+
+use crate::decide::Answer;
+use crate::status::StatusEntry;
+use flashgate_shared::admission::{self, AdmissionError, Ticket};
+use flashgate_shared::api::{codes, CampaignState};
+use flashgate_shared::queue::{Outlook, QueueState, StatusReply, NO_WAITING_ROOM, QUEUED};
+
+/// A waiting position is `unlikely` to get a unit when it is more than this many times the
+/// remaining stock: even if every other person ahead walked away, there would be nothing left.
+pub const UNLIKELY_FACTOR: u64 = 2;
+/// Longest `Retry-After` of a queue answer, seconds.
+pub const MAX_RETRY_AFTER_S: u32 = 30;
+/// `Retry-After` of a claim refused 429 `queued` (no admission token), seconds.
+pub const QUEUED_RETRY_AFTER_S: u32 = 5;
+/// `Retry-After` while admission is paused, seconds.
+pub const PAUSED_RETRY_AFTER_S: u32 = 10;
+
+/// The edge's answer to a queue poll.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Poll {
+    /// The JSON reply (`admission_token` set when admitted).
+    pub reply: StatusReply,
+    /// `Retry-After`, 1..=[`MAX_RETRY_AFTER_S`] seconds.
+    pub retry_after_s: u32,
+}
+
+/// The error answers of the waiting room.
+fn refusal(e: AdmissionError, what: &str) -> Answer {
+    let code = if e.http_status() == 400 {
+        codes::INVALID_REQUEST
+    } else {
+        codes::FORBIDDEN
+    };
+    Answer::error(e.http_status(), code, &e.message(what))
+}
+
+/// 409 `{"result":"no_waiting_room","message":…}`: a queue request on a campaign without one.
+pub fn no_waiting_room(id: &str) -> Answer {
+    Answer::error(
+        409,
+        NO_WAITING_ROOM,
+        &format!("campaign {id} has no waiting room"),
+    )
+}
+
+/// Checks the ticket of a poll on campaign `id`: 400 `invalid_request` when missing or
+/// malformed, 403 `forbidden` when forged or for another campaign.
+pub fn check_ticket(secret: &[u8], ticket: Option<&str>, id: &str) -> Result<Ticket, Answer> {
+    let Some(t) = ticket.filter(|t| !t.trim().is_empty()) else {
+        return Err(Answer::error(
+            400,
+            codes::INVALID_REQUEST,
+            "missing Flashgate-Ticket header (or ticket query parameter)",
+        ));
+    };
+    admission::open_ticket(secret, t, id).map_err(|e| refusal(e, "ticket"))
+}
+
+/// Answers a poll with a checked `ticket` from the cached `entry` at `now_ms`. Errors: the
+/// cached 404 of an unknown campaign, 409 `no_waiting_room`. Mints the admission token with
+/// `secret` when the customer is admitted.
+pub fn poll(
+    entry: &StatusEntry,
+    ticket: &Ticket,
+    secret: &[u8],
+    now_ms: i64,
+) -> Result<Poll, Answer> {
+    let Some((status, queue)) = entry.found() else {
+        return Err(Answer {
+            status: 404,
+            body: entry.body().to_string(),
+            retry_after_s: None,
+        });
+    };
+    let Some(queue) = queue else {
+        return Err(no_waiting_room(&status.id));
+    };
+    let seq = ticket.place.sequence;
+    let position = seq.saturating_sub(queue.now_serving);
+    let state = match status.state {
+        CampaignState::SoldOut => QueueState::SoldOut,
+        CampaignState::Ended => QueueState::Ended,
+        CampaignState::Paused => QueueState::Paused,
+        _ if queue.paused => QueueState::Paused,
+        CampaignState::Active if position == 0 => QueueState::Admitted,
+        CampaignState::Active | CampaignState::Scheduled => QueueState::Waiting,
+    };
+    let to_start_s = (status.starts_at.timestamp_millis().saturating_sub(now_ms)).max(0) as u64;
+    let eta_seconds = match state {
+        QueueState::Waiting => position
+            .div_ceil(u64::from(queue.admit_per_second.max(1)))
+            .saturating_add(to_start_s.div_ceil(1000)),
+        _ => 0,
+    };
+    let remaining = u64::try_from(status.remaining).unwrap_or(0);
+    let outlook = (state == QueueState::Waiting).then(|| {
+        if position > remaining.saturating_mul(UNLIKELY_FACTOR) {
+            Outlook::Unlikely
+        } else {
+            Outlook::Likely
+        }
+    });
+    let admitted = state == QueueState::Admitted;
+    let retry_after_s = match state {
+        QueueState::Waiting => clamp_retry(eta_seconds / 2),
+        QueueState::Admitted => clamp_retry(u64::from(queue.admission_ttl_seconds / 2)),
+        QueueState::Paused => PAUSED_RETRY_AFTER_S,
+        QueueState::SoldOut | QueueState::Ended => MAX_RETRY_AFTER_S,
+    };
+    let admission_token = admitted.then(|| {
+        admission::mint_admission(
+            secret,
+            ticket,
+            now_ms.div_euclid(1000),
+            queue.admission_ttl_seconds,
+        )
+    });
+    Ok(Poll {
+        reply: StatusReply {
+            position: if admitted { 0 } else { position },
+            eta_seconds,
+            state,
+            admitted,
+            admission_token,
+            outlook,
+        },
+        retry_after_s,
+    })
+}
+
+/// `Retry-After` in 1..=[`MAX_RETRY_AFTER_S`] seconds.
+fn clamp_retry(s: u64) -> u32 {
+    u32::try_from(s.clamp(1, u64::from(MAX_RETRY_AFTER_S))).unwrap_or(MAX_RETRY_AFTER_S)
+}
+
+/// True when claims on this cached campaign need an admission token.
+pub fn has_waiting_room(entry: Option<&StatusEntry>) -> bool {
+    entry
+        .and_then(StatusEntry::found)
+        .is_some_and(|(_, q)| q.is_some())
+}
+
+/// Checks the admission token of a checked claim by `customer` on campaign `id`: 429
+/// `{"result":"queued"}` + `Retry-After` without one, 400 `invalid_request` when malformed,
+/// 403 `forbidden` when forged, expired, or another customer's or campaign's.
+pub fn check_claim_admission(
+    secret: &[u8],
+    token: Option<&str>,
+    id: &str,
+    customer: &str,
+    now_ms: i64,
+) -> Result<(), Answer> {
+    let Some(token) = token.filter(|t| !t.trim().is_empty()) else {
+        return Err(Answer {
+            status: 429,
+            body: format!(r#"{{"result":"{QUEUED}"}}"#),
+            retry_after_s: Some(QUEUED_RETRY_AFTER_S),
+        });
+    };
+    admission::check_admission(secret, token, id, customer, now_ms.div_euclid(1000))
+        .map(|_| ())
+        .map_err(|e| refusal(e, "admission token"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::from_origin;
+    use crate::status::tests::{status, t};
+    use flashgate_shared::admission::{sign_ticket, Place};
+
+    const K: &[u8] = b"edge-secret";
+
+    fn entry(state: CampaignState, remaining: i64, now_serving: u64, paused: bool) -> StatusEntry {
+        let mut v = serde_json::to_value(status(state)).unwrap();
+        v["remaining"] = remaining.into();
+        v["queue"] = serde_json::json!({"now_serving": now_serving, "admit_per_second": 10,
+            "admission_ttl_seconds": 120, "paused": paused});
+        from_origin("spring", 200, v.to_string().as_bytes(), 0).unwrap()
+    }
+
+    fn ticket(seq: u64) -> Ticket {
+        Ticket {
+            place: Place {
+                campaign: "spring".into(),
+                customer: "ana".into(),
+                sequence: seq,
+            },
+            issued_at_s: 0,
+        }
+    }
+
+    /// 2026-03-01T11:00:00Z: after the start (10:00), before the end (12:00).
+    fn now() -> i64 {
+        t("2026-03-01T11:00:00Z").timestamp_millis()
+    }
+
+    #[test]
+    fn waiting_position_eta_and_outlook() {
+        let e = entry(CampaignState::Active, 50, 100, false);
+        let p = poll(&e, &ticket(150), K, now()).unwrap();
+        assert_eq!(
+            (p.reply.position, p.reply.eta_seconds, p.reply.state),
+            (50, 5, QueueState::Waiting)
+        );
+        assert_eq!((p.reply.admitted, p.reply.admission_token), (false, None));
+        assert_eq!(p.reply.outlook, Some(Outlook::Likely));
+        assert_eq!(p.retry_after_s, 2);
+        // Far beyond the remaining stock (more than 2 x 50 ahead): unlikely.
+        let far = poll(&e, &ticket(201), K, now()).unwrap();
+        assert_eq!(far.reply.outlook, Some(Outlook::Unlikely));
+        assert_eq!(far.reply.position, 101);
+        let very_far = poll(&e, &ticket(100_000), K, now()).unwrap();
+        assert_eq!(very_far.retry_after_s, MAX_RETRY_AFTER_S);
+    }
+
+    #[test]
+    fn admitted_gets_a_token_for_its_place() {
+        let e = entry(CampaignState::Active, 50, 100, false);
+        let p = poll(&e, &ticket(100), K, now()).unwrap();
+        assert_eq!(
+            (p.reply.state, p.reply.admitted, p.reply.position),
+            (QueueState::Admitted, true, 0)
+        );
+        assert_eq!((p.reply.outlook, p.retry_after_s), (None, 30));
+        let token = p.reply.admission_token.unwrap();
+        let a = admission::check_admission(K, &token, "spring", "ana", now() / 1000).unwrap();
+        assert_eq!(
+            (a.place.sequence, a.expires_at_s),
+            (100, now() / 1000 + 120)
+        );
+        assert_eq!(
+            check_claim_admission(K, Some(&token), "spring", "ana", now()),
+            Ok(())
+        );
+        let refused = |tok: Option<&str>, id, who, at| {
+            let a = check_claim_admission(K, tok, id, who, at).unwrap_err();
+            (a.status, a.body)
+        };
+        assert_eq!(
+            refused(None, "spring", "ana", now()),
+            (429, r#"{"result":"queued"}"#.into())
+        );
+        let forbidden = |m: &str| (403, format!(r#"{{"result":"forbidden","message":"{m}"}}"#));
+        assert_eq!(
+            refused(Some(&token), "spring", "bob", now()),
+            forbidden("admission token belongs to another customer")
+        );
+        assert_eq!(
+            refused(Some(&token), "autumn", "ana", now()),
+            forbidden("admission token belongs to another campaign")
+        );
+        assert_eq!(
+            refused(Some(&token), "spring", "ana", now() + 120_000),
+            forbidden("admission token has expired")
+        );
+        let forged = admission::mint_admission(b"guess", &ticket(100), now() / 1000, 120);
+        assert_eq!(
+            refused(Some(&forged), "spring", "ana", now()),
+            forbidden("admission token signature is invalid")
+        );
+        assert_eq!(refused(Some("junk"), "spring", "ana", now()).0, 400);
+    }
+
+    #[test]
+    fn stock_and_campaign_states() {
+        let state = |e: &StatusEntry, seq| poll(e, &ticket(seq), K, now()).unwrap();
+        let sold = entry(CampaignState::SoldOut, 0, 100, false);
+        let p = state(&sold, 5);
+        assert_eq!(
+            (p.reply.state, p.reply.admitted),
+            (QueueState::SoldOut, false)
+        );
+        assert_eq!((p.reply.admission_token, p.retry_after_s), (None, 30));
+        let active_empty = entry(CampaignState::Active, 0, 100, false);
+        assert_eq!(
+            state(&active_empty, 101).reply.outlook,
+            Some(Outlook::Unlikely)
+        );
+        let paused = entry(CampaignState::Active, 5, 100, true);
+        assert_eq!(state(&paused, 1).reply.state, QueueState::Paused);
+        let ended = entry(CampaignState::Ended, 5, 100, false);
+        assert_eq!(state(&ended, 1).reply.state, QueueState::Ended);
+        // Before the start: waiting, the ETA counts the time to the start.
+        let early = entry(CampaignState::Scheduled, 5, 0, false);
+        let before = t("2026-03-01T09:59:00Z").timestamp_millis();
+        let p = poll(&early, &ticket(20), K, before).unwrap();
+        assert_eq!(
+            (p.reply.state, p.reply.eta_seconds),
+            (QueueState::Waiting, 62)
+        );
+    }
+
+    #[test]
+    fn no_waiting_room_and_unknown_campaign() {
+        let plain = crate::status::tests::entry(CampaignState::Active, 0);
+        assert!(!has_waiting_room(Some(&plain)));
+        assert!(has_waiting_room(Some(&entry(
+            CampaignState::Active,
+            1,
+            1,
+            false
+        ))));
+        let a = poll(&plain, &ticket(1), K, now()).unwrap_err();
+        assert_eq!(
+            (a.status, a.body.as_str()),
+            (
+                409,
+                r#"{"result":"no_waiting_room","message":"campaign spring has no waiting room"}"#
+            )
+        );
+        let nf = from_origin("spring", 404, br#"{"result":"not_found"}"#, 0).unwrap();
+        assert_eq!(poll(&nf, &ticket(1), K, now()).unwrap_err().status, 404);
+    }
+
+    #[test]
+    fn tickets_are_checked() {
+        let good = sign_ticket(K, &ticket(3));
+        assert_eq!(check_ticket(K, Some(&good), "spring"), Ok(ticket(3)));
+        assert_eq!(check_ticket(K, None, "spring").unwrap_err().status, 400);
+        assert_eq!(
+            check_ticket(K, Some("x.y"), "spring").unwrap_err().status,
+            400
+        );
+        assert_eq!(
+            check_ticket(b"other", Some(&good), "spring")
+                .unwrap_err()
+                .status,
+            403
+        );
+        assert_eq!(
+            check_ticket(K, Some(&good), "autumn").unwrap_err().status,
+            403
+        );
+    }
+
+    #[test]
+    fn queue_fields_survive_a_learned_state() {
+        let e = entry(CampaignState::Active, 5, 7, false);
+        let flipped =
+            crate::status::learn_from_claim(Some(&e), 409, br#"{"result":"sold_out"}"#, 1).unwrap();
+        let again = from_origin("spring", 200, flipped.body().as_bytes(), 1).unwrap();
+        assert_eq!(again.found().unwrap().1.map(|q| q.now_serving), Some(7));
+        assert_eq!(again.state(), Some(CampaignState::SoldOut));
+    }
+}
