@@ -8,7 +8,8 @@
 //                     worker's console output, on stderr
 //   FLASHGATE_*       passed to the worker as bindings: FLASHGATE_ORIGIN_URL (required),
 //                     FLASHGATE_STATUS_TTL_MS, FLASHGATE_STATUS_MAX_STALE_MS,
-//                     FLASHGATE_NOT_STARTED_SKEW_MS, FLASHGATE_ORIGIN_TIMEOUT_MS and the
+//                     FLASHGATE_NOT_STARTED_SKEW_MS, FLASHGATE_ORIGIN_TIMEOUT_MS,
+//                     FLASHGATE_LIMIT_{CLAIMS,JOINS,POLLS,IP}_PER_S and the
 //                     secrets FLASHGATE_CUSTOMER_TOKEN_SECRET, FLASHGATE_EDGE_SECRET.
 // Prints "edge listening on <url>" on stdout. SIGTERM / SIGINT dispose Miniflare and exit 0.
 import { Log, LogLevel, Miniflare } from "miniflare";
@@ -32,6 +33,10 @@ const NAMES = [
   "FLASHGATE_STATUS_MAX_STALE_MS",
   "FLASHGATE_NOT_STARTED_SKEW_MS",
   "FLASHGATE_ORIGIN_TIMEOUT_MS",
+  "FLASHGATE_LIMIT_CLAIMS_PER_S",
+  "FLASHGATE_LIMIT_JOINS_PER_S",
+  "FLASHGATE_LIMIT_POLLS_PER_S",
+  "FLASHGATE_LIMIT_IP_PER_S",
   "FLASHGATE_CUSTOMER_TOKEN_SECRET",
   "FLASHGATE_EDGE_SECRET",
 ];

@@ -11,7 +11,9 @@
 
 use crate::config::EdgeConfig;
 use crate::decide::{self, Answer, ClaimInput, Gate, Route, TokenCache};
+use crate::limit::Action;
 use crate::status::{self, Freshness, RefreshState, StatusEntry, Step};
+use flashgate_shared::queue::ADMISSION_HEADER;
 use flashgate_shared::{
     signature, ANSWERED_BY_HEADER, EDGE_SIGNATURE_HEADER, IDEMPOTENCY_KEY_HEADER,
 };
@@ -24,6 +26,9 @@ use worker::{
     event, js_sys, AbortController, Cache, Context, Date, Delay, Env, Fetch, Headers, Method,
     Request, RequestInit, Response, Result,
 };
+
+#[path = "glue_queue.rs"]
+mod glue_queue;
 
 /// Header with the age of the cached status in ms (the standard `Age` header has it in s).
 const STATUS_AGE_MS_HEADER: &str = "flashgate-status-age-ms";
@@ -89,6 +94,8 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>) -> Result<Response> {
     match decide::route(method.as_ref(), &path) {
         Route::Status { id } => serve_status(&cfg, id, &url).await,
         Route::Claim { id } => claim(req, &cfg, id, &url).await,
+        Route::QueuePoll { id } => glue_queue::poll(req, &cfg, id, &url).await,
+        Route::QueueJoin { .. } => glue_queue::join(req, &cfg, &url).await,
         Route::PassThrough => pass_through(req, &cfg, &url).await,
         Route::NoSuchCampaign { id } => answer(&decide::no_such_campaign(id)),
         Route::NoSuchRoute => answer(&Answer::no_such_route()),
@@ -343,6 +350,8 @@ async fn claim(
     let key = headers.get(IDEMPOTENCY_KEY_HEADER)?;
     let content_length = headers.get("content-length")?;
     let content_type = headers.get("content-type")?;
+    let admission = headers.get(ADMISSION_HEADER)?;
+    let ip = glue_queue::client_ip(&req);
     if let Err(a) = decide::check_content_length(content_length.as_deref()) {
         // Read a moderately large body before answering so the client's connection stays
         // usable; a huge one is refused unread.
@@ -377,16 +386,33 @@ async fn claim(
             now.div_euclid(1000),
         )
     });
-    if let Err(a) = checked {
-        return answer(&a);
-    }
+    let customer = match checked {
+        Ok(c) => c,
+        Err(a) => return answer(&a),
+    };
     if let Err(a) = decide::claim_campaign_check(id) {
         return answer(&a);
     }
     let (entry, fresh) = status_for(cfg, id, url).await;
     let now = now_ms();
+    // A campaign with a waiting room: rate limits first, then the gate, then the admission
+    // token (so that a sold-out campaign still says sold_out to everyone).
+    let waiting_room = crate::queue::has_waiting_room(entry.as_deref());
+    if waiting_room {
+        if let Err(a) = glue_queue::limit(cfg, Action::Claim, Some(&customer), ip.as_deref()) {
+            return answer(&a);
+        }
+    }
     if let Gate::Answer(a) = decide::gate(entry.as_deref(), fresh, now, cfg.not_started_skew_ms) {
         return answer(&a);
+    }
+    if waiting_room {
+        let checked = glue_queue::queue_secret(cfg).and_then(|secret| {
+            crate::queue::check_claim_admission(secret, admission.as_deref(), id, &customer, now)
+        });
+        if let Err(a) = checked {
+            return answer(&a);
+        }
     }
     // Forward: body bytes, Authorization and Idempotency-Key as sent, plus the edge signature.
     let out = Headers::new();
@@ -398,6 +424,9 @@ async fn claim(
     }
     if let Some(k) = &key {
         out.set(IDEMPOTENCY_KEY_HEADER, k)?;
+    }
+    if let Some(a) = &admission {
+        out.set(ADMISSION_HEADER, a)?;
     }
     if let Some(secret) = &cfg.edge_secret {
         let sig = signature::sign(secret, now.div_euclid(1000), "POST", url.path(), &body);

@@ -11,8 +11,10 @@
 use crate::decide::Answer;
 use crate::status::StatusEntry;
 use flashgate_shared::admission::{self, AdmissionError, Ticket};
-use flashgate_shared::api::{codes, CampaignState};
-use flashgate_shared::queue::{Outlook, QueueState, StatusReply, NO_WAITING_ROOM, QUEUED};
+use flashgate_shared::api::{codes, CampaignState, CampaignStatus};
+use flashgate_shared::queue::{
+    Outlook, QueueState, QueueStatus, StatusReply, NO_WAITING_ROOM, QUEUED,
+};
 
 /// A waiting position is `unlikely` to get a unit when it is more than this many times the
 /// remaining stock: even if every other person ahead walked away, there would be nothing left.
@@ -65,15 +67,9 @@ pub fn check_ticket(secret: &[u8], ticket: Option<&str>, id: &str) -> Result<Tic
     admission::open_ticket(secret, t, id).map_err(|e| refusal(e, "ticket"))
 }
 
-/// Answers a poll with a checked `ticket` from the cached `entry` at `now_ms`. Errors: the
-/// cached 404 of an unknown campaign, 409 `no_waiting_room`. Mints the admission token with
-/// `secret` when the customer is admitted.
-pub fn poll(
-    entry: &StatusEntry,
-    ticket: &Ticket,
-    secret: &[u8],
-    now_ms: i64,
-) -> Result<Poll, Answer> {
+/// The campaign and its waiting room from a cached entry. Errors: the cached 404 of an
+/// unknown campaign, 409 `no_waiting_room`.
+pub fn waiting_room(entry: &StatusEntry) -> Result<(&CampaignStatus, &QueueStatus), Answer> {
     let Some((status, queue)) = entry.found() else {
         return Err(Answer {
             status: 404,
@@ -84,6 +80,19 @@ pub fn poll(
     let Some(queue) = queue else {
         return Err(no_waiting_room(&status.id));
     };
+    Ok((status, queue))
+}
+
+/// Answers a poll with a checked `ticket` from the cached `entry` at `now_ms`. Errors: the
+/// cached 404 of an unknown campaign, 409 `no_waiting_room`. Mints the admission token with
+/// `secret` when the customer is admitted.
+pub fn poll(
+    entry: &StatusEntry,
+    ticket: &Ticket,
+    secret: &[u8],
+    now_ms: i64,
+) -> Result<Poll, Answer> {
+    let (status, queue) = waiting_room(entry)?;
     let seq = ticket.place.sequence;
     let position = seq.saturating_sub(queue.now_serving);
     let state = match status.state {

@@ -1,0 +1,293 @@
+//! Host unit tests of [`crate::decide`].
+
+use super::*;
+use crate::status::tests::{entry, t};
+use flashgate_shared::token::{mint, CustomerClaims};
+
+const SECRET: &[u8] = b"k";
+const NOW: i64 = 1_900_000_000;
+
+fn tok(exp: i64) -> String {
+    let c = CustomerClaims {
+        sub: "cust-7".into(),
+        exp,
+        nbf: None,
+    };
+    format!("Bearer {}", mint(&c, SECRET))
+}
+
+#[test]
+fn routes() {
+    assert_eq!(
+        route("GET", "/api/v1/campaigns/spring"),
+        Route::Status { id: "spring" }
+    );
+    assert_eq!(
+        route("POST", "/api/v1/campaigns/Bad_Id/claims"),
+        Route::Claim { id: "Bad_Id" }
+    );
+    assert_eq!(
+        claim_campaign_check("Bad_Id").unwrap_err().body,
+        r#"{"result":"not_found","message":"no campaign Bad_Id"}"#
+    );
+    assert_eq!(
+        route("POST", "/api/v1/campaigns/spring/claims"),
+        Route::Claim { id: "spring" }
+    );
+    assert_eq!(
+        route("GET", "/api/v1/campaigns/Spring%20"),
+        Route::PassThrough
+    );
+    assert_eq!(
+        route("POST", "/api/v1/campaigns//claims"),
+        Route::PassThrough
+    );
+    assert_eq!(
+        route("GET", "/api/v1/campaigns/Spring"),
+        Route::NoSuchCampaign { id: "Spring" }
+    );
+    assert_eq!(
+        route("GET", "/api/v1/campaigns/spring/claims"),
+        Route::PassThrough
+    );
+    assert_eq!(route("PUT", "/api/v1/campaigns/spring"), Route::PassThrough);
+    assert_eq!(route("GET", "/api/v1/claims/c_1"), Route::PassThrough);
+    assert_eq!(
+        route("GET", "/api/v1/campaigns/spring/queue"),
+        Route::QueuePoll { id: "spring" }
+    );
+    assert_eq!(
+        route("POST", "/api/v1/campaigns/spring/queue"),
+        Route::QueueJoin { id: "spring" }
+    );
+    assert_eq!(route("GET", "/admin/v1/campaigns"), Route::NoSuchRoute);
+    assert_eq!(route("GET", "/metrics"), Route::NoSuchRoute);
+    assert_eq!(route("GET", ""), Route::NoSuchRoute);
+}
+
+fn input<'a>(auth: Option<&'a str>, key: Option<&'a [u8]>, body: &'a [u8]) -> ClaimInput<'a> {
+    ClaimInput {
+        authorization: auth,
+        idempotency_key: key,
+        content_type: Some("application/json; charset=utf-8"),
+        content_length: None,
+        body: Some(body),
+    }
+}
+
+#[test]
+fn accepts_a_good_claim() {
+    let a = tok(NOW + 60);
+    let r = check_claim(
+        &input(Some(&a), Some(b"k-1"), b"{}"),
+        &mut TokenCache::new(8),
+        SECRET,
+        NOW,
+    );
+    assert_eq!(r, Ok("cust-7".to_string()));
+}
+
+#[test]
+fn refuses_bad_claims_with_origin_codes() {
+    let good = tok(NOW + 60);
+    let expired = tok(NOW);
+    let big = vec![b' '; MAX_CLAIM_BODY_BYTES + 1];
+    let cases: Vec<(ClaimInput, u16, &str)> = vec![
+        (
+            input(Some(&good), Some(b"k"), &big),
+            413,
+            "payload_too_large",
+        ),
+        (input(None, Some(b"k"), b"{}"), 401, "unauthorized"),
+        (
+            input(Some("Bearer x.y.z"), Some(b"k"), b"{}"),
+            401,
+            "unauthorized",
+        ),
+        (
+            input(Some(&expired), Some(b"k"), b"{}"),
+            401,
+            "unauthorized",
+        ),
+        (
+            input(Some(&good), None, b"{}"),
+            400,
+            "invalid_idempotency_key",
+        ),
+        (
+            input(Some(&good), Some(b"has space"), b"{}"),
+            400,
+            "invalid_idempotency_key",
+        ),
+        (input(Some(&good), Some(b"k"), b"{"), 400, "invalid_json"),
+        (
+            input(Some(&good), Some(b"k"), br#"{"quantity":-1}"#),
+            400,
+            "invalid_json",
+        ),
+        (
+            input(Some(&good), Some(b"k"), br#"{"n":1e999999}"#),
+            400,
+            "invalid_json",
+        ),
+        (
+            input(Some(&good), Some(b"k"), b"99999999999999999999999"),
+            400,
+            "invalid_json",
+        ),
+        (input(Some(&good), Some(b"k"), b""), 400, "invalid_json"),
+    ];
+    let plain = ClaimInput {
+        content_type: Some("text/plain"),
+        ..input(Some(&good), Some(b"k"), b"{}")
+    };
+    let none = ClaimInput {
+        content_type: None,
+        ..input(Some(&good), Some(b"k"), b"{}")
+    };
+    let mut cases = cases;
+    cases.push((plain, 415, "unsupported_media_type"));
+    cases.push((none, 415, "unsupported_media_type"));
+    for (i, (inp, status, code)) in cases.into_iter().enumerate() {
+        let a = check_claim(&inp, &mut TokenCache::new(8), SECRET, NOW).unwrap_err();
+        let body: ErrorBody = serde_json::from_str(&a.body).unwrap();
+        assert_eq!((a.status, body.result.as_str()), (status, code), "case {i}");
+    }
+}
+
+#[test]
+fn token_cache_gives_the_same_results_as_verify() {
+    let mut cache = TokenCache::new(2);
+    let c = |exp, nbf| CustomerClaims {
+        sub: "cust-7".into(),
+        exp,
+        nbf,
+    };
+    let live = mint(&c(NOW + 60, None), SECRET);
+    let later = mint(&c(NOW + 60, Some(NOW + 30)), SECRET);
+    for _ in 0..2 {
+        // First round fills the cache, the second answers from it.
+        assert_eq!(cache.verify(&live, SECRET, NOW), Ok("cust-7".into()));
+        assert_eq!(
+            cache.verify(&later, SECRET, NOW),
+            Err(token::TokenError::NotYetValid)
+        );
+    }
+    assert_eq!(cache.len(), 1);
+    // Expiry is checked on every use of a cached token.
+    assert_eq!(
+        cache.verify(&live, SECRET, NOW + 60),
+        Err(token::TokenError::Expired)
+    );
+    // Another secret never hits: the token is verified again and refused.
+    let mut fresh = TokenCache::new(2);
+    assert_eq!(
+        fresh.verify(&live, b"other", NOW),
+        Err(token::TokenError::BadSignature)
+    );
+    assert!(fresh.is_empty());
+    // Full: starts over.
+    let a = mint(&c(NOW + 61, None), SECRET);
+    let b = mint(&c(NOW + 62, None), SECRET);
+    cache.verify(&a, SECRET, NOW).unwrap();
+    cache.verify(&b, SECRET, NOW).unwrap();
+    assert_eq!(cache.len(), 1);
+}
+
+#[test]
+fn content_length_is_checked_before_reading() {
+    let good = tok(NOW + 60);
+    for (cl, status) in [
+        ("4097", 413),
+        ("99999999999999999999999999", 413),
+        // Not a number: ignored, the (empty) body decides.
+        ("-1", 400),
+        ("x", 400),
+    ] {
+        let inp = ClaimInput {
+            content_length: Some(cl),
+            body: None,
+            ..input(Some(&good), Some(b"k"), b"")
+        };
+        assert_eq!(
+            check_claim(&inp, &mut TokenCache::new(8), SECRET, NOW)
+                .unwrap_err()
+                .status,
+            status,
+            "{cl}"
+        );
+    }
+    assert_eq!(check_content_length(Some("4096")), Ok(()));
+    assert!(drain_before_refusing(Some("5000")));
+    assert!(!drain_before_refusing(Some("65537")));
+    assert!(!drain_before_refusing(Some("x")));
+}
+
+#[test]
+fn gate_answers_closed_states_at_the_edge() {
+    let now = t("2026-03-01T11:00:00Z").timestamp_millis();
+    let answer = |s| match gate(Some(&entry(s, now)), true, now, 2_000) {
+        Gate::Answer(a) => Some((a.status, a.body)),
+        Gate::Forward => None,
+    };
+    assert_eq!(
+        answer(CampaignState::SoldOut),
+        Some((409, r#"{"result":"sold_out"}"#.into()))
+    );
+    assert_eq!(
+        answer(CampaignState::Ended),
+        Some((409, r#"{"result":"ended"}"#.into()))
+    );
+    assert_eq!(
+        answer(CampaignState::Paused),
+        Some((409, r#"{"result":"paused"}"#.into()))
+    );
+    assert_eq!(answer(CampaignState::Active), None);
+    // Stale or missing state: forward, never a made-up answer.
+    let so = entry(CampaignState::SoldOut, now);
+    assert_eq!(gate(Some(&so), false, now, 2_000), Gate::Forward);
+    assert_eq!(gate(None, true, now, 2_000), Gate::Forward);
+}
+
+#[test]
+fn not_started_only_when_clearly_early() {
+    // starts_at is 2026-03-01T10:00:00Z.
+    let e = entry(CampaignState::Scheduled, 0);
+    let start = t("2026-03-01T10:00:00Z").timestamp_millis();
+    let Gate::Answer(a) = gate(Some(&e), true, start - 2_001, 2_000) else {
+        panic!("forwarded")
+    };
+    assert_eq!(
+        (a.status, a.body.as_str()),
+        (
+            409,
+            r#"{"result":"not_started","starts_at":"2026-03-01T10:00:00Z"}"#
+        )
+    );
+    assert_eq!(gate(Some(&e), true, start - 2_000, 2_000), Gate::Forward);
+    assert_eq!(gate(Some(&e), true, start + 5, 2_000), Gate::Forward);
+    assert_eq!(gate(Some(&e), true, i64::MAX, 2_000), Gate::Forward);
+}
+
+#[test]
+fn unknown_campaign_answers_the_origin_404() {
+    let e = crate::status::from_origin("x", 404, br#"{"result":"not_found","message":"m"}"#, 0)
+        .unwrap();
+    let Gate::Answer(a) = gate(Some(&e), true, 0, 0) else {
+        panic!()
+    };
+    assert_eq!(
+        (a.status, a.body.as_str()),
+        (404, r#"{"result":"not_found","message":"m"}"#)
+    );
+    let u = Answer::unavailable();
+    assert_eq!((u.status, u.retry_after_s), (503, Some(1)));
+    assert!(u.body.starts_with(r#"{"result":"unavailable","#));
+}
+
+#[test]
+fn pass_through_bodies_past_the_origin_limit_are_refused() {
+    assert!(check_pass_through_body(MAX_PASS_THROUGH_BODY_BYTES).is_ok());
+    let refused = check_pass_through_body(MAX_PASS_THROUGH_BODY_BYTES + 1).unwrap_err();
+    assert_eq!(refused.status, 413);
+}

@@ -1,0 +1,138 @@
+//! Workers glue of the waiting room (wasm32 only): queue polls answered at the edge, joins
+//! passed to the origin, and the rate limits and admission check of claims. The decisions are
+//! in [`crate::queue`], [`crate::limit`] and [`crate::page`].
+
+use super::{answer, now_ms, pass_through, status_for, TOKENS};
+use crate::config::EdgeConfig;
+use crate::decide::Answer;
+use crate::limit::{self, Action, Limiter};
+use crate::{page, queue};
+use flashgate_shared::queue::TICKET_HEADER;
+use flashgate_shared::{token, ANSWERED_BY_HEADER};
+use std::cell::RefCell;
+use worker::{Headers, Request, Response, Result};
+
+/// Rate-limit buckets kept per isolate.
+const LIMITER_CAPACITY: usize = 50_000;
+
+thread_local! {
+    static LIMITER: RefCell<Limiter> = RefCell::new(Limiter::new(LIMITER_CAPACITY));
+}
+
+/// The client's IP as the runtime reports it (`CF-Connecting-IP`), when known.
+pub(super) fn client_ip(req: &Request) -> Option<String> {
+    req.headers().get("cf-connecting-ip").ok().flatten()
+}
+
+/// Takes one token for `action` from the customer's bucket (when known) and the IP's bucket
+/// (when known); 429 `rate_limited` + `Retry-After` when either is spent.
+pub(super) fn limit(
+    cfg: &EdgeConfig,
+    action: Action,
+    customer: Option<&str>,
+    ip: Option<&str>,
+) -> std::result::Result<(), Answer> {
+    let now = now_ms();
+    let per_customer = match action {
+        Action::Join => cfg.limits.joins_per_s,
+        Action::Poll => cfg.limits.polls_per_s,
+        Action::Claim => cfg.limits.claims_per_s,
+        Action::AnyPerIp => cfg.limits.ip_per_s,
+    };
+    LIMITER.with(|l| {
+        let mut l = l.borrow_mut();
+        if let Some(ip) = ip {
+            l.take(Action::AnyPerIp, ip, cfg.limits.ip_per_s, now)
+                .map_err(limit::rate_limited)?;
+        }
+        if let Some(c) = customer {
+            l.take(action, c, per_customer, now)
+                .map_err(limit::rate_limited)?;
+        }
+        Ok(())
+    })
+}
+
+/// The queue secret, or 503 (logged) when the edge has none.
+pub(super) fn queue_secret(cfg: &EdgeConfig) -> std::result::Result<&[u8], Answer> {
+    cfg.edge_secret.as_deref().ok_or_else(|| {
+        worker::console_error!("waiting room: FLASHGATE_EDGE_SECRET is not set");
+        Answer::unavailable()
+    })
+}
+
+/// `GET /api/v1/campaigns/{id}/queue`: answered at the edge, never forwarded.
+pub(super) async fn poll(
+    req: Request,
+    cfg: &EdgeConfig,
+    id: &str,
+    url: &worker::Url,
+) -> Result<Response> {
+    match poll_answer(&req, cfg, id, url).await {
+        Ok(resp) => Ok(resp),
+        Err(a) => answer(&a),
+    }
+}
+
+async fn poll_answer(
+    req: &Request,
+    cfg: &EdgeConfig,
+    id: &str,
+    url: &worker::Url,
+) -> std::result::Result<Response, Answer> {
+    let ip = client_ip(req);
+    limit(cfg, Action::AnyPerIp, None, ip.as_deref())?;
+    let secret = queue_secret(cfg)?;
+    let (entry, _fresh) = status_for(cfg, id, url).await;
+    let entry = entry.ok_or_else(Answer::unavailable)?;
+    let header = req.headers().get(TICKET_HEADER).ok().flatten();
+    let from_query = url
+        .query_pairs()
+        .find(|(k, _)| k == "ticket")
+        .map(|(_, v)| v.into_owned());
+    let raw = header.or(from_query);
+    // An unknown campaign or one without a waiting room is said before the ticket is looked at.
+    queue::waiting_room(&entry)?;
+    let ticket = queue::check_ticket(secret, raw.as_deref(), id)?;
+    limit(cfg, Action::Poll, Some(&ticket.place.customer), None)?;
+    let poll = queue::poll(&entry, &ticket, secret, now_ms())?;
+    let headers = Headers::new();
+    let html = page::wants_html(req.headers().get("accept").ok().flatten().as_deref());
+    let body = if html {
+        let _ = headers.set("content-type", "text/html; charset=utf-8");
+        page::render(
+            id,
+            raw.as_deref().unwrap_or_default(),
+            &poll.reply,
+            poll.retry_after_s,
+        )
+    } else {
+        let _ = headers.set("content-type", "application/json");
+        serde_json::to_string(&poll.reply).unwrap_or_default()
+    };
+    let _ = headers.set(ANSWERED_BY_HEADER, "edge");
+    let _ = headers.set("cache-control", "private, no-store");
+    let _ = headers.set("retry-after", &poll.retry_after_s.to_string());
+    Response::from_bytes(body.into_bytes())
+        .map(|r| r.with_status(200).with_headers(headers))
+        .map_err(|_| Answer::unavailable())
+}
+
+/// `POST /api/v1/campaigns/{id}/queue`: rate limited per IP and per customer (when the
+/// customer token verifies; the origin answers a bad one), then passed to the origin.
+pub(super) async fn join(req: Request, cfg: &EdgeConfig, url: &worker::Url) -> Result<Response> {
+    let ip = client_ip(&req);
+    let auth = req.headers().get("authorization")?;
+    let now = now_ms();
+    let customer = auth.as_deref().and_then(token::bearer).and_then(|t| {
+        TOKENS.with(|c| {
+            c.borrow_mut()
+                .verify(t, &cfg.customer_token_secret, now.div_euclid(1000))
+                .ok()
+        })
+    });
+    if let Err(a) = limit(cfg, Action::Join, customer.as_deref(), ip.as_deref()) {
+        return answer(&a);
+    }
+    pass_through(req, cfg, url).await
+}
