@@ -1,0 +1,504 @@
+//! The waiting room at the edge: the built worker in workerd (Miniflare) in front of a small
+//! fake origin written here (axum), which serves a campaign status with the `queue` fields,
+//! signs join tickets and counts every request it gets. The real origin side of the waiting
+//! room (joins, `now_serving`, its own admission check) does not exist yet; these tests pin
+//! down what the edge does with the fields and tokens it will produce.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use flashgate_shared::admission::{mint_admission, sign_ticket, Place, Ticket};
+use flashgate_shared::queue::{ADMISSION_HEADER, TICKET_HEADER};
+use flashgate_shared::ANSWERED_BY_HEADER;
+use flashgate_tests::support::{claim_via, test_config, token_for, unique, TestEdge};
+use futures::future::join_all;
+use serde_json::{json, Value};
+
+const K: &[u8] = b"test-queue-edge-secret";
+
+/// What the fake origin serves and what it saw.
+#[derive(Default)]
+struct Fake {
+    /// Campaign id -> status body.
+    statuses: HashMap<String, Value>,
+    status_gets: usize,
+    /// Admission header of every claim it got (`""` when absent).
+    claims: Vec<String>,
+    joins: usize,
+    next_sequence: u64,
+    other: usize,
+}
+
+type Shared = Arc<Mutex<Fake>>;
+
+fn status_body(id: &str, state: &str, remaining: i64, queue: Option<Value>) -> Value {
+    let mut v = json!({
+        "id": id, "name": "Drop", "kind": "sale", "state": state, "stock": 100,
+        "remaining": remaining, "starts_at": "2026-01-01T00:00:00Z",
+        "ends_at": "2099-01-01T00:00:00Z"
+    });
+    if let Some(q) = queue {
+        v["queue"] = q;
+    }
+    v
+}
+
+fn queue_fields(now_serving: u64) -> Value {
+    json!({"now_serving": now_serving, "admit_per_second": 10, "admission_ttl_seconds": 120})
+}
+
+async fn start_fake(fake: Shared) -> String {
+    async fn status(State(f): State<Shared>, Path(id): Path<String>) -> (StatusCode, Json<Value>) {
+        let mut f = f.lock().unwrap();
+        f.status_gets += 1;
+        match f.statuses.get(&id) {
+            Some(v) => (StatusCode::OK, Json(v.clone())),
+            None => (
+                StatusCode::NOT_FOUND,
+                Json(json!({"result": "not_found", "message": format!("no campaign {id}")})),
+            ),
+        }
+    }
+    async fn claim(State(f): State<Shared>, headers: HeaderMap) -> (StatusCode, Json<Value>) {
+        let adm = headers
+            .get(ADMISSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        f.lock().unwrap().claims.push(adm);
+        (StatusCode::CREATED, Json(json!({"result": "claimed"})))
+    }
+    async fn join(State(f): State<Shared>, Path(id): Path<String>) -> (StatusCode, Json<Value>) {
+        let mut f = f.lock().unwrap();
+        f.joins += 1;
+        f.next_sequence += 1;
+        let t = ticket(&id, "joiner", f.next_sequence);
+        let body = json!({"ticket": sign_ticket(K, &t), "position": f.next_sequence,
+            "eta_seconds": 0, "state": "waiting"});
+        (StatusCode::CREATED, Json(body))
+    }
+    async fn other(State(f): State<Shared>) -> StatusCode {
+        f.lock().unwrap().other += 1;
+        StatusCode::IM_A_TEAPOT
+    }
+    let app = Router::new()
+        .route("/api/v1/campaigns/{id}", get(status))
+        .route("/api/v1/campaigns/{id}/claims", post(claim))
+        .route("/api/v1/campaigns/{id}/queue", post(join))
+        .fallback(other)
+        .with_state(fake);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+fn ticket(campaign: &str, customer: &str, sequence: u64) -> Ticket {
+    Ticket {
+        place: Place {
+            campaign: campaign.into(),
+            customer: customer.into(),
+            sequence,
+        },
+        issued_at_s: chrono::Utc::now().timestamp(),
+    }
+}
+
+/// A fake origin serving `statuses`, and the edge in front of it (status TTL 300 ms, the
+/// per-IP limit off since every test request comes from one address, plus `extra`).
+async fn stack(statuses: Vec<Value>, extra: &[(&str, &str)]) -> (Shared, TestEdge) {
+    let fake: Shared = Arc::default();
+    for s in statuses {
+        let id = s["id"].as_str().unwrap().to_string();
+        fake.lock().unwrap().statuses.insert(id, s);
+    }
+    let origin = start_fake(fake.clone()).await;
+    let mut env = vec![
+        (
+            "FLASHGATE_EDGE_SECRET",
+            String::from_utf8(K.to_vec()).unwrap(),
+        ),
+        ("FLASHGATE_STATUS_TTL_MS", "300".to_string()),
+        ("FLASHGATE_LIMIT_IP_PER_S", "0".to_string()),
+        ("FLASHGATE_LIMIT_POLLS_PER_S", "0".to_string()),
+    ];
+    for (k, v) in extra {
+        env.retain(|(name, _)| name != k);
+        env.push((k, v.to_string()));
+    }
+    (fake, TestEdge::start(&origin, &env))
+}
+
+struct Answer {
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    text: String,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
+    }
+    fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+    }
+}
+
+async fn poll(http: &reqwest::Client, edge: &str, id: &str, ticket: Option<&str>) -> Answer {
+    let mut req = http.get(format!("{edge}/api/v1/campaigns/{id}/queue"));
+    if let Some(t) = ticket {
+        req = req.header(TICKET_HEADER, t);
+    }
+    let res = req.send().await.expect("poll");
+    Answer {
+        status: res.status().as_u16(),
+        headers: res.headers().clone(),
+        text: res.text().await.unwrap_or_default(),
+    }
+}
+
+/// A claim through the edge by `customer` with an optional admission token: status, who
+/// answered, body, `Retry-After`.
+async fn claim(
+    http: &reqwest::Client,
+    edge: &str,
+    id: &str,
+    customer: &str,
+    admission: Option<&str>,
+) -> (u16, String, Value, String) {
+    let mut req = http
+        .post(format!("{edge}/api/v1/campaigns/{id}/claims"))
+        .bearer_auth(token_for(&test_config(), customer))
+        .header("idempotency-key", unique("k"))
+        .header("content-type", "application/json")
+        .body("{}");
+    if let Some(a) = admission {
+        req = req.header(ADMISSION_HEADER, a);
+    }
+    let res = req.send().await.expect("claim");
+    let status = res.status().as_u16();
+    let h = |n: &str| {
+        res.headers()
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (by, retry) = (h(ANSWERED_BY_HEADER), h("retry-after"));
+    (status, by, res.json().await.unwrap_or(Value::Null), retry)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn polls_are_answered_at_the_edge_and_admission_reaches_the_origin() {
+    let (fake, edge) = stack(
+        vec![status_body("drop", "active", 100, Some(queue_fields(10)))],
+        &[],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let waiting = sign_ticket(K, &ticket("drop", "bob", 50));
+    // 40 truly concurrent polls: all answered by the edge, one status fetch at most.
+    let answers = join_all((0..40).map(|_| poll(&http, &edge.url, "drop", Some(&waiting)))).await;
+    for a in &answers {
+        assert_eq!(
+            (a.status, a.header(ANSWERED_BY_HEADER)),
+            (200, "edge"),
+            "{}",
+            a.text
+        );
+        assert_eq!(
+            a.json(),
+            json!({"position": 40, "eta_seconds": 4, "state": "waiting", "admitted": false,
+                "outlook": "likely"})
+        );
+        assert_eq!(a.header("retry-after"), "2");
+        assert_eq!(a.header("cache-control"), "private, no-store");
+    }
+    {
+        let f = fake.lock().unwrap();
+        assert_eq!((f.status_gets, f.other, f.claims.len()), (1, 0, 0));
+    }
+
+    // Admitted (sequence <= now_serving): a token, which a claim carries to the origin.
+    let admitted = sign_ticket(K, &ticket("drop", "ana", 10));
+    let a = poll(&http, &edge.url, "drop", Some(&admitted)).await;
+    let body = a.json();
+    assert_eq!(
+        (body["state"].as_str(), body["admitted"].as_bool()),
+        (Some("admitted"), Some(true))
+    );
+    assert_eq!(body["position"], 0);
+    let token = body["admission_token"]
+        .as_str()
+        .expect("admission token")
+        .to_string();
+    let (st, by, _, _) = claim(&http, &edge.url, "drop", "ana", Some(&token)).await;
+    assert_eq!((st, by.as_str()), (201, "origin"));
+    assert_eq!(fake.lock().unwrap().claims, vec![token.clone()]);
+
+    // No token: 429 queued at the edge; the origin sees nothing.
+    let (st, by, body, retry) = claim(&http, &edge.url, "drop", "cy", None).await;
+    assert_eq!(
+        (st, by.as_str(), body),
+        (429, "edge", json!({"result": "queued"}))
+    );
+    assert_eq!(retry, "5");
+    assert_eq!(fake.lock().unwrap().claims.len(), 1);
+
+    // A join goes to the origin, which answers with a ticket the edge then honours.
+    let res = http
+        .post(format!("{}/api/v1/campaigns/drop/queue", edge.url))
+        .bearer_auth(token_for(&test_config(), "joiner"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 201);
+    let joined: Value = res.json().await.unwrap();
+    let p = poll(&http, &edge.url, "drop", joined["ticket"].as_str()).await;
+    assert_eq!(
+        (p.status, p.json()["state"].clone()),
+        (200, json!("admitted"))
+    );
+    assert_eq!(fake.lock().unwrap().joins, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bad_tokens_and_tickets_are_refused_at_the_edge() {
+    let (fake, edge) = stack(
+        vec![
+            status_body("drop", "active", 100, Some(queue_fields(10))),
+            status_body("plain", "active", 100, None),
+        ],
+        &[],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let now = chrono::Utc::now().timestamp();
+    let ana = ticket("drop", "ana", 3);
+    let cases = [
+        (
+            mint_admission(b"guessed", &ana, now, 120),
+            "admission token signature is invalid",
+        ),
+        (
+            mint_admission(K, &ana, now - 1_000, 120),
+            "admission token has expired",
+        ),
+        (
+            mint_admission(K, &ticket("drop", "bob", 3), now, 120),
+            "admission token belongs to another customer",
+        ),
+        (
+            mint_admission(K, &ticket("other", "ana", 3), now, 120),
+            "admission token belongs to another campaign",
+        ),
+    ];
+    for (token, message) in cases {
+        let (st, by, body, _) = claim(&http, &edge.url, "drop", "ana", Some(&token)).await;
+        assert_eq!(
+            (st, by.as_str(), body),
+            (
+                403,
+                "edge",
+                json!({"result": "forbidden", "message": message})
+            )
+        );
+    }
+    let (st, by, body, _) = claim(&http, &edge.url, "drop", "ana", Some("not a token")).await;
+    assert_eq!(
+        (st, by.as_str(), body["result"].clone()),
+        (400, "edge", json!("invalid_request"))
+    );
+    assert!(
+        fake.lock().unwrap().claims.is_empty(),
+        "a refused claim reached the origin"
+    );
+
+    // Tickets: missing or malformed 400, forged or another campaign's 403.
+    let forged = sign_ticket(b"guessed", &ana);
+    let elsewhere = sign_ticket(K, &ticket("other", "ana", 3));
+    for (t, status, code) in [
+        (None, 400, "invalid_request"),
+        (Some("x.y"), 400, "invalid_request"),
+        (Some(forged.as_str()), 403, "forbidden"),
+        (Some(elsewhere.as_str()), 403, "forbidden"),
+    ] {
+        let a = poll(&http, &edge.url, "drop", t).await;
+        assert_eq!(
+            (a.status, a.json()["result"].clone()),
+            (status, json!(code)),
+            "{t:?}"
+        );
+        assert_eq!(a.header(ANSWERED_BY_HEADER), "edge");
+    }
+    // No waiting room: 409 for a poll, and claims go to the origin as today, no token needed.
+    let good = sign_ticket(K, &ticket("plain", "ana", 1));
+    let a = poll(&http, &edge.url, "plain", Some(&good)).await;
+    assert_eq!(
+        (a.status, a.json()["result"].clone()),
+        (409, json!("no_waiting_room"))
+    );
+    let a = poll(&http, &edge.url, "ghost", Some(&good)).await;
+    assert_eq!(a.status, 404);
+    let (st, by, _, _) = claim(&http, &edge.url, "plain", "ana", None).await;
+    assert_eq!((st, by.as_str()), (201, "origin"));
+    assert_eq!(fake.lock().unwrap().other, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sold_out_status_answers_sold_out_to_every_ticket() {
+    let (fake, edge) = stack(
+        vec![status_body("drop", "active", 3, Some(queue_fields(10)))],
+        &[],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let near = sign_ticket(K, &ticket("drop", "ana", 15));
+    let far = sign_ticket(K, &ticket("drop", "bob", 17));
+    // 5 ahead of 3 units: likely; 7 ahead: more than twice the remaining stock, unlikely.
+    assert_eq!(
+        poll(&http, &edge.url, "drop", Some(&near)).await.json()["outlook"],
+        "likely"
+    );
+    assert_eq!(
+        poll(&http, &edge.url, "drop", Some(&far)).await.json()["outlook"],
+        "unlikely"
+    );
+    fake.lock().unwrap().statuses.insert(
+        "drop".into(),
+        status_body("drop", "sold_out", 0, Some(queue_fields(10))),
+    );
+    let flipped = Instant::now();
+    let deadline = flipped + Duration::from_secs(5);
+    loop {
+        let a = poll(&http, &edge.url, "drop", Some(&near)).await;
+        if a.json()["state"] == "sold_out" {
+            assert_eq!(
+                a.json(),
+                json!({"position": 5, "eta_seconds": 0, "state": "sold_out", "admitted": false})
+            );
+            assert_eq!(a.header("retry-after"), "30");
+            break;
+        }
+        assert!(Instant::now() < deadline, "still {} after 5 s", a.text);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Within the staleness bound (TTL 300 ms + a loopback round trip).
+    assert!(
+        flipped.elapsed() < Duration::from_millis(1_000),
+        "{:?}",
+        flipped.elapsed()
+    );
+    let a = poll(&http, &edge.url, "drop", Some(&far)).await;
+    assert_eq!(a.json()["state"], "sold_out");
+    let (st, by, body, _) = claim(&http, &edge.url, "drop", "ana", None).await;
+    assert_eq!(
+        (st, by.as_str(), body),
+        (409, "edge", json!({"result": "sold_out"}))
+    );
+    assert!(fake.lock().unwrap().claims.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn customers_faster_than_a_person_get_429_at_the_edge() {
+    // Default limits: 5 claims/s and 2 joins/s per customer.
+    let (fake, edge) = stack(
+        vec![status_body("drop", "active", 100, Some(queue_fields(10)))],
+        &[("FLASHGATE_LIMIT_POLLS_PER_S", "2")],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let now = chrono::Utc::now().timestamp();
+    let token = mint_admission(K, &ticket("drop", "ana", 1), now, 120);
+    // Warm the status so that all the claims below meet the same fresh entry.
+    poll(
+        &http,
+        &edge.url,
+        "drop",
+        Some(&sign_ticket(K, &ticket("drop", "zed", 1))),
+    )
+    .await;
+    let claims =
+        join_all((0..12).map(|_| claim(&http, &edge.url, "drop", "ana", Some(&token)))).await;
+    let limited: Vec<_> = claims.iter().filter(|c| c.0 == 429).collect();
+    let passed = claims.iter().filter(|c| c.0 == 201).count();
+    assert!(
+        passed <= 6 && limited.len() >= 6,
+        "{passed} passed, {} limited",
+        limited.len()
+    );
+    for c in &limited {
+        assert_eq!(
+            (c.1.as_str(), c.2["result"].as_str()),
+            ("edge", Some("rate_limited"))
+        );
+        assert!(
+            matches!(c.3.parse::<u32>(), Ok(1..=30)),
+            "Retry-After {}",
+            c.3
+        );
+    }
+    assert_eq!(fake.lock().unwrap().claims.len(), passed);
+    // Another customer is not affected.
+    let bob = mint_admission(K, &ticket("drop", "bob", 2), now, 120);
+    assert_eq!(
+        claim(&http, &edge.url, "drop", "bob", Some(&bob)).await.0,
+        201
+    );
+
+    let joins = join_all((0..6).map(|_| {
+        http.post(format!("{}/api/v1/campaigns/drop/queue", edge.url))
+            .bearer_auth(token_for(&test_config(), "cy"))
+            .send()
+    }))
+    .await;
+    let joined = joins
+        .iter()
+        .filter(|r| r.as_ref().unwrap().status() == 201)
+        .count();
+    assert!(joined <= 3, "{joined} joins passed");
+    assert_eq!(fake.lock().unwrap().joins, joined);
+
+    let t = sign_ticket(K, &ticket("drop", "dee", 9));
+    let polls = join_all((0..6).map(|_| poll(&http, &edge.url, "drop", Some(&t)))).await;
+    assert!(polls.iter().filter(|p| p.status == 429).count() >= 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn browsers_get_a_self_contained_waiting_page() {
+    let (_fake, edge) = stack(
+        vec![status_body("drop", "active", 100, Some(queue_fields(10)))],
+        &[],
+    )
+    .await;
+    let t = sign_ticket(K, &ticket("drop", "ana", 42));
+    let res = reqwest::Client::new()
+        .get(format!(
+            "{}/api/v1/campaigns/drop/queue?ticket={t}",
+            edge.url
+        ))
+        .header("accept", "text/html,application/xhtml+xml")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let ct = res.headers()["content-type"].to_str().unwrap().to_string();
+    assert_eq!(ct, "text/html; charset=utf-8");
+    let html = res.text().await.unwrap();
+    assert!(html.contains(r#"id="position">32<"#), "{html}");
+    assert!(html.contains(
+        r#"<meta http-equiv="refresh" content="2;url=/api/v1/campaigns/drop/queue?ticket="#
+    ));
+    assert!(
+        !html.contains("src=") && !html.contains("href="),
+        "external asset in {html}"
+    );
+}
