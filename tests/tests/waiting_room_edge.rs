@@ -15,7 +15,7 @@ use axum::{Json, Router};
 use flashgate_shared::admission::{mint_admission, sign_ticket, Place, Ticket};
 use flashgate_shared::queue::{ADMISSION_HEADER, TICKET_HEADER};
 use flashgate_shared::ANSWERED_BY_HEADER;
-use flashgate_tests::support::{claim_via, test_config, token_for, unique, TestEdge};
+use flashgate_tests::support::{test_config, token_for, unique, TestEdge};
 use futures::future::join_all;
 use serde_json::{json, Value};
 
@@ -198,9 +198,10 @@ async fn claim(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn polls_are_answered_at_the_edge_and_admission_reaches_the_origin() {
+    // A long TTL, so that "one status fetch" below does not depend on the machine's speed.
     let (fake, edge) = stack(
         vec![status_body("drop", "active", 100, Some(queue_fields(10)))],
-        &[],
+        &[("FLASHGATE_STATUS_TTL_MS", "30000")],
     )
     .await;
     let http = reqwest::Client::new();
