@@ -527,6 +527,9 @@ pub mod codes {
     pub const IDEMPOTENCY_KEY_REUSED: &str = "idempotency_key_reused";
     /// 422: well-formed JSON that breaks a rule (e.g. stock out of range).
     pub const VALIDATION_FAILED: &str = "validation_failed";
+    /// 409 + `Retry-After` (admin writes): the first request with this `Idempotency-Key` is
+    /// still running; retry with the same key to get its reply.
+    pub const IN_PROGRESS: &str = "in_progress";
     /// 429: too many requests.
     pub const RATE_LIMITED: &str = "rate_limited";
     /// 409 (pay): the hold passed `held_until`, expired or was released.
@@ -809,6 +812,18 @@ pub mod coupons {
         pub once_per_customer: bool,
         /// The batch of a one-time code, else `null`.
         pub batch: Option<String>,
+        /// RFC 3339 UTC: when a manager disabled the code; `null` while it is enabled.
+        #[serde(default)]
+        pub disabled_at: Option<DateTime<Utc>>,
+    }
+
+    /// `PATCH /admin/v1/codes/{code}` body: `{"action":"disable"}` or `{"action":"enable"}`.
+    /// Unknown fields are refused; an unknown action is a 422 `validation_failed`.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct CodeChange {
+        /// `disable` or `enable`.
+        pub action: String,
     }
 
     /// `POST /admin/v1/codes/batches` 201 body.
@@ -885,13 +900,19 @@ pub mod coupons {
         AlreadyUsed,
         /// The request's `currency` is not the code's.
         CurrencyMismatch,
+        /// A manager disabled the code (`PATCH /admin/v1/codes/{code}` `{"action":"disable"}`);
+        /// every origin answers this within the bound documented in docs/ADMIN.md.
+        Disabled,
     }
 
     /// A code's refusals, tagged by `result`:
     /// - 404 `{"result":"invalid_code"}`: no such code (a failed try; see guess limiting);
     /// - 422 `{"result":"not_applicable","reason":…}`: a known code that does not apply (check;
     ///   and use, for the rules' reasons);
-    /// - 409 `{"result":"used_up"}` / `{"result":"already_used"}`: use refused;
+    /// - 409 `{"result":"used_up"}`: use refused, no use left;
+    /// - 409 `{"result":"already_used","use":"u_…"}`: she holds or used the code already (once
+    ///   per customer), or the order already has a held or used use of the code (one use per
+    ///   (code, order)); `use` is that earlier use's id when known;
     /// - 409 `{"result":"in_progress"}` + `Retry-After`: the first use with this
     ///   `Idempotency-Key` is still running; retry with the same key (as a claim's
     ///   [`crate::api::ClaimReply::InProgress`]).
@@ -899,9 +920,15 @@ pub mod coupons {
     #[serde(tag = "result", rename_all = "snake_case")]
     pub enum CodeRefusal {
         InvalidCode,
-        NotApplicable { reason: NotApplicable },
+        NotApplicable {
+            reason: NotApplicable,
+        },
         UsedUp,
-        AlreadyUsed,
+        AlreadyUsed {
+            /// The earlier use's id (`u_` + 32 hex digits), when known.
+            #[serde(rename = "use", default, skip_serializing_if = "Option::is_none")]
+            use_id: Option<String>,
+        },
         InProgress,
     }
 
@@ -911,7 +938,9 @@ pub mod coupons {
             match self {
                 CodeRefusal::InvalidCode => 404,
                 CodeRefusal::NotApplicable { .. } => 422,
-                CodeRefusal::UsedUp | CodeRefusal::AlreadyUsed | CodeRefusal::InProgress => 409,
+                CodeRefusal::UsedUp | CodeRefusal::AlreadyUsed { .. } | CodeRefusal::InProgress => {
+                    409
+                }
             }
         }
     }

@@ -160,6 +160,115 @@ impl TestOrigin {
         (status, res.json().await.unwrap_or(Value::Null))
     }
 
+    /// Sends an admin API request like [`TestOrigin::admin`], with an `Idempotency-Key` when
+    /// `key` is given; returns status, JSON body and whether the reply was a replay (the
+    /// `Idempotent-Replayed: true` header).
+    pub async fn admin_keyed(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        key: Option<&str>,
+        body: Value,
+    ) -> (u16, Value, bool) {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(token)
+            .json(&body);
+        if let Some(k) = key {
+            req = req.header("idempotency-key", k);
+        }
+        let res = req.send().await.expect("admin request");
+        let status = res.status().as_u16();
+        let replayed = res
+            .headers()
+            .get("idempotent-replayed")
+            .is_some_and(|v| v == "true");
+        (status, res.json().await.unwrap_or(Value::Null), replayed)
+    }
+
+    /// Creates a shared coupon code through the admin API (10 % off, currency USD, active for
+    /// an hour, `limit` uses, `once_per_customer` as given) and returns its name; panics
+    /// unless 201.
+    pub async fn shared_code(&self, limit: i64, once_per_customer: bool) -> String {
+        let code = format!(
+            "T{}",
+            &uuid::Uuid::new_v4().simple().to_string().to_uppercase()[..20]
+        );
+        let body = json!({
+            "code": code, "percent_off": 1000, "currency": "USD", "limit": limit,
+            "once_per_customer": once_per_customer, "ends_at": Utc::now() + Duration::hours(1),
+        });
+        let token = self.manager_token().to_string();
+        let (status, reply) = self
+            .admin(
+                reqwest::Method::POST,
+                "/admin/v1/codes",
+                Some(&token),
+                Some(body),
+            )
+            .await;
+        assert_eq!(status, 201, "create code: {reply}");
+        code
+    }
+
+    /// `coupon_codes.uses_left` of `code` in PostgreSQL.
+    pub async fn uses_left(&self, code: &str) -> i64 {
+        sqlx::query_scalar("SELECT uses_left FROM coupon_codes WHERE code = $1")
+            .bind(code)
+            .fetch_one(&self.db)
+            .await
+            .expect("uses_left")
+    }
+
+    /// `POST /api/v1/codes/{code}/use` for `customer` on `order` with `key`, cart total 6000;
+    /// returns status and JSON body.
+    pub async fn use_code(
+        &self,
+        code: &str,
+        customer: &str,
+        order: &str,
+        key: &str,
+    ) -> (u16, Value) {
+        self.shop(
+            code,
+            "use",
+            customer,
+            Some(key),
+            json!({"order": order, "cart_total": 6000}),
+        )
+        .await
+    }
+
+    /// `POST /api/v1/codes/{code}/check` for `customer`, cart total 6000; returns status and
+    /// JSON body.
+    pub async fn check_code(&self, code: &str, customer: &str) -> (u16, Value) {
+        self.shop(code, "check", customer, None, json!({"cart_total": 6000}))
+            .await
+    }
+
+    async fn shop(
+        &self,
+        code: &str,
+        what: &str,
+        customer: &str,
+        key: Option<&str>,
+        body: Value,
+    ) -> (u16, Value) {
+        let mut req = self
+            .http
+            .post(format!("{}/api/v1/codes/{code}/{what}", self.url))
+            .bearer_auth(self.token(customer))
+            .json(&body);
+        if let Some(k) = key {
+            req = req.header("idempotency-key", k);
+        }
+        let res = req.send().await.expect("code request");
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
     /// `PATCH /admin/v1/campaigns/{campaign}` with the manager token; returns status and body.
     pub async fn change(&self, campaign: &str, body: Value) -> (u16, Value) {
         let path = format!("/admin/v1/campaigns/{campaign}");

@@ -139,7 +139,8 @@ async fn use_at(
             ("cf-connecting-ip", s.ip.clone()),
             ("idempotency-key", key.to_string()),
         ],
-        &json!({ "order": format!("o-{key}"), "cart_total": cart_total }).to_string(),
+        // One order per shopper and key: one use per (code, order) is a rule of its own.
+        &json!({ "order": format!("o-{}-{key}", s.id), "cart_total": cart_total }).to_string(),
     )
     .await
 }
@@ -459,7 +460,13 @@ async fn release_puts_the_use_back_and_she_can_use_it_again() {
     let again = use_code(&o, &ana, &code, 6000, "a1").await;
     assert_eq!((again.status, &again.body), (201, &first.body));
     let r = use_code(&o, &ana, &code, 6000, "a2").await;
-    assert_eq!((r.status, r.body), (409, json!({"result": "already_used"})));
+    assert_eq!(
+        (r.status, r.body),
+        (
+            409,
+            json!({"result": "already_used", "use": first.body["use"]})
+        )
+    );
     let r = check(&o, &ana, &code, 6000).await;
     assert_eq!(r.body["reason"], "already_used");
     let r = use_code(&o, &bob, &code, 6000, "b1").await;
@@ -539,7 +546,7 @@ async fn the_same_key_at_once_gets_the_first_reply_or_in_progress_with_retry_aft
     // Deterministically: while a first request with the key is running (its pending record
     // held here), a retry gets `in_progress` + `Retry-After: 1` and changes nothing.
     let bob = shopper(&o);
-    let body = json!({ "order": "o-held", "cart_total": 6000 }).to_string();
+    let body = json!({ "order": format!("o-{}-held", bob.id), "cart_total": 6000 }).to_string();
     let fp = idempotency::fingerprint(&format!("code-use:{code}"), body.as_bytes());
     let client = redis::Client::open(flashgate_tests::support::redis_url()).unwrap();
     let mut redis = redis::aio::ConnectionManager::new(client).await.unwrap();

@@ -10,6 +10,7 @@
 //! on a write. Errors have the documented body `{"result","message"}`.
 
 pub mod dashboard;
+pub mod idempotency;
 
 use super::extract::Path;
 use axum::body::Body;

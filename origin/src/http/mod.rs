@@ -21,6 +21,9 @@ use crate::state::AppState;
 
 /// All routes of the origin with their layers.
 pub fn router(state: AppState) -> Router {
+    // Admin writes accept an Idempotency-Key (admin::idempotency); reads pass through it.
+    let once =
+        || axum::middleware::from_fn_with_state(state.clone(), admin::idempotency::replay_writes);
     let api = Router::new()
         .route("/api/v1/campaigns/{id}", get(campaigns::status))
         .route("/api/v1/campaigns/{id}/claims", post(claims::create))
@@ -30,20 +33,28 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/codes/{code}/use", post(codes::use_code))
         .route("/api/v1/uses/{id}/confirm", post(codes::confirm))
         .route("/api/v1/uses/{id}/release", post(codes::release))
-        .route("/admin/v1/codes", post(codes::admin_create))
-        .route("/admin/v1/codes/batches", post(codes::batch_create))
+        .route("/admin/v1/codes", post(codes::admin_create).layer(once()))
+        .route(
+            "/admin/v1/codes/batches",
+            post(codes::batch_create).layer(once()),
+        )
         .route("/admin/v1/codes/batches/{file}", get(codes::batch_csv))
-        .route("/admin/v1/codes/{code}", get(codes::admin_show))
+        .route(
+            "/admin/v1/codes/{code}",
+            get(codes::admin_show)
+                .patch(codes::admin_change)
+                .layer(once()),
+        )
         .route("/api/v1/claims/{id}/pay", post(holds::pay))
         .route("/api/v1/claims/{id}/release", post(holds::release))
         .route("/api/v1/coupons/{code}", get(redeem::show))
         .route("/api/v1/coupons/{code}/redeem", post(redeem::redeem))
         .route("/admin/v1/campaigns/{id}/reconcile", get(reconcile::report))
-        .route("/admin/v1/campaigns", post(campaigns::create))
+        .route("/admin/v1/campaigns", post(campaigns::create).layer(once()))
         .route("/admin/v1/campaigns", get(admin::list))
         .route(
             "/admin/v1/campaigns/{id}",
-            get(admin::show).patch(admin::change),
+            get(admin::show).patch(admin::change).layer(once()),
         )
         .route("/admin/v1/campaigns/{id}/audit", get(admin::audit_trail))
         .route("/admin", get(admin::dashboard::index))
