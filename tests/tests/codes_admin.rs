@@ -151,6 +151,8 @@ async fn a_restock_sent_twice_with_one_key_adds_once_and_audits_once() {
     let manager = o.manager_token().to_string();
     let c = o.campaign("sale", 5).await;
     let path = format!("/admin/v1/campaigns/{c}");
+    // Keys are kept a day per admin principal: fresh ones per run.
+    let [r1, r2, c1, b1, n1] = ["r-1", "r-2", "c-1", "b-1", "n-1"].map(unique);
     let restock = |add: i64| json!({"action": "restock", "add": add});
     let stock = |o: &TestOrigin, c: String| {
         let db = o.db.clone();
@@ -163,20 +165,28 @@ async fn a_restock_sent_twice_with_one_key_adds_once_and_audits_once() {
         }
     };
 
-    let (st, first, replayed) = o
-        .admin_keyed(Method::PATCH, &path, &manager, Some("r-1"), restock(3))
-        .await;
-    assert_eq!((st, replayed), (200, false), "{first}");
-    let (st, again, replayed) = o
-        .admin_keyed(Method::PATCH, &path, &manager, Some("r-1"), restock(3))
-        .await;
-    assert_eq!((st, replayed), (200, true));
-    assert_eq!(again, first);
+    // The same restock sent twice with one key (the first reply was lost).
+    let mut replies = Vec::new();
+    for _ in 0..2 {
+        let (st, body, replayed) = o
+            .admin_keyed(Method::PATCH, &path, &manager, Some(&r1), restock(3))
+            .await;
+        assert_eq!(st, 200, "{body}");
+        replies.push((body, replayed));
+    }
+    assert_eq!((replies[0].1, replies[1].1), (false, true));
+    assert_eq!(replies[0].0, replies[1].0);
     assert_eq!(stock(&o, c.clone()).await, 8);
     assert_eq!(audit_rows(&o, "campaign_id", &c, "restock").await.len(), 1);
     // The same key with another body: 422, nothing changes.
     let (st, reused, _) = o
-        .admin_keyed(Method::PATCH, &path, &manager, Some("r-1"), restock(4))
+        .admin_keyed(
+            Method::PATCH,
+            &path,
+            &manager,
+            Some(r1.as_str()),
+            restock(4),
+        )
         .await;
     assert_eq!(
         (st, reused["result"].as_str()),
@@ -185,9 +195,15 @@ async fn a_restock_sent_twice_with_one_key_adds_once_and_audits_once() {
     assert_eq!(stock(&o, c.clone()).await, 8);
 
     // Concurrent duplicates: one applies, the others replay it or are told it is in progress.
-    let replies = join_all(
-        (0..10).map(|_| o.admin_keyed(Method::PATCH, &path, &manager, Some("r-2"), restock(2))),
-    )
+    let replies = join_all((0..10).map(|_| {
+        o.admin_keyed(
+            Method::PATCH,
+            &path,
+            &manager,
+            Some(r2.as_str()),
+            restock(2),
+        )
+    }))
     .await;
     for (st, body, _) in &replies {
         assert!(
@@ -219,7 +235,7 @@ async fn a_restock_sent_twice_with_one_key_adds_once_and_audits_once() {
                 Method::POST,
                 "/admin/v1/codes",
                 &manager,
-                Some("c-1"),
+                Some(c1.as_str()),
                 new_code.clone(),
             )
             .await;
@@ -234,7 +250,7 @@ async fn a_restock_sent_twice_with_one_key_adds_once_and_audits_once() {
                 Method::POST,
                 "/admin/v1/codes/batches",
                 &manager,
-                Some("b-1"),
+                Some(b1.as_str()),
                 new_batch.clone(),
             )
             .await;
@@ -251,7 +267,7 @@ async fn a_restock_sent_twice_with_one_key_adds_once_and_audits_once() {
                 Method::POST,
                 "/admin/v1/campaigns",
                 &manager,
-                Some("n-1"),
+                Some(n1.as_str()),
                 new_campaign.clone(),
             )
             .await;
@@ -264,7 +280,7 @@ async fn a_restock_sent_twice_with_one_key_adds_once_and_audits_once() {
             Method::PATCH,
             &path,
             o.viewer_token(),
-            Some("r-1"),
+            Some(r1.as_str()),
             restock(3),
         )
         .await;

@@ -57,6 +57,16 @@ pub struct Switched {
     pub audit: Option<AuditEntry>,
 }
 
+/// A switch statement's row: `disabled_at`, `uses_left`, `version`, the audit row and the
+/// changed row (both `null` when nothing changed).
+type SwitchRow = (
+    Option<DateTime<Utc>>,
+    i64,
+    i64,
+    Option<Value>,
+    Option<Value>,
+);
+
 fn decode<T: serde::de::DeserializeOwned>(v: Value) -> sqlx::Result<T> {
     serde_json::from_value(v).map_err(|e| sqlx::Error::Decode(Box::new(e)))
 }
@@ -69,13 +79,7 @@ pub async fn switch(
     actor: &str,
     action: CodeAction,
 ) -> sqlx::Result<Option<Switched>> {
-    let row: Option<(
-        Option<DateTime<Utc>>,
-        i64,
-        i64,
-        Option<Value>,
-        Option<Value>,
-    )> = sqlx::query_as(
+    let row: Option<SwitchRow> = sqlx::query_as(
         "WITH before AS (
                  SELECT code, disabled_at, uses_left, version
                    FROM coupon_codes WHERE code = $1 FOR UPDATE

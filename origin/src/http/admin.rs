@@ -151,7 +151,7 @@ pub async fn change(
                 seq = audit.seq,
                 "campaign changed by a manager"
             );
-            (true, Some(audit), gate)
+            (true, Some(*audit), gate)
         }
     };
     tracing::Span::current().record("outcome", change.action());
