@@ -100,7 +100,7 @@ fn answer(a: &Answer) -> Result<Response> {
     let headers = Headers::new();
     headers.set("content-type", "application/json")?;
     headers.set(ANSWERED_BY_HEADER, "edge")?;
-    headers.set("cache-control", "no-store")?;
+    headers.set("cache-control", flashgate_shared::PRIVATE_CACHE_CONTROL)?;
     if let Some(s) = a.retry_after_s {
         headers.set("retry-after", &s.to_string())?;
     }

@@ -139,6 +139,41 @@ pub struct Config {
     /// Most holds the sweeper expires in one statement (one campaign at a time).
     #[arg(long, env = "FLASHGATE_SWEEP_BATCH_MAX", default_value_t = 1_000)]
     pub sweep_batch_max: i64,
+
+    /// Longest time a client may take to send a request's line and headers, in milliseconds
+    /// (counted from its first byte, or from the connection's start); past it the connection
+    /// is closed without an answer.
+    #[arg(
+        long,
+        env = "FLASHGATE_HEADER_READ_TIMEOUT_MS",
+        default_value_t = 10_000
+    )]
+    pub header_read_timeout_ms: u64,
+
+    /// Longest time a request body may take to arrive, in milliseconds; past it the request
+    /// is answered 408 `request_timeout` and changes nothing.
+    #[arg(long, env = "FLASHGATE_BODY_READ_TIMEOUT_MS", default_value_t = 15_000)]
+    pub body_read_timeout_ms: u64,
+
+    /// Longest time a request is handled, body included, in milliseconds; past it the request
+    /// is answered 408 `request_timeout`.
+    #[arg(long, env = "FLASHGATE_REQUEST_TIMEOUT_MS", default_value_t = 60_000)]
+    pub request_timeout_ms: u64,
+
+    /// PostgreSQL `statement_timeout` of every pooled connection, in milliseconds (0: none).
+    /// A statement cancelled by it (SQLSTATE 57014) is answered 503 `unavailable` +
+    /// `Retry-After`.
+    #[arg(
+        long,
+        env = "FLASHGATE_DB_STATEMENT_TIMEOUT_MS",
+        default_value_t = 30_000
+    )]
+    pub db_statement_timeout_ms: u64,
+
+    /// After a stop signal, how long in-flight requests may still run, in milliseconds; the
+    /// connections still open after it are closed.
+    #[arg(long, env = "FLASHGATE_SHUTDOWN_TIMEOUT_MS", default_value_t = 30_000)]
+    pub shutdown_timeout_ms: u64,
 }
 
 /// The manager token of [`Config::for_tests`] (named `admin`).
@@ -212,6 +247,11 @@ impl Config {
             code_guesses_per_ip: 100,
             client_ip_header: "cf-connecting-ip".into(),
             sweep_batch_max: 1_000,
+            header_read_timeout_ms: 10_000,
+            body_read_timeout_ms: 15_000,
+            request_timeout_ms: 60_000,
+            db_statement_timeout_ms: 30_000,
+            shutdown_timeout_ms: 30_000,
         }
     }
 }

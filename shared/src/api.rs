@@ -136,6 +136,8 @@ pub struct NewCampaign {
     pub hold_seconds: Option<i64>,
 }
 
+/// Longest campaign name, in characters.
+pub const MAX_NAME_LEN: usize = 200;
 /// Largest stock of one campaign.
 pub const MAX_STOCK: i64 = 10_000_000;
 /// Hold length of a sale claim when the campaign does not set one (seed "Flash Sale": "pay
@@ -145,17 +147,14 @@ pub const DEFAULT_HOLD_SECONDS: i64 = 600;
 pub const MAX_HOLD_SECONDS: i64 = 86_400;
 
 impl NewCampaign {
-    /// Checks the rules that the type system does not: slug shape, non-empty name of at most
-    /// 200 characters, stock range, times within the years 1970..=9999, `starts_at < ends_at`, hold only for sales and in range.
+    /// Checks the rules that the type system does not: slug shape, name of 1..=[`MAX_NAME_LEN`]
+    /// characters ([`crate::text::check_free_text`]: not blank, no control character), stock range, times within the years 1970..=9999, `starts_at < ends_at`, hold only for sales and in range.
     /// Returns a human-readable message for the first broken rule.
     pub fn validate(&self) -> Result<(), String> {
         if !is_valid_slug(&self.id) {
             return Err("id must match [a-z0-9-]{1,64}".into());
         }
-        let name_len = self.name.chars().count();
-        if self.name.trim().is_empty() || name_len > 200 {
-            return Err("name must be 1 to 200 characters".into());
-        }
+        crate::text::check_free_text("name", &self.name, MAX_NAME_LEN)?;
         if !(1..=MAX_STOCK).contains(&self.stock) {
             return Err(format!("stock must be between 1 and {MAX_STOCK}"));
         }
@@ -349,10 +348,7 @@ pub struct ReleaseRequest {
     pub reason: Option<String>,
 }
 
-/// True when `s` is 1..=`max` visible ASCII characters (no spaces, no control characters).
-pub fn is_visible_ascii(s: &str, max: usize) -> bool {
-    (1..=max).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_graphic())
-}
+pub use crate::text::is_visible_ascii;
 
 /// The answer to `pay` and `release`, tagged by `result`. HTTP status: see
 /// [`HoldReply::http_status`].
@@ -538,6 +534,8 @@ pub mod codes {
     pub const ALREADY_REDEEMED: &str = "already_redeemed";
     /// 503 + `Retry-After`: a dependency is down or the gate is being rebuilt.
     pub const UNAVAILABLE: &str = "unavailable";
+    /// 408: the request (its body, or its whole handling) took longer than the origin's bound.
+    pub const REQUEST_TIMEOUT: &str = "request_timeout";
 }
 
 /// The one shape of every request error: `{"result": <code>, "message": <text for humans>}`.

@@ -117,9 +117,9 @@ pub fn verify(token: &str, secret: &[u8], now_unix: i64) -> Result<CustomerClaim
     Ok(claims)
 }
 
-/// A customer id is 1..=128 printable ASCII characters without spaces.
+/// A customer id is 1..=128 visible ASCII characters ([`crate::text::is_visible_ascii`]).
 pub fn is_valid_customer_id(s: &str) -> bool {
-    (1..=128).contains(&s.len()) && s.bytes().all(|b| (0x21..=0x7e).contains(&b))
+    crate::text::is_visible_ascii(s, 128)
 }
 
 /// Takes the token out of an `Authorization: Bearer <token>` header value (RFC 6750 §2.1;

@@ -192,10 +192,7 @@ impl TestOrigin {
     /// an hour, `limit` uses, `once_per_customer` as given) and returns its name; panics
     /// unless 201.
     pub async fn shared_code(&self, limit: i64, once_per_customer: bool) -> String {
-        let code = format!(
-            "T{}",
-            &uuid::Uuid::new_v4().simple().to_string().to_uppercase()[..20]
-        );
+        let code = fresh_code_name("T");
         let body = json!({
             "code": code, "percent_off": 1000, "currency": "USD", "limit": limit,
             "once_per_customer": once_per_customer, "ends_at": Utc::now() + Duration::hours(1),
@@ -383,6 +380,58 @@ impl TestOrigin {
         .await
         .expect("count claims")
     }
+}
+
+/// An HTTP answer: status, headers and JSON body (`Value::Null` when not JSON).
+pub struct RawReply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl RawReply {
+    /// The value of header `name`, when present and text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// Sends `method url` with an optional bearer token, extra headers and a raw body (no
+/// `Content-Type` unless `headers` gives one); returns the whole answer.
+pub async fn send_raw(
+    http: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    bearer: Option<&str>,
+    headers: &[(&str, String)],
+    body: impl Into<reqwest::Body>,
+) -> RawReply {
+    let mut req = http.request(method, url).body(body);
+    if let Some(t) = bearer {
+        req = req.bearer_auth(t);
+    }
+    for (k, v) in headers {
+        req = req.header(*k, v);
+    }
+    let res = req.send().await.expect("request");
+    let status = res.status().as_u16();
+    let headers = res.headers().clone();
+    let bytes = res.bytes().await.unwrap_or_default();
+    RawReply {
+        status,
+        headers,
+        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    }
+}
+
+/// A fresh coupon-code name (letters and digits, 24 characters).
+pub fn fresh_code_name(prefix: &str) -> String {
+    let mut code = format!(
+        "{prefix}{}",
+        uuid::Uuid::new_v4().simple().to_string().to_uppercase()
+    );
+    code.truncate(24);
+    code
 }
 
 /// A customer token for `customer` under `config`'s secret, valid for an hour.

@@ -8,21 +8,13 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use flashgate_shared::code::ALPHABET;
-use flashgate_tests::support::{test_config, unique, TestOrigin};
+use flashgate_tests::support::fresh_code_name as fresh_code;
+use flashgate_tests::support::{send_raw, test_config, unique, TestOrigin};
 use futures::future::join_all;
 use serde_json::{json, Value};
 
 /// The manager token of the test configuration.
 const ADMIN: &str = "test-admin-token";
-
-/// A fresh code name: letters and digits only.
-fn fresh_code(prefix: &str) -> String {
-    format!(
-        "{prefix}{}",
-        uuid::Uuid::new_v4().simple().to_string().to_uppercase()
-    )[..24]
-        .to_string()
-}
 
 /// A fresh client IP, so per-IP buckets of different tests and runs never meet.
 fn fresh_ip() -> String {
@@ -49,7 +41,7 @@ struct Reply {
     retry_after: Option<String>,
 }
 
-/// POSTs `body` (raw) to `base + path` with a bearer token and extra headers.
+/// POSTs `body` (raw, as JSON) to `url` with a bearer token and extra headers.
 async fn post_raw(
     http: &reqwest::Client,
     url: &str,
@@ -57,27 +49,21 @@ async fn post_raw(
     headers: &[(&str, String)],
     body: &str,
 ) -> Reply {
-    let mut req = http
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body.to_string());
-    if let Some(t) = bearer {
-        req = req.bearer_auth(t);
-    }
-    for (k, v) in headers {
-        req = req.header(*k, v);
-    }
-    let res = req.send().await.expect("request");
-    let status = res.status().as_u16();
-    let retry_after = res
-        .headers()
-        .get("retry-after")
-        .map(|v| v.to_str().unwrap().to_string());
-    let body = res.json().await.unwrap_or(Value::Null);
+    let mut all = vec![("content-type", "application/json".to_string())];
+    all.extend(headers.iter().cloned());
+    let r = send_raw(
+        http,
+        reqwest::Method::POST,
+        url,
+        bearer,
+        &all,
+        body.to_string(),
+    )
+    .await;
     Reply {
-        status,
-        body,
-        retry_after,
+        status: r.status,
+        retry_after: r.header("retry-after").map(str::to_string),
+        body: r.body,
     }
 }
 

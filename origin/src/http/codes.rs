@@ -160,14 +160,8 @@ pub async fn use_code(
     let key = extract::idempotency_key(&headers)?;
     let req: UseRequest = extract::parse_json(&bytes)?;
     check_cart(req.cart_total, req.currency.as_deref())?;
-    if req.order.is_empty()
-        || req.order.len() > MAX_ORDER_LEN
-        || !req.order.bytes().all(|b| b.is_ascii_graphic())
-    {
-        return Err(ApiError::validation(format!(
-            "order must be 1 to {MAX_ORDER_LEN} visible ASCII characters"
-        )));
-    }
+    flashgate_shared::text::check_visible_ascii("order", &req.order, MAX_ORDER_LEN)
+        .map_err(ApiError::validation)?;
     let call = UseCall {
         who,
         idempotency_key: key,

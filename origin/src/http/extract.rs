@@ -130,6 +130,22 @@ pub fn require_json(headers: &HeaderMap) -> ApiResult<()> {
 /// reset connection; past this bound the connection is closed instead.
 pub const MAX_DRAINED_BODY_BYTES: usize = 8 * 1024 * 1024;
 
+/// 408 `request_timeout` when the body did not arrive within `FLASHGATE_BODY_READ_TIMEOUT_MS`
+/// (the body timeout layer's error), else 400 `invalid_request`.
+fn body_error(e: &axum::Error) -> ApiError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if s.is::<tower_http::timeout::TimeoutError>() {
+            return ApiError::RequestTimeout("the body did not arrive in time".into());
+        }
+        source = s.source();
+    }
+    ApiError::BadRequest(
+        flashgate_shared::api::codes::INVALID_REQUEST,
+        "the body could not be read".into(),
+    )
+}
+
 /// Reads at most `limit` bytes of body. 413 when larger (by Content-Length or by count); the
 /// excess, up to [`MAX_DRAINED_BODY_BYTES`], is read and dropped, never kept in memory.
 pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> ApiResult<Bytes> {
@@ -144,12 +160,7 @@ pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> ApiResu
     let mut seen = 0usize;
     if declared.is_none_or(|n| n <= limit as u64) {
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|_| {
-                ApiError::BadRequest(
-                    flashgate_shared::api::codes::INVALID_REQUEST,
-                    "the body could not be read".into(),
-                )
-            })?;
+            let chunk = chunk.map_err(|e| body_error(&e))?;
             seen += chunk.len();
             if seen > limit {
                 break;

@@ -10,22 +10,39 @@ pub mod holds;
 pub mod reconcile;
 pub mod redeem;
 
-use axum::http::{HeaderName, HeaderValue, Request};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{header, HeaderName, HeaderValue, Request};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::timeout::RequestBodyTimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::error::ApiError;
 use crate::state::AppState;
 
 /// All routes of the origin with their layers.
+///
+/// Every route that takes a customer, service or admin token answers with
+/// `Cache-Control: private, no-store` ([`flashgate_shared::PRIVATE_CACHE_CONTROL`]), set here in
+/// one layer so that errors (401, 409 `already_claimed`, ...) carry it too. Public campaign
+/// status, the dashboard's static files and the health endpoints keep their own caching.
 pub fn router(state: AppState) -> Router {
     // Admin writes accept an Idempotency-Key (admin::idempotency); reads pass through it.
     let once =
         || axum::middleware::from_fn_with_state(state.clone(), admin::idempotency::replay_writes);
-    let api = Router::new()
+    let body_timeout = Duration::from_millis(state.config.body_read_timeout_ms);
+    let request_timeout = Duration::from_millis(state.config.request_timeout_ms);
+    let public = Router::new()
         .route("/api/v1/campaigns/{id}", get(campaigns::status))
+        .route("/admin", get(admin::dashboard::index))
+        .route("/admin/app.js", get(admin::dashboard::app_js))
+        .route("/admin/app.css", get(admin::dashboard::app_css));
+    let private = Router::new()
         .route("/api/v1/campaigns/{id}/claims", post(claims::create))
         .route("/api/v1/campaigns/{id}/claims/mine", get(claims::mine))
         // Coupon codes (issue 6).
@@ -57,11 +74,13 @@ pub fn router(state: AppState) -> Router {
             get(admin::show).patch(admin::change).layer(once()),
         )
         .route("/admin/v1/campaigns/{id}/audit", get(admin::audit_trail))
-        .route("/admin", get(admin::dashboard::index))
-        .route("/admin/app.js", get(admin::dashboard::app_js))
-        .route("/admin/app.css", get(admin::dashboard::app_css));
+        .layer(SetResponseHeaderLayer::overriding(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static(flashgate_shared::PRIVATE_CACHE_CONTROL),
+        ));
     Router::new()
-        .merge(api)
+        .merge(public)
+        .merge(private)
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
@@ -70,6 +89,11 @@ pub fn router(state: AppState) -> Router {
             ApiError::MethodNotAllowed("method not allowed on this path".into())
         })
         .with_state(state)
+        .layer(RequestBodyTimeoutLayer::new(body_timeout))
+        .layer(middleware::from_fn_with_state(
+            request_timeout,
+            request_deadline,
+        ))
         .layer(SetResponseHeaderLayer::overriding(
             HeaderName::from_static(flashgate_shared::ANSWERED_BY_HEADER),
             HeaderValue::from_static("origin"),
@@ -85,4 +109,22 @@ pub fn router(state: AppState) -> Router {
                 )
             }),
         )
+}
+
+/// Answers 408 `request_timeout` when handling a request (its body included) takes longer than
+/// `limit` (`FLASHGATE_REQUEST_TIMEOUT_MS`). Work the handler handed to a task of its own (a
+/// claim at the gate, a code use) still finishes and records its idempotent reply.
+async fn request_deadline(
+    State(limit): State<Duration>,
+    req: axum::extract::Request,
+    next: Next,
+) -> Response {
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(res) => res,
+        Err(_) => ApiError::RequestTimeout(format!(
+            "the request took longer than {} ms",
+            limit.as_millis()
+        ))
+        .into_response(),
+    }
 }
