@@ -98,7 +98,7 @@ balancer_up() {
   # Up when HAProxy answers and has seen every origin pass its health check.
   for i in $(seq 1 100); do
     kill -0 "$pid" 2>/dev/null || { tail -20 "$state/balancer.log" >&2; fg_die "HAProxy exited (log: $state/balancer.log)"; }
-    up="$(_balancer_stats "$state" 2>/dev/null | awk -F, '$1 == "origins" && $2 ~ /^origin-/ && $18 == "UP"' | wc -l)"
+    up="$({ _balancer_stats "$state" 2>/dev/null || true; } | awk -F, '$1 == "origins" && $2 ~ /^origin-/ && $18 == "UP"' | wc -l)"
     [ "$up" -eq "$#" ] && break
     sleep 0.2
   done
@@ -123,7 +123,7 @@ balancer_status() {
   local state="$1"
   if fg_pid_alive "$state/balancer.pid" && [ -s "$state/balancer.url" ]; then
     echo "balancer: up   $(cat "$state/balancer.url") (HAProxy, pid $(cat "$state/balancer.pid"))"
-    _balancer_stats "$state" 2>/dev/null \
+    { _balancer_stats "$state" 2>/dev/null || true; } \
       | awk -F, '$1 == "origins" && $2 ~ /^origin-/ { printf "          %s %s (%s requests)\n", $2, $18, $8 }'
   else
     echo "balancer: down"; return 1

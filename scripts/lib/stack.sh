@@ -79,15 +79,24 @@ origin_start() {
     port="${FLASHGATE_ORIGIN_PORT:-}"
     if [ -z "$port" ] && ! fg_port_open 127.0.0.1 8080; then port=8080; fi
   fi
-  [ -n "$port" ] || port="$(fg_free_port)"
-  fg_port_open 127.0.0.1 "$port" && fg_die "port $port is taken (set FLASHGATE_ORIGIN_PORT)"
-  fg_log "starting $name on 127.0.0.1:$port (log: $state/$name.log)"
-  FLASHGATE_LISTEN="127.0.0.1:$port" RUST_LOG="${RUST_LOG:-warn,flashgate=info,flashgate_origin=info}" \
-    nohup "$bin" serve >"$state/$name.log" 2>&1 &
-  pid=$!
-  echo "$pid" >"$state/$name.pid"
-  FLASHGATE_ORIGIN_URL="http://127.0.0.1:$port"
-  if ! fg_wait_http "$FLASHGATE_ORIGIN_URL/readyz" 120 "$pid"; then
+  local fixed="$port" attempt ready=0
+  # A free port can be taken between the check and the bind (by another process, or as the
+  # local port of an outgoing connection): a port picked here is tried up to 3 times.
+  for attempt in 1 2 3; do
+    [ -n "$fixed" ] || port="$(fg_free_port)"
+    fg_port_open 127.0.0.1 "$port" && fg_die "port $port is taken (set FLASHGATE_ORIGIN_PORT)"
+    fg_log "starting $name on 127.0.0.1:$port (log: $state/$name.log)"
+    FLASHGATE_LISTEN="127.0.0.1:$port" RUST_LOG="${RUST_LOG:-warn,flashgate=info,flashgate_origin=info}" \
+      nohup "$bin" serve >"$state/$name.log" 2>&1 &
+    pid=$!
+    echo "$pid" >"$state/$name.pid"
+    FLASHGATE_ORIGIN_URL="http://127.0.0.1:$port"
+    if fg_wait_http "$FLASHGATE_ORIGIN_URL/readyz" 120 "$pid"; then ready=1; break; fi
+    [ -z "$fixed" ] && grep -q 'Address already in use' "$state/$name.log" || break
+    fg_log "$name: port $port was taken before it could bind; another port (attempt $attempt of 3)"
+    fg_stop_pid "$state/$name.pid" 5
+  done
+  if [ "$ready" != 1 ]; then
     tail -30 "$state/$name.log" >&2
     fg_stop_pid "$state/$name.pid" 5
     case "${REDIS_URL:-}" in
