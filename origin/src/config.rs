@@ -122,19 +122,11 @@ pub struct Config {
     #[arg(long, env = "FLASHGATE_CODE_GUESSES_PER_CUSTOMER", default_value_t = 5)]
     pub code_guesses_per_customer: i64,
 
-    /// Failed coupon-code tries allowed per client IP address an hour; 0 turns it off.
+    /// Failed coupon-code tries allowed per client IP address an hour; 0 turns it off. The
+    /// client IP is the one the edge forwards on a signed request (`Flashgate-Client-Ip`),
+    /// else the TCP peer; client-supplied `CF-Connecting-IP` / `X-Forwarded-For` are ignored.
     #[arg(long, env = "FLASHGATE_CODE_GUESSES_PER_IP", default_value_t = 100)]
     pub code_guesses_per_ip: i64,
-
-    /// Request header that carries the client's IP address, set by the edge or load balancer
-    /// in front of the origin (its first comma-separated entry is used). Without it, the TCP
-    /// peer address is used when the server records it.
-    #[arg(
-        long,
-        env = "FLASHGATE_CLIENT_IP_HEADER",
-        default_value = "cf-connecting-ip"
-    )]
-    pub client_ip_header: String,
 
     /// Most holds the sweeper expires in one statement (one campaign at a time).
     #[arg(long, env = "FLASHGATE_SWEEP_BATCH_MAX", default_value_t = 1_000)]
@@ -210,7 +202,6 @@ impl Config {
             code_use_hold_seconds: 600,
             code_guesses_per_customer: 5,
             code_guesses_per_ip: 100,
-            client_ip_header: "cf-connecting-ip".into(),
             sweep_batch_max: 1_000,
         }
     }

@@ -104,7 +104,7 @@ async fn main() -> anyhow::Result<()> {
                 mint(
                     &CustomerClaims {
                         sub,
-                        exp,
+                        exp: exp.into(),
                         nbf: None
                     },
                     customer_token_secret.expose().as_bytes()

@@ -44,6 +44,8 @@ pub async fn spawn(config: Config) -> anyhow::Result<RunningOrigin> {
 
     let app = crate::http::router(state.clone());
     let mut rx = stop_rx;
+    // Records each connection's TCP peer address: the client IP of an unsigned request.
+    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
     let server = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {

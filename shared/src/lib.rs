@@ -4,7 +4,8 @@
 //!
 //! - [`api`]: request and response bodies, result codes, the campaign state machine.
 //! - [`token`]: the customer token (an HS256 JWT, RFC 7519 / RFC 7515).
-//! - [`signature`]: the edge signature the worker adds to forwarded claims (HMAC-SHA256).
+//! - [`signature`]: the edge signature the worker adds to the requests it forwards
+//!   (HMAC-SHA256 over method, path, body, token, idempotency key and client IP).
 //! - [`idempotency`]: the `Idempotency-Key` header rule.
 //! - [`code`]: coupon-code alphabet and normalisation.
 //! - [`money`]: discount arithmetic in integer minor units.
@@ -20,6 +21,10 @@ pub mod token;
 pub const ANSWERED_BY_HEADER: &str = "flashgate-answered-by";
 /// Header that carries the edge signature on forwarded requests (see [`signature`]).
 pub const EDGE_SIGNATURE_HEADER: &str = "flashgate-edge-signature";
+/// Header in which the edge forwards the client's IP address (from Cloudflare's
+/// `CF-Connecting-IP`), covered by the edge signature. The origin trusts it only on a request
+/// whose edge signature verifies.
+pub const CLIENT_IP_HEADER: &str = "flashgate-client-ip";
 /// Header carrying the idempotency key of a claim (IETF draft-ietf-httpapi-idempotency-key-header).
 pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
 /// Largest claim body accepted, in bytes, by the edge and by the origin.
