@@ -119,6 +119,17 @@ impl Answer {
         }
     }
 
+    /// 503 `{"result":"unavailable","message":"the edge is misconfigured; …"}` (no
+    /// `Retry-After`): a worker setting is missing or invalid, e.g. a secret shorter than 32
+    /// bytes. The log names the setting; the body does not.
+    pub fn misconfigured() -> Self {
+        Answer::error(
+            503,
+            codes::UNAVAILABLE,
+            "the edge is misconfigured; its operator has to fix a setting",
+        )
+    }
+
     /// The origin's 404 `not_found` for a path outside the API.
     pub fn no_such_route() -> Self {
         Answer::error(404, codes::NOT_FOUND, "no such route")

@@ -72,7 +72,7 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
         Ok(c) => c,
         Err(msg) => {
             worker::console_error!("flashgate edge misconfigured: {msg}");
-            return answer(&Answer::unavailable());
+            return answer(&Answer::misconfigured());
         }
     };
     match handle(req, cfg).await {

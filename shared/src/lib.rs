@@ -29,3 +29,35 @@ pub const CLIENT_IP_HEADER: &str = "flashgate-client-ip";
 pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
 /// Largest claim body accepted, in bytes, by the edge and by the origin.
 pub const MAX_CLAIM_BODY_BYTES: usize = 4 * 1024;
+
+/// Fewest bytes any secret (token key, signature key, bearer token) may have: 32 bytes, 256
+/// bits — the HMAC-SHA256 output size, the shortest key RFC 2104 §3 recommends and the
+/// shortest HS256 key RFC 7518 §3.2 allows.
+pub const MIN_SECRET_BYTES: usize = 32;
+
+/// Checks that the secret set in `variable` has at least [`MIN_SECRET_BYTES`] bytes. The
+/// error names the variable and the rule, never the secret.
+pub fn check_secret(variable: &str, secret: &[u8]) -> Result<(), String> {
+    if secret.len() >= MIN_SECRET_BYTES {
+        Ok(())
+    } else {
+        Err(format!(
+            "{variable} must be at least {MIN_SECRET_BYTES} bytes long (it has {}); generate one with e.g. `openssl rand -hex 32`",
+            secret.len()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn secrets_shorter_than_32_bytes_are_refused_by_name() {
+        let e = super::check_secret("FLASHGATE_X", b"").unwrap_err();
+        assert!(
+            e.starts_with("FLASHGATE_X must be at least 32 bytes long (it has 0)"),
+            "{e}"
+        );
+        assert!(super::check_secret("FLASHGATE_X", &[b'a'; 31]).is_err());
+        assert_eq!(super::check_secret("FLASHGATE_X", &[b'a'; 32]), Ok(()));
+    }
+}
