@@ -410,6 +410,20 @@ impl TestEdge {
     /// Starts the edge in front of `origin_url` with the test customer-token secret and the
     /// extra worker settings in `env` (e.g. `FLASHGATE_STATUS_TTL_MS`, `FLASHGATE_EDGE_SECRET`).
     pub fn start(origin_url: &str, env: &[(&str, String)]) -> TestEdge {
+        Self::spawn(origin_url, env, std::process::Stdio::inherit())
+    }
+
+    /// [`TestEdge::start`] with the runtime's and the worker's log (stderr) written to `log`.
+    pub fn start_logged(
+        origin_url: &str,
+        env: &[(&str, String)],
+        log: &std::path::Path,
+    ) -> TestEdge {
+        let file = std::fs::File::create(log).expect("edge log file");
+        Self::spawn(origin_url, env, file.into())
+    }
+
+    fn spawn(origin_url: &str, env: &[(&str, String)], stderr: std::process::Stdio) -> TestEdge {
         use std::time::{Duration, Instant};
         ensure_edge_built();
         let url_file = std::env::temp_dir().join(format!("{}.url", unique("edge")));
@@ -423,7 +437,7 @@ impl TestEdge {
                 test_config().customer_token_secret.expose(),
             )
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::inherit());
+            .stderr(stderr);
         for (k, v) in env {
             cmd.env(k, v);
         }
