@@ -119,6 +119,17 @@ impl Answer {
         }
     }
 
+    /// 503 `{"result":"unavailable","message":"the edge is misconfigured; …"}` (no
+    /// `Retry-After`): a worker setting is missing or invalid, e.g. a secret shorter than 32
+    /// bytes. The log names the setting; the body does not.
+    pub fn misconfigured() -> Self {
+        Answer::error(
+            503,
+            codes::UNAVAILABLE,
+            "the edge is misconfigured; its operator has to fix a setting",
+        )
+    }
+
     /// The origin's 404 `not_found` for a path outside the API.
     pub fn no_such_route() -> Self {
         Answer::error(404, codes::NOT_FOUND, "no such route")
@@ -195,6 +206,15 @@ pub fn drain_before_refusing(content_length: Option<&str>) -> bool {
         .is_some_and(|n| n <= DRAIN_LIMIT_BYTES)
 }
 
+/// The client IP to forward to the origin: the value of Cloudflare's `CF-Connecting-IP`
+/// when it is an IPv4 or IPv6 address (normalised, e.g. `2001:DB8::1` → `2001:db8::1`);
+/// `None` when absent or not an address.
+pub fn client_ip(cf_connecting_ip: Option<&str>) -> Option<String> {
+    cf_connecting_ip
+        .and_then(|v| v.trim().parse::<std::net::IpAddr>().ok())
+        .map(|ip| ip.to_string())
+}
+
 /// True for `application/json`, parameters (such as `charset`) allowed, case-insensitive.
 fn is_json_media_type(value: Option<&str>) -> bool {
     value
@@ -226,18 +246,13 @@ impl TokenCache {
         &mut self,
         tok: &str,
         secret: &[u8],
-        now_unix: i64,
+        now: token::NumericDate,
     ) -> Result<String, token::TokenError> {
         if let Some(c) = self.verified.get(tok) {
-            if now_unix >= c.exp {
-                return Err(token::TokenError::Expired);
-            }
-            if c.nbf.is_some_and(|nbf| now_unix < nbf) {
-                return Err(token::TokenError::NotYetValid);
-            }
+            c.check_times(now)?;
             return Ok(c.sub.clone());
         }
-        let claims = token::verify(tok, secret, now_unix)?;
+        let claims = token::verify(tok, secret, now)?;
         if self.capacity > 0 {
             if self.verified.len() >= self.capacity {
                 self.verified.clear();
@@ -260,14 +275,14 @@ impl TokenCache {
 
 /// Checks a claim request in the origin's order — body size (413), `Content-Type` (415),
 /// customer token (401), idempotency key (400), JSON body `{}` (400) — and returns the
-/// customer id (the token's `sub`) or the origin's 4xx answer, byte for byte. `now_unix` is
-/// the edge's clock in seconds. (The origin checks the edge signature between size and
+/// customer id (the token's `sub`) or the origin's 4xx answer, byte for byte. `now` is the
+/// edge's clock ([`token::NumericDate::from_unix_ms`]). (The origin checks the edge signature between size and
 /// content type; the edge adds it.)
 pub fn check_claim(
     input: &ClaimInput<'_>,
     tokens: &mut TokenCache,
     token_secret: &[u8],
-    now_unix: i64,
+    now: token::NumericDate,
 ) -> Result<String, Answer> {
     check_content_length(input.content_length)?;
     let body = input.body.unwrap_or_default();
@@ -296,7 +311,7 @@ pub fn check_claim(
         ));
     };
     let customer = tokens
-        .verify(tok, token_secret, now_unix)
+        .verify(tok, token_secret, now)
         .map_err(|e| Answer::error(401, codes::UNAUTHORIZED, e.message()))?;
     if !input.idempotency_key.is_some_and(idempotency::is_valid_key) {
         return Err(Answer::error(
@@ -361,13 +376,32 @@ mod tests {
     const SECRET: &[u8] = b"k";
     const NOW: i64 = 1_900_000_000;
 
+    fn at(seconds: i64) -> token::NumericDate {
+        seconds.into()
+    }
+
     fn tok(exp: i64) -> String {
         let c = CustomerClaims {
             sub: "cust-7".into(),
-            exp,
+            exp: exp.into(),
             nbf: None,
         };
         format!("Bearer {}", mint(&c, SECRET))
+    }
+
+    #[test]
+    fn client_ip_is_forwarded_only_when_it_is_an_address() {
+        assert_eq!(
+            client_ip(Some(" 203.0.113.7 ")).as_deref(),
+            Some("203.0.113.7")
+        );
+        assert_eq!(
+            client_ip(Some("2001:DB8::1")).as_deref(),
+            Some("2001:db8::1")
+        );
+        for bad in [None, Some(""), Some("203.0.113.7, 10.0.0.1"), Some("x")] {
+            assert_eq!(client_ip(bad), None, "{bad:?}");
+        }
     }
 
     #[test]
@@ -428,7 +462,7 @@ mod tests {
             &input(Some(&a), Some(b"k-1"), b"{}"),
             &mut TokenCache::new(8),
             SECRET,
-            NOW,
+            at(NOW),
         );
         assert_eq!(r, Ok("cust-7".to_string()));
     }
@@ -495,7 +529,7 @@ mod tests {
         cases.push((plain, 415, "unsupported_media_type"));
         cases.push((none, 415, "unsupported_media_type"));
         for (i, (inp, status, code)) in cases.into_iter().enumerate() {
-            let a = check_claim(&inp, &mut TokenCache::new(8), SECRET, NOW).unwrap_err();
+            let a = check_claim(&inp, &mut TokenCache::new(8), SECRET, at(NOW)).unwrap_err();
             let body: ErrorBody = serde_json::from_str(&a.body).unwrap();
             assert_eq!((a.status, body.result.as_str()), (status, code), "case {i}");
         }
@@ -504,39 +538,39 @@ mod tests {
     #[test]
     fn token_cache_gives_the_same_results_as_verify() {
         let mut cache = TokenCache::new(2);
-        let c = |exp, nbf| CustomerClaims {
+        let c = |exp: i64, nbf: Option<i64>| CustomerClaims {
             sub: "cust-7".into(),
-            exp,
-            nbf,
+            exp: exp.into(),
+            nbf: nbf.map(Into::into),
         };
         let live = mint(&c(NOW + 60, None), SECRET);
         let later = mint(&c(NOW + 60, Some(NOW + 30)), SECRET);
         for _ in 0..2 {
             // First round fills the cache, the second answers from it.
-            assert_eq!(cache.verify(&live, SECRET, NOW), Ok("cust-7".into()));
+            assert_eq!(cache.verify(&live, SECRET, at(NOW)), Ok("cust-7".into()));
             assert_eq!(
-                cache.verify(&later, SECRET, NOW),
+                cache.verify(&later, SECRET, at(NOW)),
                 Err(token::TokenError::NotYetValid)
             );
         }
         assert_eq!(cache.len(), 1);
         // Expiry is checked on every use of a cached token.
         assert_eq!(
-            cache.verify(&live, SECRET, NOW + 60),
+            cache.verify(&live, SECRET, at(NOW + 60)),
             Err(token::TokenError::Expired)
         );
         // Another secret never hits: the token is verified again and refused.
         let mut fresh = TokenCache::new(2);
         assert_eq!(
-            fresh.verify(&live, b"other", NOW),
+            fresh.verify(&live, b"other", at(NOW)),
             Err(token::TokenError::BadSignature)
         );
         assert!(fresh.is_empty());
         // Full: starts over.
         let a = mint(&c(NOW + 61, None), SECRET);
         let b = mint(&c(NOW + 62, None), SECRET);
-        cache.verify(&a, SECRET, NOW).unwrap();
-        cache.verify(&b, SECRET, NOW).unwrap();
+        cache.verify(&a, SECRET, at(NOW)).unwrap();
+        cache.verify(&b, SECRET, at(NOW)).unwrap();
         assert_eq!(cache.len(), 1);
     }
 
@@ -556,7 +590,7 @@ mod tests {
                 ..input(Some(&good), Some(b"k"), b"")
             };
             assert_eq!(
-                check_claim(&inp, &mut TokenCache::new(8), SECRET, NOW)
+                check_claim(&inp, &mut TokenCache::new(8), SECRET, at(NOW))
                     .unwrap_err()
                     .status,
                 status,

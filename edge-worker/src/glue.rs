@@ -13,7 +13,7 @@ use crate::config::EdgeConfig;
 use crate::decide::{self, Answer, ClaimInput, Gate, Route, TokenCache};
 use crate::status::{self, Freshness, RefreshState, StatusEntry, Step};
 use flashgate_shared::{
-    signature, ANSWERED_BY_HEADER, EDGE_SIGNATURE_HEADER, IDEMPOTENCY_KEY_HEADER,
+    signature, ANSWERED_BY_HEADER, CLIENT_IP_HEADER, EDGE_SIGNATURE_HEADER, IDEMPOTENCY_KEY_HEADER,
 };
 use futures_util::future::{select, Either};
 use std::cell::RefCell;
@@ -29,6 +29,8 @@ use worker::{
 const STATUS_AGE_MS_HEADER: &str = "flashgate-status-age-ms";
 /// Header set to `1` on a status served stale because the origin could not be reached.
 const STALE_HEADER: &str = "flashgate-stale";
+/// Header in which Cloudflare gives the worker the client's IP address.
+const CF_CONNECTING_IP_HEADER: &str = "cf-connecting-ip";
 /// Campaign slots kept per isolate before idle ones are dropped.
 const MAX_SLOTS: usize = 10_000;
 
@@ -70,7 +72,7 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
         Ok(c) => c,
         Err(msg) => {
             worker::console_error!("flashgate edge misconfigured: {msg}");
-            return answer(&Answer::unavailable());
+            return answer(&Answer::misconfigured());
         }
     };
     match handle(req, cfg).await {
@@ -339,6 +341,7 @@ async fn claim(
     url: &worker::Url,
 ) -> Result<Response> {
     let headers = req.headers();
+    let client_ip = decide::client_ip(headers.get(CF_CONNECTING_IP_HEADER)?.as_deref());
     let authorization = headers.get("authorization")?;
     let key = headers.get(IDEMPOTENCY_KEY_HEADER)?;
     let content_length = headers.get("content-length")?;
@@ -374,7 +377,7 @@ async fn claim(
             &input,
             &mut t.borrow_mut(),
             &cfg.customer_token_secret,
-            now.div_euclid(1000),
+            flashgate_shared::token::NumericDate::from_unix_ms(now),
         )
     });
     if let Err(a) = checked {
@@ -388,7 +391,8 @@ async fn claim(
     if let Gate::Answer(a) = decide::gate(entry.as_deref(), fresh, now, cfg.not_started_skew_ms) {
         return answer(&a);
     }
-    // Forward: body bytes, Authorization and Idempotency-Key as sent, plus the edge signature.
+    // Forward: body bytes, Authorization and Idempotency-Key as sent, plus the client IP and
+    // the edge signature over all of them.
     let out = Headers::new();
     if let Some(ct) = &content_type {
         out.set("content-type", ct)?;
@@ -399,10 +403,7 @@ async fn claim(
     if let Some(k) = &key {
         out.set(IDEMPOTENCY_KEY_HEADER, k)?;
     }
-    if let Some(secret) = &cfg.edge_secret {
-        let sig = signature::sign(secret, now.div_euclid(1000), "POST", url.path(), &body);
-        out.set(EDGE_SIGNATURE_HEADER, &sig)?;
-    }
+    sign_forwarded(cfg, &out, client_ip.as_deref(), "POST", url.path(), &body)?;
     let target = origin_target(cfg, url);
     let mut init = RequestInit::new();
     init.with_method(Method::Post)
@@ -422,6 +423,38 @@ async fn claim(
     };
     learn(id, code, &resp_body);
     relay(code, &resp_headers, resp_body)
+}
+
+/// Adds the client IP (`Flashgate-Client-Ip`) and the edge signature over the request in
+/// `out` (method, path, body, `Authorization`, `Idempotency-Key`, client IP) when an edge
+/// secret is configured; without one the request goes unsigned and without a client IP (the
+/// origin would not trust it).
+fn sign_forwarded(
+    cfg: &EdgeConfig,
+    out: &Headers,
+    client_ip: Option<&str>,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> Result<()> {
+    let Some(secret) = &cfg.edge_secret else {
+        return Ok(());
+    };
+    if let Some(ip) = client_ip {
+        out.set(CLIENT_IP_HEADER, ip)?;
+    }
+    let authorization = out.get("authorization")?;
+    let key = out.get(IDEMPOTENCY_KEY_HEADER)?;
+    let signed = signature::Signed {
+        method,
+        path,
+        body,
+        authorization: authorization.as_deref().map(str::as_bytes),
+        idempotency_key: key.as_deref().map(str::as_bytes),
+        client_ip: client_ip.map(str::as_bytes),
+    };
+    let sig = signature::sign(secret, now_ms().div_euclid(1000), &signed);
+    out.set(EDGE_SIGNATURE_HEADER, &sig)
 }
 
 /// The origin URL for the same path and query.
@@ -450,27 +483,44 @@ fn learn(id: &str, code: u16, body: &[u8]) {
 async fn pass_through(mut req: Request, cfg: &EdgeConfig, url: &worker::Url) -> Result<Response> {
     let target = origin_target(cfg, url);
     let method = req.method();
+    let client_ip = decide::client_ip(req.headers().get(CF_CONNECTING_IP_HEADER)?.as_deref());
     let out = Headers::new();
     for (name, value) in req.headers().entries() {
+        // The client's own signature or client IP headers are never passed on.
         if !matches!(
             name.as_str(),
-            "host" | "content-length" | "connection" | "transfer-encoding"
+            "host"
+                | "content-length"
+                | "connection"
+                | "transfer-encoding"
+                | "x-forwarded-for"
+                | EDGE_SIGNATURE_HEADER
+                | CLIENT_IP_HEADER
         ) && !name.starts_with("cf-")
         {
             out.append(&name, &value)?;
         }
     }
     let mut init = RequestInit::new();
-    init.with_method(method.clone()).with_headers(out);
+    let mut body = Vec::new();
     if !matches!(method, Method::Get | Method::Head) {
         // Read whole (the runtime resets a client whose body is left unread), then refuse what
         // the origin could never take.
-        let body = req.bytes().await.unwrap_or_default();
+        body = req.bytes().await.unwrap_or_default();
         if let Err(refusal) = decide::check_pass_through_body(body.len()) {
             return answer(&refusal);
         }
         init.with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
     }
+    sign_forwarded(
+        cfg,
+        &out,
+        client_ip.as_deref(),
+        method.as_ref(),
+        url.path(),
+        &body,
+    )?;
+    init.with_method(method).with_headers(out);
     let forwarded = Request::new_with_init(&target, &init)?;
     match send(forwarded, cfg.origin_timeout_ms).await {
         Ok((code, headers, body)) => relay(code, &headers, body),

@@ -434,13 +434,48 @@ pub fn fresh_code_name(prefix: &str) -> String {
     code
 }
 
+/// An edge secret for tests (32 bytes or more, as the origin and the edge require).
+pub const TEST_EDGE_SECRET: &str = "test-edge-secret-0123456789abcdef";
+
+/// The headers the edge adds to a request it forwards: `Flashgate-Client-Ip` (when
+/// `client_ip` is given) and `Flashgate-Edge-Signature` under `secret`, signed now over the
+/// method, `path` (as sent, without query), `body`, the `Authorization` value and the
+/// `Idempotency-Key` the request carries, and the client IP.
+pub fn edge_headers(
+    secret: &str,
+    method: &str,
+    path: &str,
+    body: &[u8],
+    authorization: Option<&str>,
+    idempotency_key: Option<&str>,
+    client_ip: Option<&str>,
+) -> Vec<(&'static str, String)> {
+    let signed = flashgate_shared::signature::Signed {
+        method,
+        path,
+        body,
+        authorization: authorization.map(str::as_bytes),
+        idempotency_key: idempotency_key.map(str::as_bytes),
+        client_ip: client_ip.map(str::as_bytes),
+    };
+    let now = Utc::now().timestamp();
+    let mut headers = vec![(
+        flashgate_shared::EDGE_SIGNATURE_HEADER,
+        flashgate_shared::signature::sign(secret.as_bytes(), now, &signed),
+    )];
+    if let Some(ip) = client_ip {
+        headers.push((flashgate_shared::CLIENT_IP_HEADER, ip.to_string()));
+    }
+    headers
+}
+
 /// A customer token for `customer` under `config`'s secret, valid for an hour.
 pub fn token_for(config: &Config, customer: &str) -> String {
     let exp = Utc::now().timestamp() + 3600;
     mint(
         &CustomerClaims {
             sub: customer.into(),
-            exp,
+            exp: exp.into(),
             nbf: None,
         },
         config.customer_token_secret.expose().as_bytes(),
@@ -533,6 +568,20 @@ impl TestEdge {
     /// Starts the edge in front of `origin_url` with the test customer-token secret and the
     /// extra worker settings in `env` (e.g. `FLASHGATE_STATUS_TTL_MS`, `FLASHGATE_EDGE_SECRET`).
     pub fn start(origin_url: &str, env: &[(&str, String)]) -> TestEdge {
+        Self::spawn(origin_url, env, std::process::Stdio::inherit())
+    }
+
+    /// [`TestEdge::start`] with the runtime's and the worker's log (stderr) written to `log`.
+    pub fn start_logged(
+        origin_url: &str,
+        env: &[(&str, String)],
+        log: &std::path::Path,
+    ) -> TestEdge {
+        let file = std::fs::File::create(log).expect("edge log file");
+        Self::spawn(origin_url, env, file.into())
+    }
+
+    fn spawn(origin_url: &str, env: &[(&str, String)], stderr: std::process::Stdio) -> TestEdge {
         use std::time::{Duration, Instant};
         ensure_edge_built();
         let url_file = std::env::temp_dir().join(format!("{}.url", unique("edge")));
@@ -546,7 +595,7 @@ impl TestEdge {
                 test_config().customer_token_secret.expose(),
             )
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::inherit());
+            .stderr(stderr);
         for (k, v) in env {
             cmd.env(k, v);
         }

@@ -31,13 +31,10 @@
 //! (failed tries spent), 503 `unavailable` + `Retry-After`. Never 500 for anything a client
 //! sends; a refused request changes nothing (except one guess token for an unknown code).
 
-use std::net::{IpAddr, SocketAddr};
-
 use axum::body::Body;
-use axum::extract::connect_info::ConnectInfo;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
-use axum::http::{header, Extensions, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, Extensions, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::coupons::{
     validate_offer, AdminCode, CheckRequest, CodeBatch, CodeChange, CodeKind, NewCode,
@@ -72,22 +69,6 @@ fn send(reply: Reply) -> Response {
     res
 }
 
-/// The client IP: the first entry of the configured header when it parses as an IP address,
-/// else the TCP peer when the server records it, else unknown (no per-IP bucket).
-fn client_ip(state: &AppState, headers: &HeaderMap, ext: &Extensions) -> Option<String> {
-    let from_header = headers
-        .get(state.config.client_ip_header.as_str())
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(',').next())
-        .and_then(|v| v.trim().parse::<IpAddr>().ok());
-    from_header
-        .or_else(|| {
-            ext.get::<ConnectInfo<SocketAddr>>()
-                .map(|ConnectInfo(a)| a.ip())
-        })
-        .map(|ip| ip.to_string())
-}
-
 /// The raw code of the path; a path that does not decode is an unknown code.
 fn raw_code(path: Result<Path<String>, PathRejection>) -> String {
     path.map(|Path(c)| c).unwrap_or_default()
@@ -108,9 +89,12 @@ fn check_cart(cart_total: i64, currency: Option<&str>) -> ApiResult<()> {
 }
 
 /// The common checks of check and use, in order: customer token (401), `Content-Type` (415),
-/// size ≤ 4 KiB (413). Returns who calls and the body bytes.
+/// size ≤ 4 KiB (413), edge signature when present (403 when invalid,
+/// [`extract::edge_proof`]). Returns who calls — the customer and the client IP of
+/// [`extract::client_ip`] — and the body bytes.
 async fn shopper_call(
     state: &AppState,
+    uri: &Uri,
     headers: &HeaderMap,
     ext: &Extensions,
     body: Body,
@@ -118,23 +102,32 @@ async fn shopper_call(
     let customer = extract::customer(headers, &state.config.customer_token_secret)?;
     extract::require_json(headers)?;
     let bytes = extract::read_body(headers, body, MAX_CLAIM_BODY_BYTES).await?;
+    let proof = extract::edge_proof(
+        headers,
+        state.config.edge_secret.as_ref(),
+        "POST",
+        uri.path(),
+        &bytes,
+    )?;
     let who = Trier {
         customer,
-        ip: client_ip(state, headers, ext),
+        ip: extract::client_ip(proof, headers, ext).map(|ip| ip.to_string()),
     };
     Ok((who, bytes))
 }
 
 /// `POST /api/v1/codes/{code}/check`. Checks in order: customer token (401), `Content-Type`
-/// (415), size ≤ 4 KiB (413), body (400 / 422), then [`service::check`].
+/// (415), size ≤ 4 KiB (413), edge signature when present (403), body (400 / 422), then
+/// [`service::check`].
 pub async fn check(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,
+    uri: Uri,
     ext: Extensions,
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let (who, bytes) = shopper_call(&state, &headers, &ext, body).await?;
+    let (who, bytes) = shopper_call(&state, &uri, &headers, &ext, body).await?;
     let req: CheckRequest = extract::parse_json(&bytes)?;
     check_cart(req.cart_total, req.currency.as_deref())?;
     let reply = service::check(&state, &raw_code(path), &who, &req).await?;
@@ -142,8 +135,8 @@ pub async fn check(
 }
 
 /// `POST /api/v1/codes/{code}/use`. Checks in order: customer token (401), `Content-Type`
-/// (415), size ≤ 4 KiB (413), `Idempotency-Key` (400), body (400 / 422), then
-/// [`service::use_code`].
+/// (415), size ≤ 4 KiB (413), edge signature when present (403), `Idempotency-Key` (400),
+/// body (400 / 422), then [`service::use_code`].
 ///
 /// Retries with the same `Idempotency-Key`: once the first request has answered, its reply
 /// again, byte for byte; while it is still running, 409 `{"result":"in_progress"}` with
@@ -152,11 +145,12 @@ pub async fn check(
 pub async fn use_code(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,
+    uri: Uri,
     ext: Extensions,
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let (who, bytes) = shopper_call(&state, &headers, &ext, body).await?;
+    let (who, bytes) = shopper_call(&state, &uri, &headers, &ext, body).await?;
     let key = extract::idempotency_key(&headers)?;
     let req: UseRequest = extract::parse_json(&bytes)?;
     check_cart(req.cart_total, req.currency.as_deref())?;
