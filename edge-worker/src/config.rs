@@ -8,8 +8,8 @@
 //! | `FLASHGATE_STATUS_MAX_STALE_MS` | var | 30000 | how long a status may be served stale when the origin is down, ms |
 //! | `FLASHGATE_NOT_STARTED_SKEW_MS` | var | 2000 | clock-skew allowance before `starts_at`, ms |
 //! | `FLASHGATE_ORIGIN_TIMEOUT_MS` | var | 5000 | origin round-trip timeout, ms |
-//! | `FLASHGATE_CUSTOMER_TOKEN_SECRET` | secret | required | HS256 key of customer tokens |
-//! | `FLASHGATE_EDGE_SECRET` | secret | optional | key of the edge signature, and of the waiting room's tickets and admission tokens; unset = claims are forwarded unsigned and queue polls answer 503 |
+//! | `FLASHGATE_CUSTOMER_TOKEN_SECRET` | secret | required | HS256 key of customer tokens, ≥ 32 bytes |
+//! | `FLASHGATE_EDGE_SECRET` | secret | optional | key of the edge signature, ≥ 32 bytes; also keys the waiting room's tickets and admission tokens; unset or empty = requests are forwarded unsigned and queue polls answer 503 |
 //! | `FLASHGATE_LIMIT_CLAIMS_PER_S` | var | 5 | claims per second per customer on a campaign with a waiting room (0 = off) |
 //! | `FLASHGATE_LIMIT_JOINS_PER_S` | var | 2 | queue joins per second per customer (0 = off) |
 //! | `FLASHGATE_LIMIT_POLLS_PER_S` | var | 2 | queue polls per second per customer (0 = off) |
@@ -74,8 +74,9 @@ pub struct EdgeConfig {
 impl EdgeConfig {
     /// Reads the settings through `lookup(binding name) -> value`. Empty values count as unset.
     /// Errors (a human-readable message naming the binding) when a required binding is missing,
-    /// the origin URL is not `http(s)://...`, or a number is not an integer in `1..=86_400_000`
-    /// (`0..` for the skew allowance), or a rate limit is not an integer in `0..=1_000_000`.
+    /// the origin URL is not `http(s)://...`, a number is not an integer in `1..=86_400_000`
+    /// (`0..` for the skew allowance), a rate limit is not an integer in `0..=1_000_000`, or a secret is shorter than
+    /// [`flashgate_shared::MIN_SECRET_BYTES`] (32) bytes.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let origin_url = get("FLASHGATE_ORIGIN_URL")
@@ -103,6 +104,11 @@ impl EdgeConfig {
         let customer_token_secret = get("FLASHGATE_CUSTOMER_TOKEN_SECRET")
             .ok_or("FLASHGATE_CUSTOMER_TOKEN_SECRET is not set")?
             .into_bytes();
+        flashgate_shared::check_secret("FLASHGATE_CUSTOMER_TOKEN_SECRET", &customer_token_secret)?;
+        let edge_secret = get("FLASHGATE_EDGE_SECRET").map(String::into_bytes);
+        if let Some(s) = &edge_secret {
+            flashgate_shared::check_secret("FLASHGATE_EDGE_SECRET", s)?;
+        }
         Ok(EdgeConfig {
             origin_url,
             status_ttl_ms: ms("FLASHGATE_STATUS_TTL_MS", DEFAULT_STATUS_TTL_MS, 1)?,
@@ -118,7 +124,7 @@ impl EdgeConfig {
             )?,
             origin_timeout_ms: ms("FLASHGATE_ORIGIN_TIMEOUT_MS", DEFAULT_ORIGIN_TIMEOUT_MS, 1)?,
             customer_token_secret,
-            edge_secret: get("FLASHGATE_EDGE_SECRET").map(String::into_bytes),
+            edge_secret,
             limits: Limits {
                 claims_per_s: rate("FLASHGATE_LIMIT_CLAIMS_PER_S", DEFAULT_LIMIT_CLAIMS_PER_S)?,
                 joins_per_s: rate("FLASHGATE_LIMIT_JOINS_PER_S", DEFAULT_LIMIT_JOINS_PER_S)?,
@@ -134,6 +140,8 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
+    const SECRET: &str = "a-customer-token-secret-of-32-by";
+
     fn cfg(pairs: &[(&str, &str)]) -> Result<EdgeConfig, String> {
         let map: HashMap<String, String> = pairs
             .iter()
@@ -146,7 +154,7 @@ mod tests {
     fn defaults_and_required() {
         let c = cfg(&[
             ("FLASHGATE_ORIGIN_URL", "http://127.0.0.1:8080/"),
-            ("FLASHGATE_CUSTOMER_TOKEN_SECRET", "s"),
+            ("FLASHGATE_CUSTOMER_TOKEN_SECRET", SECRET),
             ("FLASHGATE_EDGE_SECRET", ""),
         ])
         .unwrap();
@@ -155,7 +163,7 @@ mod tests {
         assert_eq!(c.status_max_stale_ms, 30_000);
         assert_eq!(c.not_started_skew_ms, 2_000);
         assert_eq!(c.origin_timeout_ms, 5_000);
-        assert_eq!(c.customer_token_secret, b"s");
+        assert_eq!(c.customer_token_secret, SECRET.as_bytes());
         assert_eq!(c.edge_secret, None);
         assert_eq!(
             c.limits,
@@ -167,7 +175,7 @@ mod tests {
             }
         );
         assert_eq!(
-            cfg(&[("FLASHGATE_CUSTOMER_TOKEN_SECRET", "s")]).unwrap_err(),
+            cfg(&[("FLASHGATE_CUSTOMER_TOKEN_SECRET", SECRET)]).unwrap_err(),
             "FLASHGATE_ORIGIN_URL is not set"
         );
         assert_eq!(
@@ -180,7 +188,7 @@ mod tests {
     fn rejects_bad_numbers_and_urls() {
         let base = [
             ("FLASHGATE_ORIGIN_URL", "http://o"),
-            ("FLASHGATE_CUSTOMER_TOKEN_SECRET", "s"),
+            ("FLASHGATE_CUSTOMER_TOKEN_SECRET", SECRET),
         ];
         for bad in ["0", "-5", "abc", "99999999999999999999", "1.5"] {
             let mut p = base.to_vec();
@@ -204,8 +212,32 @@ mod tests {
         }
         assert!(cfg(&[
             ("FLASHGATE_ORIGIN_URL", "ftp://o"),
-            ("FLASHGATE_CUSTOMER_TOKEN_SECRET", "s")
+            ("FLASHGATE_CUSTOMER_TOKEN_SECRET", SECRET)
         ])
         .is_err());
+    }
+
+    #[test]
+    fn secrets_shorter_than_32_bytes_are_refused_by_name() {
+        let e = cfg(&[
+            ("FLASHGATE_ORIGIN_URL", "http://o"),
+            ("FLASHGATE_CUSTOMER_TOKEN_SECRET", "short"),
+        ])
+        .unwrap_err();
+        assert!(
+            e.starts_with("FLASHGATE_CUSTOMER_TOKEN_SECRET must be at least 32 bytes"),
+            "{e}"
+        );
+        let e = cfg(&[
+            ("FLASHGATE_ORIGIN_URL", "http://o"),
+            ("FLASHGATE_CUSTOMER_TOKEN_SECRET", SECRET),
+            ("FLASHGATE_EDGE_SECRET", "edge-secret"),
+        ])
+        .unwrap_err();
+        assert!(
+            e.starts_with("FLASHGATE_EDGE_SECRET must be at least 32 bytes"),
+            "{e}"
+        );
+        assert!(!e.contains("edge-secret"), "no secret in {e}");
     }
 }

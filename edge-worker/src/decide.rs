@@ -131,6 +131,17 @@ impl Answer {
         }
     }
 
+    /// 503 `{"result":"unavailable","message":"the edge is misconfigured; …"}` (no
+    /// `Retry-After`): a worker setting is missing or invalid, e.g. a secret shorter than 32
+    /// bytes. The log names the setting; the body does not.
+    pub fn misconfigured() -> Self {
+        Answer::error(
+            503,
+            codes::UNAVAILABLE,
+            "the edge is misconfigured; its operator has to fix a setting",
+        )
+    }
+
     /// The origin's 404 `not_found` for a path outside the API.
     pub fn no_such_route() -> Self {
         Answer::error(404, codes::NOT_FOUND, "no such route")
@@ -207,6 +218,15 @@ pub fn drain_before_refusing(content_length: Option<&str>) -> bool {
         .is_some_and(|n| n <= DRAIN_LIMIT_BYTES)
 }
 
+/// The client IP to forward to the origin: the value of Cloudflare's `CF-Connecting-IP`
+/// when it is an IPv4 or IPv6 address (normalised, e.g. `2001:DB8::1` → `2001:db8::1`);
+/// `None` when absent or not an address.
+pub fn client_ip(cf_connecting_ip: Option<&str>) -> Option<String> {
+    cf_connecting_ip
+        .and_then(|v| v.trim().parse::<std::net::IpAddr>().ok())
+        .map(|ip| ip.to_string())
+}
+
 /// True for `application/json`, parameters (such as `charset`) allowed, case-insensitive.
 fn is_json_media_type(value: Option<&str>) -> bool {
     value
@@ -238,18 +258,13 @@ impl TokenCache {
         &mut self,
         tok: &str,
         secret: &[u8],
-        now_unix: i64,
+        now: token::NumericDate,
     ) -> Result<String, token::TokenError> {
         if let Some(c) = self.verified.get(tok) {
-            if now_unix >= c.exp {
-                return Err(token::TokenError::Expired);
-            }
-            if c.nbf.is_some_and(|nbf| now_unix < nbf) {
-                return Err(token::TokenError::NotYetValid);
-            }
+            c.check_times(now)?;
             return Ok(c.sub.clone());
         }
-        let claims = token::verify(tok, secret, now_unix)?;
+        let claims = token::verify(tok, secret, now)?;
         if self.capacity > 0 {
             if self.verified.len() >= self.capacity {
                 self.verified.clear();
@@ -272,14 +287,14 @@ impl TokenCache {
 
 /// Checks a claim request in the origin's order — body size (413), `Content-Type` (415),
 /// customer token (401), idempotency key (400), JSON body `{}` (400) — and returns the
-/// customer id (the token's `sub`) or the origin's 4xx answer, byte for byte. `now_unix` is
-/// the edge's clock in seconds. (The origin checks the edge signature between size and
+/// customer id (the token's `sub`) or the origin's 4xx answer, byte for byte. `now` is the
+/// edge's clock ([`token::NumericDate::from_unix_ms`]). (The origin checks the edge signature between size and
 /// content type; the edge adds it.)
 pub fn check_claim(
     input: &ClaimInput<'_>,
     tokens: &mut TokenCache,
     token_secret: &[u8],
-    now_unix: i64,
+    now: token::NumericDate,
 ) -> Result<String, Answer> {
     check_content_length(input.content_length)?;
     let body = input.body.unwrap_or_default();
@@ -308,7 +323,7 @@ pub fn check_claim(
         ));
     };
     let customer = tokens
-        .verify(tok, token_secret, now_unix)
+        .verify(tok, token_secret, now)
         .map_err(|e| Answer::error(401, codes::UNAUTHORIZED, e.message()))?;
     if !input.idempotency_key.is_some_and(idempotency::is_valid_key) {
         return Err(Answer::error(

@@ -7,13 +7,32 @@ use flashgate_shared::token::{mint, CustomerClaims};
 const SECRET: &[u8] = b"k";
 const NOW: i64 = 1_900_000_000;
 
+fn at(seconds: i64) -> token::NumericDate {
+    seconds.into()
+}
+
 fn tok(exp: i64) -> String {
     let c = CustomerClaims {
         sub: "cust-7".into(),
-        exp,
+        exp: exp.into(),
         nbf: None,
     };
     format!("Bearer {}", mint(&c, SECRET))
+}
+
+#[test]
+fn client_ip_is_forwarded_only_when_it_is_an_address() {
+    assert_eq!(
+        client_ip(Some(" 203.0.113.7 ")).as_deref(),
+        Some("203.0.113.7")
+    );
+    assert_eq!(
+        client_ip(Some("2001:DB8::1")).as_deref(),
+        Some("2001:db8::1")
+    );
+    for bad in [None, Some(""), Some("203.0.113.7, 10.0.0.1"), Some("x")] {
+        assert_eq!(client_ip(bad), None, "{bad:?}");
+    }
 }
 
 #[test]
@@ -82,7 +101,7 @@ fn accepts_a_good_claim() {
         &input(Some(&a), Some(b"k-1"), b"{}"),
         &mut TokenCache::new(8),
         SECRET,
-        NOW,
+        at(NOW),
     );
     assert_eq!(r, Ok("cust-7".to_string()));
 }
@@ -149,7 +168,7 @@ fn refuses_bad_claims_with_origin_codes() {
     cases.push((plain, 415, "unsupported_media_type"));
     cases.push((none, 415, "unsupported_media_type"));
     for (i, (inp, status, code)) in cases.into_iter().enumerate() {
-        let a = check_claim(&inp, &mut TokenCache::new(8), SECRET, NOW).unwrap_err();
+        let a = check_claim(&inp, &mut TokenCache::new(8), SECRET, at(NOW)).unwrap_err();
         let body: ErrorBody = serde_json::from_str(&a.body).unwrap();
         assert_eq!((a.status, body.result.as_str()), (status, code), "case {i}");
     }
@@ -158,39 +177,39 @@ fn refuses_bad_claims_with_origin_codes() {
 #[test]
 fn token_cache_gives_the_same_results_as_verify() {
     let mut cache = TokenCache::new(2);
-    let c = |exp, nbf| CustomerClaims {
+    let c = |exp: i64, nbf: Option<i64>| CustomerClaims {
         sub: "cust-7".into(),
-        exp,
-        nbf,
+        exp: exp.into(),
+        nbf: nbf.map(Into::into),
     };
     let live = mint(&c(NOW + 60, None), SECRET);
     let later = mint(&c(NOW + 60, Some(NOW + 30)), SECRET);
     for _ in 0..2 {
         // First round fills the cache, the second answers from it.
-        assert_eq!(cache.verify(&live, SECRET, NOW), Ok("cust-7".into()));
+        assert_eq!(cache.verify(&live, SECRET, at(NOW)), Ok("cust-7".into()));
         assert_eq!(
-            cache.verify(&later, SECRET, NOW),
+            cache.verify(&later, SECRET, at(NOW)),
             Err(token::TokenError::NotYetValid)
         );
     }
     assert_eq!(cache.len(), 1);
     // Expiry is checked on every use of a cached token.
     assert_eq!(
-        cache.verify(&live, SECRET, NOW + 60),
+        cache.verify(&live, SECRET, at(NOW + 60)),
         Err(token::TokenError::Expired)
     );
     // Another secret never hits: the token is verified again and refused.
     let mut fresh = TokenCache::new(2);
     assert_eq!(
-        fresh.verify(&live, b"other", NOW),
+        fresh.verify(&live, b"other", at(NOW)),
         Err(token::TokenError::BadSignature)
     );
     assert!(fresh.is_empty());
     // Full: starts over.
     let a = mint(&c(NOW + 61, None), SECRET);
     let b = mint(&c(NOW + 62, None), SECRET);
-    cache.verify(&a, SECRET, NOW).unwrap();
-    cache.verify(&b, SECRET, NOW).unwrap();
+    cache.verify(&a, SECRET, at(NOW)).unwrap();
+    cache.verify(&b, SECRET, at(NOW)).unwrap();
     assert_eq!(cache.len(), 1);
 }
 
@@ -210,7 +229,7 @@ fn content_length_is_checked_before_reading() {
             ..input(Some(&good), Some(b"k"), b"")
         };
         assert_eq!(
-            check_claim(&inp, &mut TokenCache::new(8), SECRET, NOW)
+            check_claim(&inp, &mut TokenCache::new(8), SECRET, at(NOW))
                 .unwrap_err()
                 .status,
             status,

@@ -15,7 +15,7 @@ use crate::limit::Action;
 use crate::status::{self, Freshness, RefreshState, StatusEntry, Step};
 use flashgate_shared::queue::ADMISSION_HEADER;
 use flashgate_shared::{
-    signature, ANSWERED_BY_HEADER, EDGE_SIGNATURE_HEADER, IDEMPOTENCY_KEY_HEADER,
+    signature, ANSWERED_BY_HEADER, CLIENT_IP_HEADER, EDGE_SIGNATURE_HEADER, IDEMPOTENCY_KEY_HEADER,
 };
 use futures_util::future::{select, Either};
 use std::cell::RefCell;
@@ -34,6 +34,8 @@ mod glue_queue;
 const STATUS_AGE_MS_HEADER: &str = "flashgate-status-age-ms";
 /// Header set to `1` on a status served stale because the origin could not be reached.
 const STALE_HEADER: &str = "flashgate-stale";
+/// Header in which Cloudflare gives the worker the client's IP address.
+const CF_CONNECTING_IP_HEADER: &str = "cf-connecting-ip";
 /// Campaign slots kept per isolate before idle ones are dropped.
 const MAX_SLOTS: usize = 10_000;
 
@@ -75,7 +77,7 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
         Ok(c) => c,
         Err(msg) => {
             worker::console_error!("flashgate edge misconfigured: {msg}");
-            return answer(&Answer::unavailable());
+            return answer(&Answer::misconfigured());
         }
     };
     match handle(req, cfg).await {
@@ -107,7 +109,7 @@ fn answer(a: &Answer) -> Result<Response> {
     let headers = Headers::new();
     headers.set("content-type", "application/json")?;
     headers.set(ANSWERED_BY_HEADER, "edge")?;
-    headers.set("cache-control", "no-store")?;
+    headers.set("cache-control", flashgate_shared::PRIVATE_CACHE_CONTROL)?;
     if let Some(s) = a.retry_after_s {
         headers.set("retry-after", &s.to_string())?;
     }
@@ -346,12 +348,12 @@ async fn claim(
     url: &worker::Url,
 ) -> Result<Response> {
     let headers = req.headers();
+    let client_ip = glue_queue::client_ip(&req);
     let authorization = headers.get("authorization")?;
     let key = headers.get(IDEMPOTENCY_KEY_HEADER)?;
     let content_length = headers.get("content-length")?;
     let content_type = headers.get("content-type")?;
     let admission = headers.get(ADMISSION_HEADER)?;
-    let ip = glue_queue::client_ip(&req);
     if let Err(a) = decide::check_content_length(content_length.as_deref()) {
         // Read a moderately large body before answering so the client's connection stays
         // usable; a huge one is refused unread.
@@ -383,7 +385,7 @@ async fn claim(
             &input,
             &mut t.borrow_mut(),
             &cfg.customer_token_secret,
-            now.div_euclid(1000),
+            flashgate_shared::token::NumericDate::from_unix_ms(now),
         )
     });
     let customer = match checked {
@@ -399,7 +401,8 @@ async fn claim(
     // token (so that a sold-out campaign still says sold_out to everyone).
     let waiting_room = crate::queue::has_waiting_room(entry.as_deref());
     if waiting_room {
-        if let Err(a) = glue_queue::limit(cfg, Action::Claim, Some(&customer), ip.as_deref()) {
+        if let Err(a) = glue_queue::limit(cfg, Action::Claim, Some(&customer), client_ip.as_deref())
+        {
             return answer(&a);
         }
     }
@@ -414,7 +417,8 @@ async fn claim(
             return answer(&a);
         }
     }
-    // Forward: body bytes, Authorization and Idempotency-Key as sent, plus the edge signature.
+    // Forward: body bytes, Authorization and Idempotency-Key as sent, plus the client IP and
+    // the edge signature over all of them.
     let out = Headers::new();
     if let Some(ct) = &content_type {
         out.set("content-type", ct)?;
@@ -428,10 +432,7 @@ async fn claim(
     if let Some(a) = &admission {
         out.set(ADMISSION_HEADER, a)?;
     }
-    if let Some(secret) = &cfg.edge_secret {
-        let sig = signature::sign(secret, now.div_euclid(1000), "POST", url.path(), &body);
-        out.set(EDGE_SIGNATURE_HEADER, &sig)?;
-    }
+    sign_forwarded(cfg, &out, client_ip.as_deref(), "POST", url.path(), &body)?;
     let target = origin_target(cfg, url);
     let mut init = RequestInit::new();
     init.with_method(Method::Post)
@@ -451,6 +452,38 @@ async fn claim(
     };
     learn(id, code, &resp_body);
     relay(code, &resp_headers, resp_body)
+}
+
+/// Adds the client IP (`Flashgate-Client-Ip`) and the edge signature over the request in
+/// `out` (method, path, body, `Authorization`, `Idempotency-Key`, client IP) when an edge
+/// secret is configured; without one the request goes unsigned and without a client IP (the
+/// origin would not trust it).
+fn sign_forwarded(
+    cfg: &EdgeConfig,
+    out: &Headers,
+    client_ip: Option<&str>,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> Result<()> {
+    let Some(secret) = &cfg.edge_secret else {
+        return Ok(());
+    };
+    if let Some(ip) = client_ip {
+        out.set(CLIENT_IP_HEADER, ip)?;
+    }
+    let authorization = out.get("authorization")?;
+    let key = out.get(IDEMPOTENCY_KEY_HEADER)?;
+    let signed = signature::Signed {
+        method,
+        path,
+        body,
+        authorization: authorization.as_deref().map(str::as_bytes),
+        idempotency_key: key.as_deref().map(str::as_bytes),
+        client_ip: client_ip.map(str::as_bytes),
+    };
+    let sig = signature::sign(secret, now_ms().div_euclid(1000), &signed);
+    out.set(EDGE_SIGNATURE_HEADER, &sig)
 }
 
 /// The origin URL for the same path and query.
@@ -479,27 +512,44 @@ fn learn(id: &str, code: u16, body: &[u8]) {
 async fn pass_through(mut req: Request, cfg: &EdgeConfig, url: &worker::Url) -> Result<Response> {
     let target = origin_target(cfg, url);
     let method = req.method();
+    let client_ip = decide::client_ip(req.headers().get(CF_CONNECTING_IP_HEADER)?.as_deref());
     let out = Headers::new();
     for (name, value) in req.headers().entries() {
+        // The client's own signature or client IP headers are never passed on.
         if !matches!(
             name.as_str(),
-            "host" | "content-length" | "connection" | "transfer-encoding"
+            "host"
+                | "content-length"
+                | "connection"
+                | "transfer-encoding"
+                | "x-forwarded-for"
+                | EDGE_SIGNATURE_HEADER
+                | CLIENT_IP_HEADER
         ) && !name.starts_with("cf-")
         {
             out.append(&name, &value)?;
         }
     }
     let mut init = RequestInit::new();
-    init.with_method(method.clone()).with_headers(out);
+    let mut body = Vec::new();
     if !matches!(method, Method::Get | Method::Head) {
         // Read whole (the runtime resets a client whose body is left unread), then refuse what
         // the origin could never take.
-        let body = req.bytes().await.unwrap_or_default();
+        body = req.bytes().await.unwrap_or_default();
         if let Err(refusal) = decide::check_pass_through_body(body.len()) {
             return answer(&refusal);
         }
         init.with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
     }
+    sign_forwarded(
+        cfg,
+        &out,
+        client_ip.as_deref(),
+        method.as_ref(),
+        url.path(),
+        &body,
+    )?;
+    init.with_method(method).with_headers(out);
     let forwarded = Request::new_with_init(&target, &init)?;
     match send(forwarded, cfg.origin_timeout_ms).await {
         Ok((code, headers, body)) => relay(code, &headers, body),

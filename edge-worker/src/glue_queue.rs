@@ -19,9 +19,15 @@ thread_local! {
     static LIMITER: RefCell<Limiter> = RefCell::new(Limiter::new(LIMITER_CAPACITY));
 }
 
-/// The client's IP as the runtime reports it (`CF-Connecting-IP`), when known.
+/// The client's IP as the runtime reports it (`CF-Connecting-IP`), normalised by
+/// [`crate::decide::client_ip`]; `None` when absent or not an address.
 pub(super) fn client_ip(req: &Request) -> Option<String> {
-    req.headers().get("cf-connecting-ip").ok().flatten()
+    let raw = req
+        .headers()
+        .get(super::CF_CONNECTING_IP_HEADER)
+        .ok()
+        .flatten();
+    crate::decide::client_ip(raw.as_deref())
 }
 
 /// Takes one token for `action` from the customer's bucket (when known) and the IP's bucket
@@ -127,7 +133,11 @@ pub(super) async fn join(req: Request, cfg: &EdgeConfig, url: &worker::Url) -> R
     let customer = auth.as_deref().and_then(token::bearer).and_then(|t| {
         TOKENS.with(|c| {
             c.borrow_mut()
-                .verify(t, &cfg.customer_token_secret, now.div_euclid(1000))
+                .verify(
+                    t,
+                    &cfg.customer_token_secret,
+                    flashgate_shared::token::NumericDate::from_unix_ms(now),
+                )
                 .ok()
         })
     });

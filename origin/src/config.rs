@@ -122,29 +122,56 @@ pub struct Config {
     #[arg(long, env = "FLASHGATE_CODE_GUESSES_PER_CUSTOMER", default_value_t = 5)]
     pub code_guesses_per_customer: i64,
 
-    /// Failed coupon-code tries allowed per client IP address an hour; 0 turns it off.
+    /// Failed coupon-code tries allowed per client IP address an hour; 0 turns it off. The
+    /// client IP is the one the edge forwards on a signed request (`Flashgate-Client-Ip`),
+    /// else the TCP peer; client-supplied `CF-Connecting-IP` / `X-Forwarded-For` are ignored.
     #[arg(long, env = "FLASHGATE_CODE_GUESSES_PER_IP", default_value_t = 100)]
     pub code_guesses_per_ip: i64,
-
-    /// Request header that carries the client's IP address, set by the edge or load balancer
-    /// in front of the origin (its first comma-separated entry is used). Without it, the TCP
-    /// peer address is used when the server records it.
-    #[arg(
-        long,
-        env = "FLASHGATE_CLIENT_IP_HEADER",
-        default_value = "cf-connecting-ip"
-    )]
-    pub client_ip_header: String,
 
     /// Most holds the sweeper expires in one statement (one campaign at a time).
     #[arg(long, env = "FLASHGATE_SWEEP_BATCH_MAX", default_value_t = 1_000)]
     pub sweep_batch_max: i64,
+
+    /// Longest time a client may take to send a request's line and headers, in milliseconds
+    /// (counted from its first byte, or from the connection's start); past it the connection
+    /// is closed without an answer.
+    #[arg(
+        long,
+        env = "FLASHGATE_HEADER_READ_TIMEOUT_MS",
+        default_value_t = 10_000
+    )]
+    pub header_read_timeout_ms: u64,
+
+    /// Longest time a request body may take to arrive, in milliseconds; past it the request
+    /// is answered 408 `request_timeout` and changes nothing.
+    #[arg(long, env = "FLASHGATE_BODY_READ_TIMEOUT_MS", default_value_t = 15_000)]
+    pub body_read_timeout_ms: u64,
+
+    /// Longest time a request is handled, body included, in milliseconds; past it the request
+    /// is answered 408 `request_timeout`.
+    #[arg(long, env = "FLASHGATE_REQUEST_TIMEOUT_MS", default_value_t = 60_000)]
+    pub request_timeout_ms: u64,
+
+    /// PostgreSQL `statement_timeout` of every pooled connection, in milliseconds (0: none).
+    /// A statement cancelled by it (SQLSTATE 57014) is answered 503 `unavailable` +
+    /// `Retry-After`.
+    #[arg(
+        long,
+        env = "FLASHGATE_DB_STATEMENT_TIMEOUT_MS",
+        default_value_t = 30_000
+    )]
+    pub db_statement_timeout_ms: u64,
+
+    /// After a stop signal, how long in-flight requests may still run, in milliseconds; the
+    /// connections still open after it are closed.
+    #[arg(long, env = "FLASHGATE_SHUTDOWN_TIMEOUT_MS", default_value_t = 30_000)]
+    pub shutdown_timeout_ms: u64,
 }
 
 /// The manager token of [`Config::for_tests`] (named `admin`).
-pub const TEST_MANAGER_TOKEN: &str = "test-admin-token";
+pub const TEST_MANAGER_TOKEN: &str = "test-admin-token-0123456789abcdef";
 /// The viewer token of [`Config::for_tests`] (named `viewer`).
-pub const TEST_VIEWER_TOKEN: &str = "test-viewer-token";
+pub const TEST_VIEWER_TOKEN: &str = "test-viewer-token-0123456789abcdef";
 
 impl Config {
     /// Parses the admin tokens: `FLASHGATE_ADMIN_TOKEN` as manager `admin`, then every entry of
@@ -177,8 +204,34 @@ impl Config {
         })
     }
 
-    /// Checks settings that clap cannot: the admin tokens parse and at least one exists.
+    /// Checks settings that clap cannot: the admin tokens parse and at least one exists, and
+    /// every secret — `FLASHGATE_CUSTOMER_TOKEN_SECRET`, `FLASHGATE_SERVICE_TOKEN`,
+    /// `FLASHGATE_EDGE_SECRET` (when set, also when set empty), `FLASHGATE_ADMIN_TOKEN` and each
+    /// token of `FLASHGATE_ADMIN_TOKENS` — has at least
+    /// [`flashgate_shared::MIN_SECRET_BYTES`] bytes. The error names the variable (and the
+    /// admin token's name), never a secret.
     pub fn validate(&self) -> Result<(), String> {
+        use flashgate_shared::check_secret;
+        let secret = |name: &str, s: &Secret| check_secret(name, s.expose().as_bytes());
+        secret(
+            "FLASHGATE_CUSTOMER_TOKEN_SECRET",
+            &self.customer_token_secret,
+        )?;
+        secret("FLASHGATE_SERVICE_TOKEN", &self.service_token)?;
+        if let Some(s) = &self.edge_secret {
+            secret("FLASHGATE_EDGE_SECRET", s)?;
+        }
+        if let Some(s) = &self.admin_token {
+            secret("FLASHGATE_ADMIN_TOKEN", s)?;
+        }
+        if let Some(list) = &self.admin_tokens {
+            for entry in list.expose().parse::<AdminTokens>()?.entries() {
+                secret(
+                    &format!("FLASHGATE_ADMIN_TOKENS (token {})", entry.name),
+                    &entry.token,
+                )?;
+            }
+        }
         let tokens = self.parse_admin_tokens()?;
         if tokens.is_empty() {
             return Err(
@@ -198,8 +251,8 @@ impl Config {
             admin_token: Some(Secret::new(TEST_MANAGER_TOKEN)),
             admin_tokens: Some(Secret::new(format!("viewer:viewer:{TEST_VIEWER_TOKEN}"))),
             parsed_admin_tokens: Default::default(),
-            customer_token_secret: Secret::new("test-customer-secret"),
-            service_token: Secret::new("test-service-token"),
+            customer_token_secret: Secret::new("test-customer-secret-0123456789abcdef"),
+            service_token: Secret::new("test-service-token-0123456789abcdef"),
             edge_secret: None,
             db_max_connections: 16,
             commit_batch_max: 512,
@@ -210,8 +263,73 @@ impl Config {
             code_use_hold_seconds: 600,
             code_guesses_per_customer: 5,
             code_guesses_per_ip: 100,
-            client_ip_header: "cf-connecting-ip".into(),
             sweep_batch_max: 1_000,
+            header_read_timeout_ms: 10_000,
+            body_read_timeout_ms: 15_000,
+            request_timeout_ms: 60_000,
+            db_statement_timeout_ms: 30_000,
+            shutdown_timeout_ms: 30_000,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_test_configuration_is_valid() {
+        assert_eq!(
+            Config::for_tests("postgres://x", "redis://x").validate(),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn every_secret_shorter_than_32_bytes_is_refused_by_its_variable() {
+        let short = || Secret::new("x".repeat(31));
+        let cases: Vec<(&str, Box<dyn Fn(&mut Config)>)> = vec![
+            (
+                "FLASHGATE_CUSTOMER_TOKEN_SECRET",
+                Box::new(|c| c.customer_token_secret = Secret::new("")),
+            ),
+            (
+                "FLASHGATE_CUSTOMER_TOKEN_SECRET",
+                Box::new(move |c| c.customer_token_secret = short()),
+            ),
+            (
+                "FLASHGATE_SERVICE_TOKEN",
+                Box::new(move |c| c.service_token = short()),
+            ),
+            (
+                "FLASHGATE_EDGE_SECRET",
+                Box::new(|c| c.edge_secret = Some(Secret::new(""))),
+            ),
+            (
+                "FLASHGATE_EDGE_SECRET",
+                Box::new(move |c| c.edge_secret = Some(short())),
+            ),
+            (
+                "FLASHGATE_ADMIN_TOKEN",
+                Box::new(move |c| c.admin_token = Some(short())),
+            ),
+            (
+                "FLASHGATE_ADMIN_TOKENS (token ops)",
+                Box::new(|c| c.admin_tokens = Some(Secret::new("ops:viewer:short"))),
+            ),
+        ];
+        for (variable, break_it) in cases {
+            let mut c = Config::for_tests("postgres://x", "redis://x");
+            break_it(&mut c);
+            let e = c.validate().unwrap_err();
+            assert!(
+                e.starts_with(&format!("{variable} must be at least 32 bytes long")),
+                "{variable}: {e}"
+            );
+            assert!(
+                !e.contains("xxxxxxxx") && !e.contains("short"),
+                "no secret in {e}"
+            );
         }
     }
 }

@@ -1,9 +1,10 @@
 //! The origin's one error type for HTTP handlers, and its mapping to the documented body
 //! shape `{"result": <code>, "message": <text for humans>}` ([`flashgate_shared::api::ErrorBody`]).
 //!
-//! Internal failures (PostgreSQL, Redis) are logged with their detail and answered as 503
-//! `unavailable` with `Retry-After`: a client never sees internal error text, and never a 500
-//! for anything it can send.
+//! Unavailable dependencies (PostgreSQL, Redis down, slow or timed out) are logged with their
+//! detail and answered as 503 `unavailable` with `Retry-After`; a PostgreSQL refusal of a value
+//! the request sent is a 4xx (see `From<sqlx::Error>`): a client never sees internal error text,
+//! and never a 500 or a "retry later" for anything it can send.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -42,6 +43,9 @@ pub enum ApiError {
     /// 422 with a result code (`validation_failed`, `idempotency_key_reused`).
     #[error("unprocessable: {1}")]
     Unprocessable(&'static str, String),
+    /// 408 `request_timeout`: the body or the whole request took longer than its bound.
+    #[error("request timeout: {0}")]
+    RequestTimeout(String),
     /// 429 `rate_limited` with `Retry-After` of the given seconds (coupon-code guess limiting).
     #[error("rate limited: {1}")]
     RateLimited(u64, String),
@@ -86,6 +90,11 @@ impl ApiError {
                 m.clone(),
             ),
             Unprocessable(code, m) => (StatusCode::UNPROCESSABLE_ENTITY, code, m.clone()),
+            RequestTimeout(m) => (
+                StatusCode::REQUEST_TIMEOUT,
+                codes::REQUEST_TIMEOUT,
+                m.clone(),
+            ),
             RateLimited(_, m) => (
                 StatusCode::TOO_MANY_REQUESTS,
                 codes::RATE_LIMITED,
@@ -100,9 +109,37 @@ impl ApiError {
     }
 }
 
+/// SQLSTATE of a statement cancelled by `statement_timeout` (`query_canceled`).
+pub const SQLSTATE_QUERY_CANCELED: &str = "57014";
+
+/// Maps a PostgreSQL failure by its SQLSTATE (PostgreSQL manual, appendix A "Error Codes"):
+/// - class 22 (data exception: a NUL byte in text, a number out of range, a bad date, ...) is
+///   caused by the request's values: 422 `validation_failed`;
+/// - class 23 (integrity constraint violation): 409 `conflict` for a unique or exclusion
+///   violation (23505, 23P01: the thing exists), 422 `validation_failed` for the others
+///   (not null, foreign key, check);
+/// - everything else — connection loss, pool timeout, `statement_timeout` (57014), server
+///   shutting down — is a dependency being unavailable: 503 `unavailable` + `Retry-After`.
+///
+/// The PostgreSQL detail is logged, never sent.
 impl From<sqlx::Error> for ApiError {
     fn from(e: sqlx::Error) -> Self {
-        ApiError::Unavailable(format!("postgres: {e}"))
+        let code = e
+            .as_database_error()
+            .and_then(|d| d.code())
+            .map(|c| c.into_owned());
+        match code.as_deref() {
+            Some(c) if c.starts_with("22") || c.starts_with("23") => {
+                tracing::info!(sqlstate = c, error = %e, "PostgreSQL refused a request's value");
+                match c {
+                    "23505" | "23P01" => ApiError::Conflict(
+                        "a value of the request conflicts with existing data".into(),
+                    ),
+                    _ => ApiError::validation("a value of the request is not acceptable"),
+                }
+            }
+            _ => ApiError::Unavailable(format!("postgres: {e}")),
+        }
     }
 }
 

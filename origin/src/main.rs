@@ -94,6 +94,11 @@ async fn main() -> anyhow::Result<()> {
             ttl_seconds,
             customer_token_secret,
         } => {
+            flashgate_shared::check_secret(
+                "FLASHGATE_CUSTOMER_TOKEN_SECRET",
+                customer_token_secret.expose().as_bytes(),
+            )
+            .map_err(anyhow::Error::msg)?;
             anyhow::ensure!(
                 flashgate_shared::token::is_valid_customer_id(&sub),
                 "sub must be 1..=128 visible ASCII characters"
@@ -104,7 +109,7 @@ async fn main() -> anyhow::Result<()> {
                 mint(
                     &CustomerClaims {
                         sub,
-                        exp,
+                        exp: exp.into(),
                         nbf: None
                     },
                     customer_token_secret.expose().as_bytes()

@@ -2,9 +2,17 @@
 //! until told to stop, then finish in-flight requests (graceful shutdown).
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
+use axum::extract::connect_info::ConnectInfo;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
+use tower::ServiceExt;
 
 use crate::config::Config;
 use crate::state::AppState;
@@ -43,14 +51,11 @@ pub async fn spawn(config: Config) -> anyhow::Result<RunningOrigin> {
     crate::tasks::start(&state, stop_rx.clone());
 
     let app = crate::http::router(state.clone());
-    let mut rx = stop_rx;
-    let server = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = rx.wait_for(|stop| *stop).await;
-            })
-            .await
-    });
+    let limits = ConnectionLimits {
+        header_read: Duration::from_millis(state.config.header_read_timeout_ms),
+        shutdown: Duration::from_millis(state.config.shutdown_timeout_ms),
+    };
+    let server = tokio::spawn(serve(listener, app, stop_rx, limits));
     tracing::info!(%addr, "origin listening");
     Ok(RunningOrigin {
         addr,
@@ -79,4 +84,77 @@ async fn load_gates(state: &AppState) {
         }
         Err(e) => tracing::warn!(error = %e, "could not list campaigns at start-up"),
     }
+}
+
+/// Per-connection bounds of the accept loop.
+#[derive(Debug, Clone, Copy)]
+struct ConnectionLimits {
+    /// `FLASHGATE_HEADER_READ_TIMEOUT_MS`: a request's line and headers must arrive within it.
+    header_read: Duration,
+    /// `FLASHGATE_SHUTDOWN_TIMEOUT_MS`: in-flight requests may run this long after a stop.
+    shutdown: Duration,
+}
+
+/// The accept loop: HTTP/1.1 with hyper's header-read timeout (a client that drips its
+/// headers is disconnected), the peer address as [`ConnectInfo`], and on stop a graceful
+/// shutdown (no new connections; idle ones closed; in-flight requests answered) bounded by
+/// `limits.shutdown`, after which the connections left are dropped.
+async fn serve(
+    listener: TcpListener,
+    app: Router,
+    mut stop: watch::Receiver<bool>,
+    limits: ConnectionLimits,
+) -> std::io::Result<()> {
+    let graceful = GracefulShutdown::new();
+    let mut connections = JoinSet::new();
+    let stopped = async move {
+        // Also when the sender is gone.
+        let _ = stop.wait_for(|stop| *stop).await;
+    };
+    tokio::pin!(stopped);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        // Out of file descriptors and the like: back off instead of spinning.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let app = app.clone();
+                let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+                    req.extensions_mut().insert(ConnectInfo(peer));
+                    app.clone().oneshot(req)
+                });
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(limits.header_read)
+                    .serve_connection(TokioIo::new(stream), service);
+                let conn = graceful.watch(conn);
+                connections.spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    }
+                });
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            () = &mut stopped => break,
+        }
+    }
+    drop(listener);
+    if tokio::time::timeout(limits.shutdown, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            open = connections.len(),
+            "shutdown deadline passed; closing the connections left"
+        );
+    }
+    connections.abort_all();
+    Ok(())
 }

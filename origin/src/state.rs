@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 
 use crate::campaigns::CampaignCache;
@@ -28,6 +28,17 @@ pub struct AppState {
     pub loading: Arc<Mutex<HashSet<String>>>,
 }
 
+/// The connection options of `config.database_url` with the `statement_timeout` of
+/// `config.db_statement_timeout_ms` set on every connection (a run-time parameter sent at
+/// connection start-up).
+pub fn pg_options(config: &Config) -> Result<PgConnectOptions, sqlx::Error> {
+    let options: PgConnectOptions = config.database_url.parse()?;
+    Ok(options.options([(
+        "statement_timeout",
+        config.db_statement_timeout_ms.to_string(),
+    )]))
+}
+
 /// Commit workers (concurrent transactions of grouped claims).
 const COMMIT_WORKERS: usize = 4;
 
@@ -37,7 +48,7 @@ impl AppState {
         let db = PgPoolOptions::new()
             .max_connections(config.db_max_connections)
             .acquire_timeout(Duration::from_secs(3))
-            .connect(&config.database_url)
+            .connect_with(pg_options(&config)?)
             .await?;
         crate::MIGRATOR.run(&db).await?;
         let client = redis::Client::open(config.redis_url.as_str())?;

@@ -13,7 +13,15 @@
 #   3. throwaway instances started here: initdb + pg_ctl in a temp dir on a free port, and
 #      redis-server --save '' on a free port, installing the Debian packages postgresql and
 #      redis-server when missing. services_down stops them and removes the temp dir.
+# FLASHGATE_REDIS=cluster (and no REDIS_URL) starts a 6-node Redis Cluster instead of the
+# single Redis (scripts/lib/cluster.sh): REDIS_URL becomes redis+cluster://host:port,... and
+# services_down stops the cluster. REDIS_URL may name a cluster in that form too.
 # Only the database DB_NAME is ever created; no other database is touched.
+
+if [ -f "$FG_ROOT/scripts/lib/cluster.sh" ]; then
+  # shellcheck source=cluster.sh
+  . "$FG_ROOT/scripts/lib/cluster.sh"
+fi
 
 _svc_pg_ok() { psql "$1" -Atqc 'select 1' >/dev/null 2>&1; }
 
@@ -34,6 +42,7 @@ _svc_pg_ensure_db() {
 
 _svc_redis_ok() {
   local url="$1" hostport host port line
+  case "$url" in redis+cluster://*) cluster_ok "$url"; return ;; esac
   hostport="${url#redis://}"; hostport="${hostport##*@}"; hostport="${hostport%%/*}"
   host="${hostport%:*}"; port="${hostport##*:}"
   [ "$port" = "$hostport" ] && port=6379
@@ -145,7 +154,11 @@ services_up() {
   if [ -n "${REDIS_URL:-}" ]; then
     redis_from="REDIS_URL"
     _svc_redis_ok "$REDIS_URL" || fg_die "Redis at REDIS_URL does not answer PING"
+  elif [ "${FLASHGATE_REDIS:-single}" = cluster ]; then
+    cluster_up "$state"
+    REDIS_URL="$CLUSTER_URL"; redis_from="local Redis Cluster, 3 primaries + 3 replicas"
   else
+    [ "${FLASHGATE_REDIS:-single}" = single ] || fg_die "FLASHGATE_REDIS must be single or cluster"
     if _svc_redis_ok "redis://127.0.0.1:6379"; then
       REDIS_URL="redis://127.0.0.1:6379/$redis_db"; redis_from="this machine's Redis"
     else
@@ -179,6 +192,7 @@ services_down() {
     fg_stop_pid "$state/redis.pid" 10
     rm -f "$state/redis.port"
   fi
+  cluster_down "$state"
   rm -f "$state/services.env"
 }
 
@@ -188,5 +202,7 @@ services_status() {
   # shellcheck disable=SC1091
   . "$state/services.env"
   if _svc_pg_ok "$DATABASE_URL"; then echo "postgres: up   $DATABASE_URL"; else echo "postgres: DOWN $DATABASE_URL"; fi
-  if _svc_redis_ok "$REDIS_URL"; then echo "redis:    up   $REDIS_URL"; else echo "redis:    DOWN $REDIS_URL"; fi
+  if [ -d "$state/cluster" ]; then
+    cluster_status "$state"
+  elif _svc_redis_ok "$REDIS_URL"; then echo "redis:    up   $REDIS_URL"; else echo "redis:    DOWN $REDIS_URL"; fi
 }

@@ -12,11 +12,17 @@
 # DATABASE_URL, REDIS_URL (KEY=value lines; `set -a; . STATE_DIR/env; set +a` loads them).
 # FLASHGATE_ORIGIN_PORT picks the origin's port (default: 8080 when free, else a free one).
 # FLASHGATE_NO_EDGE=1 starts the origin alone.
+# FLASHGATE_ORIGINS=N (default 1) starts N origins (origin-1 ... origin-N, each on a free
+# loopback port) behind HAProxy (scripts/lib/balancer.sh); FLASHGATE_ORIGIN_URL is then the
+# balancer's URL and the edge points at it. With 1 there is no balancer.
 
 if [ -f "$FG_ROOT/scripts/lib/edge.sh" ]; then
   # shellcheck disable=SC1091
   . "$FG_ROOT/scripts/lib/edge.sh"
 fi
+
+# shellcheck source=balancer.sh
+. "$FG_ROOT/scripts/lib/balancer.sh"
 
 stack_edge_available() {
   [ "${FLASHGATE_NO_EDGE:-0}" != "1" ] && declare -F edge_start >/dev/null && declare -F edge_build >/dev/null
@@ -55,35 +61,75 @@ stack_secrets() {
   set +a
 }
 
-# origin_start STATE BIN: starts the origin unless it runs; sets FLASHGATE_ORIGIN_URL.
+# origin_start STATE BIN [NAME]: starts the origin NAME (default "origin": STATE/NAME.pid,
+# .url, .log) unless it runs; sets FLASHGATE_ORIGIN_URL to its URL. Only the origin named
+# "origin" honours FLASHGATE_ORIGIN_PORT / 8080; the others take a free port.
 origin_start() {
-  local state="$1" bin="$2" port pid
-  if fg_pid_alive "$state/origin.pid" && [ -s "$state/origin.url" ]; then
-    FLASHGATE_ORIGIN_URL="$(cat "$state/origin.url")"
+  local state="$1" bin="$2" name="${3:-origin}" port pid
+  if fg_pid_alive "$state/$name.pid" && [ -s "$state/$name.url" ]; then
+    FLASHGATE_ORIGIN_URL="$(cat "$state/$name.url")"
     if fg_wait_http "$FLASHGATE_ORIGIN_URL/readyz" 5; then
-      fg_log "origin already running at $FLASHGATE_ORIGIN_URL"; return 0
+      fg_log "$name already running at $FLASHGATE_ORIGIN_URL"; return 0
     fi
-    fg_log "origin pid $(cat "$state/origin.pid") is not ready; restarting it"
-    fg_stop_pid "$state/origin.pid"
+    fg_log "$name pid $(cat "$state/$name.pid") is not ready; restarting it"
+    fg_stop_pid "$state/$name.pid"
   fi
-  port="${FLASHGATE_ORIGIN_PORT:-}"
-  if [ -z "$port" ]; then
-    if fg_port_open 127.0.0.1 8080; then port="$(fg_free_port)"; else port=8080; fi
+  port=""
+  if [ "$name" = origin ]; then
+    port="${FLASHGATE_ORIGIN_PORT:-}"
+    if [ -z "$port" ] && ! fg_port_open 127.0.0.1 8080; then port=8080; fi
   fi
-  fg_port_open 127.0.0.1 "$port" && fg_die "port $port is taken (set FLASHGATE_ORIGIN_PORT)"
-  fg_log "starting the origin on 127.0.0.1:$port (log: $state/origin.log)"
-  FLASHGATE_LISTEN="127.0.0.1:$port" RUST_LOG="${RUST_LOG:-warn,flashgate=info,flashgate_origin=info}" \
-    nohup "$bin" serve >"$state/origin.log" 2>&1 &
-  pid=$!
-  echo "$pid" >"$state/origin.pid"
-  FLASHGATE_ORIGIN_URL="http://127.0.0.1:$port"
-  if ! fg_wait_http "$FLASHGATE_ORIGIN_URL/readyz" 120 "$pid"; then
-    tail -30 "$state/origin.log" >&2
-    fg_stop_pid "$state/origin.pid" 5
-    fg_die "the origin did not become ready (log: $state/origin.log)"
+  local fixed="$port" attempt ready=0
+  # A free port can be taken between the check and the bind (by another process, or as the
+  # local port of an outgoing connection): a port picked here is tried up to 3 times.
+  for attempt in 1 2 3; do
+    [ -n "$fixed" ] || port="$(fg_free_port)"
+    fg_port_open 127.0.0.1 "$port" && fg_die "port $port is taken (set FLASHGATE_ORIGIN_PORT)"
+    fg_log "starting $name on 127.0.0.1:$port (log: $state/$name.log)"
+    FLASHGATE_LISTEN="127.0.0.1:$port" RUST_LOG="${RUST_LOG:-warn,flashgate=info,flashgate_origin=info}" \
+      nohup "$bin" serve >"$state/$name.log" 2>&1 &
+    pid=$!
+    echo "$pid" >"$state/$name.pid"
+    FLASHGATE_ORIGIN_URL="http://127.0.0.1:$port"
+    if fg_wait_http "$FLASHGATE_ORIGIN_URL/readyz" 120 "$pid"; then ready=1; break; fi
+    [ -z "$fixed" ] && grep -q 'Address already in use' "$state/$name.log" || break
+    fg_log "$name: port $port was taken before it could bind; another port (attempt $attempt of 3)"
+    fg_stop_pid "$state/$name.pid" 5
+  done
+  if [ "$ready" != 1 ]; then
+    tail -30 "$state/$name.log" >&2
+    fg_stop_pid "$state/$name.pid" 5
+    case "${REDIS_URL:-}" in
+      redis+cluster://*)
+        fg_log "$name did not come up against the Redis Cluster ($REDIS_URL): an origin that cannot" \
+          "parse redis+cluster:// URLs yet fails here; that is expected until the origin learns the" \
+          "cluster client. The cluster stays up for scripts/dev status / down." ;;
+    esac
+    fg_die "$name did not become ready (log: $state/$name.log)"
   fi
-  echo "$FLASHGATE_ORIGIN_URL" >"$state/origin.url"
-  fg_log "origin ready at $FLASHGATE_ORIGIN_URL"
+  echo "$FLASHGATE_ORIGIN_URL" >"$state/$name.url"
+  fg_log "$name ready at $FLASHGATE_ORIGIN_URL"
+}
+
+# stack_origins: the number of origins asked for (FLASHGATE_ORIGINS, default 1, at most 16).
+stack_origins() {
+  local n="${FLASHGATE_ORIGINS:-1}"
+  [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 16 ] \
+    || fg_die "FLASHGATE_ORIGINS must be a whole number from 1 to 16 (got '$n')"
+  echo "$n"
+}
+
+# origins_up STATE BIN N: N=1 starts the origin; N>1 starts origin-1..origin-N and HAProxy in
+# front of them. Sets FLASHGATE_ORIGIN_URL to the origin or the balancer.
+origins_up() {
+  local state="$1" bin="$2" n="$3" k urls=()
+  if [ "$n" -eq 1 ]; then origin_start "$state" "$bin"; return; fi
+  for k in $(seq 1 "$n"); do
+    origin_start "$state" "$bin" "origin-$k"
+    urls+=("$FLASHGATE_ORIGIN_URL")
+  done
+  balancer_up "$state" "${urls[@]}"
+  FLASHGATE_ORIGIN_URL="$BALANCER_URL"
 }
 
 # edge_up STATE: builds and starts the edge worker in workerd; sets FLASHGATE_EDGE_URL.
@@ -132,11 +178,15 @@ stack_up() {
   stack_secrets "$state"
   fg_log "building the origin and the stampede generator ($profile)"
   stack_build "$profile"
-  origin_start "$state" "$(fg_target_dir)/$profile/flashgate"
+  origins_up "$state" "$(fg_target_dir)/$profile/flashgate" "$(stack_origins)"
   edge_up "$state"
   export FLASHGATE_ORIGIN_URL FLASHGATE_EDGE_URL
   stack_write_env "$state"
-  fg_log "up: origin $FLASHGATE_ORIGIN_URL, edge ${FLASHGATE_EDGE_URL:-none}; env in $state/env"
+  if [ -s "$state/balancer.url" ]; then
+    fg_log "up: $(stack_origins) origins behind HAProxy $FLASHGATE_ORIGIN_URL, edge ${FLASHGATE_EDGE_URL:-none}; env in $state/env"
+  else
+    fg_log "up: origin $FLASHGATE_ORIGIN_URL, edge ${FLASHGATE_EDGE_URL:-none}; env in $state/env"
+  fi
 }
 
 # stack_stop_servers STATE: stops the edge and the origin, keeps the services.
@@ -147,10 +197,15 @@ stack_stop_servers() {
     if declare -F edge_stop >/dev/null; then edge_stop "$state/edge.pid"; else fg_stop_pid "$state/edge.pid"; fi
   fi
   rm -f "$state/edge.url"
-  if [ -f "$state/origin.pid" ]; then
-    fg_log "stopping the origin"
-    fg_stop_pid "$state/origin.pid" 20
-  fi
+  balancer_down "$state"
+  local pidfile name
+  for pidfile in "$state"/origin.pid "$state"/origin-*.pid; do
+    [ -f "$pidfile" ] || continue
+    name="$(basename "$pidfile" .pid)"
+    fg_log "stopping $name"
+    fg_stop_pid "$pidfile" 20
+    rm -f "$state/$name.url"
+  done
   rm -f "$state/origin.url"
 }
 
@@ -165,11 +220,21 @@ stack_down() {
 stack_status() {
   local state="$1" rc=0 url
   services_status "$state" || rc=1
-  if fg_pid_alive "$state/origin.pid" && url="$(cat "$state/origin.url" 2>/dev/null)" \
-      && fg_wait_http "$url/readyz" 2; then
-    echo "origin:   up   $url (pid $(cat "$state/origin.pid"))"
-  else
-    echo "origin:   down"; rc=1
+  local names=() name
+  for name in "$state"/origin-*.url "$state"/origin-*.pid; do
+    [ -e "$name" ] && names+=("$(basename "${name%.*}")")
+  done
+  if [ "${#names[@]}" -eq 0 ]; then names=(origin); fi
+  for name in $(printf '%s\n' "${names[@]}" | sort -u -V); do
+    if fg_pid_alive "$state/$name.pid" && url="$(cat "$state/$name.url" 2>/dev/null)" \
+        && fg_wait_http "$url/readyz" 2; then
+      printf '%-9s up   %s (pid %s)\n' "$name:" "$url" "$(cat "$state/$name.pid")"
+    else
+      printf '%-9s down\n' "$name:"; rc=1
+    fi
+  done
+  if [ "${#names[@]}" -gt 1 ] || [ -f "$state/balancer.pid" ]; then
+    balancer_status "$state" || rc=1
   fi
   if fg_pid_alive "$state/edge.pid" && url="$(cat "$state/edge.url" 2>/dev/null)"; then
     echo "edge:     up   $url (pid $(cat "$state/edge.pid"))"

@@ -136,6 +136,8 @@ pub struct NewCampaign {
     pub hold_seconds: Option<i64>,
 }
 
+/// Longest campaign name, in characters.
+pub const MAX_NAME_LEN: usize = 200;
 /// Largest stock of one campaign.
 pub const MAX_STOCK: i64 = 10_000_000;
 /// Hold length of a sale claim when the campaign does not set one (seed "Flash Sale": "pay
@@ -145,17 +147,14 @@ pub const DEFAULT_HOLD_SECONDS: i64 = 600;
 pub const MAX_HOLD_SECONDS: i64 = 86_400;
 
 impl NewCampaign {
-    /// Checks the rules that the type system does not: slug shape, non-empty name of at most
-    /// 200 characters, stock range, times within the years 1970..=9999, `starts_at < ends_at`, hold only for sales and in range.
+    /// Checks the rules that the type system does not: slug shape, name of 1..=[`MAX_NAME_LEN`]
+    /// characters ([`crate::text::check_free_text`]: not blank, no control character), stock range, times within the years 1970..=9999, `starts_at < ends_at`, hold only for sales and in range.
     /// Returns a human-readable message for the first broken rule.
     pub fn validate(&self) -> Result<(), String> {
         if !is_valid_slug(&self.id) {
             return Err("id must match [a-z0-9-]{1,64}".into());
         }
-        let name_len = self.name.chars().count();
-        if self.name.trim().is_empty() || name_len > 200 {
-            return Err("name must be 1 to 200 characters".into());
-        }
+        crate::text::check_free_text("name", &self.name, MAX_NAME_LEN)?;
         if !(1..=MAX_STOCK).contains(&self.stock) {
             return Err(format!("stock must be between 1 and {MAX_STOCK}"));
         }
@@ -349,10 +348,7 @@ pub struct ReleaseRequest {
     pub reason: Option<String>,
 }
 
-/// True when `s` is 1..=`max` visible ASCII characters (no spaces, no control characters).
-pub fn is_visible_ascii(s: &str, max: usize) -> bool {
-    (1..=max).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_graphic())
-}
+pub use crate::text::is_visible_ascii;
 
 /// The answer to `pay` and `release`, tagged by `result`. HTTP status: see
 /// [`HoldReply::http_status`].
@@ -527,6 +523,9 @@ pub mod codes {
     pub const IDEMPOTENCY_KEY_REUSED: &str = "idempotency_key_reused";
     /// 422: well-formed JSON that breaks a rule (e.g. stock out of range).
     pub const VALIDATION_FAILED: &str = "validation_failed";
+    /// 409 + `Retry-After` (admin writes): the first request with this `Idempotency-Key` is
+    /// still running; retry with the same key to get its reply.
+    pub const IN_PROGRESS: &str = "in_progress";
     /// 429: too many requests.
     pub const RATE_LIMITED: &str = "rate_limited";
     /// 409 (pay): the hold passed `held_until`, expired or was released.
@@ -535,6 +534,8 @@ pub mod codes {
     pub const ALREADY_REDEEMED: &str = "already_redeemed";
     /// 503 + `Retry-After`: a dependency is down or the gate is being rebuilt.
     pub const UNAVAILABLE: &str = "unavailable";
+    /// 408: the request (its body, or its whole handling) took longer than the origin's bound.
+    pub const REQUEST_TIMEOUT: &str = "request_timeout";
 }
 
 /// The one shape of every request error: `{"result": <code>, "message": <text for humans>}`.
@@ -809,6 +810,18 @@ pub mod coupons {
         pub once_per_customer: bool,
         /// The batch of a one-time code, else `null`.
         pub batch: Option<String>,
+        /// RFC 3339 UTC: when a manager disabled the code; `null` while it is enabled.
+        #[serde(default)]
+        pub disabled_at: Option<DateTime<Utc>>,
+    }
+
+    /// `PATCH /admin/v1/codes/{code}` body: `{"action":"disable"}` or `{"action":"enable"}`.
+    /// Unknown fields are refused; an unknown action is a 422 `validation_failed`.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct CodeChange {
+        /// `disable` or `enable`.
+        pub action: String,
     }
 
     /// `POST /admin/v1/codes/batches` 201 body.
@@ -885,13 +898,19 @@ pub mod coupons {
         AlreadyUsed,
         /// The request's `currency` is not the code's.
         CurrencyMismatch,
+        /// A manager disabled the code (`PATCH /admin/v1/codes/{code}` `{"action":"disable"}`);
+        /// every origin answers this within the bound documented in docs/ADMIN.md.
+        Disabled,
     }
 
     /// A code's refusals, tagged by `result`:
     /// - 404 `{"result":"invalid_code"}`: no such code (a failed try; see guess limiting);
     /// - 422 `{"result":"not_applicable","reason":…}`: a known code that does not apply (check;
     ///   and use, for the rules' reasons);
-    /// - 409 `{"result":"used_up"}` / `{"result":"already_used"}`: use refused;
+    /// - 409 `{"result":"used_up"}`: use refused, no use left;
+    /// - 409 `{"result":"already_used","use":"u_…"}`: she holds or used the code already (once
+    ///   per customer), or the order already has a held or used use of the code (one use per
+    ///   (code, order)); `use` is that earlier use's id when known;
     /// - 409 `{"result":"in_progress"}` + `Retry-After`: the first use with this
     ///   `Idempotency-Key` is still running; retry with the same key (as a claim's
     ///   [`crate::api::ClaimReply::InProgress`]).
@@ -899,9 +918,15 @@ pub mod coupons {
     #[serde(tag = "result", rename_all = "snake_case")]
     pub enum CodeRefusal {
         InvalidCode,
-        NotApplicable { reason: NotApplicable },
+        NotApplicable {
+            reason: NotApplicable,
+        },
         UsedUp,
-        AlreadyUsed,
+        AlreadyUsed {
+            /// The earlier use's id (`u_` + 32 hex digits), when known.
+            #[serde(rename = "use", default, skip_serializing_if = "Option::is_none")]
+            use_id: Option<String>,
+        },
         InProgress,
     }
 
@@ -911,7 +936,9 @@ pub mod coupons {
             match self {
                 CodeRefusal::InvalidCode => 404,
                 CodeRefusal::NotApplicable { .. } => 422,
-                CodeRefusal::UsedUp | CodeRefusal::AlreadyUsed | CodeRefusal::InProgress => 409,
+                CodeRefusal::UsedUp | CodeRefusal::AlreadyUsed { .. } | CodeRefusal::InProgress => {
+                    409
+                }
             }
         }
     }

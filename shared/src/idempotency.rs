@@ -7,7 +7,7 @@ pub const MAX_KEY_LEN: usize = 255;
 
 /// True when `key` is 1..=255 visible ASCII characters.
 pub fn is_valid_key(key: &[u8]) -> bool {
-    (1..=MAX_KEY_LEN).contains(&key.len()) && key.iter().all(|b| (0x21..=0x7e).contains(b))
+    std::str::from_utf8(key).is_ok_and(|k| crate::text::is_visible_ascii(k, MAX_KEY_LEN))
 }
 
 #[cfg(test)]

@@ -4,12 +4,14 @@
 //!
 //! - [`api`]: request and response bodies, result codes, the campaign state machine.
 //! - [`token`]: the customer token (an HS256 JWT, RFC 7519 / RFC 7515).
-//! - [`signature`]: the edge signature the worker adds to forwarded claims (HMAC-SHA256).
+//! - [`signature`]: the edge signature the worker adds to the requests it forwards
+//!   (HMAC-SHA256 over method, path, body, token, idempotency key and client IP).
 //! - [`idempotency`]: the `Idempotency-Key` header rule.
 //! - [`code`]: coupon-code alphabet and normalisation.
 //! - [`money`]: discount arithmetic in integer minor units.
 //! - [`queue`]: the waiting room's wire types (campaign option, join and status replies).
 //! - [`admission`]: the waiting room's signed ticket and admission token (HMAC-SHA256).
+//! - [`text`]: the one definition of acceptable text in request fields.
 
 pub mod admission;
 pub mod api;
@@ -18,13 +20,55 @@ pub mod idempotency;
 pub mod money;
 pub mod queue;
 pub mod signature;
+pub mod text;
 pub mod token;
 
 /// Header every response carries to say which half answered: `edge` or `origin`.
 pub const ANSWERED_BY_HEADER: &str = "flashgate-answered-by";
 /// Header that carries the edge signature on forwarded requests (see [`signature`]).
 pub const EDGE_SIGNATURE_HEADER: &str = "flashgate-edge-signature";
+/// `Cache-Control` of every answer that depends on who asks (anything authenticated by a
+/// customer, service or admin token, errors included, and every answer the edge makes itself
+/// for a claim): no cache between the client and the edge or origin may keep or share it
+/// (RFC 9111 §5.2.2.5 `no-store`, §5.2.2.7 `private`). Public campaign status has its own.
+pub const PRIVATE_CACHE_CONTROL: &str = "private, no-store";
+/// Header in which the edge forwards the client's IP address (from Cloudflare's
+/// `CF-Connecting-IP`), covered by the edge signature. The origin trusts it only on a request
+/// whose edge signature verifies.
+pub const CLIENT_IP_HEADER: &str = "flashgate-client-ip";
 /// Header carrying the idempotency key of a claim (IETF draft-ietf-httpapi-idempotency-key-header).
 pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
 /// Largest claim body accepted, in bytes, by the edge and by the origin.
 pub const MAX_CLAIM_BODY_BYTES: usize = 4 * 1024;
+
+/// Fewest bytes any secret (token key, signature key, bearer token) may have: 32 bytes, 256
+/// bits — the HMAC-SHA256 output size, the shortest key RFC 2104 §3 recommends and the
+/// shortest HS256 key RFC 7518 §3.2 allows.
+pub const MIN_SECRET_BYTES: usize = 32;
+
+/// Checks that the secret set in `variable` has at least [`MIN_SECRET_BYTES`] bytes. The
+/// error names the variable and the rule, never the secret.
+pub fn check_secret(variable: &str, secret: &[u8]) -> Result<(), String> {
+    if secret.len() >= MIN_SECRET_BYTES {
+        Ok(())
+    } else {
+        Err(format!(
+            "{variable} must be at least {MIN_SECRET_BYTES} bytes long (it has {}); generate one with e.g. `openssl rand -hex 32`",
+            secret.len()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn secrets_shorter_than_32_bytes_are_refused_by_name() {
+        let e = super::check_secret("FLASHGATE_X", b"").unwrap_err();
+        assert!(
+            e.starts_with("FLASHGATE_X must be at least 32 bytes long (it has 0)"),
+            "{e}"
+        );
+        assert!(super::check_secret("FLASHGATE_X", &[b'a'; 31]).is_err());
+        assert_eq!(super::check_secret("FLASHGATE_X", &[b'a'; 32]), Ok(()));
+    }
+}

@@ -3,8 +3,11 @@
 //!
 //! Accepted tokens: header `{"alg":"HS256"}` (a `typ` of `JWT` is allowed, any other `alg`,
 //! including `none`, is refused); claims `sub` (customer id, 1..=128 printable ASCII
-//! characters) and `exp` (seconds since the Unix epoch, required; the token is expired when
-//! `now >= exp`). An optional `nbf` is honoured. Signatures are compared in constant time.
+//! characters) and `exp` (required; the token is expired when `now >= exp`). An optional `nbf`
+//! is honoured (`now < nbf` is refused); `iat` and other claims are ignored. Time claims are
+//! NumericDate values (RFC 7519 §2): seconds since the Unix epoch, integer or not (`1.9e9`,
+//! `1900000000.5`), compared as numbers with the verifier's millisecond clock. Signatures are
+//! compared in constant time.
 //!
 //! Written here rather than taken from a JWT crate because the very same code must run on
 //! the host and inside the wasm32 worker, and it is only HS256 over `hmac` + `sha2`.
@@ -15,16 +18,80 @@ use base64::Engine;
 use hmac::Mac;
 use serde::{Deserialize, Serialize};
 
+/// A NumericDate of RFC 7519 §2: seconds since the Unix epoch (1970-01-01T00:00:00Z), which
+/// may have a fractional part. Read from any JSON number that fits an `f64` (a string, a
+/// number out of range or `null` is refused); written as a JSON integer when it is whole.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct NumericDate(f64);
+
+impl NumericDate {
+    /// The date `ms` milliseconds after the Unix epoch (a verifier's clock).
+    pub fn from_unix_ms(ms: i64) -> Self {
+        NumericDate(ms as f64 / 1000.0)
+    }
+    /// Seconds since the Unix epoch, fraction included.
+    pub fn as_secs_f64(self) -> f64 {
+        self.0
+    }
+}
+
+impl From<i64> for NumericDate {
+    /// The date `seconds` after the Unix epoch.
+    fn from(seconds: i64) -> Self {
+        NumericDate(seconds as f64)
+    }
+}
+
+/// Whole seconds below this bound are written as JSON integers (2^53, exact in an `f64`).
+const EXACT_INTEGER_LIMIT: f64 = 9_007_199_254_740_992.0;
+
+impl Serialize for NumericDate {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.fract() == 0.0 && self.0.abs() < EXACT_INTEGER_LIMIT {
+            s.serialize_i64(self.0 as i64)
+        } else {
+            s.serialize_f64(self.0)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for NumericDate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = f64::deserialize(d)?;
+        if v.is_finite() {
+            Ok(NumericDate(v))
+        } else {
+            Err(serde::de::Error::custom(
+                "a NumericDate must be a finite number",
+            ))
+        }
+    }
+}
+
 /// The claims flashgate reads from a customer token.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CustomerClaims {
     /// Customer id.
     pub sub: String,
-    /// Expiry, seconds since the Unix epoch.
-    pub exp: i64,
-    /// Not-before, seconds since the Unix epoch.
+    /// Expiry (RFC 7519 §4.1.4): refused when `now >= exp`.
+    pub exp: NumericDate,
+    /// Not-before (RFC 7519 §4.1.5): refused when `now < nbf`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nbf: Option<i64>,
+    pub nbf: Option<NumericDate>,
+}
+
+impl CustomerClaims {
+    /// Checks the time claims against the verifier's clock `now`: [`TokenError::Expired`]
+    /// when `now >= exp`, [`TokenError::NotYetValid`] when `now < nbf`.
+    pub fn check_times(&self, now: NumericDate) -> Result<(), TokenError> {
+        if now >= self.exp {
+            return Err(TokenError::Expired);
+        }
+        if self.nbf.is_some_and(|nbf| now < nbf) {
+            return Err(TokenError::NotYetValid);
+        }
+        Ok(())
+    }
 }
 
 /// Why a token was refused. All map to 401 `unauthorized`.
@@ -74,9 +141,9 @@ pub fn mint(claims: &CustomerClaims, secret: &[u8]) -> String {
     format!("{signing_input}.{sig}")
 }
 
-/// Verifies a compact HS256 JWT and returns its claims. `now_unix` is the verifier's clock in
-/// seconds since the Unix epoch.
-pub fn verify(token: &str, secret: &[u8], now_unix: i64) -> Result<CustomerClaims, TokenError> {
+/// Verifies a compact HS256 JWT and returns its claims. `now` is the verifier's clock
+/// ([`NumericDate::from_unix_ms`]). Errors: every [`TokenError`].
+pub fn verify(token: &str, secret: &[u8], now: NumericDate) -> Result<CustomerClaims, TokenError> {
     if token.len() > 4096 {
         return Err(TokenError::Malformed);
     }
@@ -103,21 +170,16 @@ pub fn verify(token: &str, secret: &[u8], now_unix: i64) -> Result<CustomerClaim
     let payload = B64.decode(p).map_err(|_| TokenError::Malformed)?;
     let claims: CustomerClaims =
         serde_json::from_slice(&payload).map_err(|_| TokenError::Malformed)?;
-    if now_unix >= claims.exp {
-        return Err(TokenError::Expired);
-    }
-    if claims.nbf.is_some_and(|nbf| now_unix < nbf) {
-        return Err(TokenError::NotYetValid);
-    }
+    claims.check_times(now)?;
     if !is_valid_customer_id(&claims.sub) {
         return Err(TokenError::BadSubject);
     }
     Ok(claims)
 }
 
-/// A customer id is 1..=128 printable ASCII characters without spaces.
+/// A customer id is 1..=128 visible ASCII characters ([`crate::text::is_visible_ascii`]).
 pub fn is_valid_customer_id(s: &str) -> bool {
-    (1..=128).contains(&s.len()) && s.bytes().all(|b| (0x21..=0x7e).contains(&b))
+    crate::text::is_visible_ascii(s, 128)
 }
 
 /// Takes the token out of an `Authorization: Bearer <token>` header value (RFC 6750 §2.1;
@@ -140,7 +202,7 @@ mod tests {
     fn claims(exp: i64) -> CustomerClaims {
         CustomerClaims {
             sub: "cust-1".into(),
-            exp,
+            exp: exp.into(),
             nbf: None,
         }
     }
@@ -148,31 +210,90 @@ mod tests {
     #[test]
     fn round_trip() {
         let t = mint(&claims(2_000), SECRET);
-        assert_eq!(verify(&t, SECRET, 1_000).unwrap().sub, "cust-1");
+        assert_eq!(verify(&t, SECRET, at(1_000)).unwrap().sub, "cust-1");
     }
 
     #[test]
     fn refuses_expired_forged_and_none() {
         let t = mint(&claims(2_000), SECRET);
-        assert_eq!(verify(&t, SECRET, 2_000), Err(TokenError::Expired));
-        assert_eq!(verify(&t, b"other", 1_000), Err(TokenError::BadSignature));
+        assert_eq!(verify(&t, SECRET, at(2_000)), Err(TokenError::Expired));
+        assert_eq!(
+            verify(&t, b"other", at(1_000)),
+            Err(TokenError::BadSignature)
+        );
         let none = format!(
             "{}.{}.",
             B64.encode(br#"{"alg":"none"}"#),
             B64.encode(br#"{"sub":"x","exp":9999999999}"#)
         );
         assert_eq!(
-            verify(&none, SECRET, 1),
+            verify(&none, SECRET, at(1)),
             Err(TokenError::UnsupportedAlgorithm)
         );
-        assert_eq!(verify("a.b", SECRET, 1), Err(TokenError::Malformed));
+        assert_eq!(verify("a.b", SECRET, at(1)), Err(TokenError::Malformed));
         // A payload tampered after signing.
         let mut parts: Vec<&str> = t.split('.').collect();
         let forged = B64.encode(br#"{"sub":"admin","exp":9999999999}"#);
         parts[1] = &forged;
         assert_eq!(
-            verify(&parts.join("."), SECRET, 1),
+            verify(&parts.join("."), SECRET, at(1)),
             Err(TokenError::BadSignature)
+        );
+    }
+
+    fn at(seconds: i64) -> NumericDate {
+        NumericDate::from(seconds)
+    }
+
+    /// A token signed under [`SECRET`] over a payload given as raw JSON.
+    fn signed_payload(payload: &str) -> String {
+        let header = B64.encode(br#"{"alg":"HS256"}"#);
+        let input = format!("{header}.{}", B64.encode(payload));
+        let mut mac = crate::signature::keyed_mac(SECRET);
+        mac.update(input.as_bytes());
+        format!("{input}.{}", B64.encode(mac.finalize().into_bytes()))
+    }
+
+    #[test]
+    fn fractional_time_claims_are_numbers_compared_with_the_millisecond_clock() {
+        let t = signed_payload(r#"{"sub":"c","exp":2000.5,"nbf":1000.25,"iat":999.75}"#);
+        let ms = NumericDate::from_unix_ms;
+        assert_eq!(verify(&t, SECRET, ms(1_000_250)).unwrap().sub, "c");
+        assert_eq!(verify(&t, SECRET, ms(2_000_499)).unwrap().sub, "c");
+        assert_eq!(verify(&t, SECRET, ms(2_000_500)), Err(TokenError::Expired));
+        assert_eq!(
+            verify(&t, SECRET, ms(1_000_249)),
+            Err(TokenError::NotYetValid)
+        );
+        // Exponent notation is a number too.
+        let e = signed_payload(r#"{"sub":"c","exp":2.0005e3}"#);
+        assert_eq!(verify(&e, SECRET, ms(2_000_499)).unwrap().sub, "c");
+        assert_eq!(verify(&e, SECRET, ms(2_000_500)), Err(TokenError::Expired));
+        // Whatever is not a number stays malformed.
+        for bad in [
+            r#"{"sub":"c","exp":"2000"}"#,
+            r#"{"sub":"c","exp":null}"#,
+            r#"{"sub":"c","exp":1e999}"#,
+            r#"{"sub":"c","exp":2000,"nbf":"x"}"#,
+        ] {
+            assert_eq!(
+                verify(&signed_payload(bad), SECRET, at(1)),
+                Err(TokenError::Malformed),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn whole_numeric_dates_are_written_as_integers() {
+        let c = CustomerClaims {
+            sub: "c".into(),
+            exp: 2_000.into(),
+            nbf: Some(NumericDate::from_unix_ms(1_500)),
+        };
+        assert_eq!(
+            serde_json::to_string(&c).unwrap(),
+            r#"{"sub":"c","exp":2000,"nbf":1.5}"#
         );
     }
 

@@ -1,3 +1,4 @@
 //! Test support shared by the integration tests, and the stampede load generator.
+pub mod fuzz;
 pub mod stampede;
 pub mod support;

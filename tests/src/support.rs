@@ -160,6 +160,112 @@ impl TestOrigin {
         (status, res.json().await.unwrap_or(Value::Null))
     }
 
+    /// Sends an admin API request like [`TestOrigin::admin`], with an `Idempotency-Key` when
+    /// `key` is given; returns status, JSON body and whether the reply was a replay (the
+    /// `Idempotent-Replayed: true` header).
+    pub async fn admin_keyed(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        key: Option<&str>,
+        body: Value,
+    ) -> (u16, Value, bool) {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(token)
+            .json(&body);
+        if let Some(k) = key {
+            req = req.header("idempotency-key", k);
+        }
+        let res = req.send().await.expect("admin request");
+        let status = res.status().as_u16();
+        let replayed = res
+            .headers()
+            .get("idempotent-replayed")
+            .is_some_and(|v| v == "true");
+        (status, res.json().await.unwrap_or(Value::Null), replayed)
+    }
+
+    /// Creates a shared coupon code through the admin API (10 % off, currency USD, active for
+    /// an hour, `limit` uses, `once_per_customer` as given) and returns its name; panics
+    /// unless 201.
+    pub async fn shared_code(&self, limit: i64, once_per_customer: bool) -> String {
+        let code = fresh_code_name("T");
+        let body = json!({
+            "code": code, "percent_off": 1000, "currency": "USD", "limit": limit,
+            "once_per_customer": once_per_customer, "ends_at": Utc::now() + Duration::hours(1),
+        });
+        let token = self.manager_token().to_string();
+        let (status, reply) = self
+            .admin(
+                reqwest::Method::POST,
+                "/admin/v1/codes",
+                Some(&token),
+                Some(body),
+            )
+            .await;
+        assert_eq!(status, 201, "create code: {reply}");
+        code
+    }
+
+    /// `coupon_codes.uses_left` of `code` in PostgreSQL.
+    pub async fn uses_left(&self, code: &str) -> i64 {
+        sqlx::query_scalar("SELECT uses_left FROM coupon_codes WHERE code = $1")
+            .bind(code)
+            .fetch_one(&self.db)
+            .await
+            .expect("uses_left")
+    }
+
+    /// `POST /api/v1/codes/{code}/use` for `customer` on `order` with `key`, cart total 6000;
+    /// returns status and JSON body.
+    pub async fn use_code(
+        &self,
+        code: &str,
+        customer: &str,
+        order: &str,
+        key: &str,
+    ) -> (u16, Value) {
+        self.shop(
+            code,
+            "use",
+            customer,
+            Some(key),
+            json!({"order": order, "cart_total": 6000}),
+        )
+        .await
+    }
+
+    /// `POST /api/v1/codes/{code}/check` for `customer`, cart total 6000; returns status and
+    /// JSON body.
+    pub async fn check_code(&self, code: &str, customer: &str) -> (u16, Value) {
+        self.shop(code, "check", customer, None, json!({"cart_total": 6000}))
+            .await
+    }
+
+    async fn shop(
+        &self,
+        code: &str,
+        what: &str,
+        customer: &str,
+        key: Option<&str>,
+        body: Value,
+    ) -> (u16, Value) {
+        let mut req = self
+            .http
+            .post(format!("{}/api/v1/codes/{code}/{what}", self.url))
+            .bearer_auth(self.token(customer))
+            .json(&body);
+        if let Some(k) = key {
+            req = req.header("idempotency-key", k);
+        }
+        let res = req.send().await.expect("code request");
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
     /// `PATCH /admin/v1/campaigns/{campaign}` with the manager token; returns status and body.
     pub async fn change(&self, campaign: &str, body: Value) -> (u16, Value) {
         let path = format!("/admin/v1/campaigns/{campaign}");
@@ -276,13 +382,100 @@ impl TestOrigin {
     }
 }
 
+/// An HTTP answer: status, headers and JSON body (`Value::Null` when not JSON).
+pub struct RawReply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl RawReply {
+    /// The value of header `name`, when present and text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// Sends `method url` with an optional bearer token, extra headers and a raw body (no
+/// `Content-Type` unless `headers` gives one); returns the whole answer.
+pub async fn send_raw(
+    http: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    bearer: Option<&str>,
+    headers: &[(&str, String)],
+    body: impl Into<reqwest::Body>,
+) -> RawReply {
+    let mut req = http.request(method, url).body(body);
+    if let Some(t) = bearer {
+        req = req.bearer_auth(t);
+    }
+    for (k, v) in headers {
+        req = req.header(*k, v);
+    }
+    let res = req.send().await.expect("request");
+    let status = res.status().as_u16();
+    let headers = res.headers().clone();
+    let bytes = res.bytes().await.unwrap_or_default();
+    RawReply {
+        status,
+        headers,
+        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    }
+}
+
+/// A fresh coupon-code name (letters and digits, 24 characters).
+pub fn fresh_code_name(prefix: &str) -> String {
+    let mut code = format!(
+        "{prefix}{}",
+        uuid::Uuid::new_v4().simple().to_string().to_uppercase()
+    );
+    code.truncate(24);
+    code
+}
+
+/// An edge secret for tests (32 bytes or more, as the origin and the edge require).
+pub const TEST_EDGE_SECRET: &str = "test-edge-secret-0123456789abcdef";
+
+/// The headers the edge adds to a request it forwards: `Flashgate-Client-Ip` (when
+/// `client_ip` is given) and `Flashgate-Edge-Signature` under `secret`, signed now over the
+/// method, `path` (as sent, without query), `body`, the `Authorization` value and the
+/// `Idempotency-Key` the request carries, and the client IP.
+pub fn edge_headers(
+    secret: &str,
+    method: &str,
+    path: &str,
+    body: &[u8],
+    authorization: Option<&str>,
+    idempotency_key: Option<&str>,
+    client_ip: Option<&str>,
+) -> Vec<(&'static str, String)> {
+    let signed = flashgate_shared::signature::Signed {
+        method,
+        path,
+        body,
+        authorization: authorization.map(str::as_bytes),
+        idempotency_key: idempotency_key.map(str::as_bytes),
+        client_ip: client_ip.map(str::as_bytes),
+    };
+    let now = Utc::now().timestamp();
+    let mut headers = vec![(
+        flashgate_shared::EDGE_SIGNATURE_HEADER,
+        flashgate_shared::signature::sign(secret.as_bytes(), now, &signed),
+    )];
+    if let Some(ip) = client_ip {
+        headers.push((flashgate_shared::CLIENT_IP_HEADER, ip.to_string()));
+    }
+    headers
+}
+
 /// A customer token for `customer` under `config`'s secret, valid for an hour.
 pub fn token_for(config: &Config, customer: &str) -> String {
     let exp = Utc::now().timestamp() + 3600;
     mint(
         &CustomerClaims {
             sub: customer.into(),
-            exp,
+            exp: exp.into(),
             nbf: None,
         },
         config.customer_token_secret.expose().as_bytes(),
@@ -375,6 +568,20 @@ impl TestEdge {
     /// Starts the edge in front of `origin_url` with the test customer-token secret and the
     /// extra worker settings in `env` (e.g. `FLASHGATE_STATUS_TTL_MS`, `FLASHGATE_EDGE_SECRET`).
     pub fn start(origin_url: &str, env: &[(&str, String)]) -> TestEdge {
+        Self::spawn(origin_url, env, std::process::Stdio::inherit())
+    }
+
+    /// [`TestEdge::start`] with the runtime's and the worker's log (stderr) written to `log`.
+    pub fn start_logged(
+        origin_url: &str,
+        env: &[(&str, String)],
+        log: &std::path::Path,
+    ) -> TestEdge {
+        let file = std::fs::File::create(log).expect("edge log file");
+        Self::spawn(origin_url, env, file.into())
+    }
+
+    fn spawn(origin_url: &str, env: &[(&str, String)], stderr: std::process::Stdio) -> TestEdge {
         use std::time::{Duration, Instant};
         ensure_edge_built();
         let url_file = std::env::temp_dir().join(format!("{}.url", unique("edge")));
@@ -388,7 +595,7 @@ impl TestEdge {
                 test_config().customer_token_secret.expose(),
             )
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::inherit());
+            .stderr(stderr);
         for (k, v) in env {
             cmd.env(k, v);
         }

@@ -9,6 +9,7 @@ fn args(o: &TestOrigin, token: &str, command: AdminCommand) -> AdminArgs {
     AdminArgs {
         origin_url: o.url.clone(),
         token: Some(Secret::new(token)),
+        idempotency_key: None,
         command,
     }
 }

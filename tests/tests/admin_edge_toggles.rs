@@ -15,7 +15,7 @@ use flashgate_origin::config::Secret;
 use flashgate_tests::support::{claim_via, test_config, unique, TestEdge as Edge, TestOrigin};
 use serde_json::{json, Value};
 
-const EDGE_SECRET: &str = "test-edge-secret";
+const EDGE_SECRET: &str = flashgate_tests::support::TEST_EDGE_SECRET;
 /// The edge's status TTL in these tests.
 const TTL: Duration = Duration::from_millis(1_000);
 /// Allowance for one origin round trip (and the test's polling step).

@@ -7,21 +7,26 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use flashgate_origin::config::{Config, Secret};
 use flashgate_shared::code::ALPHABET;
-use flashgate_tests::support::{test_config, unique, TestOrigin};
+use flashgate_shared::CLIENT_IP_HEADER;
+use flashgate_tests::support::fresh_code_name as fresh_code;
+use flashgate_tests::support::{
+    edge_headers, send_raw, test_config, unique, TestOrigin, TEST_EDGE_SECRET,
+};
 use futures::future::join_all;
 use serde_json::{json, Value};
 
 /// The manager token of the test configuration.
-const ADMIN: &str = "test-admin-token";
+const ADMIN: &str = flashgate_origin::config::TEST_MANAGER_TOKEN;
 
-/// A fresh code name: letters and digits only.
-fn fresh_code(prefix: &str) -> String {
-    format!(
-        "{prefix}{}",
-        uuid::Uuid::new_v4().simple().to_string().to_uppercase()
-    )[..24]
-        .to_string()
+/// The test configuration with the edge secret [`TEST_EDGE_SECRET`]: shoppers' requests carry
+/// their client IP signed as the edge forwards it (see [`post_raw`]), so each test's per-IP
+/// buckets are its own.
+fn config() -> Config {
+    let mut c = test_config();
+    c.edge_secret = Some(Secret::new(TEST_EDGE_SECRET));
+    c
 }
 
 /// A fresh client IP, so per-IP buckets of different tests and runs never meet.
@@ -49,7 +54,7 @@ struct Reply {
     retry_after: Option<String>,
 }
 
-/// POSTs `body` (raw) to `base + path` with a bearer token and extra headers.
+/// POSTs `body` (raw, as JSON) to `url` with a bearer token and extra headers.
 async fn post_raw(
     http: &reqwest::Client,
     url: &str,
@@ -57,27 +62,43 @@ async fn post_raw(
     headers: &[(&str, String)],
     body: &str,
 ) -> Reply {
-    let mut req = http
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body.to_string());
-    if let Some(t) = bearer {
-        req = req.bearer_auth(t);
+    let mut all = vec![("content-type", "application/json".to_string())];
+    all.extend(headers.iter().cloned());
+    // A request with a client IP is sent as the edge forwards it: signed.
+    if let Some((_, ip)) = headers.iter().find(|(k, _)| *k == CLIENT_IP_HEADER) {
+        let path = reqwest::Url::parse(url).expect("url").path().to_string();
+        let auth = bearer.map(|t| format!("Bearer {t}"));
+        let key = headers
+            .iter()
+            .find(|(k, _)| *k == "idempotency-key")
+            .map(|(_, v)| v.as_str());
+        for (name, value) in edge_headers(
+            TEST_EDGE_SECRET,
+            "POST",
+            &path,
+            body.as_bytes(),
+            auth.as_deref(),
+            key,
+            Some(ip),
+        ) {
+            if name != CLIENT_IP_HEADER {
+                all.push((name, value));
+            }
+        }
     }
-    for (k, v) in headers {
-        req = req.header(*k, v);
-    }
-    let res = req.send().await.expect("request");
-    let status = res.status().as_u16();
-    let retry_after = res
-        .headers()
-        .get("retry-after")
-        .map(|v| v.to_str().unwrap().to_string());
-    let body = res.json().await.unwrap_or(Value::Null);
+    let r = send_raw(
+        http,
+        reqwest::Method::POST,
+        url,
+        bearer,
+        &all,
+        body.to_string(),
+    )
+    .await;
     Reply {
-        status,
-        body,
-        retry_after,
+        status: r.status,
+        retry_after: r.header("retry-after").map(str::to_string),
+        body: r.body,
     }
 }
 
@@ -113,7 +134,7 @@ async fn check_at(
         http,
         &format!("{base}/api/v1/codes/{}/check", enc(code)),
         Some(&s.token),
-        &[("cf-connecting-ip", s.ip.clone())],
+        &[(CLIENT_IP_HEADER, s.ip.clone())],
         &json!({ "cart_total": cart_total }).to_string(),
     )
     .await
@@ -136,10 +157,11 @@ async fn use_at(
         &format!("{base}/api/v1/codes/{}/use", enc(code)),
         Some(&s.token),
         &[
-            ("cf-connecting-ip", s.ip.clone()),
+            (CLIENT_IP_HEADER, s.ip.clone()),
             ("idempotency-key", key.to_string()),
         ],
-        &json!({ "order": format!("o-{key}"), "cart_total": cart_total }).to_string(),
+        // One order per shopper and key: one use per (code, order) is a rule of its own.
+        &json!({ "order": format!("o-{}-{key}", s.id), "cart_total": cart_total }).to_string(),
     )
     .await
 }
@@ -220,7 +242,7 @@ async fn use_rows(o: &TestOrigin, code: &str, status: &str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn minimum_order_and_discount_arithmetic() {
-    let o = TestOrigin::start().await;
+    let o = TestOrigin::start_with(config()).await;
     let s = shopper(&o);
     let code = shared_code(&o, 1000, json!({ "min_order": 5000 })).await;
     let r = check(&o, &s, &code, 5000).await;
@@ -277,7 +299,7 @@ async fn minimum_order_and_discount_arithmetic() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typed_forms_find_spring10_and_a_cyrillic_look_alike_does_not() {
-    let o = TestOrigin::start().await;
+    let o = TestOrigin::start_with(config()).await;
     // SPRING10 itself; it may exist from an earlier run (409), with the same far end.
     let r = create_code(
         &o,
@@ -306,7 +328,7 @@ async fn typed_forms_find_spring10_and_a_cyrillic_look_alike_does_not() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ends_at_as_local_time_in_a_daylight_saving_zone() {
     use flashgate_origin::coupons::rules::parse_instant;
-    let o = TestOrigin::start().await;
+    let o = TestOrigin::start_with(config()).await;
     // The instant: three whole seconds from now, given as Paris wall-clock time (UTC+1 in
     // winter, UTC+2 in summer: the offset that maps back to the instant).
     let end: DateTime<Utc> = DateTime::from_timestamp(Utc::now().timestamp() + 3, 0).unwrap();
@@ -374,7 +396,7 @@ async fn ends_at_as_local_time_in_a_daylight_saving_zone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn limit_3_with_20_customers_at_once_and_one_customer_twice() {
-    let o = TestOrigin::start().await;
+    let o = TestOrigin::start_with(config()).await;
     for round in 0..3 {
         let code = shared_code(&o, 3, json!({})).await;
         let twice = shopper(&o);
@@ -450,7 +472,7 @@ async fn redis_hget(key: &str, field: &str) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_puts_the_use_back_and_she_can_use_it_again() {
-    let o = TestOrigin::start().await;
+    let o = TestOrigin::start_with(config()).await;
     let code = shared_code(&o, 1, json!({})).await;
     let (ana, bob) = (shopper(&o), shopper(&o));
     let first = use_code(&o, &ana, &code, 6000, "a1").await;
@@ -459,7 +481,13 @@ async fn release_puts_the_use_back_and_she_can_use_it_again() {
     let again = use_code(&o, &ana, &code, 6000, "a1").await;
     assert_eq!((again.status, &again.body), (201, &first.body));
     let r = use_code(&o, &ana, &code, 6000, "a2").await;
-    assert_eq!((r.status, r.body), (409, json!({"result": "already_used"})));
+    assert_eq!(
+        (r.status, r.body),
+        (
+            409,
+            json!({"result": "already_used", "use": first.body["use"]})
+        )
+    );
     let r = check(&o, &ana, &code, 6000).await;
     assert_eq!(r.body["reason"], "already_used");
     let r = use_code(&o, &bob, &code, 6000, "b1").await;
@@ -499,7 +527,7 @@ async fn release_puts_the_use_back_and_she_can_use_it_again() {
 async fn the_same_key_at_once_gets_the_first_reply_or_in_progress_with_retry_after() {
     use flashgate_origin::claims::idempotency::{self, Begin};
 
-    let o = TestOrigin::start().await;
+    let o = TestOrigin::start_with(config()).await;
     let code = shared_code(&o, 5, json!({})).await;
     let ana = shopper(&o);
     // One customer sends the same use with the same key 12 times at once: every answer is
@@ -539,7 +567,7 @@ async fn the_same_key_at_once_gets_the_first_reply_or_in_progress_with_retry_aft
     // Deterministically: while a first request with the key is running (its pending record
     // held here), a retry gets `in_progress` + `Retry-After: 1` and changes nothing.
     let bob = shopper(&o);
-    let body = json!({ "order": "o-held", "cart_total": 6000 }).to_string();
+    let body = json!({ "order": format!("o-{}-held", bob.id), "cart_total": 6000 }).to_string();
     let fp = idempotency::fingerprint(&format!("code-use:{code}"), body.as_bytes());
     let client = redis::Client::open(flashgate_tests::support::redis_url()).unwrap();
     let mut redis = redis::aio::ConnectionManager::new(client).await.unwrap();
@@ -567,7 +595,7 @@ async fn the_same_key_at_once_gets_the_first_reply_or_in_progress_with_retry_aft
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sweeper_releases_unconfirmed_uses_exactly_once_even_racing_release() {
-    let mut config = test_config();
+    let mut config = config();
     config.code_use_hold_seconds = 1;
     config.sweep_interval_ms = 100;
     let o = TestOrigin::start_with(config).await;
@@ -632,8 +660,8 @@ async fn sweeper_releases_unconfirmed_uses_exactly_once_even_racing_release() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn guess_limiting_holds_across_two_origins() {
-    let a = TestOrigin::start().await;
-    let b = TestOrigin::start().await;
+    let a = TestOrigin::start_with(config()).await;
+    let b = TestOrigin::start_with(config()).await;
     let code = shared_code(&a, 1000, json!({})).await;
     let eve = shopper(&a);
     // Five failures, alternating origins, then the sixth is refused.
@@ -670,7 +698,7 @@ async fn guess_limiting_holds_across_two_origins() {
     assert_eq!(check(&b, &ann, "TYPO5", 6000).await.status, 429);
 
     // Per IP: many accounts behind one address share its bucket.
-    let mut cfg = test_config();
+    let mut cfg = config();
     cfg.code_guesses_per_ip = 3;
     let c = TestOrigin::start_with(cfg).await;
     let ip = fresh_ip();
@@ -691,7 +719,7 @@ async fn guess_limiting_holds_across_two_origins() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_time_batch_of_10000_unique_well_formed_and_each_usable_once() {
-    let o = TestOrigin::start().await;
+    let o = TestOrigin::start_with(config()).await;
     let r = post_raw(
         &o.http,
         &format!("{}/admin/v1/codes/batches", o.url),
@@ -776,7 +804,7 @@ async fn a_repeated_code_is_redrawn() {
     use flashgate_origin::coupons::batch;
     use flashgate_origin::coupons::store::NewRules;
     use flashgate_shared::api::coupons::CodeKind;
-    let o = TestOrigin::start().await;
+    let o = TestOrigin::start_with(config()).await;
     let rules = NewRules {
         kind: CodeKind::OneTime,
         percent_off_bp: None,
@@ -827,15 +855,15 @@ async fn a_repeated_code_is_redrawn() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_gets_a_documented_4xx_and_changes_nothing() {
-    let o = TestOrigin::start().await;
+    let o = TestOrigin::start_with(config()).await;
     let code = shared_code(&o, 5, json!({})).await;
     let s = shopper(&o);
     let url = |p: &str| format!("{}{p}", o.url);
     let check_url = url(&format!("/api/v1/codes/{code}/check"));
     let use_url = url(&format!("/api/v1/codes/{code}/use"));
-    let ip = [("cf-connecting-ip", s.ip.clone())];
+    let ip = [(CLIENT_IP_HEADER, s.ip.clone())];
     let key = [
-        ("cf-connecting-ip", s.ip.clone()),
+        (CLIENT_IP_HEADER, s.ip.clone()),
         ("idempotency-key", "k".to_string()),
     ];
     let cases: Vec<(Reply, u16, &str)> = vec![
@@ -909,5 +937,36 @@ async fn bad_input_gets_a_documented_4xx_and_changes_nothing() {
         .await
         .unwrap();
     assert_eq!(rows, 0);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsigned_client_ip_headers_are_ignored_and_the_tcp_peer_is_used() {
+    let o = TestOrigin::start_with(config()).await;
+    let s = shopper(&o);
+    let spoofed = fresh_ip();
+    let r = post_raw(
+        &o.http,
+        &format!("{}/api/v1/codes/{}/check", o.url, fresh_code("NOPE")),
+        Some(&s.token),
+        &[
+            ("cf-connecting-ip", spoofed.clone()),
+            ("x-forwarded-for", spoofed.clone()),
+        ],
+        r#"{"cart_total":100}"#,
+    )
+    .await;
+    // 404, or 429 when earlier runs spent the loopback bucket; a guess either way.
+    assert!(matches!(r.status, 404 | 429), "{} {}", r.status, r.body);
+    let mut redis = o.origin.state.redis.clone();
+    let exists = |ip: &str| {
+        redis::cmd("EXISTS")
+            .arg(format!("fg:guess:ip:{ip}"))
+            .clone()
+    };
+    let spoofed_bucket: i64 = exists(&spoofed).query_async(&mut redis).await.unwrap();
+    let peer_bucket: i64 = exists("127.0.0.1").query_async(&mut redis).await.unwrap();
+    assert_eq!(spoofed_bucket, 0, "no bucket keyed by the spoofed IP");
+    assert_eq!(peer_bucket, 1, "the TCP peer's bucket was used");
     o.stop().await;
 }

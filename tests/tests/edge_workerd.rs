@@ -9,12 +9,14 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use flashgate_shared::{signature, ANSWERED_BY_HEADER, EDGE_SIGNATURE_HEADER};
-use flashgate_tests::support::{test_config, unique, TestEdge, TestOrigin};
+use flashgate_shared::ANSWERED_BY_HEADER;
+use flashgate_tests::support::{
+    edge_headers, test_config, unique, TestEdge, TestOrigin, TEST_EDGE_SECRET,
+};
 use futures::future::join_all;
 use serde_json::Value;
 
-const EDGE_SECRET: &str = "test-edge-secret";
+const EDGE_SECRET: &str = TEST_EDGE_SECRET;
 
 /// Settings of one edge.
 struct EdgeSettings {
@@ -145,9 +147,19 @@ async fn send_claim(
         req = req.header("content-type", ct);
     }
     if sign {
-        let now = chrono::Utc::now().timestamp();
-        let sig = signature::sign(EDGE_SECRET.as_bytes(), now, "POST", &path, &r.body);
-        req = req.header(EDGE_SIGNATURE_HEADER, sig);
+        let auth = r.token.as_ref().map(|t| format!("Bearer {t}"));
+        let headers = edge_headers(
+            EDGE_SECRET,
+            "POST",
+            &path,
+            &r.body,
+            auth.as_deref(),
+            r.key.as_deref(),
+            None,
+        );
+        for (name, value) in headers {
+            req = req.header(name, value);
+        }
     }
     reply(req.send().await.expect("claim request")).await
 }
@@ -476,7 +488,7 @@ async fn bad_claims_are_refused_at_the_edge_with_the_origins_bodies() {
     let expired = {
         let claims = flashgate_shared::token::CustomerClaims {
             sub: carol.clone(),
-            exp: chrono::Utc::now().timestamp() - 10,
+            exp: (chrono::Utc::now().timestamp() - 10).into(),
             nbf: None,
         };
         flashgate_shared::token::mint(
@@ -631,21 +643,27 @@ async fn claims_must_carry_the_edge_signature() {
     assert_eq!(r.json()["result"], "forbidden");
     // With a signature under another secret: 403.
     let path = format!("/api/v1/campaigns/{c}/claims");
-    let now = chrono::Utc::now().timestamp();
-    let forged = signature::sign(b"not-the-secret", now, "POST", &path, b"{}");
-    let r = reply(
-        o.http
-            .post(format!("{}{path}", o.url))
-            .bearer_auth(req.token.as_deref().unwrap())
-            .header("idempotency-key", "k-direct")
-            .header("content-type", "application/json")
-            .header(EDGE_SIGNATURE_HEADER, forged)
-            .body("{}")
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let auth = format!("Bearer {}", req.token.as_deref().unwrap());
+    let forged = edge_headers(
+        "not-the-secret-0123456789abcdef-x",
+        "POST",
+        &path,
+        b"{}",
+        Some(&auth),
+        Some("k-direct"),
+        None,
+    );
+    let mut forged_req = o
+        .http
+        .post(format!("{}{path}", o.url))
+        .header("authorization", &auth)
+        .header("idempotency-key", "k-direct")
+        .header("content-type", "application/json")
+        .body("{}");
+    for (name, value) in forged {
+        forged_req = forged_req.header(name, value);
+    }
+    let r = reply(forged_req.send().await.unwrap()).await;
     assert_eq!(r.status, 403);
     assert_eq!(o.claim_rows(&c, &[]).await, 0);
     // Through the edge it is signed and wins.

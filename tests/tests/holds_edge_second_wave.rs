@@ -11,7 +11,7 @@ use flashgate_tests::support::{claim_via, test_config, unique, TestEdge, TestOri
 use futures::future::join_all;
 use serde_json::{json, Value};
 
-const EDGE_SECRET: &str = "test-edge-secret";
+const EDGE_SECRET: &str = flashgate_tests::support::TEST_EDGE_SECRET;
 /// The edge's status TTL in this test.
 const TTL: Duration = Duration::from_millis(1_000);
 /// Hold length of the campaign, in seconds.

@@ -4,7 +4,7 @@
 use base64::Engine;
 use chrono::{Duration, Utc};
 use flashgate_shared::token::{mint, CustomerClaims};
-use flashgate_tests::support::{test_config, unique, TestOrigin};
+use flashgate_tests::support::{edge_headers, test_config, unique, TestOrigin, TEST_EDGE_SECRET};
 use serde_json::{json, Value};
 
 struct Req {
@@ -49,7 +49,7 @@ async fn bad_claims_get_the_documented_4xx_and_change_nothing() {
     let expired = mint(
         &CustomerClaims {
             sub: "ana".into(),
-            exp: Utc::now().timestamp() - 1,
+            exp: (Utc::now().timestamp() - 1).into(),
             nbf: None,
         },
         &secret,
@@ -57,7 +57,7 @@ async fn bad_claims_get_the_documented_4xx_and_change_nothing() {
     let forged = mint(
         &CustomerClaims {
             sub: "ana".into(),
-            exp: Utc::now().timestamp() + 600,
+            exp: (Utc::now().timestamp() + 600).into(),
             nbf: None,
         },
         b"not-the-secret",
@@ -246,28 +246,176 @@ async fn bad_campaigns_are_refused_by_the_admin_api() {
     o.stop().await;
 }
 
-/// A claim on `path` (as sent) signed with the edge secret `edge-secret`; returns the status.
-async fn signed_claim(o: &TestOrigin, path: &str, customer: &str) -> u16 {
-    let now = Utc::now().timestamp();
-    let sig = flashgate_shared::signature::sign(b"edge-secret", now, "POST", path, b"{}");
-    o.http
+/// A claim on `path` (as sent) with customer token `token` and idempotency key `key`,
+/// carrying the headers of `edge` (e.g. [`edge_headers`]) as they are; returns status and
+/// body.
+async fn claim_with(
+    o: &TestOrigin,
+    path: &str,
+    token: &str,
+    key: &str,
+    edge: Vec<(&'static str, String)>,
+) -> (u16, Value) {
+    let mut req = o
+        .http
         .post(format!("{}{path}", o.url))
-        .bearer_auth(o.token(customer))
-        .header("idempotency-key", "k")
+        .bearer_auth(token)
+        .header("idempotency-key", key)
         .header("content-type", "application/json")
-        .header(flashgate_shared::EDGE_SIGNATURE_HEADER, sig)
-        .body("{}")
-        .send()
-        .await
+        .body("{}");
+    for (name, value) in edge {
+        req = req.header(name, value);
+    }
+    let res = req.send().await.unwrap();
+    (
+        res.status().as_u16(),
+        res.json().await.unwrap_or(Value::Null),
+    )
+}
+
+/// A claim on `path` (as sent) signed as the edge signs it; returns the status.
+async fn signed_claim(o: &TestOrigin, path: &str, customer: &str) -> u16 {
+    let token = o.token(customer);
+    let auth = format!("Bearer {token}");
+    let edge = edge_headers(
+        TEST_EDGE_SECRET,
+        "POST",
+        path,
+        b"{}",
+        Some(&auth),
+        Some("k"),
+        Some("203.0.113.7"),
+    );
+    claim_with(o, path, &token, "k", edge).await.0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edge_signature_is_refused_with_another_token_key_or_client_ip() {
+    let mut config = test_config();
+    config.edge_secret = Some(flashgate_origin::config::Secret::new(TEST_EDGE_SECRET));
+    let o = TestOrigin::start_with(config).await;
+    let c = o.campaign("sale", 3).await;
+    let path = format!("/api/v1/campaigns/{c}/claims");
+    let ana = o.token(&unique("ana"));
+    let bea = o.token(&unique("bea"));
+    let signed = edge_headers(
+        TEST_EDGE_SECRET,
+        "POST",
+        &path,
+        b"{}",
+        Some(&format!("Bearer {ana}")),
+        Some("k-ana"),
+        Some("203.0.113.7"),
+    );
+    let with_ip = |ip: &str| {
+        let mut h = signed.clone();
+        for (name, value) in h.iter_mut() {
+            if *name == flashgate_shared::CLIENT_IP_HEADER {
+                *value = ip.to_string();
+            }
+        }
+        h
+    };
+    let swaps = [
+        (
+            "another token",
+            bea.as_str(),
+            "k-ana",
+            with_ip("203.0.113.7"),
+        ),
+        (
+            "another key",
+            ana.as_str(),
+            "k-other",
+            with_ip("203.0.113.7"),
+        ),
+        (
+            "another client IP",
+            ana.as_str(),
+            "k-ana",
+            with_ip("198.51.100.9"),
+        ),
+    ];
+    for (what, token, key, headers) in swaps {
+        let (status, body) = claim_with(&o, &path, token, key, headers).await;
+        assert_eq!(
+            (status, body["result"].as_str()),
+            (403, Some("forbidden")),
+            "{what}"
+        );
+        assert!(body["message"].is_string(), "{what}");
+    }
+    assert_eq!(
+        o.claim_rows(&c, &[]).await,
+        0,
+        "a refused claim changed nothing"
+    );
+    // Left as signed, the very same request wins.
+    let (status, _) = claim_with(&o, &path, &ana, "k-ana", signed.clone()).await;
+    assert_eq!(status, 201);
+    assert_eq!(o.claim_rows(&c, &[]).await, 1);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_with_a_fractional_exp_is_accepted_by_the_origin() {
+    use flashgate_shared::token::NumericDate;
+    let o = TestOrigin::start().await;
+    let c = o.campaign("sale", 3).await;
+    let secret = o.config.customer_token_secret.expose().as_bytes().to_vec();
+    let now_ms = Utc::now().timestamp() * 1_000;
+    let fractional = |sub: &str, offset_ms: i64| {
+        let claims = CustomerClaims {
+            sub: sub.into(),
+            exp: NumericDate::from_unix_ms(now_ms + offset_ms),
+            nbf: Some(NumericDate::from_unix_ms(now_ms - 1_500)),
+        };
+        mint(&claims, &secret)
+    };
+    let live = fractional(&unique("ana"), 3_600_500);
+    assert!(
+        String::from_utf8(
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(live.split('.').nth(1).unwrap())
+                .unwrap()
+        )
         .unwrap()
-        .status()
-        .as_u16()
+        .contains(".5,"),
+        "the token's exp has a fractional part"
+    );
+    let (status, body) = claim_with(
+        &o,
+        &format!("/api/v1/campaigns/{c}/claims"),
+        &live,
+        "k",
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        (status, body["result"].as_str()),
+        (201, Some("claimed")),
+        "{body}"
+    );
+    // A fractional exp already past is expired, not malformed.
+    let gone = fractional(&unique("bea"), -500);
+    let (status, body) = claim_with(
+        &o,
+        &format!("/api/v1/campaigns/{c}/claims"),
+        &gone,
+        "k",
+        vec![],
+    )
+    .await;
+    assert_eq!(status, 401);
+    assert_eq!(body["message"], "customer token has expired");
+    assert_eq!(o.claim_rows(&c, &[]).await, 1);
+    o.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_an_edge_secret_unsigned_claims_are_forbidden() {
     let mut config = test_config();
-    config.edge_secret = Some(flashgate_origin::config::Secret::new("edge-secret"));
+    config.edge_secret = Some(flashgate_origin::config::Secret::new(TEST_EDGE_SECRET));
     let o = TestOrigin::start_with(config).await;
     let c = o.campaign("sale", 3).await;
     let (s, b) = o.claim(&c, &unique("ana"), "k").await;

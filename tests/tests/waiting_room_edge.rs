@@ -19,7 +19,7 @@ use flashgate_tests::support::{test_config, token_for, unique, TestEdge};
 use futures::future::join_all;
 use serde_json::{json, Value};
 
-const K: &[u8] = b"test-queue-edge-secret";
+const K: &[u8] = flashgate_tests::support::TEST_EDGE_SECRET.as_bytes();
 
 /// What the fake origin serves and what it saw.
 #[derive(Default)]

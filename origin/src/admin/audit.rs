@@ -1,5 +1,7 @@
-//! The audit trail of managers' changes (`admin_audit`, migration 0004): who (the admin
-//! token's name), what, the campaign's facts before and after, and when. Rows are written by
+//! The audit trail of managers' changes (`admin_audit`, migrations 0004–0006): who (the admin
+//! token's name), what, the campaign's (or code's) facts before and after, and when. Code
+//! actions (disable, enable, batch export) are rows with `code` or `batch_id` instead of
+//! `campaign_id` ([`crate::coupons::admin`]). Rows are written by
 //! the change's own statement ([`super::toggles::apply`]; for `create`,
 //! [`crate::campaigns::store::insert`]) and never updated or deleted.
 
@@ -16,15 +18,36 @@ pub const MAX_ENTRIES: i64 = 1_000;
 pub struct AuditEntry {
     /// Order of the changes (grows with each change).
     pub seq: i64,
-    #[serde(rename = "campaign", alias = "campaign_id")]
-    pub campaign_id: String,
+    /// The campaign changed; `null` (left out) for a code action.
+    #[serde(
+        rename = "campaign",
+        alias = "campaign_id",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub campaign_id: Option<String>,
+    /// The code disabled or enabled (`disable`, `enable`); left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[sqlx(default)]
+    pub code: Option<String>,
+    /// The batch of one-time codes exported (`export`); left out otherwise.
+    #[serde(
+        rename = "batch",
+        alias = "batch_id",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[sqlx(default)]
+    pub batch_id: Option<String>,
     /// Name of the admin token that made the change.
     pub actor: String,
-    /// `create`, `pause`, `resume`, `close`, `restock`, `set_stock` or `set_ends_at`.
+    /// `create`, `pause`, `resume`, `close`, `restock`, `set_stock` or `set_ends_at` (campaigns);
+    /// `disable`, `enable` (codes); `export` (a batch of one-time codes as CSV).
     pub action: String,
     /// The request's parameters (`{"add": 5}`, `{"stock": 7}`, `{"ends_at": …}`, `{}`).
     pub params: Value,
-    /// stock, remaining, paused, starts_at, ends_at before the change (`null` for `create`).
+    /// stock, remaining, paused, starts_at, ends_at before the change (`null` for `create`);
+    /// for a code, `{"disabled", "disabled_at"}`; `null` for an export.
     pub before: Value,
     /// The same facts after it.
     pub after: Value,

@@ -109,7 +109,7 @@ fn valid_name(s: &str) -> bool {
 }
 
 fn valid_token(s: &str) -> bool {
-    (1..=512).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_graphic() && b != b',')
+    flashgate_shared::text::is_visible_ascii(s, 512) && !s.contains(',')
 }
 
 impl AdminTokens {

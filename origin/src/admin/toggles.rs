@@ -203,7 +203,8 @@ pub enum Applied {
     Changed {
         before: Facts,
         after: Facts,
-        audit: AuditEntry,
+        /// Boxed: the largest variant by far.
+        audit: Box<AuditEntry>,
     },
     /// The condition refused; nothing was written. `before` is the locked row.
     Unchanged { before: Facts },
@@ -253,7 +254,7 @@ pub async fn apply(db: &PgPool, id: &str, who: &Admin, change: Change) -> sqlx::
             Applied::Changed {
                 before,
                 after,
-                audit,
+                audit: Box::new(audit),
             }
         }
     })

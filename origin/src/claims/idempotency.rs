@@ -1,6 +1,7 @@
 //! Idempotency records of claim requests, kept in Redis and scoped per customer.
 //!
-//! A record holds the request fingerprint (SHA-256 of the campaign id and the body) and either
+//! A record holds the request fingerprint ([`fingerprint`]: SHA-256 of the campaign id and the
+//! canonical JSON body) and either
 //! `pending` (the first request is running; a retry gets 409 `in_progress`) or the first
 //! reply's status and body (a retry gets them back byte for byte). A retry whose fingerprint
 //! differs gets 422 `idempotency_key_reused`. Records live `FLASHGATE_IDEMPOTENCY_TTL_SECONDS`
@@ -31,13 +32,31 @@ pub enum Begin {
     Replay { status: u16, body: String },
 }
 
-/// Fingerprint of a claim request: hex SHA-256 of `campaign \n body`.
-pub fn fingerprint(campaign: &str, body: &[u8]) -> String {
+/// Fingerprint of a keyed request: hex SHA-256 of `scope \n canonical body`, where `scope`
+/// names what the request acts on (the campaign id of a claim, `code-use:<CODE>` of a code
+/// use, ...) and the canonical body is the body parsed as JSON and written back with object
+/// keys sorted and no white space (in the spirit of RFC 8785, JSON Canonicalization Scheme).
+/// So a retry whose body is the same JSON in other bytes (`{ }` for `{}`, keys reordered, as
+/// mobile clients re-serialise) has the same fingerprint, and a body that differs in a value
+/// has another. An empty body is hashed as empty; a body that is not JSON (refused before it
+/// gets here) is hashed as sent. Every endpoint that takes an `Idempotency-Key` uses this one
+/// function.
+pub fn fingerprint(scope: &str, body: &[u8]) -> String {
     let mut h = Sha256::new();
-    h.update(campaign.as_bytes());
+    h.update(scope.as_bytes());
     h.update(b"\n");
-    h.update(body);
+    h.update(canonical_json(body).as_deref().unwrap_or(body));
     hex::encode(h.finalize())
+}
+
+/// `body` parsed and re-serialised with sorted keys (serde_json's `Map` is a `BTreeMap`: the
+/// `preserve_order` feature is off in this workspace); `None` when it is not JSON.
+fn canonical_json(body: &[u8]) -> Option<Vec<u8>> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Some(Vec::new());
+    }
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    serde_json::to_vec(&value).ok()
 }
 
 fn record_key(customer: &str, key: &str) -> String {
@@ -121,4 +140,39 @@ pub async fn abandon(
         .arg(record_key(customer, key))
         .query_async(redis)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fingerprint;
+
+    #[test]
+    fn equal_json_in_other_bytes_has_the_same_fingerprint() {
+        assert_eq!(fingerprint("c", b"{}"), fingerprint("c", b"{ }"));
+        assert_eq!(fingerprint("c", b"{}"), fingerprint("c", b" {\n}\r\n"));
+        assert_eq!(
+            fingerprint("c", br#"{"order":"o1","cart_total":6000}"#),
+            fingerprint("c", br#"{ "cart_total": 6000, "order": "o1" }"#)
+        );
+        assert_eq!(
+            fingerprint("c", br#"{"a":{"y":1,"x":[2,{"q":1,"p":2}]}}"#),
+            fingerprint("c", br#"{"a":{"x":[2,{"p":2,"q":1}],"y":1}}"#)
+        );
+    }
+
+    #[test]
+    fn another_value_or_scope_has_another_fingerprint() {
+        let a = br#"{"order":"o1","cart_total":6000}"#;
+        assert_ne!(
+            fingerprint("c", a),
+            fingerprint("c", br#"{"order":"o1","cart_total":6001}"#)
+        );
+        assert_ne!(
+            fingerprint("c", a),
+            fingerprint("c", br#"{"order":"o2","cart_total":6000}"#)
+        );
+        assert_ne!(fingerprint("c", a), fingerprint("d", a));
+        assert_ne!(fingerprint("c", b"[1,2]"), fingerprint("c", b"[2,1]"));
+        assert_ne!(fingerprint("c", b"{}"), fingerprint("c", b""));
+    }
 }

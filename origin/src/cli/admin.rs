@@ -35,6 +35,10 @@ pub struct AdminArgs {
         global = true
     )]
     pub token: Option<Secret>,
+    /// `Idempotency-Key` sent with a write: the same key and command again (e.g. a retry after
+    /// a lost reply) gets the first reply instead of applying the write twice.
+    #[arg(long, global = true)]
+    pub idempotency_key: Option<String>,
     #[command(subcommand)]
     pub command: AdminCommand,
 }
@@ -93,6 +97,10 @@ pub enum AdminCommand {
     Audit { campaign: String },
     /// The campaign's reconciliation report (units, ledger, gate vs PostgreSQL).
     Reconcile { campaign: String },
+    /// Disable a coupon code: every origin refuses it (`not_applicable`, reason `disabled`).
+    DisableCode { code: String },
+    /// Enable a disabled coupon code again.
+    EnableCode { code: String },
 }
 
 impl AdminCommand {
@@ -139,6 +147,16 @@ impl AdminCommand {
             AdminCommand::Reconcile { campaign } => {
                 (Method::GET, format!("{}/reconcile", one(campaign)), None)
             }
+            AdminCommand::DisableCode { code } => (
+                Method::PATCH,
+                format!("/admin/v1/codes/{code}"),
+                Some(json!({"action": "disable"})),
+            ),
+            AdminCommand::EnableCode { code } => (
+                Method::PATCH,
+                format!("/admin/v1/codes/{code}"),
+                Some(json!({"action": "enable"})),
+            ),
         }
     }
 }
@@ -162,6 +180,9 @@ pub async fn run(args: AdminArgs) -> i32 {
         }
     };
     let mut req = http.request(method, &url).bearer_auth(token.expose());
+    if let Some(key) = &args.idempotency_key {
+        req = req.header(flashgate_shared::IDEMPOTENCY_KEY_HEADER, key);
+    }
     if let Some(b) = body {
         req = req.json(&b);
     }
@@ -235,6 +256,18 @@ mod tests {
             Some(json!({"set_stock":7}))
         );
         assert_eq!(req(&["audit", "s1"]).1, "/admin/v1/campaigns/s1/audit");
+        assert_eq!(
+            req(&["disable-code", "SPRING10"]),
+            (
+                Method::PATCH,
+                "/admin/v1/codes/SPRING10".into(),
+                Some(json!({"action":"disable"}))
+            )
+        );
+        assert_eq!(
+            req(&["enable-code", "SPRING10"]).2,
+            Some(json!({"action":"enable"}))
+        );
         assert_eq!(
             req(&["reconcile", "s1"]).1,
             "/admin/v1/campaigns/s1/reconcile"

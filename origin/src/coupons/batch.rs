@@ -170,14 +170,6 @@ pub async fn generate_with(
     })
 }
 
-/// The rules id of batch `id`, `None` when unknown.
-pub async fn rules_of(db: &PgPool, id: &str) -> Result<Option<i64>, sqlx::Error> {
-    sqlx::query_scalar("SELECT rules_id FROM coupon_batches WHERE id = $1")
-        .bind(id)
-        .fetch_optional(db)
-        .await
-}
-
 /// The `COPY … TO STDOUT` statement that streams the codes of a batch's rules as CSV with a
 /// `code` header. `rules_id` comes from the database, never from a request.
 pub fn csv_statement(rules_id: i64) -> String {

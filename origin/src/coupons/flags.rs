@@ -5,6 +5,7 @@
 //! One hash per code, `fg:code:{CODE}`:
 //! - `v`   — the counter's `version` this state was written from;
 //! - `out` — `1` while the code is used up (no use left), `0` otherwise;
+//! - `off` — `1` while a manager has the code disabled, `0` otherwise;
 //! - `u:<customer>` — her held or used use id (for `already_used` answers).
 //!
 //! Writers are the take, the release call and the sweeper; each writes the `(uses_left,
@@ -29,6 +30,8 @@ fn holder_field(customer: &str) -> String {
 pub struct Cached {
     /// The used-up flag.
     pub used_up: bool,
+    /// The disabled flag.
+    pub disabled: bool,
     /// Her held or used use, if the cache knows one.
     pub holder: Option<String>,
 }
@@ -38,7 +41,7 @@ static PUBLISH: LazyLock<Script> = LazyLock::new(|| {
         r"
 local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '-1')
 if tonumber(ARGV[1]) > v then
-  redis.call('HSET', KEYS[1], 'v', ARGV[1], 'out', ARGV[2])
+  redis.call('HSET', KEYS[1], 'v', ARGV[1], 'out', ARGV[2], 'off', ARGV[3])
   return 1
 end
 return 0
@@ -57,35 +60,40 @@ return 0
     )
 });
 
-/// Reads the flag and her use in one round trip.
+/// Reads the flags and her use in one round trip.
 pub async fn read(
     redis: &mut ConnectionManager,
     code: &str,
     customer: &str,
 ) -> redis::RedisResult<Cached> {
-    let (out, holder): (Option<String>, Option<String>) = redis::cmd("HMGET")
+    let (out, off, holder): (Option<String>, Option<String>, Option<String>) = redis::cmd("HMGET")
         .arg(key(code))
         .arg("out")
+        .arg("off")
         .arg(holder_field(customer))
         .query_async(redis)
         .await?;
     Ok(Cached {
         used_up: out.as_deref() == Some("1"),
+        disabled: off.as_deref() == Some("1"),
         holder,
     })
 }
 
-/// Writes the flag from PostgreSQL's `(uses_left, version)` unless a newer one is stored.
+/// Writes the flags from PostgreSQL's `(uses_left, version, disabled)` unless a newer version
+/// is stored.
 pub async fn publish(
     redis: &mut ConnectionManager,
     code: &str,
     uses_left: i64,
     version: i64,
+    disabled: bool,
 ) -> redis::RedisResult<()> {
     let _: i64 = PUBLISH
         .key(key(code))
         .arg(version)
         .arg(if uses_left <= 0 { "1" } else { "0" })
+        .arg(if disabled { "1" } else { "0" })
         .invoke_async(redis)
         .await?;
     Ok(())

@@ -6,12 +6,14 @@
 //! - [`flags`]: the used-up flag and her use, cached in Redis for every origin;
 //! - [`guess`]: token buckets that only failed tries spend, per customer and per IP;
 //! - [`batch`]: one-time code batches saved with `COPY`;
+//! - [`admin`]: managers' disable / enable of a code and the audited batch export;
 //! - [`service`]: check, use, confirm, release and the release sweeper.
 //!
 //! Same pattern as the Flash Sale (seed "Coupons", last section): a count that never goes below
 //! zero, taken in one atomic step; one per customer by a unique key; uses held until paid and
 //! put back when the payment fails or times out; a flag answers the rest once used up.
 
+pub mod admin;
 pub mod batch;
 pub mod flags;
 pub mod guess;

@@ -19,7 +19,6 @@ use flashgate_shared::api::coupons::{
     CheckReply, CheckRequest, CodeRefusal, NotApplicable, UseConflict, UseReply, UseRequest,
     UseState, UseStatus,
 };
-use flashgate_shared::money;
 
 use super::store::{self, NewUse, Released, Take};
 use super::{flags, guess, CodeRules, RulesCache};
@@ -47,6 +46,10 @@ impl Reply {
 
     fn refusal(r: CodeRefusal) -> Self {
         Reply::json(r.http_status(), &r)
+    }
+
+    fn already_used(use_id: Option<String>) -> Self {
+        Reply::refusal(CodeRefusal::AlreadyUsed { use_id })
     }
 
     fn not_applicable(reason: NotApplicable) -> Self {
@@ -117,6 +120,9 @@ pub async fn check(
     };
     let mut redis = state.redis.clone();
     let cached = flags::read(&mut redis, &rules.code, &who.customer).await?;
+    if cached.disabled {
+        return Ok(Reply::not_applicable(NotApplicable::Disabled));
+    }
     if rules.rules.once_per_customer && cached.holder.is_some() {
         return Ok(Reply::not_applicable(NotApplicable::AlreadyUsed));
     }
@@ -224,9 +230,12 @@ async fn decide_use(
     };
     // The used-up flag answers without the row.
     let cached = flags::read(redis, &rules.code, customer).await?;
+    if cached.disabled {
+        return Ok(Reply::not_applicable(NotApplicable::Disabled));
+    }
     if cached.used_up {
         if rules.rules.once_per_customer && cached.holder.is_some() {
-            return Ok(Reply::refusal(CodeRefusal::AlreadyUsed));
+            return Ok(Reply::already_used(cached.holder));
         }
         return Ok(Reply::refusal(CodeRefusal::UsedUp));
     }
@@ -253,7 +262,7 @@ async fn decide_use(
             version,
         } => {
             flags::add_holder(redis, &rules.code, customer, &use_id).await?;
-            flags::publish(redis, &rules.code, uses_left, version).await?;
+            flags::publish(redis, &rules.code, uses_left, version, false).await?;
             Ok(Reply::json(
                 201,
                 &UseReply {
@@ -265,29 +274,35 @@ async fn decide_use(
             ))
         }
         Take::Refused => {
-            let (mine, uses_left, version) =
-                store::refusal(&state.db, &rules.code, customer).await?;
-            flags::publish(redis, &rules.code, uses_left, version).await?;
-            match mine {
-                // Her own earlier use with this key (its record was lost): the same reply.
-                Some(u) if u.idempotency_key == call.idempotency_key && u.request_fp == fp => {
-                    let applied = money::Applied {
+            let why = store::refusal(&state.db, &rules.code, customer, &call.req.order).await?;
+            flags::publish(redis, &rules.code, why.uses_left, why.version, why.disabled).await?;
+            // Her own earlier use with this key (its record was lost): the same reply.
+            let replay = [&why.mine, &why.order_use].into_iter().flatten().find(|u| {
+                u.customer_id == *customer
+                    && u.idempotency_key == call.idempotency_key
+                    && u.request_fp == fp
+            });
+            if let Some(u) = replay {
+                return Ok(Reply::json(
+                    201,
+                    &UseReply {
+                        use_id: u.id.clone(),
                         discount: u.discount,
                         total: u.cart_total - u.discount,
-                    };
-                    Ok(Reply::json(
-                        201,
-                        &UseReply {
-                            use_id: u.id,
-                            discount: applied.discount,
-                            total: applied.total,
-                            held_until: u.held_until,
-                        },
-                    ))
-                }
+                        held_until: u.held_until,
+                    },
+                ));
+            }
+            if why.disabled {
+                return Ok(Reply::not_applicable(NotApplicable::Disabled));
+            }
+            if let Some(u) = why.order_use {
+                return Ok(Reply::already_used(Some(u.id)));
+            }
+            match why.mine {
                 Some(u) => {
                     flags::add_holder(redis, &rules.code, customer, &u.id).await?;
-                    Ok(Reply::refusal(CodeRefusal::AlreadyUsed))
+                    Ok(Reply::already_used(Some(u.id)))
                 }
                 None => Ok(Reply::refusal(CodeRefusal::UsedUp)),
             }
@@ -338,7 +353,7 @@ pub async fn release(state: &AppState, id: &str) -> ApiResult<Reply> {
 async fn learn_release(state: &AppState, r: &Released) -> redis::RedisResult<()> {
     let mut redis = state.redis.clone();
     flags::drop_holder(&mut redis, &r.code, &r.customer_id, &r.use_id).await?;
-    flags::publish(&mut redis, &r.code, r.uses_left, r.version).await
+    flags::publish(&mut redis, &r.code, r.uses_left, r.version, r.disabled).await
 }
 
 /// Uses released per sweep statement.

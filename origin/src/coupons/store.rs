@@ -114,13 +114,14 @@ pub async fn find_rules(db: &PgPool, code: &str) -> Result<Option<CodeRules>, sq
     Ok(row.as_ref().map(rules_of))
 }
 
-/// The code's rules and its uses left (admin view; reads the counter row).
+/// The code's rules, its uses left and when it was disabled (admin view; reads the counter
+/// row).
 pub async fn find_with_uses_left(
     db: &PgPool,
     code: &str,
-) -> Result<Option<(CodeRules, i64)>, sqlx::Error> {
+) -> Result<Option<(CodeRules, i64, Option<DateTime<Utc>>)>, sqlx::Error> {
     let row = sqlx::query(&format!(
-        "SELECT {RULES_COLUMNS}, c.uses_left FROM coupon_codes c
+        "SELECT {RULES_COLUMNS}, c.uses_left, c.disabled_at FROM coupon_codes c
            JOIN coupon_rules r ON r.id = c.rules_id
            LEFT JOIN coupon_batches b ON b.rules_id = r.id
           WHERE c.code = $1"
@@ -128,7 +129,7 @@ pub async fn find_with_uses_left(
     .bind(code)
     .fetch_optional(db)
     .await?;
-    Ok(row.map(|row| (rules_of(&row), row.get("uses_left"))))
+    Ok(row.map(|row| (rules_of(&row), row.get("uses_left"), row.get("disabled_at"))))
 }
 
 /// A use to take.
@@ -155,21 +156,28 @@ pub enum Take {
         uses_left: i64,
         version: i64,
     },
-    /// Refused: no use left, or she holds / used it already. See [`refusal`].
+    /// Refused: no use left, the code is disabled, she holds / used it already, or the order
+    /// has a use of it. See [`refusal`].
     Refused,
 }
 
 /// The one atomic step of a use (seed "Coupons", decision 3): one statement takes one of the
-/// uses left only if any is left (`uses_left > 0`, never below zero) and saves her use as
-/// held. Once per customer is the partial unique index on (code, customer) over held and used
-/// uses: a second use of hers that slips past the `NOT EXISTS` (two at once) fails the insert,
-/// which undoes the take of the same statement.
+/// uses left only if any is left (`uses_left > 0`, never below zero), the code is not
+/// disabled and the order has no held or used use of the code, and saves her use as held.
+/// Once per customer and one use per (code, order) are partial unique indexes over held and
+/// used uses (`coupon_uses_once_per_customer`, `coupon_uses_one_per_order`): a second use
+/// that slips past the `NOT EXISTS` checks (two at once) fails the insert, which undoes the
+/// take of the same statement.
 pub async fn take(db: &PgPool, u: &NewUse<'_>) -> Result<Take, sqlx::Error> {
     let row = sqlx::query(
         "WITH take AS (
             UPDATE coupon_codes c SET uses_left = c.uses_left - 1, version = c.version + 1
               FROM coupon_rules r
              WHERE c.code = $2 AND r.id = c.rules_id AND c.uses_left > 0
+               AND c.disabled_at IS NULL
+               AND NOT EXISTS (
+                   SELECT 1 FROM coupon_uses o
+                    WHERE o.code = $2 AND o.order_ref = $4 AND o.status IN ('held', 'used'))
                AND NOT (r.once_per_customer AND EXISTS (
                    SELECT 1 FROM coupon_uses u
                     WHERE u.code = $2 AND u.customer_id = $3 AND u.status IN ('held', 'used')))
@@ -243,13 +251,27 @@ fn use_of(row: &sqlx::postgres::PgRow) -> UseRow {
 const USE_COLUMNS: &str =
     "id, code, customer_id, cart_total, discount, status, held_until, idempotency_key, request_fp";
 
-/// Why a take was refused: her held or used use of the code (when once per customer), and the
-/// counter's `(uses_left, version)`.
+/// Why a take was refused, read after it.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    /// Her held or used use of the code (when once per customer).
+    pub mine: Option<UseRow>,
+    /// The order's held or used use of the code (one use per (code, order)).
+    pub order_use: Option<UseRow>,
+    /// The counter: uses left and its version.
+    pub uses_left: i64,
+    pub version: i64,
+    /// True when a manager disabled the code.
+    pub disabled: bool,
+}
+
+/// Why a take was refused: her use, the order's use, the counter and the disabled flag.
 pub async fn refusal(
     db: &PgPool,
     code: &str,
     customer: &str,
-) -> Result<(Option<UseRow>, i64, i64), sqlx::Error> {
+    order: &str,
+) -> Result<Refusal, sqlx::Error> {
     let mine = sqlx::query(&format!(
         "SELECT {USE_COLUMNS} FROM coupon_uses
           WHERE code = $1 AND customer_id = $2 AND once_per_customer
@@ -260,13 +282,29 @@ pub async fn refusal(
     .bind(customer)
     .fetch_optional(db)
     .await?;
-    let (left, version): (i64, i64) =
-        sqlx::query_as("SELECT uses_left, version FROM coupon_codes WHERE code = $1")
-            .bind(code)
-            .fetch_optional(db)
-            .await?
-            .unwrap_or((0, 0));
-    Ok((mine.as_ref().map(use_of), left, version))
+    let order_use = sqlx::query(&format!(
+        "SELECT {USE_COLUMNS} FROM coupon_uses
+          WHERE code = $1 AND order_ref = $2 AND status IN ('held', 'used')
+          LIMIT 1"
+    ))
+    .bind(code)
+    .bind(order)
+    .fetch_optional(db)
+    .await?;
+    let (uses_left, version, disabled): (i64, i64, bool) = sqlx::query_as(
+        "SELECT uses_left, version, disabled_at IS NOT NULL FROM coupon_codes WHERE code = $1",
+    )
+    .bind(code)
+    .fetch_optional(db)
+    .await?
+    .unwrap_or((0, 0, false));
+    Ok(Refusal {
+        mine: mine.as_ref().map(use_of),
+        order_use: order_use.as_ref().map(use_of),
+        uses_left,
+        version,
+        disabled,
+    })
 }
 
 /// A use by id.
@@ -301,6 +339,8 @@ pub struct Released {
     pub customer_id: String,
     pub uses_left: i64,
     pub version: i64,
+    /// True when the code is disabled.
+    pub disabled: bool,
 }
 
 fn released_of(row: &sqlx::postgres::PgRow) -> Released {
@@ -310,6 +350,7 @@ fn released_of(row: &sqlx::postgres::PgRow) -> Released {
         customer_id: row.get("customer_id"),
         uses_left: row.get("uses_left"),
         version: row.get("version"),
+        disabled: row.get("disabled"),
     }
 }
 
@@ -327,9 +368,10 @@ pub async fn release(db: &PgPool, id: &str) -> Result<Option<Released>, sqlx::Er
             UPDATE coupon_codes SET uses_left = coupon_codes.uses_left + 1,
                    version = coupon_codes.version + 1
               FROM u WHERE coupon_codes.code = u.code
-            RETURNING coupon_codes.code, coupon_codes.uses_left, coupon_codes.version
+            RETURNING coupon_codes.code, coupon_codes.uses_left, coupon_codes.version,
+                      coupon_codes.disabled_at IS NOT NULL AS disabled
          )
-         SELECT u.id, u.code, u.customer_id, c.uses_left, c.version FROM u JOIN c ON c.code = u.code",
+         SELECT u.id, u.code, u.customer_id, c.uses_left, c.version, c.disabled FROM u JOIN c ON c.code = u.code",
     )
     .bind(id)
     .fetch_optional(db)
@@ -356,9 +398,10 @@ pub async fn sweep(db: &PgPool, limit: i64) -> Result<Vec<Released>, sqlx::Error
             UPDATE coupon_codes SET uses_left = coupon_codes.uses_left + n.n,
                    version = coupon_codes.version + 1
               FROM n WHERE coupon_codes.code = n.code
-            RETURNING coupon_codes.code, coupon_codes.uses_left, coupon_codes.version
+            RETURNING coupon_codes.code, coupon_codes.uses_left, coupon_codes.version,
+                      coupon_codes.disabled_at IS NOT NULL AS disabled
          )
-         SELECT u.id, u.code, u.customer_id, c.uses_left, c.version FROM u JOIN c ON c.code = u.code",
+         SELECT u.id, u.code, u.customer_id, c.uses_left, c.version, c.disabled FROM u JOIN c ON c.code = u.code",
     )
     .bind(limit)
     .fetch_all(db)

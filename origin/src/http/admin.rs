@@ -10,6 +10,7 @@
 //! on a write. Errors have the documented body `{"result","message"}`.
 
 pub mod dashboard;
+pub mod idempotency;
 
 use super::extract::Path;
 use axum::body::Body;
@@ -150,7 +151,7 @@ pub async fn change(
                 seq = audit.seq,
                 "campaign changed by a manager"
             );
-            (true, Some(audit), gate)
+            (true, Some(*audit), gate)
         }
     };
     tracing::Span::current().record("outcome", change.action());

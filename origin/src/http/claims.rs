@@ -70,13 +70,19 @@ pub async fn create(
 
 /// Her active claim on the campaign: 200 `{"result":"claimed","claim":{…}}`, 404 when she has
 /// none. Lets a customer whose reply was lost (or answered `sold_out` by the edge after she
-/// won) find her claim. Customer token required (401).
+/// won) find her claim. Customer token required (401); a campaign id that is not a slug is a
+/// 404 without a query.
 pub async fn mine(
     State(state): State<AppState>,
     Path(campaign): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let customer = extract::customer(&headers, &state.config.customer_token_secret)?;
+    if !is_valid_slug(&campaign) {
+        return Err(ApiError::NotFound(
+            "no active claim on this campaign".into(),
+        ));
+    }
     let row = store::find_active(&state.db, &campaign, &customer)
         .await?
         .ok_or_else(|| ApiError::NotFound("no active claim on this campaign".into()))?;

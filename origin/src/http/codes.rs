@@ -21,34 +21,36 @@
 //! - `GET /admin/v1/codes/{code}` → 200 `AdminCode` with `uses_left`.
 //! - `POST /admin/v1/codes/batches` ([`flashgate_shared::api::coupons::NewCodeBatch`]) → 201
 //!   `CodeBatch`.
-//! - `GET /admin/v1/codes/batches/{id}.csv` → 200 `text/csv`, header `code`, one code a line,
-//!   streamed.
+//! - `PATCH /admin/v1/codes/{code}` `{"action":"disable"|"enable"}` → 200 `{changed, code,
+//!   audit}`; 404; 422 for an unknown action.
+//! - `GET /admin/v1/codes/batches/{id}.csv` (manager) → 200 `text/csv`, header `code`, one code
+//!   a line, streamed; audited (`export`).
 //!
 //! Request errors: 400 `invalid_json` / `invalid_idempotency_key`, 401, 403, 413, 415, 422
 //! `validation_failed` (e.g. a negative `cart_total`), 429 `rate_limited` + `Retry-After`
 //! (failed tries spent), 503 `unavailable` + `Retry-After`. Never 500 for anything a client
 //! sends; a refused request changes nothing (except one guess token for an unknown code).
 
-use std::net::{IpAddr, SocketAddr};
-
 use axum::body::Body;
-use axum::extract::connect_info::ConnectInfo;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
-use axum::http::{header, Extensions, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, Extensions, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::coupons::{
-    validate_offer, AdminCode, CheckRequest, CodeBatch, CodeKind, NewCode, NewCodeBatch, Offer,
-    UseRequest, MAX_BATCH_COUNT, MAX_CART_TOTAL, MAX_CODE_LIMIT, MAX_ORDER_LEN,
+    validate_offer, AdminCode, CheckRequest, CodeBatch, CodeChange, CodeKind, NewCode,
+    NewCodeBatch, Offer, UseRequest, MAX_BATCH_COUNT, MAX_CART_TOTAL, MAX_CODE_LIMIT,
+    MAX_ORDER_LEN,
 };
 use flashgate_shared::MAX_CLAIM_BODY_BYTES;
 use futures::TryStreamExt;
 use sqlx::postgres::PgPoolCopyExt;
 
-use super::extract;
+use super::extract::{self, Admin, Role};
+use crate::admin::audit::AuditEntry;
+use crate::coupons::admin::{self, CodeAction};
 use crate::coupons::service::{self, Reply, Trier, UseCall};
 use crate::coupons::store::{self, NewRules};
-use crate::coupons::{batch, CodeRules, RulesCache};
+use crate::coupons::{batch, flags, CodeRules, RulesCache};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -65,22 +67,6 @@ fn send(reply: Reply) -> Response {
             .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     }
     res
-}
-
-/// The client IP: the first entry of the configured header when it parses as an IP address,
-/// else the TCP peer when the server records it, else unknown (no per-IP bucket).
-fn client_ip(state: &AppState, headers: &HeaderMap, ext: &Extensions) -> Option<String> {
-    let from_header = headers
-        .get(state.config.client_ip_header.as_str())
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(',').next())
-        .and_then(|v| v.trim().parse::<IpAddr>().ok());
-    from_header
-        .or_else(|| {
-            ext.get::<ConnectInfo<SocketAddr>>()
-                .map(|ConnectInfo(a)| a.ip())
-        })
-        .map(|ip| ip.to_string())
 }
 
 /// The raw code of the path; a path that does not decode is an unknown code.
@@ -103,9 +89,12 @@ fn check_cart(cart_total: i64, currency: Option<&str>) -> ApiResult<()> {
 }
 
 /// The common checks of check and use, in order: customer token (401), `Content-Type` (415),
-/// size ≤ 4 KiB (413). Returns who calls and the body bytes.
+/// size ≤ 4 KiB (413), edge signature when present (403 when invalid,
+/// [`extract::edge_proof`]). Returns who calls — the customer and the client IP of
+/// [`extract::client_ip`] — and the body bytes.
 async fn shopper_call(
     state: &AppState,
+    uri: &Uri,
     headers: &HeaderMap,
     ext: &Extensions,
     body: Body,
@@ -113,23 +102,32 @@ async fn shopper_call(
     let customer = extract::customer(headers, &state.config.customer_token_secret)?;
     extract::require_json(headers)?;
     let bytes = extract::read_body(headers, body, MAX_CLAIM_BODY_BYTES).await?;
+    let proof = extract::edge_proof(
+        headers,
+        state.config.edge_secret.as_ref(),
+        "POST",
+        uri.path(),
+        &bytes,
+    )?;
     let who = Trier {
         customer,
-        ip: client_ip(state, headers, ext),
+        ip: extract::client_ip(proof, headers, ext).map(|ip| ip.to_string()),
     };
     Ok((who, bytes))
 }
 
 /// `POST /api/v1/codes/{code}/check`. Checks in order: customer token (401), `Content-Type`
-/// (415), size ≤ 4 KiB (413), body (400 / 422), then [`service::check`].
+/// (415), size ≤ 4 KiB (413), edge signature when present (403), body (400 / 422), then
+/// [`service::check`].
 pub async fn check(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,
+    uri: Uri,
     ext: Extensions,
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let (who, bytes) = shopper_call(&state, &headers, &ext, body).await?;
+    let (who, bytes) = shopper_call(&state, &uri, &headers, &ext, body).await?;
     let req: CheckRequest = extract::parse_json(&bytes)?;
     check_cart(req.cart_total, req.currency.as_deref())?;
     let reply = service::check(&state, &raw_code(path), &who, &req).await?;
@@ -137,8 +135,8 @@ pub async fn check(
 }
 
 /// `POST /api/v1/codes/{code}/use`. Checks in order: customer token (401), `Content-Type`
-/// (415), size ≤ 4 KiB (413), `Idempotency-Key` (400), body (400 / 422), then
-/// [`service::use_code`].
+/// (415), size ≤ 4 KiB (413), edge signature when present (403), `Idempotency-Key` (400),
+/// body (400 / 422), then [`service::use_code`].
 ///
 /// Retries with the same `Idempotency-Key`: once the first request has answered, its reply
 /// again, byte for byte; while it is still running, 409 `{"result":"in_progress"}` with
@@ -147,22 +145,17 @@ pub async fn check(
 pub async fn use_code(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,
+    uri: Uri,
     ext: Extensions,
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let (who, bytes) = shopper_call(&state, &headers, &ext, body).await?;
+    let (who, bytes) = shopper_call(&state, &uri, &headers, &ext, body).await?;
     let key = extract::idempotency_key(&headers)?;
     let req: UseRequest = extract::parse_json(&bytes)?;
     check_cart(req.cart_total, req.currency.as_deref())?;
-    if req.order.is_empty()
-        || req.order.len() > MAX_ORDER_LEN
-        || !req.order.bytes().all(|b| b.is_ascii_graphic())
-    {
-        return Err(ApiError::validation(format!(
-            "order must be 1 to {MAX_ORDER_LEN} visible ASCII characters"
-        )));
-    }
+    flashgate_shared::text::check_visible_ascii("order", &req.order, MAX_ORDER_LEN)
+        .map_err(ApiError::validation)?;
     let call = UseCall {
         who,
         idempotency_key: key,
@@ -212,17 +205,18 @@ pub async fn release(
 
 // ---- ADMIN HANDLERS -------------------------------------------------------------------------
 
-/// The one admin-token check of this file: a write needs a manager token, a read a viewer's.
-fn require_admin(headers: &HeaderMap, state: &AppState, write: bool) -> ApiResult<()> {
-    let role = if write {
-        extract::Role::Manager
-    } else {
-        extract::Role::Viewer
-    };
-    extract::admin(headers, state, role).map(|_| ())
+/// The one admin-token check of this file: the role each call needs is named at the call
+/// (a viewer may read rules and uses left; anything that writes or hands out codes — which are
+/// money — needs a manager). Returns who called, for the audit trail.
+fn require_admin(headers: &HeaderMap, state: &AppState, needed: Role) -> ApiResult<Admin> {
+    extract::admin(headers, state, needed)
 }
 
-fn admin_view(code: &CodeRules, uses_left: i64) -> AdminCode {
+fn admin_view(
+    code: &CodeRules,
+    uses_left: i64,
+    disabled_at: Option<chrono::DateTime<chrono::Utc>>,
+) -> AdminCode {
     let r = &code.rules;
     AdminCode {
         code: code.code.clone(),
@@ -237,6 +231,7 @@ fn admin_view(code: &CodeRules, uses_left: i64) -> AdminCode {
         uses_left,
         once_per_customer: r.once_per_customer,
         batch: code.batch.clone(),
+        disabled_at,
     }
 }
 
@@ -291,7 +286,7 @@ pub async fn admin_create(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    require_admin(&headers, &state, true)?;
+    require_admin(&headers, &state, Role::Manager)?;
     let new: NewCode = extract::json_body(&headers, body).await?;
     let code = flashgate_shared::code::normalise(&new.code).ok_or_else(|| {
         ApiError::validation("code must be 1 to 64 characters A-Z and 0-9 after normalisation")
@@ -313,7 +308,7 @@ pub async fn admin_create(
     RulesCache::global().forget(&code);
     Ok((
         StatusCode::CREATED,
-        axum::Json(admin_view(&created, created.rules.use_limit)),
+        axum::Json(admin_view(&created, created.rules.use_limit, None)),
     )
         .into_response())
 }
@@ -324,14 +319,68 @@ pub async fn admin_show(
     path: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    require_admin(&headers, &state, false)?;
+    require_admin(&headers, &state, Role::Viewer)?;
     let raw = raw_code(path);
     let not_found = || ApiError::NotFound(format!("no code {raw}"));
     let code = flashgate_shared::code::normalise(&raw).ok_or_else(not_found)?;
-    let (rules, left) = store::find_with_uses_left(&state.db, &code)
+    let (rules, left, disabled_at) = store::find_with_uses_left(&state.db, &code)
         .await?
         .ok_or_else(not_found)?;
-    Ok(axum::Json(admin_view(&rules, left)).into_response())
+    Ok(axum::Json(admin_view(&rules, left, disabled_at)).into_response())
+}
+
+/// `PATCH /admin/v1/codes/{code}` reply.
+#[derive(Debug, serde::Serialize)]
+pub struct CodeChangeReply {
+    /// False when the code already was that way (nothing written, no audit row).
+    pub changed: bool,
+    /// The code after the change, with `uses_left` and `disabled_at`.
+    pub code: AdminCode,
+    /// The audit row of the change; `null` when nothing changed.
+    pub audit: Option<AuditEntry>,
+}
+
+/// `PATCH /admin/v1/codes/{code}` (manager token) with [`CodeChange`]: `{"action":"disable"}`
+/// makes every origin refuse the code (422 `not_applicable`, `reason: "disabled"`) — at once,
+/// since the cached state in Redis every origin reads is written before this reply — and
+/// `{"action":"enable"}` undoes it. One statement with its audit row. 200
+/// [`CodeChangeReply`]; 404 unknown code; 422 `validation_failed` for an unknown action.
+pub async fn admin_change(
+    State(state): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let who = require_admin(&headers, &state, Role::Manager)?;
+    let raw = raw_code(path);
+    let not_found = || ApiError::NotFound(format!("no code {raw}"));
+    let change: CodeChange = extract::json_body(&headers, body).await?;
+    let action = CodeAction::parse(&change.action).map_err(ApiError::validation)?;
+    let code = flashgate_shared::code::normalise(&raw).ok_or_else(not_found)?;
+    let done = admin::switch(&state.db, &code, &who.name, action)
+        .await?
+        .ok_or_else(not_found)?;
+    let mut redis = state.redis.clone();
+    flags::publish(
+        &mut redis,
+        &code,
+        done.uses_left,
+        done.version,
+        done.disabled_at.is_some(),
+    )
+    .await?;
+    if done.changed {
+        tracing::info!(code = %code, actor = %who.name, action = action.as_str(), "code switched by a manager");
+    }
+    let (rules, left, disabled_at) = store::find_with_uses_left(&state.db, &code)
+        .await?
+        .ok_or_else(not_found)?;
+    Ok(axum::Json(CodeChangeReply {
+        changed: done.changed,
+        code: admin_view(&rules, left, disabled_at),
+        audit: done.audit,
+    })
+    .into_response())
 }
 
 /// `POST /admin/v1/codes/batches` (manager token): generates and saves `count` one-time codes
@@ -341,7 +390,7 @@ pub async fn batch_create(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    require_admin(&headers, &state, true)?;
+    require_admin(&headers, &state, Role::Manager)?;
     let new: NewCodeBatch = extract::json_body(&headers, body).await?;
     if !(1..=MAX_BATCH_COUNT).contains(&new.count) {
         return Err(ApiError::validation(format!(
@@ -360,20 +409,22 @@ pub async fn batch_create(
     Ok((StatusCode::CREATED, axum::Json(body)).into_response())
 }
 
-/// `GET /admin/v1/codes/batches/{id}.csv` (viewer or manager token): the batch's codes as CSV,
-/// streamed from PostgreSQL `COPY … TO STDOUT`.
+/// `GET /admin/v1/codes/batches/{id}.csv` (manager token: one-time codes are money, so a
+/// viewer gets 403): the batch's codes as CSV, streamed from PostgreSQL `COPY … TO STDOUT`.
+/// Each export first writes an `export` audit row (who, which batch, how many codes).
 pub async fn batch_csv(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    require_admin(&headers, &state, false)?;
+    let who = require_admin(&headers, &state, Role::Manager)?;
     let file = path.map(|Path(f)| f).unwrap_or_default();
     let not_found = || ApiError::NotFound(format!("no batch file {file}"));
     let id = file.strip_suffix(".csv").ok_or_else(not_found)?;
-    let rules_id = batch::rules_of(&state.db, id)
+    let (rules_id, audit) = admin::audit_export(&state.db, id, &who.name)
         .await?
         .ok_or_else(not_found)?;
+    tracing::info!(batch = %id, actor = %who.name, seq = audit.seq, "one-time codes exported");
     let statement = batch::csv_statement(rules_id);
     let stream = state.db.copy_out_raw(&statement).await?;
     let stream = stream.map_err(|e| std::io::Error::other(e.to_string()));

@@ -1,8 +1,12 @@
-//! Request checks shared by handlers: credentials, the edge signature, and JSON bodies.
+//! Request checks shared by handlers: credentials, the edge signature, the client IP, and
+//! JSON bodies.
 //! Each refusal is an [`ApiError`] with the documented body; none touches a store.
 
+use std::net::{IpAddr, SocketAddr};
+
 use axum::body::{Body, Bytes};
-use axum::http::{header, HeaderMap};
+use axum::extract::connect_info::ConnectInfo;
+use axum::http::{header, Extensions, HeaderMap};
 use flashgate_shared::{signature, token};
 use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq;
@@ -28,7 +32,7 @@ fn bearer_of(headers: &HeaderMap) -> ApiResult<&str> {
 /// The customer id from a valid customer token (HS256 JWT). 401 otherwise.
 pub fn customer(headers: &HeaderMap, secret: &Secret) -> ApiResult<String> {
     let jwt = bearer_of(headers)?;
-    let now = chrono::Utc::now().timestamp();
+    let now = token::NumericDate::from_unix_ms(chrono::Utc::now().timestamp_millis());
     token::verify(jwt, secret.expose().as_bytes(), now)
         .map(|c| c.sub)
         .map_err(|e| ApiError::Unauthorized(e.message().into()))
@@ -89,7 +93,56 @@ pub fn idempotency_key(headers: &HeaderMap) -> ApiResult<String> {
         })
 }
 
-/// Checks the edge signature when an edge secret is configured. 403 when missing or invalid.
+/// What the edge signature of a request proves ([`flashgate_shared::signature`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeProof {
+    /// No edge secret is configured: nothing is signed, nothing is required.
+    NotConfigured,
+    /// The request carries no edge signature (it did not come through the edge).
+    Unsigned,
+    /// A valid, fresh edge signature over the method, path, body, `Authorization`,
+    /// `Idempotency-Key` and `Flashgate-Client-Ip` as received.
+    Signed,
+}
+
+fn forbidden_signature() -> ApiError {
+    ApiError::Forbidden("missing or invalid edge signature: send this through the edge".into())
+}
+
+/// Checks the edge signature when an edge secret is configured. 403 `forbidden` when one is
+/// present but malformed, stale (more than 60 s off) or does not match the request (another
+/// token, idempotency key, client IP, path or body than the edge signed).
+pub fn edge_proof(
+    headers: &HeaderMap,
+    secret: Option<&Secret>,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> ApiResult<EdgeProof> {
+    let Some(secret) = secret else {
+        return Ok(EdgeProof::NotConfigured);
+    };
+    let Some(header) = headers.get(flashgate_shared::EDGE_SIGNATURE_HEADER) else {
+        return Ok(EdgeProof::Unsigned);
+    };
+    let raw = |name: &str| headers.get(name).map(|v| v.as_bytes());
+    let signed = signature::Signed {
+        method,
+        path,
+        body,
+        authorization: raw(header::AUTHORIZATION.as_str()),
+        idempotency_key: raw(flashgate_shared::IDEMPOTENCY_KEY_HEADER),
+        client_ip: raw(flashgate_shared::CLIENT_IP_HEADER),
+    };
+    let now = chrono::Utc::now().timestamp();
+    let header = header.to_str().ok();
+    signature::verify(secret.expose().as_bytes(), header, &signed, now)
+        .map(|()| EdgeProof::Signed)
+        .map_err(|_| forbidden_signature())
+}
+
+/// Requires a valid edge signature ([`edge_proof`]) when an edge secret is configured: 403
+/// `forbidden` when it is missing or invalid.
 pub fn edge_signature(
     headers: &HeaderMap,
     secret: Option<&Secret>,
@@ -97,15 +150,25 @@ pub fn edge_signature(
     path: &str,
     body: &[u8],
 ) -> ApiResult<()> {
-    let Some(secret) = secret else { return Ok(()) };
-    let header = headers
-        .get(flashgate_shared::EDGE_SIGNATURE_HEADER)
-        .and_then(|v| v.to_str().ok());
-    let now = chrono::Utc::now().timestamp();
-    signature::verify(secret.expose().as_bytes(), header, method, path, body, now).map_err(|_| {
-        ApiError::Forbidden(
-            "claims must come through the edge (missing or invalid edge signature)".into(),
-        )
+    match edge_proof(headers, secret, method, path, body)? {
+        EdgeProof::Unsigned => Err(forbidden_signature()),
+        EdgeProof::NotConfigured | EdgeProof::Signed => Ok(()),
+    }
+}
+
+/// The client's IP address: the `Flashgate-Client-Ip` the edge forwarded, only on a request
+/// whose edge signature verified ([`EdgeProof::Signed`]); otherwise the TCP peer when the
+/// server records it. Client-supplied `CF-Connecting-IP` or `X-Forwarded-For` are never
+/// trusted. `None` when neither is known (no per-IP limit applies).
+pub fn client_ip(proof: EdgeProof, headers: &HeaderMap, ext: &Extensions) -> Option<IpAddr> {
+    let signed = (proof == EdgeProof::Signed)
+        .then(|| headers.get(flashgate_shared::CLIENT_IP_HEADER))
+        .flatten()
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<IpAddr>().ok());
+    signed.or_else(|| {
+        ext.get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(a)| a.ip())
     })
 }
 
@@ -130,6 +193,22 @@ pub fn require_json(headers: &HeaderMap) -> ApiResult<()> {
 /// reset connection; past this bound the connection is closed instead.
 pub const MAX_DRAINED_BODY_BYTES: usize = 8 * 1024 * 1024;
 
+/// 408 `request_timeout` when the body did not arrive within `FLASHGATE_BODY_READ_TIMEOUT_MS`
+/// (the body timeout layer's error), else 400 `invalid_request`.
+fn body_error(e: &axum::Error) -> ApiError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if s.is::<tower_http::timeout::TimeoutError>() {
+            return ApiError::RequestTimeout("the body did not arrive in time".into());
+        }
+        source = s.source();
+    }
+    ApiError::BadRequest(
+        flashgate_shared::api::codes::INVALID_REQUEST,
+        "the body could not be read".into(),
+    )
+}
+
 /// Reads at most `limit` bytes of body. 413 when larger (by Content-Length or by count); the
 /// excess, up to [`MAX_DRAINED_BODY_BYTES`], is read and dropped, never kept in memory.
 pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> ApiResult<Bytes> {
@@ -144,12 +223,7 @@ pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> ApiResu
     let mut seen = 0usize;
     if declared.is_none_or(|n| n <= limit as u64) {
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|_| {
-                ApiError::BadRequest(
-                    flashgate_shared::api::codes::INVALID_REQUEST,
-                    "the body could not be read".into(),
-                )
-            })?;
+            let chunk = chunk.map_err(|e| body_error(&e))?;
             seen += chunk.len();
             if seen > limit {
                 break;

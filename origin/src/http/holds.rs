@@ -13,8 +13,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{
-    is_visible_ascii, HoldReply, PayRequest, ReleaseRequest, MAX_PAYMENT_REF_LEN, MAX_REASON_LEN,
+    HoldReply, PayRequest, ReleaseRequest, MAX_PAYMENT_REF_LEN, MAX_REASON_LEN,
 };
+use flashgate_shared::text;
 use serde::de::DeserializeOwned;
 
 use super::extract::{self, Path};
@@ -71,11 +72,8 @@ pub async fn pay(
         return Err(no_claim(&id));
     }
     let req: PayRequest = extract::json_body(&headers, body).await?;
-    if !is_visible_ascii(&req.payment_ref, MAX_PAYMENT_REF_LEN) {
-        return Err(ApiError::validation(format!(
-            "payment_ref must be 1 to {MAX_PAYMENT_REF_LEN} visible ASCII characters"
-        )));
-    }
+    text::check_visible_ascii("payment_ref", &req.payment_ref, MAX_PAYMENT_REF_LEN)
+        .map_err(ApiError::validation)?;
     let reply = lifecycle::pay(&state.db, &id, &req.payment_ref, SERVICE_ACTOR)
         .await?
         .ok_or_else(|| no_claim(&id))?;
@@ -83,7 +81,7 @@ pub async fn pay(
 }
 
 /// Releases a hold; its unit goes back to `remaining` and to the gate, exactly once however
-/// many releases and sweeps race. Optional body `{"reason": "<1..=200 characters>"}` for the
+/// many releases and sweeps race. Optional body `{"reason": "<1..=200 characters, no control character>"}` for the
 /// ledger. 200 `released` (also when repeated); 409 `hold_expired` when the sweeper expired it
 /// first (its unit is back all the same); 409 `already_paid`; 409 `not_a_hold`.
 pub async fn release(
@@ -99,12 +97,10 @@ pub async fn release(
     }
     let req: ReleaseRequest = optional_json(&headers, body).await?;
     let reason = match &req.reason {
-        Some(r) if r.trim().is_empty() || r.chars().count() > MAX_REASON_LEN => {
-            return Err(ApiError::validation(format!(
-                "reason must be 1 to {MAX_REASON_LEN} characters"
-            )))
+        Some(r) => {
+            text::check_free_text("reason", r, MAX_REASON_LEN).map_err(ApiError::validation)?;
+            r.as_str()
         }
-        Some(r) => r.as_str(),
         None => DEFAULT_RELEASE_REASON,
     };
     let (reply, returned) = lifecycle::release(&state.db, &id, SERVICE_ACTOR, reason)

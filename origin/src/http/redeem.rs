@@ -10,7 +10,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use flashgate_shared::api::{codes, is_visible_ascii, RedeemRequest, MAX_REASON_LEN};
+use flashgate_shared::api::{codes, RedeemRequest, MAX_REASON_LEN};
 use flashgate_shared::code;
 
 use super::{extract, holds};
@@ -41,12 +41,11 @@ pub async fn redeem(
     let code = coupon_code(&raw)?;
     let req: RedeemRequest = holds::optional_json(&headers, body).await?;
     let actor = match &req.store {
-        Some(s) if !is_visible_ascii(s, MAX_REASON_LEN) => {
-            return Err(ApiError::validation(format!(
-                "store must be 1 to {MAX_REASON_LEN} visible ASCII characters"
-            )))
+        Some(s) => {
+            flashgate_shared::text::check_visible_ascii("store", s, MAX_REASON_LEN)
+                .map_err(ApiError::validation)?;
+            format!("pos:{s}")
         }
-        Some(s) => format!("pos:{s}"),
         None => "pos".to_string(),
     };
     tracing::Span::current().record("outcome", "redeem");

@@ -232,7 +232,7 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         .map(|i| {
             let claims = CustomerClaims {
                 sub: customer_id(i),
-                exp,
+                exp: exp.into(),
                 nbf: None,
             };
             format!("Bearer {}", mint(&claims, args.token_secret.as_bytes()))

@@ -1,0 +1,229 @@
+//! Bounded time for slow or stuck clients and slow statements (issue 10, case 8): headers that
+//! drip in are cut off, a body that never finishes is 408, a request past its deadline is 408,
+//! a PostgreSQL statement cancelled by `statement_timeout` is 503 + `Retry-After`, and a value
+//! PostgreSQL refuses is a 4xx, never a 503. Real origin over raw TCP, real PostgreSQL.
+
+use std::time::{Duration, Instant};
+
+use axum::response::IntoResponse;
+use flashgate_origin::error::ApiError;
+use flashgate_tests::support::{test_config, TestOrigin};
+use sqlx::postgres::PgPoolOptions;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Reads an answer with a JSON body: until the server closes the connection, the bytes end
+/// with `}` (the body is complete), or `deadline` passes.
+async fn read_answer(stream: &mut TcpStream, deadline: Instant) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while Instant::now() < deadline && !got.ends_with(b"}") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    got
+}
+
+fn addr(o: &TestOrigin) -> String {
+    o.url.trim_start_matches("http://").to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_dripped_a_byte_at_a_time_are_cut_off_within_the_header_read_bound() {
+    let mut config = test_config();
+    config.header_read_timeout_ms = 600;
+    let o = TestOrigin::start_with(config).await;
+    let mut s = TcpStream::connect(addr(&o)).await.expect("connect");
+    let started = Instant::now();
+    let request = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ".to_vec();
+    let filler = std::iter::repeat(b'a');
+    let mut closed_after = None;
+    let mut buf = [0u8; 1024];
+    // One byte every 100 ms, never ending the headers; stop when the server hangs up.
+    for b in request.into_iter().chain(filler).take(100) {
+        if s.write_all(&[b]).await.is_err() {
+            closed_after = Some(started.elapsed());
+            break;
+        }
+        match tokio::time::timeout(Duration::from_millis(100), s.read(&mut buf)).await {
+            Ok(Ok(_)) | Ok(Err(_)) => {
+                // Closed (0 bytes / reset) or a final answer (408) before the close.
+                closed_after = Some(started.elapsed());
+                break;
+            }
+            Err(_) => {}
+        }
+    }
+    let closed_after = closed_after.expect("the server never cut off a client dripping headers");
+    assert!(
+        closed_after >= Duration::from_millis(500) && closed_after < Duration::from_millis(2_600),
+        "cut off after {closed_after:?}, bound 600 ms"
+    );
+    // The origin still serves everyone else.
+    let ok = o
+        .http
+        .get(format!("{}/healthz", o.url))
+        .send()
+        .await
+        .expect("healthz");
+    assert_eq!(ok.status(), 200);
+    o.stop().await;
+}
+
+/// Sends the head of a pay call announcing a 100-byte body, then only part of it.
+async fn start_unfinished_body(o: &TestOrigin) -> TcpStream {
+    let mut s = TcpStream::connect(addr(o)).await.expect("connect");
+    let head = format!(
+        "POST /api/v1/claims/c_0123/pay HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"payment_r",
+        o.config.service_token.expose()
+    );
+    s.write_all(head.as_bytes()).await.expect("write");
+    s
+}
+
+fn assert_408(answer: &[u8]) {
+    let text = String::from_utf8_lossy(answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "answer: {text}");
+    assert!(
+        text.contains(r#""result":"request_timeout""#) && text.contains(r#""message":"#),
+        "documented error body: {text}"
+    );
+}
+
+/// Starts an origin with `config`, sends a body that never finishes, checks the answer is a
+/// 408 with the documented body, and returns how long it took.
+async fn time_to_408(config: flashgate_origin::config::Config) -> Duration {
+    let o = TestOrigin::start_with(config).await;
+    let started = Instant::now();
+    let mut s = start_unfinished_body(&o).await;
+    let answer = read_answer(&mut s, Instant::now() + Duration::from_secs(5)).await;
+    let took = started.elapsed();
+    assert_408(&answer);
+    o.stop().await;
+    took
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_never_finishes_is_408_within_the_body_read_bound() {
+    let mut config = test_config();
+    config.body_read_timeout_ms = 500;
+    let took = time_to_408(config).await;
+    assert!(
+        took >= Duration::from_millis(450) && took < Duration::from_millis(2_500),
+        "answered after {took:?}, bound 500 ms"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_past_its_deadline_is_408() {
+    let mut config = test_config();
+    config.body_read_timeout_ms = 30_000;
+    config.request_timeout_ms = 500;
+    let took = time_to_408(config).await;
+    assert!(
+        took >= Duration::from_millis(450) && took < Duration::from_millis(2_500),
+        "answered after {took:?}, bound 500 ms"
+    );
+}
+
+/// The status, `Retry-After` and JSON body an error is answered with.
+async fn answer_of(e: ApiError) -> (u16, Option<String>, serde_json::Value) {
+    let res = e.into_response();
+    let status = res.status().as_u16();
+    let retry = res
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().expect("ascii").to_string());
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 16)
+        .await
+        .expect("body");
+    (
+        status,
+        retry,
+        serde_json::from_slice(&bytes).expect("json body"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_cancelled_by_statement_timeout_is_503_with_retry_after() {
+    let mut config = test_config();
+    config.db_statement_timeout_ms = 1_234;
+    // The origin's own pool runs with the configured statement_timeout.
+    let o = TestOrigin::start_with(config.clone()).await;
+    let shown: String = sqlx::query_scalar("SHOW statement_timeout")
+        .fetch_one(&o.origin.state.db)
+        .await
+        .expect("show");
+    assert_eq!(shown, "1234ms");
+    // A pool with the same options and a tiny timeout: pg_sleep is cancelled (SQLSTATE 57014).
+    config.db_statement_timeout_ms = 50;
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(flashgate_origin::state::pg_options(&config).expect("options"))
+        .await
+        .expect("pool");
+    let started = Instant::now();
+    let err = sqlx::query("SELECT pg_sleep(5)")
+        .execute(&pool)
+        .await
+        .expect_err("cancelled by statement_timeout");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_eq!(
+        err.as_database_error().and_then(|d| d.code()).as_deref(),
+        Some("57014")
+    );
+    let (status, retry, body) = answer_of(ApiError::from(err)).await;
+    assert_eq!((status, retry.as_deref()), (503, Some("1")));
+    assert_eq!(body["result"], "unavailable");
+    assert!(body["message"].is_string());
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_value_postgresql_refuses_is_a_4xx_never_a_503() {
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(flashgate_origin::state::pg_options(&test_config()).expect("options"))
+        .await
+        .expect("pool");
+    // A NUL byte in text: SQLSTATE 22021 (data exception) → 422.
+    let err = sqlx::query("SELECT $1::text")
+        .bind("bad\u{0}name")
+        .execute(&pool)
+        .await
+        .expect_err("PostgreSQL refuses NUL in text");
+    assert_eq!(
+        err.as_database_error().and_then(|d| d.code()).as_deref(),
+        Some("22021")
+    );
+    let (status, retry, body) = answer_of(ApiError::from(err)).await;
+    assert_eq!((status, retry), (422, None));
+    assert_eq!(body["result"], "validation_failed");
+    // Out of range: 22003 → 422.
+    let err = sqlx::query("SELECT $1::int4 + 2147483647")
+        .bind(1i32)
+        .execute(&pool)
+        .await
+        .expect_err("integer out of range");
+    assert_eq!(answer_of(ApiError::from(err)).await.0, 422);
+    // A unique violation: 23505 → 409 conflict.
+    let mut conn = pool.acquire().await.expect("conn");
+    sqlx::query("CREATE TEMP TABLE t_unique (x int PRIMARY KEY)")
+        .execute(&mut *conn)
+        .await
+        .expect("temp table");
+    sqlx::query("INSERT INTO t_unique VALUES (1)")
+        .execute(&mut *conn)
+        .await
+        .expect("first row");
+    let err = sqlx::query("INSERT INTO t_unique VALUES (1)")
+        .execute(&mut *conn)
+        .await
+        .expect_err("duplicate");
+    let (status, _, body) = answer_of(ApiError::from(err)).await;
+    assert_eq!((status, body["result"].as_str()), (409, Some("conflict")));
+}
