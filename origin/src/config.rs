@@ -1,39 +1,11 @@
 //! Origin configuration, read from the command line or environment variables (every flag has
-//! an env var; `flashgate serve --help` lists them). Secrets are wrapped in [`Secret`] so they
-//! never reach a log line.
+//! an env var; `flashgate serve --help` lists them). Secrets are wrapped in
+//! [`Secret`] so they never reach a log line.
 
-use std::fmt;
 use std::net::SocketAddr;
 
 use crate::admin::roles::{AdminToken, AdminTokens, Role, LEGACY_TOKEN_NAME};
-
-/// A secret string whose `Debug` and `Display` print `[redacted]`.
-#[derive(Clone, Default)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret.
-    pub fn new(s: impl Into<String>) -> Self {
-        Secret(s.into())
-    }
-    /// The secret's bytes, for MACs and constant-time comparison.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[redacted]")
-    }
-}
-
-impl std::str::FromStr for Secret {
-    type Err = std::convert::Infallible;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(Secret(s.to_string()))
-    }
-}
+use crate::secret::Secret;
 
 /// Everything `flashgate serve` needs.
 #[derive(Debug, Clone, clap::Args)]

@@ -14,7 +14,7 @@ use clap::{Args, Subcommand};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::config::Secret;
+use crate::secret::Secret;
 
 /// `flashgate admin` options and subcommand.
 #[derive(Debug, Args)]

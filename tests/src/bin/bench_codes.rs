@@ -7,7 +7,7 @@
 //!   indexes — the floor, without the unique key a batch must have;
 //! - `plain COPY, same table shape`: the same rows into a copy of `coupon_codes` (primary key,
 //!   rules index, checks) — what saving alone costs;
-//! - `batch`: [`flashgate_origin::coupons::batch::generate`] end to end: draw from the CSPRNG,
+//! - `batch`: [`flashgate_origin::promo::batch::generate`] end to end: draw from the CSPRNG,
 //!   drop repeats, COPY into `coupon_codes`, commit.
 //!
 //! The tables are emptied (TRUNCATE) and a CHECKPOINT taken before each leg. Uses its own
@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use clap::Parser;
-use flashgate_origin::coupons::batch;
-use flashgate_origin::coupons::store::NewRules;
+use flashgate_origin::promo::batch;
+use flashgate_origin::promo::rules::NewRules;
 use flashgate_shared::api::coupons::CodeKind;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
@@ -128,7 +128,7 @@ async fn main() {
     // The plain legs' rows, made before timing: same width as a batch's (12 symbols, ids),
     // in key order like a batch's.
     let mut codes: Vec<String> = (0..args.count)
-        .map(|_| flashgate_origin::coupon::draw_code())
+        .map(|_| flashgate_origin::giveaway::draw::draw_code())
         .collect();
     codes.sort_unstable();
     let mut data = Vec::with_capacity(args.count * 20);

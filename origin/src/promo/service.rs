@@ -22,8 +22,8 @@ use flashgate_shared::api::coupons::{
 
 use super::store::{self, NewUse, Released, Take};
 use super::{flags, guess, CodeRules, RulesCache};
-use crate::claims::idempotency::{self, Begin};
 use crate::error::{ApiError, ApiResult, RETRY_AFTER_SECONDS};
+use crate::idempotency::{self, Begin};
 use crate::state::AppState;
 
 /// A reply ready to send: status, JSON body and, for `in_progress`, a `Retry-After`.
