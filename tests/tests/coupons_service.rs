@@ -1,4 +1,4 @@
-//! The coupon-code service (issue 6, seed "Coupons") against in-process origins over HTTP with
+//! The promo code service (`/api/v1/codes/…`; `flashgate_origin::promo`) against in-process origins over HTTP with
 //! the machine's real PostgreSQL and Redis. "At once" means truly concurrent requests (spawned
 //! tasks on a multi-threaded runtime). Two `TestOrigin`s in one test are two origins sharing
 //! PostgreSQL and Redis (separate servers, pools and caches; one OS process).

@@ -88,7 +88,7 @@ pub async fn pay(
 /// Answers: `released` (also for a repeated release; the second time nothing changes);
 /// `hold_expired` when the sweeper expired it first (its unit is back all the same);
 /// `already_paid` for a paid claim (it keeps its unit); `not_a_hold` for a giveaway coupon.
-/// The second value is the unit to give back to the gate ([`return_to_gate`]) when this call
+/// The second value is the unit to give back to the gate ([`super::returns::return_to_gate`]) when this call
 /// made the change.
 pub async fn release(
     db: &PgPool,

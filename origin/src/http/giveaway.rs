@@ -1,6 +1,6 @@
 //! `POST /api/v1/coupons/{code}/redeem` (a store's POS redeems a giveaway coupon) and
 //! `GET /api/v1/coupons/{code}` (the coupon with its QR payload), both with the service token
-//! (seed "6M-coupon giveaway": redeem in store, single use).
+//! ([`crate::giveaway`]: redeem in store, single use).
 //!
 //! The code in the path is normalised (trim, NFKC, uppercase; [`flashgate_shared::code`]);
 //! anything that is not a 12-symbol generated code is a 404 without a query.

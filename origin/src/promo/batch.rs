@@ -1,4 +1,4 @@
-//! One-time code batches (seed "Coupons", decision 4): `count` codes of 12 symbols from the
+//! One-time code batches: `count` codes of 12 symbols from the
 //! 32-symbol alphabet, drawn from a CSPRNG ([`crate::giveaway::draw::draw_code`]), each valid once,
 //! saved in bulk with PostgreSQL `COPY`.
 //!

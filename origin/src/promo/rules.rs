@@ -1,5 +1,5 @@
-//! The rules of a code and how they judge a cart (seed "Coupons", decision 1: "most [checks]
-//! read only the code's rules, kept on its row ... any server can cache them"), and the
+//! The rules of a code and how they judge a cart (most checks read only the code's rules, which
+//! never change once written, so any origin can cache them), and the
 //! admin API's time inputs: an RFC 3339 instant or a local date-time in an IANA zone.
 
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc, Weekday};

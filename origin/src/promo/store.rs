@@ -1,4 +1,4 @@
-//! PostgreSQL access of the coupon service (tables of `migrations/0003_coupon_codes.sql`).
+//! PostgreSQL access of the promo code service (tables of `migrations/0003_coupon_codes.sql`).
 //! PostgreSQL is the truth: every take, release and confirm is one conditional statement.
 
 use chrono::{DateTime, Utc};
@@ -142,7 +142,7 @@ pub enum Take {
     Refused,
 }
 
-/// The one atomic step of a use (seed "Coupons", decision 3): one statement takes one of the
+/// The one atomic step of a use: one statement takes one of the
 /// uses left only if any is left (`uses_left > 0`, never below zero), the code is not
 /// disabled and the order has no held or used use of the code, and saves her use as held.
 /// Once per customer and one use per (code, order) are partial unique indexes over held and
