@@ -1,39 +1,11 @@
 //! Origin configuration, read from the command line or environment variables (every flag has
-//! an env var; `flashgate serve --help` lists them). Secrets are wrapped in [`Secret`] so they
-//! never reach a log line.
+//! an env var; `flashgate serve --help` lists them). Secrets are wrapped in
+//! [`Secret`] so they never reach a log line.
 
-use std::fmt;
 use std::net::SocketAddr;
 
 use crate::admin::roles::{AdminToken, AdminTokens, Role, LEGACY_TOKEN_NAME};
-
-/// A secret string whose `Debug` and `Display` print `[redacted]`.
-#[derive(Clone, Default)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret.
-    pub fn new(s: impl Into<String>) -> Self {
-        Secret(s.into())
-    }
-    /// The secret's bytes, for MACs and constant-time comparison.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[redacted]")
-    }
-}
-
-impl std::str::FromStr for Secret {
-    type Err = std::convert::Infallible;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(Secret(s.to_string()))
-    }
-}
+use crate::secret::Secret;
 
 /// Everything `flashgate serve` needs.
 #[derive(Debug, Clone, clap::Args)]
@@ -112,17 +84,17 @@ pub struct Config {
     #[arg(long, env = "FLASHGATE_SWEEP_INTERVAL_MS", default_value_t = 1_000)]
     pub sweep_interval_ms: u64,
 
-    /// How long a coupon-code use stays held without a confirm before the sweeper releases
-    /// it, in seconds (seed "Coupons": 10 minutes).
+    /// How long a promo code use stays held without a confirm before the sweeper releases
+    /// it, in seconds (10 minutes by default).
     #[arg(long, env = "FLASHGATE_CODE_USE_HOLD_SECONDS", default_value_t = 600)]
     pub code_use_hold_seconds: u64,
 
-    /// Failed coupon-code tries (`invalid_code`) allowed per customer an hour (token bucket
+    /// Failed promo code tries (`invalid_code`) allowed per customer an hour (token bucket
     /// refilled continuously); 0 turns the limit off.
     #[arg(long, env = "FLASHGATE_CODE_GUESSES_PER_CUSTOMER", default_value_t = 5)]
     pub code_guesses_per_customer: i64,
 
-    /// Failed coupon-code tries allowed per client IP address an hour; 0 turns it off. The
+    /// Failed promo code tries allowed per client IP address an hour; 0 turns it off. The
     /// client IP is the one the edge forwards on a signed request (`Flashgate-Client-Ip`),
     /// else the TCP peer; client-supplied `CF-Connecting-IP` / `X-Forwarded-For` are ignored.
     #[arg(long, env = "FLASHGATE_CODE_GUESSES_PER_IP", default_value_t = 100)]

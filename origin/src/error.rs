@@ -46,7 +46,7 @@ pub enum ApiError {
     /// 408 `request_timeout`: the body or the whole request took longer than its bound.
     #[error("request timeout: {0}")]
     RequestTimeout(String),
-    /// 429 `rate_limited` with `Retry-After` of the given seconds (coupon-code guess limiting).
+    /// 429 `rate_limited` with `Retry-After` of the given seconds (promo code guess limiting).
     #[error("rate limited: {1}")]
     RateLimited(u64, String),
     /// 503 `unavailable` with `Retry-After`: a dependency failed or the gate is loading.

@@ -1,16 +1,23 @@
 //! flashgate origin: the claim service.
 //!
 //! An axum/tokio service over PostgreSQL (the truth, via sqlx) and Redis (the gate). Layout:
-//! - [`config`]: settings from flags / env vars;
-//! - [`server`]: start-up, background tasks, graceful shutdown;
-//! - [`http`]: routes and request checks;
-//! - [`claims`]: the claim path (idempotency, gate, grouped commit);
-//! - [`gate`]: the Redis gate, its loading from PostgreSQL, the sold-out flags;
+//! - [`claims`]: the claim path — the claim decision ([`claims::service`]), grouped commits,
+//!   queries on `claims`;
+//! - [`gate`]: the Redis gate (the take), its loading from PostgreSQL, the sold-out flags, and
+//!   the settlement of orphaned takes;
+//! - [`idempotency`]: idempotency records in Redis, shared by claims, promo code uses and admin
+//!   writes;
+//! - [`holds`]: the life of a sale claim after the claim path: pay, release, the expiry
+//!   sweeper, units going back to the gate;
+//! - [`giveaway`]: giveaway coupons: drawing their codes, redeem in store, lookup;
+//! - [`promo`]: the promo code service (shared codes, one-time batches, guess limiting) under
+//!   `/api/v1/codes/…`;
 //! - [`campaigns`]: the campaign row and its cache;
-//! - [`coupons`]: the coupon-code service (shared codes, one-time batches, guess limiting);
 //! - [`reconcile`]: unit accounting and gate-vs-PostgreSQL checks of one campaign;
-//! - [`tasks`]: background reconciliation;
 //! - [`admin`]: admin tokens and roles, campaign toggles with their audit trail;
+//! - [`http`]: routes and request checks;
+//! - [`server`]: start-up, background tasks, graceful shutdown;
+//! - [`config`], [`secret`]: settings from flags / env vars, and secrets kept out of logs;
 //! - [`cli`]: the `flashgate admin …` client of the admin API.
 
 pub mod admin;
@@ -18,16 +25,18 @@ pub mod campaigns;
 pub mod claims;
 pub mod cli;
 pub mod config;
-pub mod coupon;
-pub mod coupons;
 pub mod error;
 pub mod gate;
+pub mod giveaway;
+pub mod holds;
 pub mod http;
+pub mod idempotency;
 pub mod metrics;
+pub mod promo;
 pub mod reconcile;
+pub mod secret;
 pub mod server;
 pub mod state;
-pub mod tasks;
 
 /// The PostgreSQL migrations of `migrations/`, embedded in the binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");

@@ -1,7 +1,8 @@
 //! The `flashgate` command: run the origin, apply migrations, mint customer tokens.
 
 use clap::{Parser, Subcommand};
-use flashgate_origin::config::{Config, Secret};
+use flashgate_origin::config::Config;
+use flashgate_origin::secret::Secret;
 use flashgate_shared::token::{mint, CustomerClaims};
 
 #[derive(Parser)]

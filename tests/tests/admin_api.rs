@@ -1,4 +1,4 @@
-//! The admin API (issue 7) against a real origin over HTTP, real PostgreSQL and real Redis:
+//! The admin API (docs/ADMIN.md) against a real origin over HTTP, real PostgreSQL and real Redis:
 //! roles (401 / 403), unknown campaigns (404), bad input (documented 4xx, nothing changed),
 //! each change with its audit row, restock racing concurrent claims, and pause during a
 //! stampede. Every test checks the database afterwards.

@@ -2,7 +2,7 @@
 //! call exits non-zero, and an unreachable origin exits 2.
 
 use flashgate_origin::cli::admin::{run, AdminArgs, AdminCommand};
-use flashgate_origin::config::Secret;
+use flashgate_origin::secret::Secret;
 use flashgate_tests::support::TestOrigin;
 
 fn args(o: &TestOrigin, token: &str, command: AdminCommand) -> AdminArgs {

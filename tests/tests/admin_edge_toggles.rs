@@ -11,7 +11,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use flashgate_origin::config::Secret;
+use flashgate_origin::secret::Secret;
 use flashgate_tests::support::{claim_via, test_config, unique, TestEdge as Edge, TestOrigin};
 use serde_json::{json, Value};
 

@@ -1,4 +1,4 @@
-//! Coupon codes and admin writes (issue 10) against in-process origins over HTTP with the
+//! Promo codes and admin writes against in-process origins over HTTP with the
 //! machine's real PostgreSQL and Redis: one use per (code, order), the audited batch export
 //! that needs a manager, `Idempotency-Key` on admin writes, and disabling a code.
 

@@ -1,4 +1,4 @@
-//! The coupon-code service (issue 6, seed "Coupons") against in-process origins over HTTP with
+//! The promo code service (`/api/v1/codes/…`; `flashgate_origin::promo`) against in-process origins over HTTP with
 //! the machine's real PostgreSQL and Redis. "At once" means truly concurrent requests (spawned
 //! tasks on a multi-threaded runtime). Two `TestOrigin`s in one test are two origins sharing
 //! PostgreSQL and Redis (separate servers, pools and caches; one OS process).
@@ -7,7 +7,8 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use flashgate_origin::config::{Config, Secret};
+use flashgate_origin::config::Config;
+use flashgate_origin::secret::Secret;
 use flashgate_shared::code::ALPHABET;
 use flashgate_shared::CLIENT_IP_HEADER;
 use flashgate_tests::support::fresh_code_name as fresh_code;
@@ -327,7 +328,7 @@ async fn typed_forms_find_spring10_and_a_cyrillic_look_alike_does_not() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ends_at_as_local_time_in_a_daylight_saving_zone() {
-    use flashgate_origin::coupons::rules::parse_instant;
+    use flashgate_origin::promo::rules::parse_instant;
     let o = TestOrigin::start_with(config()).await;
     // The instant: three whole seconds from now, given as Paris wall-clock time (UTC+1 in
     // winter, UTC+2 in summer: the offset that maps back to the instant).
@@ -525,7 +526,7 @@ async fn release_puts_the_use_back_and_she_can_use_it_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_same_key_at_once_gets_the_first_reply_or_in_progress_with_retry_after() {
-    use flashgate_origin::claims::idempotency::{self, Begin};
+    use flashgate_origin::idempotency::{self, Begin};
 
     let o = TestOrigin::start_with(config()).await;
     let code = shared_code(&o, 5, json!({})).await;
@@ -801,8 +802,8 @@ async fn one_time_batch_of_10000_unique_well_formed_and_each_usable_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repeated_code_is_redrawn() {
-    use flashgate_origin::coupons::batch;
-    use flashgate_origin::coupons::store::NewRules;
+    use flashgate_origin::promo::batch;
+    use flashgate_origin::promo::rules::NewRules;
     use flashgate_shared::api::coupons::CodeKind;
     let o = TestOrigin::start_with(config()).await;
     let rules = NewRules {
@@ -825,14 +826,14 @@ async fn a_repeated_code_is_redrawn() {
             .unwrap();
     // The source repeats a stored code, then repeats its own first draw.
     let mut script = vec![stored[0].clone()];
-    let mine = flashgate_origin::coupon::draw_code();
+    let mine = flashgate_origin::giveaway::draw::draw_code();
     script.push(mine.clone());
     script.push(mine.clone());
     script.reverse();
     let mut draw = move || {
         script
             .pop()
-            .unwrap_or_else(flashgate_origin::coupon::draw_code)
+            .unwrap_or_else(flashgate_origin::giveaway::draw::draw_code)
     };
     let second = batch::generate_with(&o.db, &rules, 5, &mut draw)
         .await

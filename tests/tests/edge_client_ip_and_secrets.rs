@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use flashgate_origin::config::Secret;
+use flashgate_origin::secret::Secret;
 use flashgate_tests::support::{test_config, unique, TestEdge, TestOrigin, TEST_EDGE_SECRET};
 use futures::future::join_all;
 use serde_json::{json, Value};

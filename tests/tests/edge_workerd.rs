@@ -52,7 +52,7 @@ fn edge(origin_url: &str, s: EdgeSettings) -> TestEdge {
 /// An origin with the edge secret configured (it refuses unsigned claims).
 async fn origin() -> TestOrigin {
     let mut config = test_config();
-    config.edge_secret = Some(flashgate_origin::config::Secret::new(EDGE_SECRET));
+    config.edge_secret = Some(flashgate_origin::secret::Secret::new(EDGE_SECRET));
     TestOrigin::start_with(config).await
 }
 

@@ -1,4 +1,4 @@
-//! Odd values in every field of every endpoint (issue 23), at the origin and through the edge
+//! Odd values in every field of every endpoint, at the origin and through the edge
 //! in workerd: NUL and other control characters, lone surrogates, 10 KB strings, numbers at and
 //! past the i64 and f64 limits, wrong JSON types, 200 levels of nesting. Every answer must be
 //! a documented 2xx or 4xx with the documented body shape, never a 5xx, and reconcile must stay

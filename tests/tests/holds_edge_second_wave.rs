@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use flashgate_origin::config::Secret;
+use flashgate_origin::secret::Secret;
 use flashgate_tests::support::{claim_via, test_config, unique, TestEdge, TestOrigin};
 use futures::future::join_all;
 use serde_json::{json, Value};

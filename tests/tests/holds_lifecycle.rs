@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use flashgate_origin::claims::lifecycle;
+use flashgate_origin::holds::{expiry, returns};
 use flashgate_tests::support::{unique, TestOrigin};
 use futures::future::join_all;
 use serde_json::{json, Value};
@@ -121,11 +121,11 @@ async fn second_sweeper(o: &TestOrigin, c: &str, ms: u64, batch: i64) -> usize {
     let end = tokio::time::Instant::now() + Duration::from_millis(ms);
     let mut expired = 0;
     while tokio::time::Instant::now() < end {
-        let r = lifecycle::expire_due(&o.origin.state.db, c, batch)
+        let r = expiry::expire_due(&o.origin.state.db, c, batch)
             .await
             .expect("second sweeper");
         expired += r.len();
-        lifecycle::return_to_gate(&o.origin.state, &r).await;
+        returns::return_to_gate(&o.origin.state, &r).await;
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     expired

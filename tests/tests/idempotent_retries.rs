@@ -1,4 +1,4 @@
-//! Retries re-serialised by the client (issue 10, case 2): a retry with the same
+//! Retries re-serialised by the client (docs/ARCHITECTURE.md, "Idempotency"): a retry with the same
 //! `Idempotency-Key` whose body is the same JSON in other bytes (white space, key order) gets
 //! the first reply again; a body that differs in a value is still 422 `idempotency_key_reused`.
 //! Real origin over HTTP, real PostgreSQL and Redis.

@@ -1,4 +1,4 @@
-//! Answers that depend on who asks carry `Cache-Control: private, no-store` (issue 10, case 3),
+//! Answers that depend on who asks carry `Cache-Control: private, no-store`,
 //! so no shared cache between a customer and the edge or origin keeps or shares them; public
 //! campaign status keeps its own caching. At the origin over HTTP and through the worker in
 //! workerd.

@@ -1,4 +1,4 @@
-//! Bounded time for slow or stuck clients and slow statements (issue 10, case 8): headers that
+//! Bounded time for slow or stuck clients and slow statements: headers that
 //! drip in are cut off, a body that never finishes is 408, a request past its deadline is 408,
 //! a PostgreSQL statement cancelled by `statement_timeout` is 503 + `Retry-After`, and a value
 //! PostgreSQL refuses is a 4xx, never a 503. Real origin over raw TCP, real PostgreSQL.

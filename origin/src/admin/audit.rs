@@ -1,7 +1,7 @@
 //! The audit trail of managers' changes (`admin_audit`, migrations 0004–0006): who (the admin
 //! token's name), what, the campaign's (or code's) facts before and after, and when. Code
 //! actions (disable, enable, batch export) are rows with `code` or `batch_id` instead of
-//! `campaign_id` ([`crate::coupons::admin`]). Rows are written by
+//! `campaign_id` ([`crate::promo::admin`]). Rows are written by
 //! the change's own statement ([`super::toggles::apply`]; for `create`,
 //! [`crate::campaigns::store::insert`]) and never updated or deleted.
 

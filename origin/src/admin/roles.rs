@@ -17,7 +17,7 @@ use std::str::FromStr;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::config::Secret;
+use crate::secret::Secret;
 
 /// What an admin token may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]

@@ -1,13 +1,6 @@
-//! The claim path, in order:
-//! 1. the campaign from this origin's cache; a campaign that is not `active` by the origin's
-//!    clock (scheduled, paused, ended) is answered at once;
-//! 2. this origin's memory of the sold-out flag: a loser is answered without Redis;
-//! 3. the idempotency record (Redis): a repeated key gets its first reply, `in_progress` or
-//!    `idempotency_key_reused`;
-//! 4. the gate's atomic take (Redis);
-//! 5. the grouped PostgreSQL commit, where the record decides; the winner is answered only
-//!    after it;
-//! 6. the gate and the idempotency record learn the outcome.
+//! The claim decision: [`claim`] runs steps 1–6 of the claim path, in the order listed in
+//! [`crate::claims`] (campaign → local sold-out flag → idempotency record → gate take →
+//! grouped commit → the gate and the record learn the outcome).
 //!
 //! Steps 3–6 run in a task of their own, so a client that disconnects cannot leave a unit
 //! taken without a claim row, nor a half-written record.
@@ -18,11 +11,11 @@ use flashgate_shared::api::{CampaignKind, CampaignState, ClaimReply};
 use redis::aio::ConnectionManager;
 
 use super::commit::{NewClaim, Outcome};
-use super::idempotency::{self, Begin};
 use super::store::{self, ClaimRow};
 use crate::campaigns::CampaignRow;
 use crate::error::{ApiError, ApiResult};
 use crate::gate::{self, flags::Local, Take};
+use crate::idempotency::{self, Begin};
 use crate::metrics::Metrics;
 use crate::state::AppState;
 
@@ -240,7 +233,7 @@ async fn commit_taken(
     };
     for _ in 0..MAX_CODE_DRAWS {
         if kind == CampaignKind::Giveaway {
-            new.code = Some(crate::coupon::draw_code());
+            new.code = Some(crate::giveaway::draw::draw_code());
         }
         let outcome = match state.committer.commit(new.clone()).await {
             Ok(o) => o,

@@ -14,7 +14,7 @@ use clap::{Args, Subcommand};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::config::Secret;
+use crate::secret::Secret;
 
 /// `flashgate admin` options and subcommand.
 #[derive(Debug, Args)]
@@ -97,9 +97,9 @@ pub enum AdminCommand {
     Audit { campaign: String },
     /// The campaign's reconciliation report (units, ledger, gate vs PostgreSQL).
     Reconcile { campaign: String },
-    /// Disable a coupon code: every origin refuses it (`not_applicable`, reason `disabled`).
+    /// Disable a promo code: every origin refuses it (`not_applicable`, reason `disabled`).
     DisableCode { code: String },
-    /// Enable a disabled coupon code again.
+    /// Enable a disabled promo code again.
     EnableCode { code: String },
 }
 

@@ -19,6 +19,7 @@
 
 pub mod flags;
 pub mod load;
+pub mod settle;
 
 use redis::aio::ConnectionManager;
 use redis::Script;

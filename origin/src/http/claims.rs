@@ -13,9 +13,10 @@ use crate::error::{ApiError, ApiResult, RETRY_AFTER_SECONDS};
 use crate::metrics::Metrics;
 use crate::state::AppState;
 
-/// Claims one unit for the customer of the token. Checks, in order: edge signature (403, when
-/// configured), `Content-Type` (415), size ≤ 4 KiB (413), customer token (401),
-/// `Idempotency-Key` (400), body `{}` (400), campaign (404). Then the claim path of
+/// Claims one unit for the customer of the token. Checks, in the order the code runs them: the
+/// body is read with its size bound (413 past 4 KiB), then edge signature over that body (403,
+/// when configured), `Content-Type` (415), customer token (401), `Idempotency-Key` (400), body
+/// `{}` (400), campaign id shape (404, without a query). Then the claim path of
 /// [`service::claim`]: 201 `claimed`, 409 business results, 422 `idempotency_key_reused`, 503.
 pub async fn create(
     State(state): State<AppState>,

@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq;
 
 pub use crate::admin::roles::{Admin, Role};
-use crate::config::Secret;
 use crate::error::{ApiError, ApiResult};
+use crate::secret::Secret;
 use crate::state::AppState;
 
 /// Largest JSON body of admin and service calls, in bytes.

@@ -1,6 +1,6 @@
 //! `POST /api/v1/claims/{id}/pay` and `POST /api/v1/claims/{id}/release`: the shop's checkout
 //! backend confirms or gives up a sale hold (service token). The state changes are in
-//! [`crate::claims::lifecycle`].
+//! [`crate::holds`].
 //!
 //! Checks, in order, each answered with the documented `{"result","message"}` body and
 //! changing nothing: service token (401 missing / 403 wrong), claim id shape (404),
@@ -19,8 +19,8 @@ use flashgate_shared::text;
 use serde::de::DeserializeOwned;
 
 use super::extract::{self, Path};
-use crate::claims::lifecycle;
 use crate::error::{ApiError, ApiResult};
+use crate::holds::{change, returns};
 use crate::state::AppState;
 
 /// Ledger actor of pay and release calls made with the service token.
@@ -74,7 +74,7 @@ pub async fn pay(
     let req: PayRequest = extract::json_body(&headers, body).await?;
     text::check_visible_ascii("payment_ref", &req.payment_ref, MAX_PAYMENT_REF_LEN)
         .map_err(ApiError::validation)?;
-    let reply = lifecycle::pay(&state.db, &id, &req.payment_ref, SERVICE_ACTOR)
+    let reply = change::pay(&state.db, &id, &req.payment_ref, SERVICE_ACTOR)
         .await?
         .ok_or_else(|| no_claim(&id))?;
     Ok(hold_response(reply))
@@ -103,11 +103,11 @@ pub async fn release(
         }
         None => DEFAULT_RELEASE_REASON,
     };
-    let (reply, returned) = lifecycle::release(&state.db, &id, SERVICE_ACTOR, reason)
+    let (reply, returned) = change::release(&state.db, &id, SERVICE_ACTOR, reason)
         .await?
         .ok_or_else(|| no_claim(&id))?;
     if let Some(r) = returned {
-        lifecycle::return_to_gate(&state, &[r]).await;
+        returns::return_to_gate(&state, &[r]).await;
     }
     Ok(hold_response(reply))
 }

@@ -3,12 +3,12 @@
 pub mod admin;
 pub mod campaigns;
 pub mod claims;
-pub mod codes;
 pub mod extract;
+pub mod giveaway;
 pub mod health;
 pub mod holds;
+pub mod promo;
 pub mod reconcile;
-pub mod redeem;
 
 use std::time::Duration;
 
@@ -45,27 +45,27 @@ pub fn router(state: AppState) -> Router {
     let private = Router::new()
         .route("/api/v1/campaigns/{id}/claims", post(claims::create))
         .route("/api/v1/campaigns/{id}/claims/mine", get(claims::mine))
-        // Coupon codes (issue 6).
-        .route("/api/v1/codes/{code}/check", post(codes::check))
-        .route("/api/v1/codes/{code}/use", post(codes::use_code))
-        .route("/api/v1/uses/{id}/confirm", post(codes::confirm))
-        .route("/api/v1/uses/{id}/release", post(codes::release))
-        .route("/admin/v1/codes", post(codes::admin_create).layer(once()))
+        // Promo codes.
+        .route("/api/v1/codes/{code}/check", post(promo::check))
+        .route("/api/v1/codes/{code}/use", post(promo::use_code))
+        .route("/api/v1/uses/{id}/confirm", post(promo::confirm))
+        .route("/api/v1/uses/{id}/release", post(promo::release))
+        .route("/admin/v1/codes", post(promo::admin_create).layer(once()))
         .route(
             "/admin/v1/codes/batches",
-            post(codes::batch_create).layer(once()),
+            post(promo::batch_create).layer(once()),
         )
-        .route("/admin/v1/codes/batches/{file}", get(codes::batch_csv))
+        .route("/admin/v1/codes/batches/{file}", get(promo::batch_csv))
         .route(
             "/admin/v1/codes/{code}",
-            get(codes::admin_show)
-                .patch(codes::admin_change)
+            get(promo::admin_show)
+                .patch(promo::admin_change)
                 .layer(once()),
         )
         .route("/api/v1/claims/{id}/pay", post(holds::pay))
         .route("/api/v1/claims/{id}/release", post(holds::release))
-        .route("/api/v1/coupons/{code}", get(redeem::show))
-        .route("/api/v1/coupons/{code}/redeem", post(redeem::redeem))
+        .route("/api/v1/coupons/{code}", get(giveaway::show))
+        .route("/api/v1/coupons/{code}/redeem", post(giveaway::redeem))
         .route("/admin/v1/campaigns/{id}/reconcile", get(reconcile::report))
         .route("/admin/v1/campaigns", post(campaigns::create).layer(once()))
         .route("/admin/v1/campaigns", get(admin::list))

@@ -1,4 +1,4 @@
-//! Benchmark of the origin's claim path (issue 2). All legs run in one process, one after
+//! Benchmark of the origin's claim path. All legs run in one process, one after
 //! another, on the same machine and services, and print figures and ratios:
 //!
 //! 1. durable claims/s: the grouped commit ([`flashgate_origin::claims::commit::Committer`])

@@ -26,7 +26,8 @@ use rand::Rng;
 
 use self::report::Report;
 
-/// Flags of the `stampede` binary. Defaults are the "Flash Sale" seed scaled to one machine.
+/// Flags of the `stampede` binary. Defaults are a flash sale's stampede scaled to one
+/// machine.
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "stampede",

@@ -1,6 +1,6 @@
 //! The schedule of a stampede: who taps when, with which idempotency key.
 //!
-//! Shape (seed "Flash Sale", scaled to one machine):
+//! Shape (a flash sale's stampede, scaled to one machine):
 //! - every customer who takes part taps once ("first" taps); their times follow a front-loaded
 //!   arrival curve over the window (a truncated exponential, see [`arrival_offset`]);
 //! - a share of them double-tap 30–400 ms later: some resend the same request (same

@@ -4,7 +4,7 @@
 //! Field": a write retried after a lost reply gets the first reply again instead of being
 //! applied twice.
 //!
-//! One mechanism with claims and code uses: the records of [`crate::claims::idempotency`] in
+//! One mechanism with claims and code uses: the records of [`crate::idempotency`] in
 //! Redis, scoped per admin principal (the token's name, as `admin <name>`: the space keeps the
 //! scope apart from every customer id, which is visible ASCII), and the request fingerprint of
 //! that module over the method, path and body.
@@ -26,9 +26,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{codes, ErrorBody};
 
-use crate::claims::idempotency::{self, Begin};
 use crate::error::{ApiError, ApiResult, RETRY_AFTER_SECONDS};
 use crate::http::extract::{self, Role, MAX_JSON_BODY_BYTES};
+use crate::idempotency::{self, Begin};
 use crate::state::AppState;
 
 /// Response header set on a replayed reply.

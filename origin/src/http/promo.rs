@@ -1,4 +1,5 @@
-//! HTTP surface of the coupon-code service (seed "Coupons"; issue 6).
+//! HTTP surface of the promo code service ([`crate::promo`]; paths and bodies are documented in
+//! the README, section "API").
 //!
 //! Shop checkout (customer token):
 //! - `POST /api/v1/codes/{code}/check` `{"cart_total": 6000}` → 200 `{"discount":600,"total":5400}`;
@@ -47,11 +48,12 @@ use sqlx::postgres::PgPoolCopyExt;
 
 use super::extract::{self, Admin, Role};
 use crate::admin::audit::AuditEntry;
-use crate::coupons::admin::{self, CodeAction};
-use crate::coupons::service::{self, Reply, Trier, UseCall};
-use crate::coupons::store::{self, NewRules};
-use crate::coupons::{batch, flags, CodeRules, RulesCache};
 use crate::error::{ApiError, ApiResult};
+use crate::promo::admin::{self, CodeAction};
+use crate::promo::rules::NewRules;
+use crate::promo::service::{self, Reply, Trier, UseCall};
+use crate::promo::store;
+use crate::promo::{batch, flags, CodeRules, RulesCache};
 use crate::state::AppState;
 
 fn send(reply: Reply) -> Response {
@@ -263,7 +265,7 @@ fn times(
     starts_at: Option<&str>,
     ends_at: &str,
 ) -> ApiResult<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)> {
-    use crate::coupons::rules::parse_instant;
+    use crate::promo::rules::parse_instant;
     let now = chrono::Utc::now();
     let starts = match starts_at {
         Some(s) => {

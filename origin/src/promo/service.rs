@@ -1,13 +1,12 @@
-//! Check, use, confirm, release and the release sweeper of coupon codes.
+//! Check, use, confirm, release and the release sweeper of promo codes.
 //!
-//! Check (seed "Coupons", decision 2: "checking the code in the cart changes nothing"): the
-//! guess buckets (peek), the code's cached rules, and the code's cached state in Redis (the
-//! used-up flag and her use). It writes nothing, except one token of the guess buckets for an
-//! unknown code.
+//! Check (checking the code in the cart changes nothing): the guess buckets (peek), the code's
+//! cached rules, and the code's cached state in Redis (the used-up flag and her use). It writes
+//! nothing, except one token of the guess buckets for an unknown code.
 //!
-//! Use (decision 3): guess buckets, cached rules, the idempotency record (the claim path's,
-//! with a fingerprint of its own; `in_progress` + `Retry-After` while its first request runs), the rules, the used-up flag (answers without the row), then
-//! the one conditional statement of [`store::take`]; the cached state learns the outcome.
+//! Use: guess buckets, cached rules, the idempotency record ([`crate::idempotency`], with a
+//! fingerprint of its own; `in_progress` + `Retry-After` while its first request runs), the
+//! rules, the used-up flag (answers without the row), then the one conditional statement of [`store::take`]; the cached state learns the outcome.
 //! Steps from the idempotency record on run in a task of their own, so a client that hangs up
 //! cannot leave a use taken without its record.
 
@@ -22,8 +21,8 @@ use flashgate_shared::api::coupons::{
 
 use super::store::{self, NewUse, Released, Take};
 use super::{flags, guess, CodeRules, RulesCache};
-use crate::claims::idempotency::{self, Begin};
 use crate::error::{ApiError, ApiResult, RETRY_AFTER_SECONDS};
+use crate::idempotency::{self, Begin};
 use crate::state::AppState;
 
 /// A reply ready to send: status, JSON body and, for `in_progress`, a `Retry-After`.

@@ -1,6 +1,6 @@
 //! `POST /api/v1/coupons/{code}/redeem` (a store's POS redeems a giveaway coupon) and
 //! `GET /api/v1/coupons/{code}` (the coupon with its QR payload), both with the service token
-//! (seed "6M-coupon giveaway": redeem in store, single use).
+//! ([`crate::giveaway`]: redeem in store, single use).
 //!
 //! The code in the path is normalised (trim, NFKC, uppercase; [`flashgate_shared::code`]);
 //! anything that is not a 12-symbol generated code is a 404 without a query.
@@ -14,8 +14,8 @@ use flashgate_shared::api::{codes, RedeemRequest, MAX_REASON_LEN};
 use flashgate_shared::code;
 
 use super::{extract, holds};
-use crate::claims::lifecycle::{self, Redeem};
 use crate::error::{ApiError, ApiResult};
+use crate::giveaway::redeem::{self, Redeem};
 use crate::state::AppState;
 
 fn coupon_code(raw: &str) -> ApiResult<String> {
@@ -49,7 +49,7 @@ pub async fn redeem(
         None => "pos".to_string(),
     };
     tracing::Span::current().record("outcome", "redeem");
-    match lifecycle::redeem(&state.db, &key, &code, &actor, "redeemed in store").await? {
+    match redeem::redeem(&state.db, &key, &code, &actor, "redeemed in store").await? {
         Redeem::Reply { status, body } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::CONFLICT);
             Ok((status, [(header::CONTENT_TYPE, "application/json")], body).into_response())
@@ -71,7 +71,7 @@ pub async fn show(
 ) -> ApiResult<Response> {
     extract::require_token(&headers, &state.config.service_token, "coupons")?;
     let code = coupon_code(&raw)?;
-    let coupon = lifecycle::coupon(&state.db, &code)
+    let coupon = redeem::coupon(&state.db, &code)
         .await?
         .ok_or_else(|| ApiError::NotFound("no coupon with this code".into()))?;
     Ok((StatusCode::OK, axum::Json(coupon)).into_response())

@@ -1,4 +1,4 @@
-//! Guess limiting (seed "Coupons", decision 5): failed tries (`invalid_code`) are limited per
+//! Guess limiting: failed tries (`invalid_code`) are limited per
 //! customer and per client IP address by token buckets that only failures spend, shared by
 //! every origin through Redis.
 //!

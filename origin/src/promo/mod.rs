@@ -1,4 +1,6 @@
-//! The coupon-code service (seed "Coupons"; issue 6) on the origin's PostgreSQL and Redis.
+//! The promo code service (`/api/v1/codes/…`, `/api/v1/uses/…`, `/admin/v1/codes/…`) on the
+//! origin's PostgreSQL and Redis. Its tables keep their `coupon_` names; in the origin's code,
+//! "coupon" means only a giveaway coupon ([`crate::giveaway`]).
 //!
 //! - [`rules`]: a code's rules, how they judge a cart, admin time inputs with IANA zones;
 //! - [`store`]: the tables of `migrations/0003_coupon_codes.sql`; the use is one conditional
@@ -9,7 +11,7 @@
 //! - [`admin`]: managers' disable / enable of a code and the audited batch export;
 //! - [`service`]: check, use, confirm, release and the release sweeper.
 //!
-//! Same pattern as the Flash Sale (seed "Coupons", last section): a count that never goes below
+//! Same pattern as a flash sale's claim path: a count that never goes below
 //! zero, taken in one atomic step; one per customer by a unique key; uses held until paid and
 //! put back when the payment fails or times out; a flag answers the rest once used up.
 

@@ -1,7 +1,8 @@
-//! Idempotency records of claim requests, kept in Redis and scoped per customer.
+//! Idempotency records, kept in Redis: one mechanism for claims and promo code uses (scoped per
+//! customer) and admin writes (scoped per admin principal).
 //!
-//! A record holds the request fingerprint ([`fingerprint`]: SHA-256 of the campaign id and the
-//! canonical JSON body) and either
+//! A record holds the request fingerprint ([`fingerprint`]: SHA-256 of a scope — for a claim, the
+//! campaign id — and the canonical JSON body) and either
 //! `pending` (the first request is running; a retry gets 409 `in_progress`) or the first
 //! reply's status and body (a retry gets them back byte for byte). A retry whose fingerprint
 //! differs gets 422 `idempotency_key_reused`. Records live `FLASHGATE_IDEMPOTENCY_TTL_SECONDS`
@@ -9,7 +10,7 @@
 //!
 //! Redis may lose records (it keeps nothing on disk here). A winner's reply survives anyway:
 //! her claim row stores the key and fingerprint, and the claim path rebuilds the reply from it
-//! (see [`super::service`]).
+//! (see [`crate::claims::service`]).
 
 use redis::aio::ConnectionManager;
 use redis::Script;

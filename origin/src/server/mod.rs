@@ -1,6 +1,8 @@
 //! Start-up and shutdown of the origin: connect, load the gates, start background tasks, serve
 //! until told to stop, then finish in-flight requests (graceful shutdown).
 
+pub mod tasks;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -48,7 +50,7 @@ pub async fn spawn(config: Config) -> anyhow::Result<RunningOrigin> {
     let (stop, stop_rx) = watch::channel(false);
 
     load_gates(&state).await;
-    crate::tasks::start(&state, stop_rx.clone());
+    tasks::start(&state, stop_rx.clone());
 
     let app = crate::http::router(state.clone());
     let limits = ConnectionLimits {

@@ -1,6 +1,5 @@
-//! The cached state of a code in Redis, read by every origin (seed "Coupons", decision 3:
-//! "once the count hits 0, a used up flag that every server caches answers the rest of the
-//! tries without the row").
+//! The cached state of a code in Redis, read by every origin (once the count hits 0,
+//! a used-up flag that every origin caches answers the rest of the tries without the row).
 //!
 //! One hash per code, `fg:code:{CODE}`:
 //! - `v`   — the counter's `version` this state was written from;

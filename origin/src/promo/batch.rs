@@ -1,5 +1,5 @@
-//! One-time code batches (seed "Coupons", decision 4): `count` codes of 12 symbols from the
-//! 32-symbol alphabet, drawn from a CSPRNG ([`crate::coupon::draw_code`]), each valid once,
+//! One-time code batches: `count` codes of 12 symbols from the
+//! 32-symbol alphabet, drawn from a CSPRNG ([`crate::giveaway::draw::draw_code`]), each valid once,
 //! saved in bulk with PostgreSQL `COPY`.
 //!
 //! Repeats: a repeat inside the batch is redrawn before saving (found by sorting); a
@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use flashgate_shared::code::GENERATED_LEN;
 use sqlx::{Acquire, PgPool};
 
-use super::store::{self, NewRules};
+use super::rules::NewRules;
+use super::store;
 
 /// Rows per `COPY` data message, in bytes (about 1 MiB).
 const COPY_CHUNK_BYTES: usize = 1 << 20;
@@ -68,7 +69,7 @@ pub struct Batch {
 /// Generates and saves a batch of `count` one-time codes under `rules` (whose `use_limit` must
 /// be 1), in one transaction.
 pub async fn generate(db: &PgPool, rules: &NewRules, count: usize) -> Result<Batch, sqlx::Error> {
-    generate_with(db, rules, count, &mut crate::coupon::draw_code).await
+    generate_with(db, rules, count, &mut crate::giveaway::draw::draw_code).await
 }
 
 /// [`generate`] with the code source given (tests use it to force repeats).

@@ -1,13 +1,30 @@
-//! The rules of a code and how they judge a cart (seed "Coupons", decision 1: "most [checks]
-//! read only the code's rules, kept on its row ... any server can cache them"), and the
+//! The rules of a code and how they judge a cart (most checks read only the code's rules, which
+//! never change once written, so any origin can cache them), and the
 //! admin API's time inputs: an RFC 3339 instant or a local date-time in an IANA zone.
 
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc, Weekday};
 use chrono_tz::Tz;
-use flashgate_shared::api::coupons::NotApplicable;
+use flashgate_shared::api::coupons::{CodeKind, NotApplicable};
 use flashgate_shared::money::{self, Applied, Discount};
 
-use super::store::NewRules;
+/// The rules of a code or batch, times already resolved to instants: what is written, and
+/// (in [`CodeRules::rules`]) what is read back and cached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRules {
+    pub kind: CodeKind,
+    /// Basis points (1000 = 10 %), or `None` for an amount.
+    pub percent_off_bp: Option<i64>,
+    /// Minor units, or `None` for a percentage.
+    pub amount_off: Option<i64>,
+    pub currency: String,
+    /// Minor units, compared with the pre-discount cart total, inclusive.
+    pub min_order: i64,
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: DateTime<Utc>,
+    /// Total uses of a code (1 for a one-time code).
+    pub use_limit: i64,
+    pub once_per_customer: bool,
+}
 
 /// A code with its rules, as cached by every origin. Rules never change once written.
 #[derive(Debug, Clone, PartialEq, Eq)]

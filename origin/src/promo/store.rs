@@ -1,30 +1,11 @@
-//! PostgreSQL access of the coupon service (tables of `migrations/0003_coupon_codes.sql`).
+//! PostgreSQL access of the promo code service (tables of `migrations/0003_coupon_codes.sql`).
 //! PostgreSQL is the truth: every take, release and confirm is one conditional statement.
 
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::coupons::{CodeKind, UseStatus};
 use sqlx::{PgPool, Row};
 
-use super::rules::CodeRules;
-
-/// The rules of a code or batch, times already resolved to instants: what is written, and
-/// (in [`CodeRules::rules`]) what is read back and cached.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewRules {
-    pub kind: CodeKind,
-    /// Basis points (1000 = 10 %), or `None` for an amount.
-    pub percent_off_bp: Option<i64>,
-    /// Minor units, or `None` for a percentage.
-    pub amount_off: Option<i64>,
-    pub currency: String,
-    /// Minor units, compared with the pre-discount cart total, inclusive.
-    pub min_order: i64,
-    pub starts_at: DateTime<Utc>,
-    pub ends_at: DateTime<Utc>,
-    /// Total uses of a code (1 for a one-time code).
-    pub use_limit: i64,
-    pub once_per_customer: bool,
-}
+use super::rules::{CodeRules, NewRules};
 
 const RULES_COLUMNS: &str =
     "c.code, c.rules_id, r.kind, r.percent_off_bp::bigint AS percent_off_bp,
@@ -161,7 +142,7 @@ pub enum Take {
     Refused,
 }
 
-/// The one atomic step of a use (seed "Coupons", decision 3): one statement takes one of the
+/// The one atomic step of a use: one statement takes one of the
 /// uses left only if any is left (`uses_left > 0`, never below zero), the code is not
 /// disabled and the order has no held or used use of the code, and saves her use as held.
 /// Once per customer and one use per (code, order) are partial unique indexes over held and

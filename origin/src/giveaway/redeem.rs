@@ -1,0 +1,135 @@
+//! Redeem in store of a giveaway coupon, and the coupon lookup.
+
+use chrono::{DateTime, Utc};
+use flashgate_shared::api::{ClaimStatus, RedeemReply};
+use sqlx::PgPool;
+
+/// What a redeem decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redeem {
+    /// The reply to send (status and exact body), first or replayed for the same key.
+    Reply { status: u16, body: String },
+    /// The key was first used with another code (422 `idempotency_key_reused`).
+    KeyReused,
+    /// No coupon with this code (404); nothing stored, so the key stays free.
+    NotFound,
+}
+
+/// Redeems coupon `code` for POS idempotency key `key`, in one transaction:
+/// 1. `INSERT INTO redeem_requests … ON CONFLICT DO NOTHING` claims the key; a concurrent
+///    request with the same key waits here for the first to commit, then finds its reply;
+/// 2. `UPDATE claims SET status = 'redeemed' … WHERE code = $1 AND status = 'issued'` plus the
+///    `redeemed` ledger row — of two redeems of one coupon at once, exactly one matches;
+/// 3. the reply (`redeemed` 200, or `already_redeemed` 409 with the first `redeemed_at`) is
+///    stored with the key.
+///
+/// Keys are global to the service token (POS terminals are expected to send unique keys).
+pub async fn redeem(
+    db: &PgPool,
+    key: &str,
+    code: &str,
+    actor: &str,
+    reason: &str,
+) -> sqlx::Result<Redeem> {
+    let mut tx = db.begin().await?;
+    let fresh: Option<(String,)> = sqlx::query_as(
+        "INSERT INTO redeem_requests (idempotency_key, code, status, body)
+         VALUES ($1, $2, 0, '') ON CONFLICT DO NOTHING RETURNING idempotency_key",
+    )
+    .bind(key)
+    .bind(code)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if fresh.is_none() {
+        tx.rollback().await?;
+        let (first_code, status, body): (String, i16, String) = sqlx::query_as(
+            "SELECT code, status, body FROM redeem_requests WHERE idempotency_key = $1",
+        )
+        .bind(key)
+        .fetch_one(db)
+        .await?;
+        if first_code != code {
+            return Ok(Redeem::KeyReused);
+        }
+        return Ok(Redeem::Reply {
+            status: status as u16,
+            body,
+        });
+    }
+    let redeemed: Option<(DateTime<Utc>,)> = sqlx::query_as(
+        "WITH r AS (
+            UPDATE claims SET status = 'redeemed', redeemed_at = now(), updated_at = now()
+             WHERE code = $1 AND status = 'issued'
+            RETURNING id, campaign_id, customer_id, redeemed_at
+         ), l AS (
+            INSERT INTO ledger (claim_id, campaign_id, customer_id, event, actor, reason)
+            SELECT id, campaign_id, customer_id, 'redeemed', $2, $3 FROM r
+         )
+         SELECT redeemed_at FROM r",
+    )
+    .bind(code)
+    .bind(actor)
+    .bind(reason)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let reply = match redeemed {
+        Some((at,)) => RedeemReply::Redeemed {
+            code: code.to_string(),
+            redeemed_at: at,
+        },
+        None => {
+            let first: Option<(Option<DateTime<Utc>>,)> =
+                sqlx::query_as("SELECT redeemed_at FROM claims WHERE code = $1")
+                    .bind(code)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            match first {
+                Some((Some(at),)) => RedeemReply::AlreadyRedeemed { redeemed_at: at },
+                _ => {
+                    tx.rollback().await?;
+                    return Ok(Redeem::NotFound);
+                }
+            }
+        }
+    };
+    let status = reply.http_status();
+    let body = serde_json::to_string(&reply).expect("redeem reply serialises");
+    sqlx::query("UPDATE redeem_requests SET status = $2, body = $3 WHERE idempotency_key = $1")
+        .bind(key)
+        .bind(status as i16)
+        .bind(&body)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(Redeem::Reply { status, body })
+}
+
+/// Campaign, customer, status, issued and redeemed times of a coupon.
+type CouponRow = (String, String, String, DateTime<Utc>, Option<DateTime<Utc>>);
+
+/// A coupon by code, with its QR payload. `Ok(None)`: no coupon with this code.
+pub async fn coupon(
+    db: &PgPool,
+    code: &str,
+) -> sqlx::Result<Option<flashgate_shared::api::Coupon>> {
+    let row: Option<CouponRow> = sqlx::query_as(
+        "SELECT campaign_id, customer_id, status, created_at, redeemed_at
+           FROM claims WHERE code = $1",
+    )
+    .bind(code)
+    .fetch_optional(db)
+    .await?;
+    Ok(
+        row.and_then(|(campaign, customer, status, issued_at, redeemed_at)| {
+            Some(flashgate_shared::api::Coupon {
+                code: code.to_string(),
+                campaign,
+                customer,
+                status: ClaimStatus::parse(&status)?,
+                issued_at,
+                redeemed_at,
+                qr: flashgate_shared::api::coupon_qr_payload(code),
+            })
+        }),
+    )
+}

@@ -1,0 +1,79 @@
+//! The expiry sweeper: holds past `held_until` become `expired` and their units go back.
+
+use sqlx::PgPool;
+
+use super::returns::{drain_gate_returns, return_to_gate};
+use super::Returned;
+use crate::state::AppState;
+
+/// Ledger actor of the expiry sweeper.
+pub const SWEEPER_ACTOR: &str = "sweeper";
+
+/// Expires at most `limit` holds of campaign `c` past `held_until`, in one statement: the rows
+/// are picked with `FOR UPDATE SKIP LOCKED` (so several origins sweep side by side, and a pay
+/// in progress is left to finish), moved `held → expired`, their units added back to
+/// `remaining`, their gate returns queued and their `expired` ledger rows appended. One
+/// campaign per statement, so two sweepers never lock campaign rows in opposite orders.
+pub async fn expire_due(db: &PgPool, c: &str, limit: i64) -> sqlx::Result<Vec<Returned>> {
+    sqlx::query_as(
+        "WITH due AS (
+            SELECT id FROM claims
+             WHERE campaign_id = $1 AND status = 'held' AND held_until <= now()
+             ORDER BY held_until
+             LIMIT $2
+             FOR UPDATE SKIP LOCKED
+         ), x AS (
+            UPDATE claims c SET status = 'expired', updated_at = now()
+              FROM due WHERE c.id = due.id AND c.status = 'held'
+            RETURNING c.id, c.campaign_id, c.customer_id
+         ), back AS (
+            UPDATE campaigns SET remaining = remaining + (SELECT count(*) FROM x),
+                                 updated_at = now()
+             WHERE id = $1 AND EXISTS (SELECT 1 FROM x)
+         ), g AS (
+            INSERT INTO gate_returns (claim_id, campaign_id, customer_id)
+            SELECT id, campaign_id, customer_id FROM x
+         ), l AS (
+            INSERT INTO ledger (claim_id, campaign_id, customer_id, event, actor, reason)
+            SELECT id, campaign_id, customer_id, 'expired', $3, 'hold passed held_until' FROM x
+         )
+         SELECT id AS claim_id, campaign_id, customer_id FROM x",
+    )
+    .bind(c)
+    .bind(limit)
+    .bind(SWEEPER_ACTOR)
+    .fetch_all(db)
+    .await
+}
+
+/// Campaigns with at least one hold past `held_until`.
+pub async fn campaigns_with_due_holds(db: &PgPool) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT DISTINCT campaign_id FROM claims WHERE status = 'held' AND held_until <= now()",
+    )
+    .fetch_all(db)
+    .await
+}
+/// One pass of the expiry sweeper: expires due holds campaign by campaign in batches of
+/// `config.sweep_batch_max`, gives their units back to the gate, then drains old
+/// `gate_returns`. Returns the number of holds expired by this origin.
+pub async fn sweep(state: &AppState) -> anyhow::Result<usize> {
+    let batch = state.config.sweep_batch_max.max(1);
+    let mut expired = 0;
+    for c in campaigns_with_due_holds(&state.db).await? {
+        loop {
+            let returned = expire_due(&state.db, &c, batch).await?;
+            if returned.is_empty() {
+                break;
+            }
+            expired += returned.len();
+            let back = return_to_gate(state, &returned).await;
+            tracing::info!(campaign = %c, expired = returned.len(), back, "expired holds");
+            if (returned.len() as i64) < batch {
+                break;
+            }
+        }
+    }
+    drain_gate_returns(state, batch).await?;
+    Ok(expired)
+}

@@ -1,0 +1,78 @@
+//! Background tasks of the origin. Each runs until the stop signal.
+//!
+//! - hold expiry (the sweeper): about every `FLASHGATE_SWEEP_INTERVAL_MS`, expires holds past
+//!   `held_until` and gives their units back ([`crate::holds::expiry::sweep`]); safe with
+//!   several origins sweeping at once.
+//! - promo code use release: about every `FLASHGATE_SWEEP_INTERVAL_MS`, releases uses not
+//!   confirmed within `FLASHGATE_CODE_USE_HOLD_SECONDS` ([`crate::promo::service::sweep`]).
+//! - stale takes: every 5 s, settles takes left pending by an origin that died between the
+//!   gate and the commit ([`crate::gate::settle::settle_stale_takes`]).
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::gate::settle::settle_stale_takes;
+use crate::state::AppState;
+
+/// How often the reconciler looks for stale takes.
+const RECONCILE_EVERY: Duration = Duration::from_secs(5);
+
+/// Starts the background tasks.
+pub fn start(state: &AppState, stop: watch::Receiver<bool>) {
+    spawn_every(
+        state,
+        &stop,
+        RECONCILE_EVERY,
+        "settling stale takes",
+        |s| async move { settle_stale_takes(&s.db, &s.redis).await },
+    );
+    // The hold sweeper and the promo code use sweeper run on loops of their own, so that neither
+    // waits for the other.
+    let every = Duration::from_millis(state.config.sweep_interval_ms.max(1));
+    spawn_every(state, &stop, every, "hold expiry sweep", |s| async move {
+        crate::holds::expiry::sweep(&s).await
+    });
+    spawn_every(
+        state,
+        &stop,
+        every,
+        "promo code use sweep",
+        |s| async move { crate::promo::service::sweep(&s).await },
+    );
+}
+
+/// Runs `task` every `every` until the stop signal, logging its failures as `what failed`.
+/// A run that overruns delays the next one (no burst of catch-up runs).
+pub fn spawn_every<F, Fut>(
+    state: &AppState,
+    stop: &watch::Receiver<bool>,
+    every: Duration,
+    what: &'static str,
+    task: F,
+) where
+    F: Fn(AppState) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = anyhow::Result<usize>> + Send,
+{
+    let s = state.clone();
+    let mut rx = stop.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    if let Err(e) = task(s.clone()).await {
+                        tracing::warn!(error = %e, "{what} failed");
+                    }
+                }
+                _ = stopped(&mut rx) => return,
+            }
+        }
+    });
+}
+
+/// Resolves when the stop signal is set.
+pub async fn stopped(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stop| *stop).await;
+}
