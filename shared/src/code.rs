@@ -1,22 +1,24 @@
-//! Coupon codes: the alphabet of generated codes and the normalisation of typed ones
-//! (seed "Coupons"; seed "6M-coupon giveaway").
+//! Coupon codes, of promo codes and giveaway coupons alike: the alphabet of generated codes
+//! and the normalisation of typed ones.
 
 use unicode_normalization::UnicodeNormalization;
 
 /// The 32 symbols of generated codes: `A–Z` and `2–9` without `0`, `O`, `1` and `I`, so that
 /// no two symbols are easy to confuse when read aloud or typed from paper.
 pub const ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+/// Longest code accepted, typed or stored, in characters.
+pub const MAX_LEN: usize = 64;
 /// Length of a generated code: 32^12 = 2^60 possible codes.
 pub const GENERATED_LEN: usize = 12;
 
 /// Normalises a typed code: trim, Unicode NFKC (full-width `ＳＰＲＩＮＧ１０` becomes
 /// `SPRING10`), uppercase. Returns `None` when anything is left outside `A–Z0–9` (so a
-/// Cyrillic look-alike never matches) or the result is empty or longer than 64.
+/// Cyrillic look-alike never matches) or the result is empty or longer than [`MAX_LEN`].
 pub fn normalise(input: &str) -> Option<String> {
     let s: String = input.trim().nfkc().collect::<String>().to_uppercase();
-    let ok = (1..=64).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+    let ok = crate::text::is_ascii_of(&s, MAX_LEN, |b| {
+        b.is_ascii_uppercase() || b.is_ascii_digit()
+    });
     ok.then_some(s)
 }
 

@@ -2,7 +2,8 @@
 //! and the edge worker (wasm32). Nothing here does I/O; nothing here depends on tokio, sqlx
 //! or the `worker` crate.
 //!
-//! - [`api`]: request and response bodies, result codes, the campaign state machine.
+//! - [`api`]: request and response bodies, one file per API area, result codes, the campaign
+//!   state machine.
 //! - [`token`]: the customer token (an HS256 JWT, RFC 7519 / RFC 7515).
 //! - [`signature`]: the edge signature the worker adds to the requests it forwards
 //!   (HMAC-SHA256 over method, path, body, token, idempotency key and client IP).

@@ -12,10 +12,18 @@
 //! Lone UTF-16 surrogates cannot reach these checks: JSON text such as `"\ud800"` is refused by
 //! the JSON parser (400 `invalid_json`), as RFC 8259 §8.2 allows.
 
+/// True when `s` is 1..=`max` bytes and `allowed` accepts each of them: the one shape of every
+/// "1..=N characters of this ASCII set" rule (visible ASCII here; campaign slug, claim id,
+/// currency, admin token name and code alphabet elsewhere). `allowed` must refuse bytes
+/// outside ASCII, so that bytes and characters are the same count.
+pub fn is_ascii_of(s: &str, max: usize, allowed: impl Fn(u8) -> bool) -> bool {
+    (1..=max).contains(&s.len()) && s.bytes().all(allowed)
+}
+
 /// True when `s` is 1..=`max` bytes, each visible ASCII (0x21..=0x7E: no space, no control
 /// character, nothing outside ASCII).
 pub fn is_visible_ascii(s: &str, max: usize) -> bool {
-    (1..=max).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_graphic())
+    is_ascii_of(s, max, |b| b.is_ascii_graphic())
 }
 
 /// True when `s` is free text of 1..=`max_chars` characters (Unicode scalar values), not only

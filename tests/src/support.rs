@@ -10,8 +10,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use chrono::{DateTime, Duration, Utc};
 use flashgate_origin::config::Config;
 use flashgate_origin::server::{self, RunningOrigin};
+use flashgate_shared::api::coupons::{CheckRequest, NewCode, Offer, UseRequest};
+use flashgate_shared::api::{CampaignKind, NewCampaign};
 use flashgate_shared::token::{mint, CustomerClaims};
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 use sqlx::PgPool;
 
 /// Default PostgreSQL URL of the tests.
@@ -193,17 +196,26 @@ impl TestOrigin {
     /// unless 201.
     pub async fn shared_code(&self, limit: i64, once_per_customer: bool) -> String {
         let code = fresh_code_name("T");
-        let body = json!({
-            "code": code, "percent_off": 1000, "currency": "USD", "limit": limit,
-            "once_per_customer": once_per_customer, "ends_at": Utc::now() + Duration::hours(1),
-        });
+        let body = NewCode {
+            code: code.clone(),
+            offer: Offer {
+                percent_off: Some(1000),
+                amount_off: None,
+                currency: "USD".into(),
+                min_order: 0,
+                starts_at: None,
+                ends_at: (Utc::now() + Duration::hours(1)).to_rfc3339(),
+            },
+            limit,
+            once_per_customer,
+        };
         let token = self.manager_token().to_string();
         let (status, reply) = self
             .admin(
                 reqwest::Method::POST,
                 "/admin/v1/codes",
                 Some(&token),
-                Some(body),
+                Some(serde_json::to_value(body).expect("body")),
             )
             .await;
         assert_eq!(status, 201, "create code: {reply}");
@@ -233,7 +245,11 @@ impl TestOrigin {
             "use",
             customer,
             Some(key),
-            json!({"order": order, "cart_total": 6000}),
+            UseRequest {
+                order: order.into(),
+                cart_total: 6000,
+                currency: None,
+            },
         )
         .await
     }
@@ -241,8 +257,11 @@ impl TestOrigin {
     /// `POST /api/v1/codes/{code}/check` for `customer`, cart total 6000; returns status and
     /// JSON body.
     pub async fn check_code(&self, code: &str, customer: &str) -> (u16, Value) {
-        self.shop(code, "check", customer, None, json!({"cart_total": 6000}))
-            .await
+        let body = CheckRequest {
+            cart_total: 6000,
+            currency: None,
+        };
+        self.shop(code, "check", customer, None, body).await
     }
 
     async fn shop(
@@ -251,7 +270,7 @@ impl TestOrigin {
         what: &str,
         customer: &str,
         key: Option<&str>,
-        body: Value,
+        body: impl Serialize,
     ) -> (u16, Value) {
         let mut req = self
             .http
@@ -267,9 +286,11 @@ impl TestOrigin {
     }
 
     /// `PATCH /admin/v1/campaigns/{campaign}` with the manager token; returns status and body.
-    pub async fn change(&self, campaign: &str, body: Value) -> (u16, Value) {
+    /// `body` is a [`ChangeRequest`](flashgate_shared::api::ChangeRequest), or a JSON value for a deliberately malformed body.
+    pub async fn change(&self, campaign: &str, body: impl Serialize) -> (u16, Value) {
         let path = format!("/admin/v1/campaigns/{campaign}");
         let token = self.manager_token().to_string();
+        let body = serde_json::to_value(body).expect("change body");
         self.admin(reqwest::Method::PATCH, &path, Some(&token), Some(body))
             .await
     }
@@ -305,13 +326,15 @@ impl TestOrigin {
         ends_at: DateTime<Utc>,
         hold_seconds: Option<i64>,
     ) -> Value {
-        let mut body = json!({
-            "id": id, "name": format!("Campaign {id}"), "kind": kind, "stock": stock,
-            "starts_at": starts_at, "ends_at": ends_at,
-        });
-        if let Some(h) = hold_seconds {
-            body["hold_seconds"] = json!(h);
-        }
+        let body = NewCampaign {
+            id: id.into(),
+            name: format!("Campaign {id}"),
+            kind: CampaignKind::parse(kind).expect("kind is sale or giveaway"),
+            stock,
+            starts_at,
+            ends_at,
+            hold_seconds,
+        };
         let res = self
             .http
             .post(format!("{}/admin/v1/campaigns", self.url))

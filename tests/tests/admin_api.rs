@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
+use flashgate_shared::api::{CampaignKind, ChangeAction, ChangeRequest, NewCampaign};
 use flashgate_tests::support::{claim_at, unique, TestOrigin};
 use futures::future::join_all;
 use reqwest::Method;
@@ -83,34 +84,41 @@ async fn tokens_roles_and_unknown_campaigns() {
     }
     // ...and gets 403 on every write, which changes nothing.
     let writes = [
-        json!({"action":"pause"}),
-        json!({"action":"resume"}),
-        json!({"action":"close"}),
-        json!({"action":"restock","add":5}),
-        json!({"set_stock": 9}),
-        json!({"ends_at": Utc::now() + chrono::Duration::hours(3)}),
+        ChangeRequest::action(ChangeAction::Pause),
+        ChangeRequest::action(ChangeAction::Resume),
+        ChangeRequest::action(ChangeAction::Close),
+        ChangeRequest::restock(5),
+        ChangeRequest::set_stock(9),
+        ChangeRequest::ends_at(Utc::now() + chrono::Duration::hours(3)),
     ];
     let before = facts(&o, &c).await;
     for w in &writes {
         let (s, b) = o
-            .admin(Method::PATCH, &one, Some(&viewer), Some(w.clone()))
+            .admin(Method::PATCH, &one, Some(&viewer), Some(json!(w)))
             .await;
         assert_error_body(s, &b, 403, "forbidden");
     }
     let now = Utc::now();
-    let new = json!({"id": unique("v"), "name": "V", "kind": "sale", "stock": 3,
-                     "starts_at": now, "ends_at": now + chrono::Duration::hours(1)});
+    let new = NewCampaign {
+        id: unique("v"),
+        name: "V".into(),
+        kind: CampaignKind::Sale,
+        stock: 3,
+        starts_at: now,
+        ends_at: now + chrono::Duration::hours(1),
+        hold_seconds: None,
+    };
     let (s, b) = o
         .admin(
             Method::POST,
             "/admin/v1/campaigns",
             Some(&viewer),
-            Some(new.clone()),
+            Some(json!(new)),
         )
         .await;
     assert_error_body(s, &b, 403, "forbidden");
     let created: i64 = sqlx::query_scalar("SELECT count(*) FROM campaigns WHERE id = $1")
-        .bind(new["id"].as_str().unwrap())
+        .bind(&new.id)
         .fetch_one(&o.db)
         .await
         .unwrap();
@@ -295,9 +303,7 @@ async fn bad_change_bodies_get_documented_4xx_and_change_nothing() {
         assert!(b["message"].is_string(), "{name}: {b}");
     }
     // Restocking past the maximum stock is a conflict with the campaign's facts.
-    let (s, b) = o
-        .change(&c, json!({"action":"restock","add":10_000_000}))
-        .await;
+    let (s, b) = o.change(&c, ChangeRequest::restock(10_000_000)).await;
     assert_error_body(s, &b, 409, "conflict");
     assert_eq!(facts(&o, &c).await, before);
     // Only the campaign's `create` row.
@@ -312,7 +318,9 @@ async fn each_change_is_audited_and_the_claim_path_follows() {
     let people = customers(8);
 
     // Pause: claims answered paused; a second pause changes nothing.
-    let (s, b) = o.change(&c, json!({"action":"pause"})).await;
+    let (s, b) = o
+        .change(&c, ChangeRequest::action(ChangeAction::Pause))
+        .await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(
         (b["changed"].as_bool(), b["campaign"]["state"].as_str()),
@@ -324,12 +332,16 @@ async fn each_change_is_audited_and_the_claim_path_follows() {
     assert_eq!(b["audit"]["after"]["paused"], true);
     let (s, b) = o.claim(&c, &people[0], "k1").await;
     assert_eq!((s, b["result"].as_str()), (409, Some("paused")));
-    let (s, b) = o.change(&c, json!({"action":"pause"})).await;
+    let (s, b) = o
+        .change(&c, ChangeRequest::action(ChangeAction::Pause))
+        .await;
     assert_eq!((s, b["changed"].as_bool()), (200, Some(false)), "{b}");
     assert!(b["audit"].is_null());
 
     // Resume: claims flow; sell out.
-    let (s, b) = o.change(&c, json!({"action":"resume"})).await;
+    let (s, b) = o
+        .change(&c, ChangeRequest::action(ChangeAction::Resume))
+        .await;
     assert_eq!((s, b["campaign"]["state"].as_str()), (200, Some("active")));
     for p in &people[1..4] {
         let (s, b) = o.claim(&c, p, "k").await;
@@ -339,13 +351,13 @@ async fn each_change_is_audited_and_the_claim_path_follows() {
     assert_eq!((s, b["result"].as_str()), (409, Some("sold_out")));
 
     // set_stock never below the 3 units claimed; to 3 is a no-op.
-    let (s, b) = o.change(&c, json!({"set_stock": 2})).await;
+    let (s, b) = o.change(&c, ChangeRequest::set_stock(2)).await;
     assert_error_body(s, &b, 409, "conflict");
-    let (s, b) = o.change(&c, json!({"set_stock": 3})).await;
+    let (s, b) = o.change(&c, ChangeRequest::set_stock(3)).await;
     assert_eq!((s, b["changed"].as_bool()), (200, Some(false)));
 
     // Restock of a sold-out campaign: it sells again at once (gate and sold-out flag followed).
-    let (s, b) = o.change(&c, json!({"action":"restock","add":1})).await;
+    let (s, b) = o.change(&c, ChangeRequest::restock(1)).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["gate"], "updated");
     assert_eq!(
@@ -362,7 +374,7 @@ async fn each_change_is_audited_and_the_claim_path_follows() {
     assert_eq!(s, 409);
 
     // set_stock up: remaining moves by the same difference.
-    let (s, b) = o.change(&c, json!({"set_stock": 6})).await;
+    let (s, b) = o.change(&c, ChangeRequest::set_stock(6)).await;
     assert_eq!(
         (s, b["campaign"]["remaining"].as_i64()),
         (200, Some(2)),
@@ -373,7 +385,7 @@ async fn each_change_is_audited_and_the_claim_path_follows() {
     assert_eq!(b["campaign"]["counts"]["claims_total"], 4);
 
     // set_stock down to the units claimed: sold out.
-    let (s, b) = o.change(&c, json!({"set_stock": 4})).await;
+    let (s, b) = o.change(&c, ChangeRequest::set_stock(4)).await;
     assert_eq!(
         (s, b["campaign"]["state"].as_str()),
         (200, Some("sold_out")),
@@ -385,10 +397,12 @@ async fn each_change_is_audited_and_the_claim_path_follows() {
 
     // Move the end, then close: claims answered ended.
     let later = Utc::now() + chrono::Duration::hours(5);
-    let (s, b) = o.change(&c, json!({"ends_at": later})).await;
+    let (s, b) = o.change(&c, ChangeRequest::ends_at(later)).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(facts(&o, &c).await.3.timestamp(), later.timestamp());
-    let (s, b) = o.change(&c, json!({"action":"close"})).await;
+    let (s, b) = o
+        .change(&c, ChangeRequest::action(ChangeAction::Close))
+        .await;
     assert_eq!(
         (s, b["campaign"]["state"].as_str()),
         (200, Some("ended")),
@@ -459,7 +473,7 @@ async fn restock_racing_concurrent_claims_loses_no_update() {
         let claims: Vec<_> = claims.collect();
         // The restock lands somewhere among the claims (a different place each round).
         tokio::time::sleep(Duration::from_millis(round * 3)).await;
-        let (s, b) = o.change(&c, json!({"action":"restock","add":5})).await;
+        let (s, b) = o.change(&c, ChangeRequest::restock(5)).await;
         assert_eq!(s, 200, "{b}");
         let replies: Vec<(u16, Value)> = join_all(claims)
             .await
@@ -519,7 +533,9 @@ async fn pause_during_a_stampede_stops_claims_at_its_commit_and_resume_restarts_
         })
         .collect();
     tokio::time::sleep(Duration::from_millis(400)).await;
-    let (s, b) = o.change(&c, json!({"action":"pause"})).await;
+    let (s, b) = o
+        .change(&c, ChangeRequest::action(ChangeAction::Pause))
+        .await;
     assert_eq!(s, 200, "{b}");
     *paused_at.lock().unwrap() = Some(Instant::now());
     let at: DateTime<Utc> = serde_json::from_value(b["audit"]["at"].clone()).unwrap();
@@ -563,7 +579,9 @@ async fn pause_during_a_stampede_stops_claims_at_its_commit_and_resume_restarts_
     );
 
     // Resume: claims flow again.
-    let (s, b) = o.change(&c, json!({"action":"resume"})).await;
+    let (s, b) = o
+        .change(&c, ChangeRequest::action(ChangeAction::Resume))
+        .await;
     assert_eq!(s, 200, "{b}");
     let fresh = customers(20);
     let replies = join_all(fresh.iter().map(|p| o.claim(&c, p, "k"))).await;

@@ -12,8 +12,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use flashgate_origin::secret::Secret;
+use flashgate_shared::api::{ChangeAction, ChangeRequest};
 use flashgate_tests::support::{claim_via, test_config, unique, TestEdge as Edge, TestOrigin};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 const EDGE_SECRET: &str = flashgate_tests::support::TEST_EDGE_SECRET;
 /// The edge's status TTL in these tests.
@@ -102,7 +103,9 @@ async fn pause_reaches_the_edge_within_the_bound_and_resume_lets_claims_flow() {
     let (s, by, b) = claim(&o, &e, &c, &unique("first")).await;
     assert_eq!((s, by.as_str()), (201, "origin"), "{b}");
 
-    let (s, b) = o.change(&c, json!({"action":"pause"})).await;
+    let (s, b) = o
+        .change(&c, ChangeRequest::action(ChangeAction::Pause))
+        .await;
     assert_eq!(s, 200, "{b}");
     let paused = Instant::now();
     // Any claim from now on is refused: by the origin until the edge refreshes, then by the
@@ -125,7 +128,9 @@ async fn pause_reaches_the_edge_within_the_bound_and_resume_lets_claims_flow() {
     );
     assert_eq!(o.claim_rows(&c, &[]).await, 1);
 
-    let (s, b) = o.change(&c, json!({"action":"resume"})).await;
+    let (s, b) = o
+        .change(&c, ChangeRequest::action(ChangeAction::Resume))
+        .await;
     assert_eq!(s, 200, "{b}");
     let resumed = Instant::now();
     let seen = until_state(&o, &e, &c, "active", resumed).await;
@@ -149,7 +154,7 @@ async fn restock_of_a_sold_out_campaign_reaches_the_edge_and_sells_again() {
     let sold = Instant::now();
     until_edge_answers(&o, &e, &c, "sold_out", sold).await;
 
-    let (s, b) = o.change(&c, json!({"action":"restock","add":3})).await;
+    let (s, b) = o.change(&c, ChangeRequest::restock(3)).await;
     assert_eq!((s, b["gate"].as_str()), (200, Some("updated")), "{b}");
     let restocked = Instant::now();
     let seen = until_state(&o, &e, &c, "active", restocked).await;

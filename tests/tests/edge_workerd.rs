@@ -9,6 +9,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use flashgate_shared::api::ChangeRequest;
 use flashgate_shared::ANSWERED_BY_HEADER;
 use flashgate_tests::support::{
     edge_headers, test_config, unique, TestEdge, TestOrigin, TEST_EDGE_SECRET,
@@ -394,9 +395,7 @@ async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_rest
 
     // Units come back (a restock through the admin API): the sold-out state clears at the
     // edge within the bound.
-    let (code, body) = o
-        .change(&c, serde_json::json!({"action": "restock", "add": 2}))
-        .await;
+    let (code, body) = o.change(&c, ChangeRequest::restock(2)).await;
     assert_eq!(code, 200, "{body}");
     let back = Instant::now();
     let seen = wait_for_state(&o, &e, &c, "active").await;

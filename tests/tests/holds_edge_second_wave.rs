@@ -7,9 +7,10 @@
 use std::time::{Duration, Instant};
 
 use flashgate_origin::secret::Secret;
+use flashgate_shared::api::PayRequest;
 use flashgate_tests::support::{claim_via, test_config, unique, TestEdge, TestOrigin};
 use futures::future::join_all;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 const EDGE_SECRET: &str = flashgate_tests::support::TEST_EDGE_SECRET;
 /// The edge's status TTL in this test.
@@ -103,7 +104,9 @@ async fn second_wave_through_the_edge_sells_exactly_the_returned_units() {
         o.http
             .post(url)
             .bearer_auth(&service)
-            .json(&json!({"payment_ref": unique("psp")}))
+            .json(&PayRequest {
+                payment_ref: unique("psp"),
+            })
             .send()
     }))
     .await;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use flashgate_origin::holds::{expiry, returns};
+use flashgate_shared::api::{PayRequest, ReleaseRequest};
 use flashgate_tests::support::{unique, TestOrigin};
 use futures::future::join_all;
 use serde_json::{json, Value};
@@ -29,7 +30,13 @@ async fn sale(o: &TestOrigin, stock: i64, hold_seconds: i64) -> String {
 }
 
 /// POSTs `body` (JSON) to `/api/v1/claims/{id}/{action}` with `token` as bearer.
-async fn call(o: &TestOrigin, id: &str, action: &str, token: &str, body: &Value) -> (u16, Value) {
+async fn call(
+    o: &TestOrigin,
+    id: &str,
+    action: &str,
+    token: &str,
+    body: &impl serde::Serialize,
+) -> (u16, Value) {
     let res = o
         .http
         .post(format!("{}/api/v1/claims/{id}/{action}", o.url))
@@ -44,7 +51,16 @@ async fn call(o: &TestOrigin, id: &str, action: &str, token: &str, body: &Value)
 
 async fn pay(o: &TestOrigin, id: &str, payment_ref: &str) -> (u16, Value) {
     let token = o.config.service_token.expose().to_string();
-    call(o, id, "pay", &token, &json!({ "payment_ref": payment_ref })).await
+    call(
+        o,
+        id,
+        "pay",
+        &token,
+        &PayRequest {
+            payment_ref: payment_ref.into(),
+        },
+    )
+    .await
 }
 
 async fn release(o: &TestOrigin, id: &str) -> (u16, Value) {
@@ -54,7 +70,9 @@ async fn release(o: &TestOrigin, id: &str) -> (u16, Value) {
         id,
         "release",
         &token,
-        &json!({ "reason": "customer_cancelled" }),
+        &ReleaseRequest {
+            reason: Some("customer_cancelled".into()),
+        },
     )
     .await
 }
@@ -550,7 +568,16 @@ async fn bad_pay_and_release_requests_change_nothing() {
     let (s, r, _) = raw("pay", Some(&service), json, &big).await;
     assert_eq!((s, r.as_str()), (413, "payload_too_large"));
     for bad in ["c_nope", "../x", "c_0000000000000000000000000000000f"] {
-        let (s, b) = call(&o, bad, "pay", &service, &json!({"payment_ref": "p"})).await;
+        let (s, b) = call(
+            &o,
+            bad,
+            "pay",
+            &service,
+            &PayRequest {
+                payment_ref: "p".into(),
+            },
+        )
+        .await;
         assert_eq!((s, b["result"].as_str()), (404, Some("not_found")), "{bad}");
     }
     // Nothing changed.

@@ -2,9 +2,10 @@
 //! origin, PostgreSQL and Redis: single use under concurrent redeems, the POS idempotency key,
 //! bad input, and the coupon with its QR payload. Reads the database back and reconciles.
 
+use flashgate_shared::api::RedeemRequest;
 use flashgate_tests::support::{unique, TestOrigin};
 use futures::future::join_all;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// `n` new customers claim giveaway `c` at once; returns their coupon codes.
 async fn coupons(o: &TestOrigin, c: &str, n: usize) -> Vec<String> {
@@ -21,7 +22,9 @@ async fn redeem(o: &TestOrigin, code: &str, key: &str) -> (u16, String) {
         .post(format!("{}/api/v1/coupons/{code}/redeem", o.url))
         .bearer_auth(o.config.service_token.expose())
         .header("idempotency-key", key)
-        .json(&json!({"store": "store-17"}))
+        .json(&RedeemRequest {
+            store: Some("store-17".into()),
+        })
         .send()
         .await
         .expect("redeem");

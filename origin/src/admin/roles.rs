@@ -103,9 +103,9 @@ pub struct Admin {
 }
 
 fn valid_name(s: &str) -> bool {
-    (1..=64).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+    flashgate_shared::text::is_ascii_of(s, 64, |b| {
+        b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')
+    })
 }
 
 fn valid_token(s: &str) -> bool {

@@ -17,8 +17,9 @@
 
 use std::sync::LazyLock;
 
-use chrono::{DateTime, Datelike, Utc};
-use flashgate_shared::api::MAX_STOCK;
+use chrono::{DateTime, Utc};
+use flashgate_shared::api::{check_stock, check_year, MAX_STOCK};
+pub use flashgate_shared::api::{ChangeRequest, GateFollow};
 use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -27,26 +28,6 @@ use sqlx::PgPool;
 use super::audit::AuditEntry;
 use super::roles::Admin;
 use crate::gate::{self, Keys};
-
-/// `PATCH /admin/v1/campaigns/{id}` body, exactly one of:
-/// `{"action":"pause"}`, `{"action":"resume"}`, `{"action":"close"}`,
-/// `{"action":"restock","add":n}`, `{"set_stock":n}`, `{"ends_at":"<RFC 3339>"}`.
-/// Unknown fields are refused.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ChangeRequest {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action: Option<String>,
-    /// With `"action":"restock"`: units to add (1..=10,000,000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub add: Option<i64>,
-    /// New total stock (1..=10,000,000, never below the units already claimed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub set_stock: Option<i64>,
-    /// New end (after `starts_at`); in the past it ends the campaign like `close`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ends_at: Option<DateTime<Utc>>,
-}
 
 /// A validated change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +76,8 @@ impl Change {
         matches!(self, Change::Restock { .. } | Change::SetStock { .. })
     }
 
-    /// `SET` list and condition of the `UPDATE` (`c` is the row, `$4` the params).
+    /// `SET` list and condition of the `UPDATE` (`c` is the row, `$4` the params, `$5`
+    /// [`MAX_STOCK`]).
     fn sql(&self) -> (&'static str, &'static str) {
         match self {
             Change::Pause => ("paused = true", "NOT c.paused"),
@@ -107,7 +89,7 @@ impl Change {
             Change::Restock { .. } => (
                 "stock = c.stock + ($4::jsonb->>'add')::bigint,
                  remaining = c.remaining + ($4::jsonb->>'add')::bigint",
-                "c.stock + ($4::jsonb->>'add')::bigint <= 10000000",
+                "c.stock + ($4::jsonb->>'add')::bigint <= $5",
             ),
             Change::SetStock { .. } => (
                 "stock = ($4::jsonb->>'stock')::bigint,
@@ -142,26 +124,16 @@ impl TryFrom<ChangeRequest> for Change {
                     .into(),
             );
         }
-        let in_range = |what: &str, n: i64| {
-            if (1..=MAX_STOCK).contains(&n) {
-                Ok(n)
-            } else {
-                Err(format!("{what} must be between 1 and {MAX_STOCK}"))
-            }
-        };
         if r.add.is_some() && r.action.as_deref() != Some("restock") {
             return Err("add goes with \"action\":\"restock\" only".into());
         }
         if let Some(n) = r.set_stock {
             return Ok(Change::SetStock {
-                stock: in_range("set_stock", n)?,
+                stock: check_stock("set_stock", n)?,
             });
         }
         if let Some(ends_at) = r.ends_at {
-            // PostgreSQL's timestamptz cannot hold every chrono date; keep to plain years.
-            if !(1970..=9999).contains(&ends_at.year()) {
-                return Err("ends_at must be between the years 1970 and 9999".into());
-            }
+            check_year("ends_at", ends_at)?;
             return Ok(Change::SetEndsAt { ends_at });
         }
         match r.action.as_deref().unwrap_or_default() {
@@ -173,7 +145,7 @@ impl TryFrom<ChangeRequest> for Change {
                     .add
                     .ok_or("restock needs \"add\": the number of units to add")?;
                 Ok(Change::Restock {
-                    add: in_range("add", add)?,
+                    add: check_stock("add", add)?,
                 })
             }
             other => Err(format!(
@@ -237,6 +209,7 @@ pub async fn apply(db: &PgPool, id: &str, who: &Admin, change: Change) -> sqlx::
         .bind(&who.name)
         .bind(change.action())
         .bind(change.params())
+        .bind(MAX_STOCK)
         .fetch_optional(db)
         .await?;
     let Some((before, audit)) = row else {
@@ -302,21 +275,6 @@ return r
 ",
     )
 });
-
-/// How the gate followed a change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GateFollow {
-    /// Nothing in the gate depends on this change.
-    NotNeeded,
-    /// The gate's remaining and sold-out flag were updated.
-    Updated,
-    /// The gate was (re)loaded from PostgreSQL.
-    Reloaded,
-    /// Redis failed; the gate is corrected from PostgreSQL on its next load (the claim commit
-    /// still decides in SQL, so nothing can oversell meanwhile).
-    Pending,
-}
 
 /// Makes the gate follow a committed change of campaign `c` from `before` to `after`.
 pub async fn follow(

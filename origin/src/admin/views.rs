@@ -2,45 +2,14 @@
 //! and live counts read from PostgreSQL (the truth) at request time.
 
 use chrono::{DateTime, Utc};
+pub use flashgate_shared::api::admin::{CampaignView, Counts};
 use flashgate_shared::api::AdminCampaign;
-use serde::Serialize;
 use sqlx::PgPool;
 
 use crate::campaigns::CampaignRow;
 
 /// Most campaigns one `GET /admin/v1/campaigns` lists (the newest).
 pub const MAX_LISTED: i64 = 500;
-
-/// Claim counts of a campaign, by status and over time.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, sqlx::FromRow)]
-pub struct Counts {
-    /// Sale: units held, waiting for payment.
-    pub held: i64,
-    /// Sale: units paid.
-    pub paid: i64,
-    /// Giveaway: coupons issued, not yet redeemed.
-    pub issued: i64,
-    /// Giveaway: coupons redeemed.
-    pub redeemed: i64,
-    /// Sale: holds released or expired (their units went back).
-    pub returned: i64,
-    /// Every claim ever written for the campaign (a growing counter: its rate is claims/s).
-    pub claims_total: i64,
-    /// Claims written in the last 60 seconds.
-    pub claims_last_minute: i64,
-}
-
-/// A campaign as `GET /admin/v1/campaigns[/{id}]` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CampaignView {
-    #[serde(flatten)]
-    pub campaign: AdminCampaign,
-    pub counts: Counts,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-    /// The origin's clock when the view was read.
-    pub as_of: DateTime<Utc>,
-}
 
 #[derive(sqlx::FromRow)]
 struct ViewRow {

@@ -11,8 +11,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
+use flashgate_shared::api::coupons::CodeChange;
+use flashgate_shared::api::{CampaignKind, ChangeAction, ChangeRequest, NewCampaign};
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::secret::Secret;
 
@@ -58,8 +60,8 @@ pub enum AdminCommand {
         #[arg(long)]
         name: String,
         /// `sale` or `giveaway`.
-        #[arg(long)]
-        kind: String,
+        #[arg(long, value_parser = parse_kind)]
+        kind: CampaignKind,
         /// Total units (1..=10,000,000).
         #[arg(long)]
         stock: i64,
@@ -103,11 +105,27 @@ pub enum AdminCommand {
     EnableCode { code: String },
 }
 
+/// Parses `--kind`: the wire name of a [`CampaignKind`].
+fn parse_kind(s: &str) -> Result<CampaignKind, String> {
+    CampaignKind::parse(s).ok_or_else(|| format!("unknown kind '{s}' (sale, giveaway)"))
+}
+
+/// A typed body as the JSON sent.
+fn body(b: impl serde::Serialize) -> Option<Value> {
+    Some(serde_json::to_value(b).expect("request bodies serialise"))
+}
+
 impl AdminCommand {
     /// Method, path and body of the call.
     fn request(&self) -> (Method, String, Option<Value>) {
         let one = |c: &str| format!("/admin/v1/campaigns/{c}");
-        let change = |c: &str, body: Value| (Method::PATCH, one(c), Some(body));
+        let change = |c: &str, req: ChangeRequest| (Method::PATCH, one(c), body(req));
+        let code = |c: &str, action: &str| {
+            let req = CodeChange {
+                action: action.into(),
+            };
+            (Method::PATCH, format!("/admin/v1/codes/{c}"), body(req))
+        };
         match self {
             AdminCommand::List => (Method::GET, "/admin/v1/campaigns".into(), None),
             AdminCommand::Show { campaign } => (Method::GET, one(campaign), None),
@@ -120,26 +138,34 @@ impl AdminCommand {
                 ends_at,
                 hold_seconds,
             } => {
-                let mut body = json!({
-                    "id": id, "name": name, "kind": kind, "stock": stock,
-                    "starts_at": starts_at.unwrap_or_else(Utc::now), "ends_at": ends_at,
-                });
-                if let Some(h) = hold_seconds {
-                    body["hold_seconds"] = json!(h);
-                }
-                (Method::POST, "/admin/v1/campaigns".into(), Some(body))
+                let new = NewCampaign {
+                    id: id.clone(),
+                    name: name.clone(),
+                    kind: *kind,
+                    stock: *stock,
+                    starts_at: starts_at.unwrap_or_else(Utc::now),
+                    ends_at: *ends_at,
+                    hold_seconds: *hold_seconds,
+                };
+                (Method::POST, "/admin/v1/campaigns".into(), body(new))
             }
-            AdminCommand::Pause { campaign } => change(campaign, json!({"action": "pause"})),
-            AdminCommand::Resume { campaign } => change(campaign, json!({"action": "resume"})),
-            AdminCommand::Close { campaign } => change(campaign, json!({"action": "close"})),
+            AdminCommand::Pause { campaign } => {
+                change(campaign, ChangeRequest::action(ChangeAction::Pause))
+            }
+            AdminCommand::Resume { campaign } => {
+                change(campaign, ChangeRequest::action(ChangeAction::Resume))
+            }
+            AdminCommand::Close { campaign } => {
+                change(campaign, ChangeRequest::action(ChangeAction::Close))
+            }
             AdminCommand::Restock { campaign, add } => {
-                change(campaign, json!({"action": "restock", "add": add}))
+                change(campaign, ChangeRequest::restock(*add))
             }
             AdminCommand::SetStock { campaign, stock } => {
-                change(campaign, json!({ "set_stock": stock }))
+                change(campaign, ChangeRequest::set_stock(*stock))
             }
             AdminCommand::SetEndsAt { campaign, ends_at } => {
-                change(campaign, json!({ "ends_at": ends_at }))
+                change(campaign, ChangeRequest::ends_at(*ends_at))
             }
             AdminCommand::Audit { campaign } => {
                 (Method::GET, format!("{}/audit", one(campaign)), None)
@@ -147,16 +173,8 @@ impl AdminCommand {
             AdminCommand::Reconcile { campaign } => {
                 (Method::GET, format!("{}/reconcile", one(campaign)), None)
             }
-            AdminCommand::DisableCode { code } => (
-                Method::PATCH,
-                format!("/admin/v1/codes/{code}"),
-                Some(json!({"action": "disable"})),
-            ),
-            AdminCommand::EnableCode { code } => (
-                Method::PATCH,
-                format!("/admin/v1/codes/{code}"),
-                Some(json!({"action": "enable"})),
-            ),
+            AdminCommand::DisableCode { code: c } => code(c, "disable"),
+            AdminCommand::EnableCode { code: c } => code(c, "enable"),
         }
     }
 }
@@ -223,6 +241,7 @@ pub async fn run(args: AdminArgs) -> i32 {
 mod tests {
     use super::*;
     use clap::Parser;
+    use serde_json::json;
 
     #[derive(Parser)]
     struct T {
@@ -287,5 +306,22 @@ mod tests {
         ]);
         assert_eq!((m, p.as_str()), (Method::POST, "/admin/v1/campaigns"));
         assert_eq!(b.unwrap()["stock"], 3);
+        assert!(T::try_parse_from([
+            "t",
+            "--token",
+            "x",
+            "create",
+            "--id",
+            "s",
+            "--name",
+            "S",
+            "--kind",
+            "raffle",
+            "--stock",
+            "1",
+            "--ends-at",
+            "2030-01-01T00:00:00Z",
+        ])
+        .is_err());
     }
 }

@@ -18,13 +18,13 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+pub use flashgate_shared::api::admin::{AuditList, CampaignList, ChangeReply};
 use flashgate_shared::api::is_valid_slug;
-use serde::Serialize;
 
 use super::extract::{self, Admin, Role};
-use crate::admin::audit::{self, AuditEntry};
+use crate::admin::audit;
 use crate::admin::toggles::{self, Applied, Change, ChangeRequest, GateFollow};
-use crate::admin::views::{self, CampaignView};
+use crate::admin::views;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -42,12 +42,6 @@ fn authorize(headers: &HeaderMap, state: &AppState, needed: Role, id: &str) -> A
     } else {
         Err(not_found(id))
     }
-}
-
-/// `GET /admin/v1/campaigns` body.
-#[derive(Debug, Serialize)]
-pub struct CampaignList {
-    pub campaigns: Vec<CampaignView>,
 }
 
 /// 200 with the newest campaigns and their live counts.
@@ -70,14 +64,6 @@ pub async fn show(
     Ok(Json(view).into_response())
 }
 
-/// `GET /admin/v1/campaigns/{id}/audit` body.
-#[derive(Debug, Serialize)]
-pub struct AuditList {
-    pub campaign: String,
-    /// Newest first, at most [`audit::MAX_ENTRIES`].
-    pub entries: Vec<AuditEntry>,
-}
-
 /// 200 with the campaign's audit trail; 404 when the campaign is unknown.
 pub async fn audit_trail(
     State(state): State<AppState>,
@@ -97,19 +83,6 @@ pub async fn audit_trail(
         entries,
     })
     .into_response())
-}
-
-/// `PATCH /admin/v1/campaigns/{id}` body.
-#[derive(Debug, Serialize)]
-pub struct ChangeReply {
-    /// False when the campaign already was that way (nothing written, no audit row).
-    pub changed: bool,
-    /// The campaign after the change, with live counts.
-    pub campaign: CampaignView,
-    /// The audit row of the change; `null` when nothing changed.
-    pub audit: Option<AuditEntry>,
-    /// How the Redis gate followed: `not_needed`, `updated`, `reloaded` or `pending`.
-    pub gate: GateFollow,
 }
 
 /// Applies one change (manager token). 200 with [`ChangeReply`]; 404 unknown campaign; 409

@@ -28,11 +28,7 @@ pub const SERVICE_ACTOR: &str = "service";
 /// Ledger reason of a release that gives none.
 pub const DEFAULT_RELEASE_REASON: &str = "released by the checkout backend";
 
-/// True when `id` can be a claim id (`c_` + hex; at most 64 characters of `[A-Za-z0-9_]`), so
-/// anything else is a 404 without a query.
-pub fn is_claim_id_shape(id: &str) -> bool {
-    (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-}
+pub use flashgate_shared::api::is_claim_id_shape;
 
 /// An optional JSON body: empty means `T::default()`; anything else must be
 /// `application/json` (415), at most 64 KiB (413) and parse strictly (400 / 422).

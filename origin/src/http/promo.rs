@@ -37,6 +37,7 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{header, Extensions, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+pub use flashgate_shared::api::admin::CodeChangeReply;
 use flashgate_shared::api::coupons::{
     validate_offer, AdminCode, CheckRequest, CodeBatch, CodeChange, CodeKind, NewCode,
     NewCodeBatch, Offer, UseRequest, MAX_BATCH_COUNT, MAX_CART_TOTAL, MAX_CODE_LIMIT,
@@ -47,7 +48,6 @@ use futures::TryStreamExt;
 use sqlx::postgres::PgPoolCopyExt;
 
 use super::extract::{self, Admin, Role};
-use crate::admin::audit::AuditEntry;
 use crate::error::{ApiError, ApiResult};
 use crate::promo::admin::{self, CodeAction};
 use crate::promo::rules::NewRules;
@@ -82,7 +82,7 @@ fn check_cart(cart_total: i64, currency: Option<&str>) -> ApiResult<()> {
             "cart_total must be 0 to {MAX_CART_TOTAL} minor units"
         )));
     }
-    if currency.is_some_and(|c| c.len() != 3 || !c.bytes().all(|b| b.is_ascii_uppercase())) {
+    if currency.is_some_and(|c| !flashgate_shared::api::coupons::is_currency(c)) {
         return Err(ApiError::validation(
             "currency must be three uppercase letters",
         ));
@@ -329,17 +329,6 @@ pub async fn admin_show(
         .await?
         .ok_or_else(not_found)?;
     Ok(axum::Json(admin_view(&rules, left, disabled_at)).into_response())
-}
-
-/// `PATCH /admin/v1/codes/{code}` reply.
-#[derive(Debug, serde::Serialize)]
-pub struct CodeChangeReply {
-    /// False when the code already was that way (nothing written, no audit row).
-    pub changed: bool,
-    /// The code after the change, with `uses_left` and `disabled_at`.
-    pub code: AdminCode,
-    /// The audit row of the change; `null` when nothing changed.
-    pub audit: Option<AuditEntry>,
 }
 
 /// `PATCH /admin/v1/codes/{code}` (manager token) with [`CodeChange`]: `{"action":"disable"}`

@@ -1,0 +1,349 @@
+//! Admin API bodies (`/admin/v1/...`): the campaign as managers see it with live counts, the
+//! change request and its reply, the audit trail, and the reconcile report. The origin
+//! computes them; the admin CLI and the tests read and send these same types.
+//!
+//! With the `sqlx` feature (the origin's), [`Counts`] and [`AuditEntry`] also read straight
+//! from PostgreSQL rows (`sqlx::FromRow`).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::campaigns::{CampaignKind, CampaignStatus};
+use super::promo::AdminCode;
+
+/// A campaign as the admin API shows it: the public status plus the settings managers see.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdminCampaign {
+    #[serde(flatten)]
+    pub status: CampaignStatus,
+    /// Sale: hold length in seconds; `null` for a giveaway.
+    pub hold_seconds: Option<i64>,
+    /// True while a manager has the campaign paused.
+    pub paused: bool,
+}
+
+/// Claim counts of a campaign, by status and over time.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+pub struct Counts {
+    /// Sale: units held, waiting for payment.
+    pub held: i64,
+    /// Sale: units paid.
+    pub paid: i64,
+    /// Giveaway: coupons issued, not yet redeemed.
+    pub issued: i64,
+    /// Giveaway: coupons redeemed.
+    pub redeemed: i64,
+    /// Sale: holds released or expired (their units went back).
+    pub returned: i64,
+    /// Every claim ever written for the campaign (a growing counter: its rate is claims/s).
+    pub claims_total: i64,
+    /// Claims written in the last 60 seconds.
+    pub claims_last_minute: i64,
+}
+
+/// A campaign as `GET /admin/v1/campaigns[/{id}]` shows it: [`AdminCampaign`]'s fields, flat,
+/// plus live counts and times (RFC 3339 UTC).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CampaignView {
+    #[serde(flatten)]
+    pub campaign: AdminCampaign,
+    pub counts: Counts,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// The origin's clock when the view was read.
+    pub as_of: DateTime<Utc>,
+}
+
+/// `GET /admin/v1/campaigns` body: the newest campaigns, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CampaignList {
+    pub campaigns: Vec<CampaignView>,
+}
+
+/// What `"action"` of a [`ChangeRequest`] asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChangeAction {
+    /// Claims are answered `paused` until resumed.
+    Pause,
+    /// Claims flow again.
+    Resume,
+    /// Ends the campaign now.
+    Close,
+    /// Adds units (goes with `add`).
+    Restock,
+}
+
+impl ChangeAction {
+    /// The wire name: `pause`, `resume`, `close`, `restock`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeAction::Pause => "pause",
+            ChangeAction::Resume => "resume",
+            ChangeAction::Close => "close",
+            ChangeAction::Restock => "restock",
+        }
+    }
+}
+
+/// `PATCH /admin/v1/campaigns/{id}` body, exactly one of:
+/// `{"action":"pause"}`, `{"action":"resume"}`, `{"action":"close"}`,
+/// `{"action":"restock","add":n}`, `{"set_stock":n}`, `{"ends_at":"<RFC 3339>"}`.
+/// Unknown fields are refused. `action` stays a string on the wire so that an unknown action
+/// is a 422 `validation_failed` naming it (not a 400); build requests with the constructors.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChangeRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// With `"action":"restock"`: units to add (1..=[`MAX_STOCK`](super::campaigns::MAX_STOCK)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub add: Option<i64>,
+    /// New total stock (1..=[`MAX_STOCK`](super::campaigns::MAX_STOCK), never below the units
+    /// already claimed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set_stock: Option<i64>,
+    /// New end (after `starts_at`); in the past it ends the campaign like `close`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ends_at: Option<DateTime<Utc>>,
+}
+
+impl ChangeRequest {
+    /// `{"action": <action>}` (for `restock` use [`ChangeRequest::restock`]).
+    pub fn action(action: ChangeAction) -> Self {
+        ChangeRequest {
+            action: Some(action.as_str().to_string()),
+            ..Default::default()
+        }
+    }
+
+    /// `{"action":"restock","add":add}`.
+    pub fn restock(add: i64) -> Self {
+        ChangeRequest {
+            add: Some(add),
+            ..Self::action(ChangeAction::Restock)
+        }
+    }
+
+    /// `{"set_stock":stock}`.
+    pub fn set_stock(stock: i64) -> Self {
+        ChangeRequest {
+            set_stock: Some(stock),
+            ..Default::default()
+        }
+    }
+
+    /// `{"ends_at":ends_at}`.
+    pub fn ends_at(ends_at: DateTime<Utc>) -> Self {
+        ChangeRequest {
+            ends_at: Some(ends_at),
+            ..Default::default()
+        }
+    }
+}
+
+/// How the Redis gate followed a change (`gate` of [`ChangeReply`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateFollow {
+    /// Nothing in the gate depends on this change.
+    NotNeeded,
+    /// The gate's remaining and sold-out flag were updated.
+    Updated,
+    /// The gate was (re)loaded from PostgreSQL.
+    Reloaded,
+    /// Redis failed; the gate is corrected from PostgreSQL on its next load (the claim commit
+    /// still decides in SQL, so nothing can oversell meanwhile).
+    Pending,
+}
+
+/// One row of the audit trail of managers' changes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+pub struct AuditEntry {
+    /// Order of the changes (grows with each change).
+    pub seq: i64,
+    /// The campaign changed; `null` (left out) for a code action.
+    #[serde(
+        rename = "campaign",
+        alias = "campaign_id",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub campaign_id: Option<String>,
+    /// The code disabled or enabled (`disable`, `enable`); left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "sqlx", sqlx(default))]
+    pub code: Option<String>,
+    /// The batch of one-time codes exported (`export`); left out otherwise.
+    #[serde(
+        rename = "batch",
+        alias = "batch_id",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "sqlx", sqlx(default))]
+    pub batch_id: Option<String>,
+    /// Name of the admin token that made the change.
+    pub actor: String,
+    /// `create`, `pause`, `resume`, `close`, `restock`, `set_stock` or `set_ends_at` (campaigns);
+    /// `disable`, `enable` (codes); `export` (a batch of one-time codes as CSV).
+    pub action: String,
+    /// The request's parameters (`{"add": 5}`, `{"stock": 7}`, `{"ends_at": …}`, `{}`).
+    pub params: Value,
+    /// stock, remaining, paused, starts_at, ends_at before the change (`null` for `create`);
+    /// for a code, `{"disabled", "disabled_at"}`; `null` for an export.
+    pub before: Value,
+    /// The same facts after it.
+    pub after: Value,
+    /// When the change was made (RFC 3339 UTC), just before its commit.
+    pub at: DateTime<Utc>,
+}
+
+/// `GET /admin/v1/campaigns/{id}/audit` body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditList {
+    pub campaign: String,
+    /// Newest first, at most 1,000 entries.
+    pub entries: Vec<AuditEntry>,
+}
+
+/// `PATCH /admin/v1/campaigns/{id}` 200 body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChangeReply {
+    /// False when the campaign already was that way (nothing written, no audit row).
+    pub changed: bool,
+    /// The campaign after the change, with live counts.
+    pub campaign: CampaignView,
+    /// The audit row of the change; `null` when nothing changed.
+    pub audit: Option<AuditEntry>,
+    /// How the Redis gate followed.
+    pub gate: GateFollow,
+}
+
+/// `PATCH /admin/v1/codes/{code}` 200 body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CodeChangeReply {
+    /// False when the code already was that way (nothing written, no audit row).
+    pub changed: bool,
+    /// The code after the change, with `uses_left` and `disabled_at`.
+    pub code: AdminCode,
+    /// The audit row of the change; `null` when nothing changed.
+    pub audit: Option<AuditEntry>,
+}
+
+/// Units of a campaign by claim status, from PostgreSQL.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusCounts {
+    pub held: i64,
+    pub paid: i64,
+    pub released: i64,
+    pub expired: i64,
+    pub issued: i64,
+    pub redeemed: i64,
+}
+
+/// The Redis gate of a campaign as reconciliation saw it. `null` in the report when the gate
+/// is not loaded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateView {
+    /// `fg:{c}:remaining`.
+    pub remaining: i64,
+    /// Takes still committing (`fg:{c}:pending`).
+    pub pending: i64,
+    /// Customers the gate remembers as holding a unit.
+    pub holders: i64,
+    /// Whether the sold-out flag is set.
+    pub sold_out_flag: bool,
+    /// Gate holders naming a claim that is not active in PostgreSQL (blocks the customer).
+    pub stale_holders: i64,
+    /// Active claims in PostgreSQL the gate does not know (the customer could take twice at the
+    /// gate; PostgreSQL's unique index still refuses).
+    pub missing_holders: i64,
+}
+
+/// `GET /admin/v1/campaigns/{id}/reconcile` body and `flashgate reconcile <campaign>` output.
+/// Checks `stock = remaining + held + paid` (sale) or `stock = remaining + issued + redeemed`
+/// (giveaway), the ledger against the claims, and the Redis gate against PostgreSQL.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReconcileReport {
+    pub campaign: String,
+    pub kind: CampaignKind,
+    pub stock: i64,
+    /// `campaigns.remaining` in PostgreSQL.
+    pub remaining: i64,
+    /// Claims by status.
+    pub claims: StatusCounts,
+    /// Units out: held + paid (sale) or issued + redeemed (giveaway).
+    pub active: i64,
+    /// Units out by the ledger: claimed/issued events minus released/expired events.
+    pub ledger_active: i64,
+    /// Ledger claim ids without a claim row.
+    pub ledger_orphans: i64,
+    /// Units handed out or available beyond the stock: `max(0, remaining + active − stock)`.
+    pub oversold: i64,
+    /// Units neither available nor held by a claim: `max(0, stock − remaining − active)`, plus
+    /// units PostgreSQL has remaining that the gate will not hand out.
+    pub stranded: i64,
+    /// The gate, or `null` when it is not loaded (it is rebuilt from PostgreSQL on next use).
+    pub gate: Option<GateView>,
+    /// Human-readable list of every disagreement found; empty when clean.
+    pub faults: Vec<String>,
+    /// True when `faults` is empty (so `oversold` and `stranded` are 0).
+    pub ok: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn change_requests_have_the_documented_wire_shapes() {
+        let cases = [
+            (
+                ChangeRequest::action(ChangeAction::Pause),
+                json!({"action": "pause"}),
+            ),
+            (
+                ChangeRequest::action(ChangeAction::Close),
+                json!({"action": "close"}),
+            ),
+            (
+                ChangeRequest::restock(5),
+                json!({"action": "restock", "add": 5}),
+            ),
+            (ChangeRequest::set_stock(7), json!({"set_stock": 7})),
+            (
+                ChangeRequest::ends_at("2026-01-01T12:00:00Z".parse().unwrap()),
+                json!({"ends_at": "2026-01-01T12:00:00Z"}),
+            ),
+        ];
+        for (req, wire) in cases {
+            assert_eq!(serde_json::to_value(&req).unwrap(), wire);
+            assert_eq!(serde_json::from_value::<ChangeRequest>(wire).unwrap(), req);
+        }
+        assert!(serde_json::from_value::<ChangeRequest>(json!({"add": 1, "x": 1})).is_err());
+    }
+
+    #[test]
+    fn campaign_view_is_flat_and_round_trips() {
+        let wire = json!({
+            "id": "s", "name": "S", "kind": "sale", "state": "active", "stock": 5,
+            "remaining": 4, "starts_at": "2026-01-01T00:00:00Z",
+            "ends_at": "2026-01-02T00:00:00Z", "hold_seconds": 600, "paused": false,
+            "counts": {"held": 1, "paid": 0, "issued": 0, "redeemed": 0, "returned": 0,
+                       "claims_total": 1, "claims_last_minute": 1},
+            "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+            "as_of": "2026-01-01T01:00:00Z"
+        });
+        let v: CampaignView = serde_json::from_value(wire.clone()).unwrap();
+        assert_eq!((v.campaign.status.remaining, v.counts.held), (4, 1));
+        assert_eq!(serde_json::to_value(&v).unwrap(), wire);
+        assert_eq!(
+            serde_json::to_value(GateFollow::NotNeeded).unwrap(),
+            json!("not_needed")
+        );
+    }
+}

@@ -1,0 +1,239 @@
+//! Campaigns: what a campaign hands out, its state by the origin's clock, its public status,
+//! and the body that creates one with its limits.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::common::is_valid_slug;
+
+/// What a campaign hands out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CampaignKind {
+    /// A claim is a hold on one unit until it is paid or expires.
+    Sale,
+    /// A claim is an issued coupon with a redeemable code.
+    Giveaway,
+}
+
+impl CampaignKind {
+    /// The lowercase wire name (`sale` / `giveaway`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CampaignKind::Sale => "sale",
+            CampaignKind::Giveaway => "giveaway",
+        }
+    }
+
+    /// Parses the wire name; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "sale" => Some(CampaignKind::Sale),
+            "giveaway" => Some(CampaignKind::Giveaway),
+            _ => None,
+        }
+    }
+}
+
+/// The state of a campaign as seen by customers, decided by the origin's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CampaignState {
+    /// Before `starts_at`.
+    Scheduled,
+    /// Between `starts_at` and `ends_at`, units left, not paused.
+    Active,
+    /// Paused by a campaign manager.
+    Paused,
+    /// No unit left (the sold-out flag is set); may clear when holds expire or stock is added.
+    SoldOut,
+    /// At or after `ends_at`, or closed by a manager.
+    Ended,
+}
+
+impl CampaignState {
+    /// Decides the state from the stored facts. Order of precedence: ended, paused,
+    /// scheduled, sold out, active. `now >= ends_at` is ended; `now < starts_at` is scheduled.
+    pub fn decide(
+        now: DateTime<Utc>,
+        starts_at: DateTime<Utc>,
+        ends_at: DateTime<Utc>,
+        paused: bool,
+        remaining: i64,
+    ) -> Self {
+        if now >= ends_at {
+            CampaignState::Ended
+        } else if paused {
+            CampaignState::Paused
+        } else if now < starts_at {
+            CampaignState::Scheduled
+        } else if remaining <= 0 {
+            CampaignState::SoldOut
+        } else {
+            CampaignState::Active
+        }
+    }
+
+    /// The lowercase wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CampaignState::Scheduled => "scheduled",
+            CampaignState::Active => "active",
+            CampaignState::Paused => "paused",
+            CampaignState::SoldOut => "sold_out",
+            CampaignState::Ended => "ended",
+        }
+    }
+}
+
+/// `GET /api/v1/campaigns/{id}` body: the public status of a campaign.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CampaignStatus {
+    /// Slug `[a-z0-9-]{1,64}`.
+    pub id: String,
+    pub name: String,
+    pub kind: CampaignKind,
+    pub state: CampaignState,
+    /// Total units of the campaign.
+    pub stock: i64,
+    /// Units not claimed (held, paid or issued units are not remaining).
+    pub remaining: i64,
+    /// RFC 3339 UTC.
+    pub starts_at: DateTime<Utc>,
+    /// RFC 3339 UTC.
+    pub ends_at: DateTime<Utc>,
+}
+
+/// `POST /admin/v1/campaigns` body. Validation rules: see [`NewCampaign::validate`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewCampaign {
+    pub id: String,
+    pub name: String,
+    pub kind: CampaignKind,
+    /// 1..=[`MAX_STOCK`].
+    pub stock: i64,
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: DateTime<Utc>,
+    /// Sale only: how long a hold lasts, in seconds (1..=86,400; default 600). Rejected for a
+    /// giveaway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_seconds: Option<i64>,
+}
+
+/// Longest campaign name, in characters.
+pub const MAX_NAME_LEN: usize = 200;
+/// Largest stock of one campaign, in units; also the largest `add` of a restock and the largest
+/// `set_stock`.
+pub const MAX_STOCK: i64 = 10_000_000;
+/// Years a campaign time may fall in: PostgreSQL's `timestamptz` cannot hold every chrono
+/// date, so times keep to plain four-digit years.
+pub const YEARS: std::ops::RangeInclusive<i32> = 1970..=9999;
+
+/// Checks a unit count `field` against 1..=[`MAX_STOCK`]: `Ok(n)`, or `Err` with the message
+/// naming the field (e.g. `"stock must be between 1 and 10000000"`).
+pub fn check_stock(field: &str, n: i64) -> Result<i64, String> {
+    if (1..=MAX_STOCK).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("{field} must be between 1 and {MAX_STOCK}"))
+    }
+}
+
+/// Checks that time `field` lies within [`YEARS`]; `Err` carries the message naming the field.
+pub fn check_year(field: &str, t: DateTime<Utc>) -> Result<(), String> {
+    if YEARS.contains(&chrono::Datelike::year(&t)) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{field} must be between the years {} and {}",
+            YEARS.start(),
+            YEARS.end()
+        ))
+    }
+}
+/// Hold length of a sale claim when the campaign does not set one, in seconds ("pay within
+/// 10 minutes").
+pub const DEFAULT_HOLD_SECONDS: i64 = 600;
+/// Longest hold a campaign may set, in seconds (one day).
+pub const MAX_HOLD_SECONDS: i64 = 86_400;
+
+impl NewCampaign {
+    /// Checks the rules that the type system does not: slug shape, name of 1..=[`MAX_NAME_LEN`]
+    /// characters ([`crate::text::check_free_text`]: not blank, no control character), stock
+    /// range ([`check_stock`]), times within the stored years ([`check_year`]),
+    /// `starts_at < ends_at`, hold only for sales and in range. Returns a human-readable message
+    /// for the first broken rule.
+    pub fn validate(&self) -> Result<(), String> {
+        if !is_valid_slug(&self.id) {
+            return Err("id must match [a-z0-9-]{1,64}".into());
+        }
+        crate::text::check_free_text("name", &self.name, MAX_NAME_LEN)?;
+        check_stock("stock", self.stock)?;
+        check_year("starts_at", self.starts_at)?;
+        check_year("ends_at", self.ends_at)?;
+        if self.starts_at >= self.ends_at {
+            return Err("starts_at must be before ends_at".into());
+        }
+        match (self.kind, self.hold_seconds) {
+            (CampaignKind::Giveaway, Some(_)) => {
+                Err("hold_seconds applies to sale campaigns only".into())
+            }
+            (CampaignKind::Sale, Some(h)) if !(1..=MAX_HOLD_SECONDS).contains(&h) => Err(format!(
+                "hold_seconds must be between 1 and {MAX_HOLD_SECONDS}"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn state_precedence() {
+        let s = t("2026-01-01T12:00:00Z");
+        let e = t("2026-01-01T13:00:00Z");
+        assert_eq!(
+            CampaignState::decide(t("2026-01-01T11:59:59Z"), s, e, false, 5),
+            CampaignState::Scheduled
+        );
+        assert_eq!(
+            CampaignState::decide(s, s, e, false, 5),
+            CampaignState::Active
+        );
+        assert_eq!(
+            CampaignState::decide(s, s, e, false, 0),
+            CampaignState::SoldOut
+        );
+        assert_eq!(
+            CampaignState::decide(s, s, e, true, 0),
+            CampaignState::Paused
+        );
+        assert_eq!(
+            CampaignState::decide(e, s, e, true, 5),
+            CampaignState::Ended
+        );
+    }
+
+    #[test]
+    fn stock_and_year_limits() {
+        assert_eq!(check_stock("stock", 1), Ok(1));
+        assert_eq!(check_stock("stock", MAX_STOCK), Ok(MAX_STOCK));
+        assert_eq!(
+            check_stock("add", MAX_STOCK + 1).unwrap_err(),
+            "add must be between 1 and 10000000"
+        );
+        assert!(check_stock("stock", 0).is_err());
+        assert!(check_year("ends_at", t("9999-12-31T23:59:59Z")).is_ok());
+        assert_eq!(
+            check_year("ends_at", t("1969-12-31T23:59:59Z")).unwrap_err(),
+            "ends_at must be between the years 1970 and 9999"
+        );
+    }
+}
