@@ -8,6 +8,7 @@
 //! - [`gate`]: the Redis gate, its loading from PostgreSQL, the sold-out flags;
 //! - [`campaigns`]: the campaign row and its cache;
 //! - [`coupons`]: the coupon-code service (shared codes, one-time batches, guess limiting);
+//! - [`redis_conn`]: the Redis handle, one server or a Redis Cluster;
 //! - [`reconcile`]: unit accounting and gate-vs-PostgreSQL checks of one campaign;
 //! - [`tasks`]: background reconciliation;
 //! - [`admin`]: admin tokens and roles, campaign toggles with their audit trail;
@@ -25,6 +26,7 @@ pub mod gate;
 pub mod http;
 pub mod metrics;
 pub mod reconcile;
+pub mod redis_conn;
 pub mod server;
 pub mod state;
 pub mod tasks;

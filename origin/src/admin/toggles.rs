@@ -17,9 +17,9 @@
 
 use std::sync::LazyLock;
 
+use crate::redis_conn::RedisConn;
 use chrono::{DateTime, Datelike, Utc};
 use flashgate_shared::api::MAX_STOCK;
-use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -321,7 +321,7 @@ pub enum GateFollow {
 /// Makes the gate follow a committed change of campaign `c` from `before` to `after`.
 pub async fn follow(
     db: &PgPool,
-    redis: &mut ConnectionManager,
+    redis: &mut RedisConn,
     c: &str,
     change: Change,
     before: &Facts,
