@@ -22,6 +22,12 @@ pub struct Config {
     #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     pub redis_url: String,
 
+    /// Redis Cluster seed nodes, `host:port,host:port`; when set, the origin speaks the cluster
+    /// protocol to them (scheme and credentials from REDIS_URL) instead of using REDIS_URL's
+    /// address.
+    #[arg(long, env = "FLASHGATE_REDIS_CLUSTER_NODES")]
+    pub redis_cluster_nodes: Option<String>,
+
     /// One admin token of role `manager`, named `admin` in the audit trail (kept for scripts;
     /// FLASHGATE_ADMIN_TOKENS names several).
     #[arg(long, env = "FLASHGATE_ADMIN_TOKEN", hide_env_values = true)]
@@ -220,6 +226,7 @@ impl Config {
             listen: "127.0.0.1:0".parse().expect("valid address"),
             database_url: database_url.into(),
             redis_url: redis_url.into(),
+            redis_cluster_nodes: None,
             admin_token: Some(Secret::new(TEST_MANAGER_TOKEN)),
             admin_tokens: Some(Secret::new(format!("viewer:viewer:{TEST_VIEWER_TOKEN}"))),
             parsed_admin_tokens: Default::default(),

@@ -13,6 +13,7 @@
 //! - [`promo`]: the promo code service (shared codes, one-time batches, guess limiting) under
 //!   `/api/v1/codes/…`;
 //! - [`campaigns`]: the campaign row and its cache;
+//! - [`redis_conn`]: the Redis handle, one server or a Redis Cluster;
 //! - [`reconcile`]: unit accounting and gate-vs-PostgreSQL checks of one campaign;
 //! - [`admin`]: admin tokens and roles, campaign toggles with their audit trail;
 //! - [`http`]: routes and request checks;
@@ -34,6 +35,7 @@ pub mod idempotency;
 pub mod metrics;
 pub mod promo;
 pub mod reconcile;
+pub mod redis_conn;
 pub mod secret;
 pub mod server;
 pub mod state;

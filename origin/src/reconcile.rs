@@ -20,8 +20,8 @@
 
 use std::collections::HashMap;
 
+use crate::redis_conn::RedisConn;
 use flashgate_shared::api::{CampaignKind, GateView, ReconcileReport, StatusCounts};
-use redis::aio::ConnectionManager;
 use sqlx::PgPool;
 
 use crate::gate::{Keys, PENDING_PREFIX};
@@ -56,7 +56,7 @@ struct PgFacts {
 /// Reconciles campaign `c`. `Ok(None)`: no such campaign.
 pub async fn reconcile(
     db: &PgPool,
-    redis: &mut ConnectionManager,
+    redis: &mut RedisConn,
     c: &str,
 ) -> Result<Option<ReconcileReport>, ReconcileError> {
     let Some(pg) = pg_facts(db, c).await? else {
@@ -135,7 +135,7 @@ async fn pg_facts(db: &PgPool, c: &str) -> sqlx::Result<Option<PgFacts>> {
 
 /// Reads the gate; `None` when it is not loaded. Compares holders with `active` when given.
 async fn gate_view(
-    redis: &mut ConnectionManager,
+    redis: &mut RedisConn,
     c: &str,
     active: Option<&HashMap<String, String>>,
 ) -> redis::RedisResult<Option<GateView>> {
@@ -290,7 +290,7 @@ fn report(c: &str, pg: PgFacts, gate: Option<GateView>) -> ReconcileReport {
 /// returns its `ok`. An unknown campaign is an error.
 pub async fn run_cli(database_url: &str, redis_url: &str, c: &str) -> anyhow::Result<bool> {
     let db = PgPool::connect(database_url).await?;
-    let mut redis = ConnectionManager::new(redis::Client::open(redis_url)?).await?;
+    let mut redis = RedisConn::open_for_tool(redis_url).await?;
     let report = reconcile(&db, &mut redis, c)
         .await?
         .ok_or_else(|| anyhow::anyhow!("no campaign {c}"))?;

@@ -4,7 +4,6 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 
@@ -13,13 +12,14 @@ use crate::claims::commit::Committer;
 use crate::config::Config;
 use crate::gate::flags::SoldOutFlags;
 use crate::metrics::Metrics;
+use crate::redis_conn::RedisConn;
 
 /// Cloned into every handler; all fields are cheap handles.
 #[derive(Clone)]
 pub struct AppState {
     pub config: Arc<Config>,
     pub db: PgPool,
-    pub redis: ConnectionManager,
+    pub redis: RedisConn,
     pub campaigns: Arc<CampaignCache>,
     pub flags: Arc<SoldOutFlags>,
     pub committer: Committer,
@@ -51,15 +51,8 @@ impl AppState {
             .connect_with(pg_options(&config)?)
             .await?;
         crate::MIGRATOR.run(&db).await?;
-        let client = redis::Client::open(config.redis_url.as_str())?;
-        let redis = ConnectionManager::new_with_config(
-            client,
-            ConnectionManagerConfig::new()
-                .set_connection_timeout(Duration::from_secs(2))
-                .set_response_timeout(Duration::from_secs(2))
-                .set_number_of_retries(2),
-        )
-        .await?;
+        let redis =
+            RedisConn::open(&config.redis_url, config.redis_cluster_nodes.as_deref()).await?;
         let cache_ttl = Duration::from_millis(config.campaign_cache_ms);
         Ok(AppState {
             committer: Committer::start(db.clone(), COMMIT_WORKERS, config.commit_batch_max),

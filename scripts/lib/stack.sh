@@ -99,12 +99,6 @@ origin_start() {
   if [ "$ready" != 1 ]; then
     tail -30 "$state/$name.log" >&2
     fg_stop_pid "$state/$name.pid" 5
-    case "${REDIS_URL:-}" in
-      redis+cluster://*)
-        fg_log "$name did not come up against the Redis Cluster ($REDIS_URL): an origin that cannot" \
-          "parse redis+cluster:// URLs yet fails here; that is expected until the origin learns the" \
-          "cluster client. The cluster stays up for scripts/dev status / down." ;;
-    esac
     fg_die "$name did not become ready (log: $state/$name.log)"
   fi
   echo "$FLASHGATE_ORIGIN_URL" >"$state/$name.url"

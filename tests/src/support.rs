@@ -2,7 +2,8 @@
 //! port over the test PostgreSQL and Redis, campaign fixtures, customer tokens and requests.
 //!
 //! Services: `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/flashgate_test`, created
-//! when missing) and `REDIS_URL` (default `redis://127.0.0.1:6379/0`). Tests share them and stay
+//! when missing) and `REDIS_URL` (default `redis://127.0.0.1:6379/0`, or a Redis Cluster:
+//! `redis+cluster://host:port,...`, see [`redis_conn`]). Tests share them and stay
 //! out of each other's way by using unique campaign ids and customer ids ([`unique`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,6 +17,9 @@ use flashgate_shared::token::{mint, CustomerClaims};
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::PgPool;
+
+mod redis_handle;
+pub use redis_handle::{cluster_nodes, lose_redis_state, redis_conn, redis_is_cluster, redis_of};
 
 /// Default PostgreSQL URL of the tests.
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/flashgate_test";
@@ -33,9 +37,13 @@ pub fn redis_url() -> String {
 }
 
 /// The test Redis URL with its database number replaced by `db` (for a test that flushes its
-/// own database).
+/// own database). A Redis Cluster has database 0 only: its URL is returned unchanged (such a
+/// test then loses its state with [`lose_redis_state`], which deletes only what it owns).
 pub fn redis_url_with_db(db: u8) -> String {
     let url = redis_url();
+    if redis_is_cluster() {
+        return url;
+    }
     let base = match url.rsplit_once('/') {
         Some((head, n))
             if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && !head.ends_with('/') =>
@@ -85,7 +93,9 @@ pub fn unique(prefix: &str) -> String {
 
 /// The configuration the tests run origins with.
 pub fn test_config() -> Config {
-    Config::for_tests(&database_url(), &redis_url())
+    let mut config = Config::for_tests(&database_url(), &redis_url());
+    config.redis_cluster_nodes = cluster_nodes();
+    config
 }
 
 /// An origin running in this process, plus a client and a pool for checking the database.

@@ -37,8 +37,7 @@ async fn facts(o: &TestOrigin, c: &str) -> (i64, i64, bool, DateTime<Utc>) {
 }
 
 async fn gate_remaining(c: &str) -> i64 {
-    let client = redis::Client::open(flashgate_tests::support::redis_url()).unwrap();
-    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let mut conn = flashgate_tests::support::redis_conn().await;
     let v: Option<i64> = redis::cmd("GET")
         .arg(format!("fg:{{{c}}}:remaining"))
         .query_async(&mut conn)

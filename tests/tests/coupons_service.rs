@@ -461,8 +461,7 @@ async fn limit_3_with_20_customers_at_once_and_one_customer_twice() {
 }
 
 async fn redis_hget(key: &str, field: &str) -> Option<String> {
-    let client = redis::Client::open(flashgate_tests::support::redis_url()).unwrap();
-    let mut c = client.get_multiplexed_async_connection().await.unwrap();
+    let mut c = flashgate_tests::support::redis_conn().await;
     redis::cmd("HGET")
         .arg(key)
         .arg(field)
@@ -570,8 +569,7 @@ async fn the_same_key_at_once_gets_the_first_reply_or_in_progress_with_retry_aft
     let bob = shopper(&o);
     let body = json!({ "order": format!("o-{}-held", bob.id), "cart_total": 6000 }).to_string();
     let fp = idempotency::fingerprint(&format!("code-use:{code}"), body.as_bytes());
-    let client = redis::Client::open(flashgate_tests::support::redis_url()).unwrap();
-    let mut redis = redis::aio::ConnectionManager::new(client).await.unwrap();
+    let mut redis = flashgate_tests::support::redis_conn().await;
     assert_eq!(
         idempotency::begin(&mut redis, &bob.id, "held", &fp)
             .await

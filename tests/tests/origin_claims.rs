@@ -4,7 +4,8 @@
 use std::collections::HashSet;
 
 use flashgate_tests::support::{
-    claim_at, redis_url, redis_url_with_db, test_config, unique, TestOrigin,
+    claim_at, lose_redis_state, redis_conn, redis_of, redis_url_with_db, test_config, unique,
+    TestOrigin,
 };
 use futures::future::join_all;
 use serde_json::Value;
@@ -179,22 +180,13 @@ async fn a_retry_after_an_origin_restart_gets_the_same_claim() {
     let (s, again) = o.claim(&c, &ana, "k1").await;
     assert_eq!((s, &again), (201, &first));
     // Even when Redis lost the idempotency record, the claim row recognises the retry.
-    let mut r = redis::Client::open(redis_url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("fg:idem:{}:{ana}:*", ana.len()))
+    let mut r = redis_conn().await;
+    let deleted: i64 = redis::cmd("DEL")
+        .arg(format!("fg:idem:{}:{ana}:k1", ana.len()))
         .query_async(&mut r)
         .await
         .unwrap();
-    assert!(!keys.is_empty());
-    let _: () = redis::cmd("DEL")
-        .arg(&keys)
-        .query_async(&mut r)
-        .await
-        .unwrap();
+    assert_eq!(deleted, 1, "her idempotency record was in Redis");
     let (s, again) = o.claim(&c, &ana, "k1").await;
     assert_eq!((s, &again), (201, &first));
     assert_eq!(o.claim_rows(&c, &[]).await, 1);
@@ -209,13 +201,12 @@ async fn redis_flushed_mid_run_never_oversells_and_recovers() {
     let o = TestOrigin::start_with(config.clone()).await;
     let c = o.campaign("sale", 30).await;
     let people = customers(200);
-    let mut r = redis::Client::open(config.redis_url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
     let first = stampede(&o, &c, &people[..60]).await;
-    let _: () = redis::cmd("FLUSHDB").query_async(&mut r).await.unwrap();
+    let records: Vec<String> = people[..60]
+        .iter()
+        .map(|p| format!("fg:idem:{}:{p}:k-{p}", p.len()))
+        .collect();
+    lose_redis_state(&config, &[&c], &records).await;
     let second = stampede(&o, &c, &people[60..]).await;
     // Retries until the gate is back, bounded.
     let mut replies: Vec<(u16, Value)> = first.into_iter().chain(second).collect();
@@ -280,11 +271,7 @@ async fn clients_that_disconnect_leave_no_unit_without_a_claim() {
         20,
         "every unit is either remaining or claimed"
     );
-    let mut r = redis::Client::open(redis_url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut r = redis_conn().await;
     let gate: i64 = redis::cmd("GET")
         .arg(format!("fg:{{{c}}}:remaining"))
         .query_async(&mut r)
@@ -334,11 +321,7 @@ async fn a_released_customer_whose_gate_give_back_was_lost_can_claim_again() {
         .await
         .unwrap()
         .rows_affected();
-    let mut r = redis::Client::open(redis_url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut r = redis_conn().await;
     let _: () = redis::pipe()
         .hset(format!("fg:{{{c}}}:holders"), &ana, &claim_id)
         .decr(format!("fg:{{{c}}}:remaining"), 1)
@@ -364,12 +347,8 @@ async fn readyz_reports_a_lost_gate_and_reloads_it_without_any_claim() {
         async move { http.get(url).send().await.unwrap().status().as_u16() }
     };
     assert_eq!(ready(&o).await, 200);
-    let mut r = redis::Client::open(config.redis_url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let _: () = redis::cmd("FLUSHDB").query_async(&mut r).await.unwrap();
+    lose_redis_state(&config, &[&c], &[]).await;
+    let mut r = redis_of(&config).await;
     assert_eq!(ready(&o).await, 503, "a lost gate is not ready");
     let mut waited = 0;
     while ready(&o).await != 200 {

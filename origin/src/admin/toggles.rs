@@ -17,10 +17,10 @@
 
 use std::sync::LazyLock;
 
+use crate::redis_conn::RedisConn;
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::{check_stock, check_year, MAX_STOCK};
 pub use flashgate_shared::api::{ChangeRequest, GateFollow};
-use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -279,7 +279,7 @@ return r
 /// Makes the gate follow a committed change of campaign `c` from `before` to `after`.
 pub async fn follow(
     db: &PgPool,
-    redis: &mut ConnectionManager,
+    redis: &mut RedisConn,
     c: &str,
     change: Change,
     before: &Facts,

@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
+use crate::redis_conn::RedisConn;
 use flashgate_shared::api::{CampaignKind, CampaignState, ClaimReply};
-use redis::aio::ConnectionManager;
 
 use super::commit::{NewClaim, Outcome};
 use super::store::{self, ClaimRow};
@@ -142,7 +142,7 @@ async fn claim_at_gate(
 
 async fn decide(
     state: &AppState,
-    redis: &mut ConnectionManager,
+    redis: &mut RedisConn,
     campaign: &CampaignRow,
     req: &ClaimRequest,
     fp: &str,
@@ -213,7 +213,7 @@ fn existing_claim_reply(row: ClaimRow, req: &ClaimRequest, fp: &str) -> Reply {
 
 async fn commit_taken(
     state: &AppState,
-    redis: &mut ConnectionManager,
+    redis: &mut RedisConn,
     campaign: &CampaignRow,
     req: &ClaimRequest,
     fp: &str,

@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use redis::aio::ConnectionManager;
+use crate::redis_conn::RedisConn;
 
 use super::Keys;
 
@@ -98,7 +98,7 @@ impl SoldOutFlags {
     /// generation, so a snapshot stays right for its generation.
     pub async fn load_winners(
         &self,
-        redis: &mut ConnectionManager,
+        redis: &mut RedisConn,
         c: &str,
         generation: i64,
     ) -> redis::RedisResult<()> {

@@ -5,7 +5,7 @@
 //! until the `loaded` key appears. The snapshot of `remaining` and of the active claims is read
 //! in one statement, so the two agree with each other.
 
-use redis::aio::ConnectionManager;
+use crate::redis_conn::RedisConn;
 use sqlx::PgPool;
 
 use super::Keys;
@@ -26,7 +26,7 @@ pub enum LoadError {
 
 /// Loads (or reloads, replacing what is there) the gate of campaign `c` from PostgreSQL.
 /// Returns `Ok(false)` when another origin holds the load lock, or the campaign is unknown.
-pub async fn load(db: &PgPool, redis: &mut ConnectionManager, c: &str) -> Result<bool, LoadError> {
+pub async fn load(db: &PgPool, redis: &mut RedisConn, c: &str) -> Result<bool, LoadError> {
     let k = Keys::of(c);
     let token = format!("{:016x}", rand::random::<u64>());
     let locked: Option<String> = redis::cmd("SET")
@@ -54,7 +54,7 @@ pub async fn load(db: &PgPool, redis: &mut ConnectionManager, c: &str) -> Result
 
 async fn load_locked(
     db: &PgPool,
-    redis: &mut ConnectionManager,
+    redis: &mut RedisConn,
     c: &str,
     k: &Keys,
 ) -> Result<bool, LoadError> {
@@ -106,7 +106,7 @@ async fn load_locked(
 }
 
 /// True when the gate of `c` is loaded.
-pub async fn is_loaded(redis: &mut ConnectionManager, c: &str) -> redis::RedisResult<bool> {
+pub async fn is_loaded(redis: &mut RedisConn, c: &str) -> redis::RedisResult<bool> {
     redis::cmd("EXISTS")
         .arg(Keys::of(c).loaded)
         .query_async(redis)

@@ -21,7 +21,7 @@ pub mod flags;
 pub mod load;
 pub mod settle;
 
-use redis::aio::ConnectionManager;
+use crate::redis_conn::RedisConn;
 use redis::Script;
 use std::sync::LazyLock;
 
@@ -158,7 +158,7 @@ pub fn pending_token() -> String {
 
 /// The atomic take step for `customer` on campaign `c`; `token` marks her pending holder.
 pub async fn take(
-    redis: &mut ConnectionManager,
+    redis: &mut RedisConn,
     c: &str,
     customer: &str,
     token: &str,
@@ -189,7 +189,7 @@ pub async fn take(
 
 /// Marks her pending take `token` as committed claim `claim_id`.
 pub async fn confirm(
-    redis: &mut ConnectionManager,
+    redis: &mut RedisConn,
     c: &str,
     customer: &str,
     token: &str,
@@ -212,7 +212,7 @@ pub async fn confirm(
 /// once: a second call finds the holder changed and does nothing. Returns whether a unit went
 /// back.
 pub async fn give_back(
-    redis: &mut ConnectionManager,
+    redis: &mut RedisConn,
     c: &str,
     customer: &str,
     expected: &str,
@@ -236,7 +236,7 @@ pub async fn give_back(
 /// PostgreSQL refused her take for lack of units: drops her pending holder and lowers the
 /// gate's remaining to `pg_remaining` minus the takes still committing.
 pub async fn correct_down(
-    redis: &mut ConnectionManager,
+    redis: &mut RedisConn,
     c: &str,
     customer: &str,
     token: &str,
@@ -260,7 +260,7 @@ pub async fn correct_down(
 
 /// The holder value of `customer` (claim id or pending token), if any.
 pub async fn holder(
-    redis: &mut ConnectionManager,
+    redis: &mut RedisConn,
     c: &str,
     customer: &str,
 ) -> redis::RedisResult<Option<String>> {

@@ -47,15 +47,12 @@ async fn live_gates_loaded(state: &AppState) -> bool {
         return true;
     }
     let mut redis = state.redis.clone();
-    let mut pipe = redis::pipe();
-    for c in &live {
-        pipe.exists(crate::gate::Keys::of(&c.id).loaded);
-    }
-    let Ok(loaded) = pipe.query_async::<Vec<bool>>(&mut redis).await else {
-        return false;
-    };
     let mut all = true;
-    for (c, loaded) in live.iter().zip(loaded) {
+    // One EXISTS per campaign: on a Redis Cluster each gate lives in its own slot.
+    for c in &live {
+        let Ok(loaded) = crate::gate::load::is_loaded(&mut redis, &c.id).await else {
+            return false;
+        };
         if !loaded {
             state.spawn_gate_load(&c.id);
             all = false;

@@ -12,7 +12,7 @@
 //! her claim row stores the key and fingerprint, and the claim path rebuilds the reply from it
 //! (see [`crate::claims::service`]).
 
-use redis::aio::ConnectionManager;
+use crate::redis_conn::RedisConn;
 use redis::Script;
 use sha2::{Digest, Sha256};
 use std::sync::LazyLock;
@@ -80,7 +80,7 @@ return {'existing', v}
 
 /// Starts a request with `key` for `customer`.
 pub async fn begin(
-    redis: &mut ConnectionManager,
+    redis: &mut RedisConn,
     customer: &str,
     key: &str,
     fp: &str,
@@ -114,7 +114,7 @@ pub async fn begin(
 
 /// Stores the reply of a finished request for `ttl_seconds`.
 pub async fn finish(
-    redis: &mut ConnectionManager,
+    redis: &mut RedisConn,
     customer: &str,
     key: &str,
     fp: &str,
@@ -132,11 +132,7 @@ pub async fn finish(
 }
 
 /// Forgets a key whose request failed without a final answer (503), so a retry runs again.
-pub async fn abandon(
-    redis: &mut ConnectionManager,
-    customer: &str,
-    key: &str,
-) -> redis::RedisResult<()> {
+pub async fn abandon(redis: &mut RedisConn, customer: &str, key: &str) -> redis::RedisResult<()> {
     redis::cmd("DEL")
         .arg(record_key(customer, key))
         .query_async(redis)

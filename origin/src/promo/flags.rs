@@ -12,7 +12,7 @@
 //! flag ends up as PostgreSQL left it whatever order the writes arrive in. Redis keeps nothing
 //! on disk here: a lost flag only sends tries to the row again, which refuses and sets it anew.
 
-use redis::aio::ConnectionManager;
+use crate::redis_conn::RedisConn;
 use redis::Script;
 use std::sync::LazyLock;
 
@@ -60,11 +60,7 @@ return 0
 });
 
 /// Reads the flags and her use in one round trip.
-pub async fn read(
-    redis: &mut ConnectionManager,
-    code: &str,
-    customer: &str,
-) -> redis::RedisResult<Cached> {
+pub async fn read(redis: &mut RedisConn, code: &str, customer: &str) -> redis::RedisResult<Cached> {
     let (out, off, holder): (Option<String>, Option<String>, Option<String>) = redis::cmd("HMGET")
         .arg(key(code))
         .arg("out")
@@ -82,7 +78,7 @@ pub async fn read(
 /// Writes the flags from PostgreSQL's `(uses_left, version, disabled)` unless a newer version
 /// is stored.
 pub async fn publish(
-    redis: &mut ConnectionManager,
+    redis: &mut RedisConn,
     code: &str,
     uses_left: i64,
     version: i64,
@@ -100,7 +96,7 @@ pub async fn publish(
 
 /// Remembers her use of the code.
 pub async fn add_holder(
-    redis: &mut ConnectionManager,
+    redis: &mut RedisConn,
     code: &str,
     customer: &str,
     use_id: &str,
@@ -115,7 +111,7 @@ pub async fn add_holder(
 
 /// Forgets her use `use_id` of the code (released), unless it is another use by now.
 pub async fn drop_holder(
-    redis: &mut ConnectionManager,
+    redis: &mut RedisConn,
     code: &str,
     customer: &str,
     use_id: &str,

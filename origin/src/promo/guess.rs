@@ -8,13 +8,16 @@
 //!
 //! Order of a try: [`peek`] before anything (a spent bucket answers 429 for every try, valid or
 //! not, so a limited script learns nothing); a try whose code is unknown then [`spend`]s one
-//! token of each bucket atomically. Valid checks and uses spend nothing.
+//! token of each bucket, one bucket after the other. Valid checks and uses spend nothing.
 //!
 //! Keys: `fg:guess:c:<customer>` and `fg:guess:ip:<ip>` (hash `tokens`, `ts` in ms), expiring
-//! once they would be full again. On Redis Cluster the two keys live in different slots; this
-//! script assumes one Redis (as the origin's other scripts do per campaign).
+//! once they would be full again. On Redis Cluster the two keys live in different slots, so
+//! each bucket is read and spent by its own script call (one slot each). A spend stops at the
+//! first bucket found empty; only when another try emptied it between this try's peek and its
+//! spend can a bucket before it have lost a token: limits are never exceeded, at worst one
+//! token is charged early.
 
-use redis::aio::ConnectionManager;
+use crate::redis_conn::RedisConn;
 use redis::Script;
 use std::sync::LazyLock;
 
@@ -84,30 +87,36 @@ return wait
     )
 });
 
-async fn run(redis: &mut ConnectionManager, b: &Buckets, mode: &str) -> redis::RedisResult<u64> {
+async fn run(redis: &mut RedisConn, b: &Buckets, mode: &str) -> redis::RedisResult<u64> {
     if b.keys.is_empty() {
         return Ok(0);
     }
-    let mut inv = BUCKETS.prepare_invoke();
-    for k in &b.keys {
-        inv.key(k);
+    // One bucket per call: the buckets live in different hash slots on a Redis Cluster.
+    let mut wait = 0;
+    for (k, l) in b.keys.iter().zip(&b.limits) {
+        let w: i64 = BUCKETS
+            .key(k)
+            .arg(mode)
+            .arg(WINDOW_MS)
+            .arg(*l)
+            .invoke_async(redis)
+            .await?;
+        wait = wait.max(w.max(0) as u64);
+        if mode == "spend" && wait > 0 {
+            break;
+        }
     }
-    inv.arg(mode).arg(WINDOW_MS);
-    for l in &b.limits {
-        inv.arg(*l);
-    }
-    let wait: i64 = inv.invoke_async(redis).await?;
-    Ok(wait.max(0) as u64)
+    Ok(wait)
 }
 
 /// 0 when a failure would still be allowed, else the seconds to wait (for `Retry-After`).
 /// Changes nothing.
-pub async fn peek(redis: &mut ConnectionManager, b: &Buckets) -> redis::RedisResult<u64> {
+pub async fn peek(redis: &mut RedisConn, b: &Buckets) -> redis::RedisResult<u64> {
     run(redis, b, "peek").await
 }
 
 /// Spends one token of each bucket for a failed try. 0 when spent; else nothing was spent and
 /// the seconds to wait are returned (the failure is answered 429).
-pub async fn spend(redis: &mut ConnectionManager, b: &Buckets) -> redis::RedisResult<u64> {
+pub async fn spend(redis: &mut RedisConn, b: &Buckets) -> redis::RedisResult<u64> {
     run(redis, b, "spend").await
 }

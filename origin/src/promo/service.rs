@@ -213,7 +213,7 @@ async fn use_recorded(state: &AppState, rules: &CodeRules, call: &UseCall) -> Ap
 
 async fn decide_use(
     state: &AppState,
-    redis: &mut redis::aio::ConnectionManager,
+    redis: &mut crate::redis_conn::RedisConn,
     rules: &CodeRules,
     call: &UseCall,
     fp: &str,
