@@ -28,6 +28,16 @@ CLUSTER_NODE_TIMEOUT_MS=2000
 # _cluster_ports STATE: the client ports of the nodes cluster_up started, one a line.
 _cluster_ports() { cat "$1/cluster/ports" 2>/dev/null; }
 
+# _cluster_new_port TAKEN: a free loopback port not in the space-separated list TAKEN.
+_cluster_new_port() {
+  local p i
+  for i in $(seq 1 50); do
+    p="$(fg_free_port)" || return 1
+    [[ "$1" == *" $p "* ]] || { echo "$p"; return 0; }
+  done
+  return 1
+}
+
 # _cluster_live_port STATE: a port of a node that answers PING.
 _cluster_live_port() {
   local p
@@ -67,8 +77,11 @@ cluster_up() {
   fg_need_cmd redis-server redis-server
   fg_need_cmd redis-cli redis-tools
   mkdir -p "$dir"
+  local taken=" "
   for i in $(seq 1 "$CLUSTER_NODES"); do
-    port="$(fg_free_port)"; bus="$(fg_free_port)"
+    # Ports are only checked, not held, until the node binds them: never hand one out twice.
+    port="$(_cluster_new_port "$taken")"; taken+="$port "
+    bus="$(_cluster_new_port "$taken")"; taken+="$bus "
     mkdir -p "$dir/$port"
     redis-server --bind 127.0.0.1 --port "$port" --cluster-enabled yes --cluster-port "$bus" \
       --cluster-config-file "$dir/$port/nodes.conf" --cluster-node-timeout "$CLUSTER_NODE_TIMEOUT_MS" \
@@ -79,12 +92,15 @@ cluster_up() {
     ports+=("$port"); nodes+=("127.0.0.1:$port")
   done
   for port in "${ports[@]}"; do
-    for i in $(seq 1 50); do
+    # Up to 30 s: on a loaded 2-core machine a daemonised node can take seconds to bind.
+    for i in $(seq 1 300); do
       [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = "PONG" ] && break
       sleep 0.1
     done
-    [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = "PONG" ] \
-      || fg_die "cluster node on port $port does not answer; log: $dir/$port/redis.log"
+    if [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" != "PONG" ]; then
+      tail -5 "$dir/$port/redis.log" >&2 2>/dev/null
+      fg_die "cluster node on port $port does not answer; log: $dir/$port/redis.log"
+    fi
   done
   fg_log "creating a Redis Cluster of ${#nodes[@]} nodes (3 primaries, 3 replicas): ${nodes[*]}"
   redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes >"$dir/create.log" 2>&1 \
