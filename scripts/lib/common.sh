@@ -13,11 +13,13 @@ fg_have() { command -v "$1" >/dev/null 2>&1; }
 # fg_port_open HOST PORT: true when something accepts TCP connections there.
 fg_port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
-# fg_free_port: prints a TCP port on 127.0.0.1 nothing listens on.
+# fg_free_port: prints a TCP port on 127.0.0.1 nothing listens on, below the kernel's
+# ephemeral range (32768 and up on Linux by default), so an outgoing connection cannot take it
+# between this check and the bind.
 fg_free_port() {
   local p i
   for i in $(seq 1 200); do
-    p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+    p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 12700 ))
     if ! fg_port_open 127.0.0.1 "$p"; then echo "$p"; return 0; fi
   done
   return 1

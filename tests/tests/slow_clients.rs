@@ -118,6 +118,44 @@ async fn a_body_that_never_finishes_is_408_within_the_body_read_bound() {
     );
 }
 
+/// The body deadline is a total, not a gap between bytes: a body dripped one byte every 100 ms
+/// (each gap well inside the 600 ms bound, 10 s in all) is cut off at the bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_dripped_a_byte_at_a_time_is_408_at_the_body_read_bound() {
+    let mut config = test_config();
+    config.body_read_timeout_ms = 600;
+    let o = TestOrigin::start_with(config).await;
+    let started = Instant::now();
+    let s = start_unfinished_body(&o).await;
+    let (mut read, mut write) = s.into_split();
+    let drip = tokio::spawn(async move {
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if write.write_all(b" ").await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline && !answer.ends_with(b"}") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, read.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
+            Ok(Ok(n)) => answer.extend_from_slice(&buf[..n]),
+        }
+    }
+    let took = started.elapsed();
+    drip.abort();
+    assert_408(&answer);
+    assert!(
+        took >= Duration::from_millis(550) && took < Duration::from_millis(3_000),
+        "answered after {took:?}, bound 600 ms, the drip would take 10 s"
+    );
+    o.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_past_its_deadline_is_408() {
     let mut config = test_config();

@@ -1,6 +1,7 @@
 //! The HTTP surface: routes, and the layers every response passes through.
 
 pub mod admin;
+pub mod body_deadline;
 pub mod campaigns;
 pub mod claims;
 pub mod extract;
@@ -19,7 +20,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use tower_http::set_header::SetResponseHeaderLayer;
-use tower_http::timeout::RequestBodyTimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::error::ApiError;
@@ -89,7 +89,10 @@ pub fn router(state: AppState) -> Router {
             ApiError::MethodNotAllowed("method not allowed on this path".into())
         })
         .with_state(state)
-        .layer(RequestBodyTimeoutLayer::new(body_timeout))
+        .layer(middleware::from_fn_with_state(
+            body_timeout,
+            body_deadline::body_deadline,
+        ))
         .layer(middleware::from_fn_with_state(
             request_timeout,
             request_deadline,
