@@ -336,7 +336,7 @@ impl TestOrigin {
         ends_at: DateTime<Utc>,
         hold_seconds: Option<i64>,
     ) -> Value {
-        let body = NewCampaign {
+        self.create(&NewCampaign {
             id: id.into(),
             name: format!("Campaign {id}"),
             kind: CampaignKind::parse(kind).expect("kind is sale or giveaway"),
@@ -344,12 +344,37 @@ impl TestOrigin {
             starts_at,
             ends_at,
             hold_seconds,
-        };
+            gate_shards: None,
+        })
+        .await
+    }
+
+    /// Creates an active campaign (started a minute ago, ends in an hour) whose gate has
+    /// `shards` shards, and returns its id.
+    pub async fn sharded_campaign(&self, kind: &str, stock: i64, shards: i64) -> String {
+        let id = unique(kind);
+        let now = Utc::now();
+        self.create(&NewCampaign {
+            id: id.clone(),
+            name: format!("Campaign {id}"),
+            kind: CampaignKind::parse(kind).expect("kind is sale or giveaway"),
+            stock,
+            starts_at: now - Duration::minutes(1),
+            ends_at: now + Duration::hours(1),
+            hold_seconds: None,
+            gate_shards: Some(shards),
+        })
+        .await;
+        id
+    }
+
+    /// Sends `body` to `POST /admin/v1/campaigns`; panics unless 201. Returns the reply.
+    pub async fn create(&self, body: &NewCampaign) -> Value {
         let res = self
             .http
             .post(format!("{}/admin/v1/campaigns", self.url))
             .bearer_auth(self.manager_token())
-            .json(&body)
+            .json(body)
             .send()
             .await
             .expect("create campaign");
