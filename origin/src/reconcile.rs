@@ -21,10 +21,10 @@
 use std::collections::HashMap;
 
 use crate::redis_conn::RedisConn;
-use flashgate_shared::api::{CampaignKind, GateView, ReconcileReport, StatusCounts};
+use flashgate_shared::api::{CampaignKind, GateShardView, GateView, ReconcileReport, StatusCounts};
 use sqlx::PgPool;
 
-use crate::gate::{Keys, PENDING_PREFIX};
+use crate::gate::{self, Keys, PENDING_PREFIX};
 
 /// Largest number of active claims whose gate holders are compared one by one.
 pub const HOLDER_CHECK_MAX: i64 = 1_000_000;
@@ -139,23 +139,29 @@ async fn gate_view(
     c: &str,
     active: Option<&HashMap<String, String>>,
 ) -> redis::RedisResult<Option<GateView>> {
-    let k = Keys::of(c);
-    let (loaded, remaining, pending, holders, flag): (bool, Option<i64>, i64, i64, bool) =
-        redis::pipe()
-            .exists(&k.loaded)
-            .get(&k.remaining)
-            .zcard(&k.pending)
-            .hlen(&k.holders)
-            .exists(&k.sold_out)
-            .query_async(redis)
-            .await?;
-    if !loaded {
+    let states = gate::shard_states(redis, c).await?;
+    if states.is_empty() || states.iter().any(|s| !s.loaded) {
         return Ok(None);
     }
+    let flag: bool = redis::cmd("EXISTS")
+        .arg(Keys::of(c).sold_out)
+        .query_async(redis)
+        .await?;
+    let shards: Vec<GateShardView> = (0u16..)
+        .zip(&states)
+        .map(|(shard, s)| GateShardView {
+            shard,
+            remaining: s.remaining,
+            pending: s.pending,
+            holders: s.holders,
+        })
+        .collect();
+    let pending = states.iter().map(|s| s.pending).sum();
     let mut view = GateView {
-        remaining: remaining.unwrap_or(0),
+        remaining: states.iter().map(|s| s.remaining).sum(),
         pending,
-        holders,
+        holders: states.iter().map(|s| s.holders).sum(),
+        shards,
         sold_out_flag: flag,
         stale_holders: 0,
         missing_holders: 0,
@@ -164,29 +170,32 @@ async fn gate_view(
         return Ok(Some(view));
     };
     let mut seen = 0i64;
-    let mut cursor: u64 = 0;
-    loop {
-        let (next, page): (u64, Vec<(String, String)>) = redis::cmd("HSCAN")
-            .arg(&k.holders)
-            .arg(cursor)
-            .arg("COUNT")
-            .arg(SCAN_COUNT)
-            .query_async(redis)
-            .await?;
-        for (customer, holder) in page {
-            if holder.starts_with(PENDING_PREFIX) {
-                continue;
+    for s in (0u16..).take(states.len()) {
+        let k = Keys::shard(c, s);
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, page): (u64, Vec<(String, String)>) = redis::cmd("HSCAN")
+                .arg(&k.holders)
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(SCAN_COUNT)
+                .query_async(redis)
+                .await?;
+            for (customer, holder) in page {
+                if holder.starts_with(PENDING_PREFIX) {
+                    continue;
+                }
+                if active.get(&customer) == Some(&holder) {
+                    seen += 1;
+                } else {
+                    view.stale_holders += 1;
+                }
             }
-            if active.get(&customer) == Some(&holder) {
-                seen += 1;
-            } else {
-                view.stale_holders += 1;
+            if next == 0 {
+                break;
             }
+            cursor = next;
         }
-        if next == 0 {
-            break;
-        }
-        cursor = next;
     }
     view.missing_holders = (active.len() as i64 - seen - pending).max(0);
     Ok(Some(view))

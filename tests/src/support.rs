@@ -23,6 +23,20 @@ pub use redis_handle::{cluster_nodes, lose_redis_state, redis_conn, redis_is_clu
 
 /// Default PostgreSQL URL of the tests.
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/flashgate_test";
+/// `n` new customer ids, unique to this run.
+pub fn customers(n: usize) -> Vec<String> {
+    let run = unique("cust");
+    (0..n).map(|i| format!("{run}-{i}")).collect()
+}
+
+/// How many of `replies` have `status` and `"result": result`.
+pub fn count_replies(replies: &[(u16, Value)], status: u16, result: &str) -> usize {
+    replies
+        .iter()
+        .filter(|(s, b)| *s == status && b["result"] == result)
+        .count()
+}
+
 /// Default Redis URL of the tests.
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
 
@@ -336,7 +350,7 @@ impl TestOrigin {
         ends_at: DateTime<Utc>,
         hold_seconds: Option<i64>,
     ) -> Value {
-        let body = NewCampaign {
+        self.create(&NewCampaign {
             id: id.into(),
             name: format!("Campaign {id}"),
             kind: CampaignKind::parse(kind).expect("kind is sale or giveaway"),
@@ -344,12 +358,37 @@ impl TestOrigin {
             starts_at,
             ends_at,
             hold_seconds,
-        };
+            gate_shards: None,
+        })
+        .await
+    }
+
+    /// Creates an active campaign (started a minute ago, ends in an hour) whose gate has
+    /// `shards` shards, and returns its id.
+    pub async fn sharded_campaign(&self, kind: &str, stock: i64, shards: i64) -> String {
+        let id = unique(kind);
+        let now = Utc::now();
+        self.create(&NewCampaign {
+            id: id.clone(),
+            name: format!("Campaign {id}"),
+            kind: CampaignKind::parse(kind).expect("kind is sale or giveaway"),
+            stock,
+            starts_at: now - Duration::minutes(1),
+            ends_at: now + Duration::hours(1),
+            hold_seconds: None,
+            gate_shards: Some(shards),
+        })
+        .await;
+        id
+    }
+
+    /// Sends `body` to `POST /admin/v1/campaigns`; panics unless 201. Returns the reply.
+    pub async fn create(&self, body: &NewCampaign) -> Value {
         let res = self
             .http
             .post(format!("{}/admin/v1/campaigns", self.url))
             .bearer_auth(self.manager_token())
-            .json(&body)
+            .json(body)
             .send()
             .await
             .expect("create campaign");
@@ -362,6 +401,52 @@ impl TestOrigin {
     /// Sends a claim with `{}` for `customer` with idempotency key `key`; returns status and body.
     pub async fn claim(&self, campaign: &str, customer: &str, key: &str) -> (u16, Value) {
         claim_at(&self.http, &self.url, &self.token(customer), campaign, key).await
+    }
+
+    /// POSTs `body` (JSON) to `/api/v1/claims/{id}/{action}` (`pay`, `release`, ...) with
+    /// `token` as bearer; returns the status and the JSON body (`null` when none).
+    pub async fn claim_action(
+        &self,
+        id: &str,
+        action: &str,
+        token: &str,
+        body: &impl Serialize,
+    ) -> (u16, Value) {
+        let res = self
+            .http
+            .post(format!("{}/api/v1/claims/{id}/{action}", self.url))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .expect("request");
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
+    /// `GET /admin/v1/campaigns/{c}/reconcile` with the viewer token; panics unless 200.
+    pub async fn reconcile(&self, c: &str) -> Value {
+        let path = format!("/admin/v1/campaigns/{c}/reconcile");
+        let (s, b) = self
+            .admin(reqwest::Method::GET, &path, Some(self.viewer_token()), None)
+            .await;
+        assert_eq!(s, 200, "{b}");
+        b
+    }
+
+    /// Every customer of `customers` claims `campaign` at once, each from her own task (key
+    /// `k-<customer>`); returns status and body per customer, in order.
+    pub async fn stampede(&self, campaign: &str, customers: &[String]) -> Vec<(u16, Value)> {
+        futures::future::join_all(customers.iter().map(|c| {
+            let token = self.token(c);
+            let (http, url, campaign) = (self.http.clone(), self.url.clone(), campaign.to_string());
+            let key = format!("k-{c}");
+            tokio::spawn(async move { claim_at(&http, &url, &token, &campaign, &key).await })
+        }))
+        .await
+        .into_iter()
+        .map(|r| r.expect("task"))
+        .collect()
     }
 
     /// `n` new customers (unique ids) claim `campaign` at once; panics unless every claim is

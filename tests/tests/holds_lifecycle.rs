@@ -29,30 +29,9 @@ async fn sale(o: &TestOrigin, stock: i64, hold_seconds: i64) -> String {
     id
 }
 
-/// POSTs `body` (JSON) to `/api/v1/claims/{id}/{action}` with `token` as bearer.
-async fn call(
-    o: &TestOrigin,
-    id: &str,
-    action: &str,
-    token: &str,
-    body: &impl serde::Serialize,
-) -> (u16, Value) {
-    let res = o
-        .http
-        .post(format!("{}/api/v1/claims/{id}/{action}", o.url))
-        .bearer_auth(token)
-        .json(body)
-        .send()
-        .await
-        .expect("request");
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
-}
-
 async fn pay(o: &TestOrigin, id: &str, payment_ref: &str) -> (u16, Value) {
     let token = o.config.service_token.expose().to_string();
-    call(
-        o,
+    o.claim_action(
         id,
         "pay",
         &token,
@@ -65,8 +44,7 @@ async fn pay(o: &TestOrigin, id: &str, payment_ref: &str) -> (u16, Value) {
 
 async fn release(o: &TestOrigin, id: &str) -> (u16, Value) {
     let token = o.config.service_token.expose().to_string();
-    call(
-        o,
+    o.claim_action(
         id,
         "release",
         &token,
@@ -568,16 +546,16 @@ async fn bad_pay_and_release_requests_change_nothing() {
     let (s, r, _) = raw("pay", Some(&service), json, &big).await;
     assert_eq!((s, r.as_str()), (413, "payload_too_large"));
     for bad in ["c_nope", "../x", "c_0000000000000000000000000000000f"] {
-        let (s, b) = call(
-            &o,
-            bad,
-            "pay",
-            &service,
-            &PayRequest {
-                payment_ref: "p".into(),
-            },
-        )
-        .await;
+        let (s, b) = o
+            .claim_action(
+                bad,
+                "pay",
+                &service,
+                &PayRequest {
+                    payment_ref: "p".into(),
+                },
+            )
+            .await;
         assert_eq!((s, b["result"].as_str()), (404, Some("not_found")), "{bad}");
     }
     // Nothing changed.

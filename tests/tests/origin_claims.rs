@@ -4,46 +4,21 @@
 use std::collections::HashSet;
 
 use flashgate_tests::support::{
-    claim_at, lose_redis_state, redis_conn, redis_of, redis_url_with_db, test_config, unique,
-    TestOrigin,
+    claim_at, count_replies, customers, lose_redis_state, redis_conn, redis_of, redis_url_with_db,
+    test_config, unique, TestOrigin,
 };
 use futures::future::join_all;
 use serde_json::Value;
 
 /// Fires one claim per customer, all at once; returns (status, body) in order.
-async fn stampede(o: &TestOrigin, campaign: &str, customers: &[String]) -> Vec<(u16, Value)> {
-    join_all(customers.iter().map(|c| {
-        let token = o.token(c);
-        let (http, url, campaign) = (o.http.clone(), o.url.clone(), campaign.to_string());
-        let key = format!("k-{c}");
-        tokio::spawn(async move { claim_at(&http, &url, &token, &campaign, &key).await })
-    }))
-    .await
-    .into_iter()
-    .map(|r| r.expect("task"))
-    .collect()
-}
-
-fn customers(n: usize) -> Vec<String> {
-    let run = unique("cust");
-    (0..n).map(|i| format!("{run}-{i}")).collect()
-}
-
-fn count(replies: &[(u16, Value)], status: u16, result: &str) -> usize {
-    replies
-        .iter()
-        .filter(|(s, b)| *s == status && b["result"] == result)
-        .count()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn stock_10_and_100_customers_at_once_three_times() {
     let o = TestOrigin::start().await;
     for _ in 0..3 {
         let c = o.campaign("sale", 10).await;
-        let replies = stampede(&o, &c, &customers(100)).await;
-        assert_eq!(count(&replies, 201, "claimed"), 10, "{replies:?}");
-        assert_eq!(count(&replies, 409, "sold_out"), 90);
+        let replies = o.stampede(&c, &customers(100)).await;
+        assert_eq!(count_replies(&replies, 201, "claimed"), 10, "{replies:?}");
+        assert_eq!(count_replies(&replies, 409, "sold_out"), 90);
         assert_eq!(o.remaining(&c).await, 0);
         assert_eq!(o.claim_rows(&c, &[]).await, 10);
         // Every 201 names a claim row of that customer.
@@ -66,9 +41,9 @@ async fn stock_10_and_100_customers_at_once_three_times() {
 async fn stock_1_and_50_at_once_has_exactly_one_winner() {
     let o = TestOrigin::start().await;
     let c = o.campaign("sale", 1).await;
-    let replies = stampede(&o, &c, &customers(50)).await;
-    assert_eq!(count(&replies, 201, "claimed"), 1);
-    assert_eq!(count(&replies, 409, "sold_out"), 49);
+    let replies = o.stampede(&c, &customers(50)).await;
+    assert_eq!(count_replies(&replies, 201, "claimed"), 1);
+    assert_eq!(count_replies(&replies, 409, "sold_out"), 49);
     assert_eq!(o.remaining(&c).await, 0);
     assert_eq!(o.claim_rows(&c, &[]).await, 1);
     o.stop().await;
@@ -201,13 +176,13 @@ async fn redis_flushed_mid_run_never_oversells_and_recovers() {
     let o = TestOrigin::start_with(config.clone()).await;
     let c = o.campaign("sale", 30).await;
     let people = customers(200);
-    let first = stampede(&o, &c, &people[..60]).await;
+    let first = o.stampede(&c, &people[..60]).await;
     let records: Vec<String> = people[..60]
         .iter()
         .map(|p| format!("fg:idem:{}:{p}:k-{p}", p.len()))
         .collect();
     lose_redis_state(&config, &[&c], &records).await;
-    let second = stampede(&o, &c, &people[60..]).await;
+    let second = o.stampede(&c, &people[60..]).await;
     // Retries until the gate is back, bounded.
     let mut replies: Vec<(u16, Value)> = first.into_iter().chain(second).collect();
     for _ in 0..50 {
@@ -226,7 +201,7 @@ async fn redis_flushed_mid_run_never_oversells_and_recovers() {
         replies.iter().all(|r| r.0 != 503),
         "the origin recovered by itself"
     );
-    let wins = count(&replies, 201, "claimed");
+    let wins = count_replies(&replies, 201, "claimed");
     assert_eq!(wins, 30, "all units sold, none twice");
     assert_eq!(o.claim_rows(&c, &[]).await, 30);
     assert_eq!(o.remaining(&c).await, 0);

@@ -14,14 +14,6 @@ async fn claims(o: &TestOrigin, c: &str, n: usize) -> Vec<String> {
         .collect()
 }
 
-async fn report(o: &TestOrigin, c: &str) -> Value {
-    let token = o.viewer_token().to_string();
-    let path = format!("/admin/v1/campaigns/{c}/reconcile");
-    let (s, b) = o.admin(Method::GET, &path, Some(&token), None).await;
-    assert_eq!(s, 200, "{b}");
-    b
-}
-
 fn faults(r: &Value) -> String {
     r["faults"].to_string()
 }
@@ -34,7 +26,7 @@ async fn clean_campaigns_reconcile_and_bad_callers_are_refused() {
     claims(&o, &sale, 3).await;
     claims(&o, &giveaway, 4).await;
 
-    let r = report(&o, &sale).await;
+    let r = o.reconcile(&sale).await;
     assert_eq!(r["ok"], true, "{r:#}");
     assert_eq!(
         (r["stock"].as_i64(), r["remaining"].as_i64()),
@@ -52,7 +44,7 @@ async fn clean_campaigns_reconcile_and_bad_callers_are_refused() {
     assert_eq!(r["gate"]["remaining"], 2);
     assert_eq!(r["gate"]["holders"], 3);
     assert_eq!(r["faults"], serde_json::json!([]));
-    let r = report(&o, &giveaway).await;
+    let r = o.reconcile(&giveaway).await;
     assert_eq!(r["ok"], true, "{r:#}");
     assert_eq!(r["claims"]["issued"], 4);
     assert_eq!(r["gate"]["sold_out_flag"], true);
@@ -82,14 +74,14 @@ async fn a_claim_row_deleted_behind_its_back_is_reported_stranded() {
     for kind in ["sale", "giveaway"] {
         let c = o.campaign(kind, 5).await;
         let ids = claims(&o, &c, 3).await;
-        assert_eq!(report(&o, &c).await["ok"], true);
+        assert_eq!(o.reconcile(&c).await["ok"], true);
 
         sqlx::query("DELETE FROM claims WHERE id = $1")
             .bind(&ids[0])
             .execute(&o.db)
             .await
             .unwrap();
-        let r = report(&o, &c).await;
+        let r = o.reconcile(&c).await;
         assert_eq!(r["ok"], false, "{r:#}");
         assert_eq!(r["stranded"], 1, "{}", faults(&r));
         assert_eq!(r["oversold"], 0);
@@ -127,7 +119,7 @@ async fn oversold_and_gate_drift_are_reported() {
         .execute(&o.db)
         .await
         .unwrap();
-    let r = report(&o, &c).await;
+    let r = o.reconcile(&c).await;
     assert_eq!(
         (r["oversold"].as_i64(), r["ok"].as_bool()),
         (Some(1), Some(false)),
@@ -138,7 +130,7 @@ async fn oversold_and_gate_drift_are_reported() {
         .execute(&o.db)
         .await
         .unwrap();
-    assert_eq!(report(&o, &c).await["ok"], true);
+    assert_eq!(o.reconcile(&c).await["ok"], true);
 
     // The gate lost a unit: PostgreSQL has 2 remaining, the gate 1 → 1 stranded.
     let mut redis = o.origin.state.redis.clone();
@@ -148,7 +140,7 @@ async fn oversold_and_gate_drift_are_reported() {
         .query_async(&mut redis)
         .await
         .unwrap();
-    let r = report(&o, &c).await;
+    let r = o.reconcile(&c).await;
     assert_eq!(
         (r["stranded"].as_i64(), r["ok"].as_bool()),
         (Some(1), Some(false)),
@@ -162,7 +154,7 @@ async fn oversold_and_gate_drift_are_reported() {
         .query_async(&mut redis)
         .await
         .unwrap();
-    let r = report(&o, &c).await;
+    let r = o.reconcile(&c).await;
     assert_eq!(
         (r["stranded"].as_i64(), r["oversold"].as_i64()),
         (Some(0), Some(0))

@@ -15,8 +15,6 @@
 //! within `FLASHGATE_CAMPAIGN_CACHE_MS`; the edge within its status TTL plus one origin round
 //! trip. A pause stops claims at once anyway: the claim commit refuses in SQL when `paused`.
 
-use std::sync::LazyLock;
-
 use crate::redis_conn::RedisConn;
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::{check_stock, check_year, MAX_STOCK};
@@ -27,7 +25,7 @@ use sqlx::PgPool;
 
 use super::audit::AuditEntry;
 use super::roles::Admin;
-use crate::gate::{self, Keys};
+use crate::gate;
 
 /// A validated change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,28 +252,6 @@ pub fn refusal(change: Change, before: &Facts) -> Result<(), String> {
     }
 }
 
-// Moves the gate's remaining by ARGV[1] (a stock change committed in PostgreSQL), keeping the
-// takes in flight; never below zero. Clears the sold-out flag when units are left, sets it
-// (with a new generation) when none are. Refuses when the gate is not loaded.
-static ADJUST: LazyLock<redis::Script> = LazyLock::new(|| {
-    redis::Script::new(
-        r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local r = redis.call('INCRBY', KEYS[2], ARGV[1])
-if r < 0 then
-  redis.call('SET', KEYS[2], 0)
-  r = 0
-end
-if r > 0 then
-  redis.call('DEL', KEYS[3])
-elseif not redis.call('GET', KEYS[3]) then
-  redis.call('SET', KEYS[3], redis.call('INCR', KEYS[4]))
-end
-return r
-",
-    )
-});
-
 /// Makes the gate follow a committed change of campaign `c` from `before` to `after`.
 pub async fn follow(
     db: &PgPool,
@@ -287,18 +263,11 @@ pub async fn follow(
 ) -> GateFollow {
     let result: Result<GateFollow, String> = async {
         if change.moves_stock() {
-            let k = Keys::of(c);
             let delta = after.remaining - before.remaining;
-            let r: i64 = ADJUST
-                .key(&k.loaded)
-                .key(&k.remaining)
-                .key(&k.sold_out)
-                .key(&k.sold_out_gen)
-                .arg(delta)
-                .invoke_async(redis)
+            let moved = gate::adjust(redis, c, delta)
                 .await
                 .map_err(|e| e.to_string())?;
-            if r >= 0 {
+            if moved.is_some() {
                 return Ok(GateFollow::Updated);
             }
         } else if matches!(change, Change::SetEndsAt { .. }) {

@@ -16,6 +16,8 @@ pub struct CampaignRow {
     pub ends_at: DateTime<Utc>,
     pub hold_seconds: Option<i32>,
     pub paused: bool,
+    /// Shards of the Redis gate (1..=1024).
+    pub gate_shards: i32,
 }
 
 impl CampaignRow {
@@ -50,7 +52,8 @@ impl CampaignRow {
     }
 }
 
-const COLUMNS: &str = "id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds, paused";
+const COLUMNS: &str =
+    "id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds, paused, gate_shards";
 
 /// Loads one campaign; `None` when the id is unknown.
 pub async fn find(db: &PgPool, id: &str) -> sqlx::Result<Option<CampaignRow>> {
@@ -86,13 +89,15 @@ pub async fn insert(
     };
     sqlx::query_as(&format!(
         "WITH created AS (
-             INSERT INTO campaigns (id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds)
-             VALUES ($1, $2, $3, $4, $4, $5, $6, $7)
+             INSERT INTO campaigns (id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds,
+                                    gate_shards)
+             VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $9)
              ON CONFLICT (id) DO NOTHING
              RETURNING {COLUMNS}
          ), audit AS (
              INSERT INTO admin_audit (campaign_id, actor, action, params, before, after)
-             SELECT id, $8, 'create', jsonb_build_object('name', name, 'kind', kind),
+             SELECT id, $8, 'create', jsonb_build_object('name', name, 'kind', kind,
+                                                         'gate_shards', gate_shards),
                     'null'::jsonb,
                     jsonb_build_object('stock', stock, 'remaining', remaining, 'paused', paused,
                                        'starts_at', starts_at, 'ends_at', ends_at)
@@ -108,6 +113,7 @@ pub async fn insert(
     .bind(c.ends_at)
     .bind(hold)
     .bind(actor)
+    .bind(c.shards() as i32)
     .fetch_optional(db)
     .await
 }

@@ -74,6 +74,9 @@ pub enum AdminCommand {
         /// Sale only: hold length in seconds (default 600).
         #[arg(long)]
         hold_seconds: Option<i64>,
+        /// Shards of the Redis gate, 1..=1024 (default: chosen from the stock).
+        #[arg(long)]
+        gate_shards: Option<i64>,
     },
     /// Pause: claims are answered `paused` until resumed.
     Pause { campaign: String },
@@ -137,6 +140,7 @@ impl AdminCommand {
                 starts_at,
                 ends_at,
                 hold_seconds,
+                gate_shards,
             } => {
                 let new = NewCampaign {
                     id: id.clone(),
@@ -146,6 +150,7 @@ impl AdminCommand {
                     starts_at: starts_at.unwrap_or_else(Utc::now),
                     ends_at: *ends_at,
                     hold_seconds: *hold_seconds,
+                    gate_shards: *gate_shards,
                 };
                 (Method::POST, "/admin/v1/campaigns".into(), body(new))
             }

@@ -14,8 +14,6 @@ use std::time::{Duration, Instant};
 
 use crate::redis_conn::RedisConn;
 
-use super::Keys;
-
 #[derive(Clone)]
 struct Seen {
     at: Instant,
@@ -23,6 +21,8 @@ struct Seen {
     /// Customers holding a unit when the flag was set; `None` until loaded (or when the
     /// campaign has more winners than the snapshot bound).
     winners: Option<Arc<HashSet<String>>>,
+    /// True while this origin loads the snapshot of this generation (one load at a time).
+    loading: bool,
 }
 
 /// See the module documentation.
@@ -64,15 +64,19 @@ impl SoldOutFlags {
     }
 
     /// Records a `sold_out` take of generation `generation`. Returns true when a winners
-    /// snapshot for this generation is still needed (the caller loads it with
-    /// [`SoldOutFlags::load_winners`], off the request path).
+    /// snapshot for this generation is needed and no load of it is under way: the caller then
+    /// loads it with [`SoldOutFlags::load_winners`], off the request path. Single-flight: until
+    /// that load ends, every other `sold_out` of the same generation returns false, so a burst
+    /// of sold-out answers reads the holders from Redis once per origin per generation.
     pub fn note(&self, c: &str, generation: i64) -> bool {
         let mut seen = self.seen.lock().expect("flags lock");
         let now = Instant::now();
         match seen.get_mut(c) {
             Some(s) if s.generation == generation => {
                 s.at = now;
-                s.winners.is_none()
+                let start = s.winners.is_none() && !s.loading;
+                s.loading |= start;
+                start
             }
             _ => {
                 seen.insert(
@@ -81,6 +85,7 @@ impl SoldOutFlags {
                         at: now,
                         generation,
                         winners: None,
+                        loading: true,
                     },
                 );
                 true
@@ -93,34 +98,32 @@ impl SoldOutFlags {
         self.seen.lock().expect("flags lock").remove(c);
     }
 
-    /// Loads the winners snapshot of `c` for `generation` from Redis, unless there are more
-    /// than the bound. Winners can only change after the flag clears, which starts a new
-    /// generation, so a snapshot stays right for its generation.
+    /// Loads the winners snapshot of `c` for `generation` from Redis (every shard), unless
+    /// there are more than the bound. Winners can only change after the flag clears, which
+    /// starts a new generation, so a snapshot stays right for its generation. Ends the load
+    /// [`SoldOutFlags::note`] started, whatever the outcome (a failed load may start again).
     pub async fn load_winners(
         &self,
         redis: &mut RedisConn,
         c: &str,
         generation: i64,
     ) -> redis::RedisResult<()> {
-        let k = Keys::of(c);
-        let n: usize = redis::cmd("HLEN")
-            .arg(&k.holders)
-            .query_async(redis)
-            .await?;
-        if n > self.max_winners {
-            return Ok(());
-        }
-        let winners: HashSet<String> = redis::cmd("HKEYS")
-            .arg(&k.holders)
-            .query_async(redis)
-            .await?;
+        let result = super::winners(redis, c, self.max_winners).await;
         let mut seen = self.seen.lock().expect("flags lock");
-        if let Some(s) = seen.get_mut(c) {
-            if s.generation == generation {
-                s.winners = Some(Arc::new(winners));
-            }
-        }
-        Ok(())
+        let Some(s) = seen.get_mut(c).filter(|s| s.generation == generation) else {
+            return result.map(|_| ());
+        };
+        s.loading = false;
+        result.map(|w| s.winners = w.map(Arc::new))
+    }
+
+    /// True while this origin loads a winners snapshot of `c`.
+    pub fn loading(&self, c: &str) -> bool {
+        self.seen
+            .lock()
+            .expect("flags lock")
+            .get(c)
+            .is_some_and(|s| s.loading)
     }
 }
 
@@ -140,6 +143,15 @@ mod tests {
         assert_eq!(f.check("c", "ana"), Local::SoldOut);
         assert_eq!(f.check("c", "win"), Local::AskGate);
         assert!(!f.note("c", 1));
+        // Single-flight: while a load of generation 3 is under way, no second one starts.
+        assert!(f.note("c", 3));
+        assert!(!f.note("c", 3));
+        assert!(f.loading("c"));
+        f.seen.lock().unwrap().get_mut("c").unwrap().loading = false;
+        assert!(
+            f.note("c", 3),
+            "a load that ended without a snapshot may start again"
+        );
         // A new generation drops the old snapshot.
         assert!(f.note("c", 2));
         assert_eq!(f.check("c", "ana"), Local::AskGate);

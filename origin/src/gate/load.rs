@@ -8,6 +8,7 @@
 use crate::redis_conn::RedisConn;
 use sqlx::PgPool;
 
+use super::lua::{SET_SOLD_OUT, UNLOCK};
 use super::Keys;
 
 /// How long the load lock is held at most, in milliseconds.
@@ -42,13 +43,7 @@ pub async fn load(db: &PgPool, redis: &mut RedisConn, c: &str) -> Result<bool, L
     }
     let result = load_locked(db, redis, c, &k).await;
     // Free the lock only if it is still ours.
-    let _: redis::RedisResult<i64> = redis::Script::new(
-        "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
-    )
-    .key(&k.loading)
-    .arg(&token)
-    .invoke_async(redis)
-    .await;
+    let _: redis::RedisResult<i64> = UNLOCK.key(&k.loading).arg(&token).invoke_async(redis).await;
     result
 }
 
@@ -59,8 +54,8 @@ async fn load_locked(
     k: &Keys,
 ) -> Result<bool, LoadError> {
     // One statement: remaining and the active claims come from the same snapshot.
-    let rows: Vec<(i64, Option<String>, Option<String>)> = sqlx::query_as(
-        "SELECT c.remaining, a.customer_id, a.id
+    let rows: Vec<(i64, i32, Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT c.remaining, c.gate_shards, a.customer_id, a.id
            FROM campaigns c
            LEFT JOIN claims a ON a.campaign_id = c.id
                              AND a.status IN ('held', 'paid', 'issued', 'redeemed')
@@ -69,46 +64,69 @@ async fn load_locked(
     .bind(c)
     .fetch_all(db)
     .await?;
-    let Some(remaining) = rows.first().map(|r| r.0) else {
+    let Some((remaining, n)) = rows.first().map(|r| (r.0, r.1)) else {
         return Ok(false);
     };
-    let mut pipe = redis::pipe();
-    pipe.atomic()
-        .del(&k.loaded)
-        .del(&k.holders)
-        .del(&k.pending)
-        .set(&k.remaining, remaining);
-    let holders: Vec<(&str, &str)> = rows
-        .iter()
-        .filter_map(|(_, cust, id)| Some((cust.as_deref()?, id.as_deref()?)))
-        .collect();
-    for chunk in holders.chunks(CHUNK) {
-        pipe.hset_multiple(&k.holders, chunk);
+    let n = u16::try_from(n)
+        .unwrap_or(1)
+        .clamp(1, super::MAX_GATE_SHARDS);
+    // Unload every shard first: no take runs on a half-written gate.
+    for s in 0..n {
+        redis::cmd("DEL")
+            .arg(Keys::shard(c, s).loaded)
+            .query_async::<()>(redis)
+            .await?;
     }
+    let mut holders: Vec<Vec<(&str, &str)>> = vec![Vec::new(); usize::from(n)];
+    for (_, _, cust, id) in &rows {
+        if let (Some(cust), Some(id)) = (cust.as_deref(), id.as_deref()) {
+            holders[usize::from(super::bucket(cust, n))].push((cust, id));
+        }
+    }
+    for ((s, part), mine) in (0..n).zip(super::split(remaining, n)).zip(&holders) {
+        let ks = Keys::shard(c, s);
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .del(&ks.holders)
+            .del(&ks.pending)
+            .set(&ks.remaining, part);
+        for chunk in mine.chunks(CHUNK) {
+            pipe.hset_multiple(&ks.holders, chunk);
+        }
+        pipe.query_async::<()>(redis).await?;
+    }
+    let mut pipe = redis::pipe();
+    pipe.atomic().set(&k.shards, n);
     if remaining > 0 {
         pipe.del(&k.sold_out);
     } else {
         pipe.cmd("EVAL")
-            .arg("if not redis.call('GET', KEYS[1]) then redis.call('SET', KEYS[1], redis.call('INCR', KEYS[2])) end return 1")
+            .arg(SET_SOLD_OUT)
             .arg(2)
             .arg(&k.sold_out)
             .arg(&k.sold_out_gen);
     }
-    pipe.set(&k.loaded, chrono::Utc::now().to_rfc3339());
     pipe.query_async::<()>(redis).await?;
+    let at = chrono::Utc::now().to_rfc3339();
+    for s in 0..n {
+        redis::cmd("SET")
+            .arg(Keys::shard(c, s).loaded)
+            .arg(&at)
+            .query_async::<()>(redis)
+            .await?;
+    }
     tracing::info!(
         campaign = c,
         remaining,
-        holders = holders.len(),
+        shards = n,
+        holders = holders.iter().map(Vec::len).sum::<usize>(),
         "gate loaded from PostgreSQL"
     );
     Ok(true)
 }
 
-/// True when the gate of `c` is loaded.
+/// True when every shard of the gate of `c` is loaded.
 pub async fn is_loaded(redis: &mut RedisConn, c: &str) -> redis::RedisResult<bool> {
-    redis::cmd("EXISTS")
-        .arg(Keys::of(c).loaded)
-        .query_async(redis)
-        .await
+    let states = super::shard_states(redis, c).await?;
+    Ok(!states.is_empty() && states.iter().all(|s| s.loaded))
 }

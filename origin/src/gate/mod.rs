@@ -19,13 +19,17 @@
 
 pub mod flags;
 pub mod load;
+pub mod lua;
 pub mod settle;
+mod shards;
 
 use crate::redis_conn::RedisConn;
-use redis::Script;
-use std::sync::LazyLock;
+use lua::{ADJUST, CONFIRM, CORRECT_DOWN, FLAG, GIVE_BACK, TAKE, TAKE_UNIT};
+use rand::Rng;
 
-/// The Redis keys of one campaign's gate.
+pub use shards::{bucket, shard_count, shard_states, winners, ShardState, MAX_GATE_SHARDS};
+
+/// The Redis keys of one shard of a campaign's gate.
 pub struct Keys {
     pub loaded: String,
     pub loading: String,
@@ -34,12 +38,28 @@ pub struct Keys {
     pub pending: String,
     pub sold_out: String,
     pub sold_out_gen: String,
+    /// Shard 0 only: the campaign's number of shards.
+    pub shards: String,
+    /// Shard 0 only: units returned so far on a campaign of several shards (a take that found
+    /// every shard empty sets the flag only if no unit came back meanwhile).
+    pub returned: String,
 }
 
 impl Keys {
-    /// Keys of campaign `c`.
+    /// Keys of campaign `c` (its shard 0: the keys of a campaign of one shard).
     pub fn of(c: &str) -> Self {
-        let k = |s: &str| format!("fg:{{{c}}}:{s}");
+        Self::shard(c, 0)
+    }
+
+    /// Keys of shard `s` of campaign `c`: hash tag `{c}` for shard 0, `{c:s}` for the others,
+    /// so each shard is its own Redis Cluster slot.
+    pub fn shard(c: &str, s: u16) -> Self {
+        let tag = if s == 0 {
+            c.to_string()
+        } else {
+            format!("{c}:{s}")
+        };
+        let k = |name: &str| format!("fg:{{{tag}}}:{name}");
         Keys {
             loaded: k("loaded"),
             loading: k("loading"),
@@ -48,6 +68,8 @@ impl Keys {
             pending: k("pending"),
             sold_out: k("sold_out"),
             sold_out_gen: k("sold_out_gen"),
+            shards: k("shards"),
+            returned: k("returned"),
         }
     }
 }
@@ -60,7 +82,7 @@ pub const PENDING_PREFIX: &str = "p:";
 pub enum Take {
     /// A unit was taken for the customer; commit the claim, then [`confirm`] or [`give_back`].
     Taken,
-    /// No unit left; the flag is set with this generation.
+    /// No unit left on any shard; the flag is set with this generation.
     SoldOut { generation: i64 },
     /// The customer already holds a unit: a claim id, or `p:<token>` while it commits.
     AlreadyHolds(String),
@@ -68,110 +90,49 @@ pub enum Take {
     NotLoaded,
 }
 
-// Takes one unit for ARGV[1] if she holds none and one is left; sets the sold-out flag on the
-// take of the last unit (and on a refused take at zero, so a lost flag is restored).
-static TAKE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return {'not_loaded'} end
-local h = redis.call('HGET', KEYS[3], ARGV[1])
-if h then return {'holds', h} end
-local r = tonumber(redis.call('GET', KEYS[2]) or '0')
-local function flag()
-  local g = redis.call('GET', KEYS[4])
-  if not g then
-    g = redis.call('INCR', KEYS[6])
-    redis.call('SET', KEYS[4], g)
-  end
-  return tostring(g)
-end
-if r <= 0 then return {'sold_out', flag()} end
-r = redis.call('DECR', KEYS[2])
-redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
-redis.call('ZADD', KEYS[5], ARGV[3], ARGV[1])
-if r == 0 then flag() end
-return {'taken'}
-",
-    )
-});
-
-// Marks her take committed: holder value becomes the claim id.
-static CONFIRM: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-  redis.call('ZREM', KEYS[2], ARGV[1])
-  return 1
-end
-return 0
-",
-    )
-});
-
-// Gives her unit back when her holder value is ARGV[2]: the unit returns to `remaining` and the
-// sold-out flag clears. ARGV[3] = '' drops the holder; anything else replaces it (used when
-// PostgreSQL says she already holds that other claim). Returns 1 when a unit went back.
-static GIVE_BACK: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-if redis.call('EXISTS', KEYS[5]) == 0 then return 0 end
-if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
-if ARGV[3] == '' then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-else
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-end
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('INCR', KEYS[3])
-redis.call('DEL', KEYS[4])
-return 1
-",
-    )
-});
-
-// PostgreSQL refused a take the gate allowed (its remaining was 0): drop her holder and set the
-// gate's remaining to PostgreSQL's minus the takes still committing; flag when zero.
-static CORRECT_DOWN: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-if redis.call('EXISTS', KEYS[5]) == 0 then return 0 end
-if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-  redis.call('ZREM', KEYS[2], ARGV[1])
-end
-local r = tonumber(ARGV[3]) - redis.call('ZCARD', KEYS[2])
-if r < 0 then r = 0 end
-redis.call('SET', KEYS[3], r)
-if r == 0 and not redis.call('GET', KEYS[4]) then
-  redis.call('SET', KEYS[4], redis.call('INCR', KEYS[6]))
-end
-return 1
-",
-    )
-});
-
 /// A fresh pending token for a take (`p:` + random hex).
 pub fn pending_token() -> String {
     format!("{PENDING_PREFIX}{:016x}", rand::random::<u64>())
 }
 
+/// The keys of `customer`'s own shard and the shard count; `None` when not loaded.
+async fn own_shard(
+    redis: &mut RedisConn,
+    c: &str,
+    customer: &str,
+) -> redis::RedisResult<Option<(u16, Keys)>> {
+    Ok(shard_count(redis, c)
+        .await?
+        .map(|n| (n, Keys::shard(c, bucket(customer, n)))))
+}
+
+fn parse_generation(out: &[String], at: usize) -> i64 {
+    out.get(at).and_then(|g| g.parse().ok()).unwrap_or(0)
+}
+
 /// The atomic take step for `customer` on campaign `c`; `token` marks her pending holder.
+///
+/// On a campaign of one shard this is one script. With several, her dedup entry (the pending
+/// holder) is written on her own shard ([`bucket`]) together with a take there; when that
+/// shard is empty the take goes on at a random shard, then a second random start followed by a
+/// sweep of every shard, so `sold_out` comes only when every shard was found empty (then her
+/// dedup entry is undone before the answer).
 pub async fn take(
     redis: &mut RedisConn,
     c: &str,
     customer: &str,
     token: &str,
 ) -> redis::RedisResult<Take> {
-    let k = Keys::of(c);
+    let Some((n, k)) = own_shard(redis, c, customer).await? else {
+        return Ok(Take::NotLoaded);
+    };
     let now_ms = chrono::Utc::now().timestamp_millis();
-    let out: Vec<String> = TAKE
-        .key(&k.loaded)
-        .key(&k.remaining)
-        .key(&k.holders)
-        .key(&k.sold_out)
-        .key(&k.pending)
-        .key(&k.sold_out_gen)
+    let mut inv = TAKE.key(&k.loaded);
+    inv.key(&k.remaining).key(&k.holders).key(&k.pending);
+    if n == 1 {
+        inv.key(&k.sold_out).key(&k.sold_out_gen);
+    }
+    let out: Vec<String> = inv
         .arg(customer)
         .arg(token)
         .arg(now_ms)
@@ -180,11 +141,132 @@ pub async fn take(
     Ok(match out.first().map(String::as_str) {
         Some("taken") => Take::Taken,
         Some("sold_out") => Take::SoldOut {
-            generation: out.get(1).and_then(|g| g.parse().ok()).unwrap_or(0),
+            generation: parse_generation(&out, 1),
         },
         Some("holds") => Take::AlreadyHolds(out.get(1).cloned().unwrap_or_default()),
+        Some("empty") => match take_elsewhere(redis, c, n).await? {
+            Elsewhere::Taken => Take::Taken,
+            Elsewhere::NotLoaded => {
+                undo_dedup(redis, &k, customer, token).await?;
+                Take::NotLoaded
+            }
+            Elsewhere::SoldOut(generation) => {
+                undo_dedup(redis, &k, customer, token).await?;
+                Take::SoldOut { generation }
+            }
+        },
         _ => Take::NotLoaded,
     })
+}
+
+enum Elsewhere {
+    Taken,
+    SoldOut(i64),
+    NotLoaded,
+}
+
+/// The flag of a campaign of several shards: `(returns so far, generation when set)`.
+async fn read_flag(redis: &mut RedisConn, c: &str) -> redis::RedisResult<(String, Option<i64>)> {
+    let k = Keys::of(c);
+    let (count, generation): (String, Option<i64>) = redis::pipe()
+        .get(&k.returned)
+        .get(&k.sold_out)
+        .query_async::<(Option<String>, Option<i64>)>(redis)
+        .await
+        .map(|(n, g)| (n.unwrap_or_else(|| "0".into()), g))?;
+    Ok((count, generation))
+}
+
+/// Sets the flag of a campaign of several shards, if no unit came back since `returns` was
+/// read (`None`: whatever came back). Returns its generation, `None` when a unit came back.
+async fn set_flag(
+    redis: &mut RedisConn,
+    c: &str,
+    returns: Option<&str>,
+) -> redis::RedisResult<Option<i64>> {
+    let out = flag_op(redis, c, "set", returns.unwrap_or("")).await?;
+    Ok((out.first().map(String::as_str) == Some("set")).then(|| parse_generation(&out, 1)))
+}
+
+/// Clears the flag of a campaign of several shards (a unit came back).
+async fn clear_flag(redis: &mut RedisConn, c: &str) -> redis::RedisResult<()> {
+    flag_op(redis, c, "clear", "").await.map(|_| ())
+}
+
+/// Runs [`FLAG`] with operation `op` on the keys of shard 0 of `c`.
+async fn flag_op(
+    redis: &mut RedisConn,
+    c: &str,
+    op: &str,
+    arg: &str,
+) -> redis::RedisResult<Vec<String>> {
+    let k = Keys::of(c);
+    FLAG.key(&k.sold_out)
+        .key(&k.sold_out_gen)
+        .key(&k.returned)
+        .arg(op)
+        .arg(arg)
+        .invoke_async(redis)
+        .await
+}
+
+/// Her own shard was empty: tries the others (bounded: a random shard, a second random start,
+/// then a sweep from it), and sets the flag when every shard is empty.
+async fn take_elsewhere(redis: &mut RedisConn, c: &str, n: u16) -> redis::RedisResult<Elsewhere> {
+    let (returns, flagged) = read_flag(redis, c).await?;
+    if let Some(generation) = flagged {
+        return Ok(Elsewhere::SoldOut(generation));
+    }
+    for round in 0..2 {
+        let (first, second) = {
+            let mut rng = rand::rng();
+            (rng.random_range(0..n), rng.random_range(0..n))
+        };
+        let order = std::iter::once(first).chain((0..n).map(|i| (second + i) % n));
+        for s in order {
+            let k = Keys::shard(c, s);
+            let got: i64 = TAKE_UNIT
+                .key(&k.loaded)
+                .key(&k.remaining)
+                .invoke_async(redis)
+                .await?;
+            match got {
+                1 => return Ok(Elsewhere::Taken),
+                -1 => return Ok(Elsewhere::NotLoaded),
+                _ => {}
+            }
+        }
+        // Every shard was empty: the flag, unless a unit came back during the sweep (then
+        // sweep once more; after that, set it whatever came back).
+        let expect = (round == 0).then_some(returns.as_str());
+        if let Some(generation) = set_flag(redis, c, expect).await? {
+            return Ok(Elsewhere::SoldOut(generation));
+        }
+    }
+    Ok(Elsewhere::SoldOut(
+        set_flag(redis, c, None).await?.unwrap_or(0),
+    ))
+}
+
+/// Undoes her dedup entry (pending holder `token`) on her own shard, returning no unit.
+async fn undo_dedup(
+    redis: &mut RedisConn,
+    k: &Keys,
+    customer: &str,
+    token: &str,
+) -> redis::RedisResult<()> {
+    let _: i64 = GIVE_BACK
+        .key(&k.holders)
+        .key(&k.pending)
+        .key(&k.remaining)
+        .key(&k.loaded)
+        .arg(customer)
+        .arg(token)
+        .arg("")
+        .arg(0)
+        .invoke_async(redis)
+        .await?;
+    Ok(())
 }
 
 /// Marks her pending take `token` as committed claim `claim_id`.
@@ -195,7 +277,9 @@ pub async fn confirm(
     token: &str,
     claim_id: &str,
 ) -> redis::RedisResult<()> {
-    let k = Keys::of(c);
+    let Some((_, k)) = own_shard(redis, c, customer).await? else {
+        return Ok(());
+    };
     let _: i64 = CONFIRM
         .key(&k.holders)
         .key(&k.pending)
@@ -207,10 +291,10 @@ pub async fn confirm(
     Ok(())
 }
 
-/// Returns her unit to the gate if her holder value is still `expected` (a pending token or a
-/// claim id); `replace_with` = `Some(id)` keeps her as holder of claim `id` instead. Exactly
-/// once: a second call finds the holder changed and does nothing. Returns whether a unit went
-/// back.
+/// Returns her unit to the gate (to her own shard) if her holder value is still `expected` (a
+/// pending token or a claim id); `replace_with` = `Some(id)` keeps her as holder of claim `id`
+/// instead. Exactly once: a second call finds the holder changed and does nothing. Clears the
+/// sold-out flag. Returns whether a unit went back.
 pub async fn give_back(
     redis: &mut RedisConn,
     c: &str,
@@ -218,23 +302,38 @@ pub async fn give_back(
     expected: &str,
     replace_with: Option<&str>,
 ) -> redis::RedisResult<bool> {
-    let k = Keys::of(c);
-    let n: i64 = GIVE_BACK
-        .key(&k.holders)
-        .key(&k.pending)
-        .key(&k.remaining)
-        .key(&k.sold_out)
-        .key(&k.loaded)
+    let Some((n, k)) = own_shard(redis, c, customer).await? else {
+        return Ok(false);
+    };
+    let mut inv = GIVE_BACK.key(&k.holders);
+    inv.key(&k.pending).key(&k.remaining).key(&k.loaded);
+    if n == 1 {
+        inv.key(&k.sold_out);
+    }
+    let back: i64 = inv
         .arg(customer)
         .arg(expected)
         .arg(replace_with.unwrap_or(""))
+        .arg(1)
         .invoke_async(redis)
         .await?;
-    Ok(n == 1)
+    if back == 1 && n > 1 {
+        clear_flag(redis, c).await?;
+    }
+    Ok(back == 1)
+}
+
+/// Splits `total` units over `n` shards as evenly as possible: shard `s` gets
+/// `total / n`, plus one for the first `total % n` shards. The parts sum exactly to `total`.
+pub fn split(total: i64, n: u16) -> Vec<i64> {
+    let n64 = i64::from(n.max(1));
+    let (base, extra) = (total.max(0) / n64, total.max(0) % n64);
+    (0..n64).map(|s| base + i64::from(s < extra)).collect()
 }
 
 /// PostgreSQL refused her take for lack of units: drops her pending holder and lowers the
-/// gate's remaining to `pg_remaining` minus the takes still committing.
+/// gate's remaining to `pg_remaining` minus the takes still committing (on several shards:
+/// the total, split over the shards; the flag is set when it is zero).
 pub async fn correct_down(
     redis: &mut RedisConn,
     c: &str,
@@ -242,20 +341,93 @@ pub async fn correct_down(
     token: &str,
     pg_remaining: i64,
 ) -> redis::RedisResult<()> {
-    let k = Keys::of(c);
-    let _: i64 = CORRECT_DOWN
-        .key(&k.holders)
-        .key(&k.pending)
-        .key(&k.remaining)
-        .key(&k.sold_out)
-        .key(&k.loaded)
-        .key(&k.sold_out_gen)
-        .arg(customer)
-        .arg(token)
-        .arg(pg_remaining)
-        .invoke_async(redis)
-        .await?;
+    let Some((n, k)) = own_shard(redis, c, customer).await? else {
+        return Ok(());
+    };
+    if n == 1 {
+        let _: i64 = CORRECT_DOWN
+            .key(&k.holders)
+            .key(&k.pending)
+            .key(&k.remaining)
+            .key(&k.loaded)
+            .key(&k.sold_out)
+            .key(&k.sold_out_gen)
+            .arg(customer)
+            .arg(token)
+            .arg(pg_remaining)
+            .arg("1")
+            .invoke_async(redis)
+            .await?;
+        return Ok(());
+    }
+    undo_dedup(redis, &k, customer, token).await?;
+    let mut pending = 0i64;
+    for s in 0..n {
+        let p: i64 = redis::cmd("ZCARD")
+            .arg(Keys::shard(c, s).pending)
+            .query_async(redis)
+            .await?;
+        pending += p;
+    }
+    let target = (pg_remaining - pending).max(0);
+    for (s, part) in (0..n).zip(split(target, n)) {
+        let k = Keys::shard(c, s);
+        let _: i64 = CORRECT_DOWN
+            .key(&k.holders)
+            .key(&k.pending)
+            .key(&k.remaining)
+            .key(&k.loaded)
+            .arg("")
+            .arg("")
+            .arg(part)
+            .arg("0")
+            .invoke_async(redis)
+            .await?;
+    }
+    if target == 0 {
+        set_flag(redis, c, None).await?;
+    }
     Ok(())
+}
+
+/// Moves the gate's remaining by `delta` (a stock change committed in PostgreSQL), keeping
+/// the takes in flight; never below zero. Clears the sold-out flag when units are left, sets
+/// it (with a new generation) when none are. On several shards, units added are split over the
+/// shards and units removed are taken from the shards in order. Returns the gate's remaining
+/// after the move, `None` when the gate is not loaded.
+pub async fn adjust(redis: &mut RedisConn, c: &str, delta: i64) -> redis::RedisResult<Option<i64>> {
+    let Some(n) = shard_count(redis, c).await? else {
+        return Ok(None);
+    };
+    let parts: Vec<i64> = if delta >= 0 {
+        split(delta, n)
+    } else {
+        vec![delta; usize::from(n)]
+    };
+    let (mut total, mut left) = (0i64, delta);
+    for (s, part) in (0..n).zip(parts) {
+        let k = Keys::shard(c, s);
+        let mut inv = ADJUST.key(&k.loaded);
+        inv.key(&k.remaining);
+        if n == 1 {
+            inv.key(&k.sold_out).key(&k.sold_out_gen);
+        }
+        let part = if delta < 0 { left } else { part };
+        let (r, moved): (i64, i64) = inv.arg(part).invoke_async(redis).await?;
+        if r < 0 {
+            return Ok(None);
+        }
+        total += r;
+        left -= moved;
+    }
+    if n > 1 {
+        if total > 0 {
+            clear_flag(redis, c).await?;
+        } else {
+            set_flag(redis, c, None).await?;
+        }
+    }
+    Ok(Some(total))
 }
 
 /// The holder value of `customer` (claim id or pending token), if any.
@@ -264,8 +436,11 @@ pub async fn holder(
     c: &str,
     customer: &str,
 ) -> redis::RedisResult<Option<String>> {
+    let Some((_, k)) = own_shard(redis, c, customer).await? else {
+        return Ok(None);
+    };
     redis::cmd("HGET")
-        .arg(Keys::of(c).holders)
+        .arg(k.holders)
         .arg(customer)
         .query_async(redis)
         .await

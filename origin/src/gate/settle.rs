@@ -11,18 +11,25 @@ use crate::gate::{self, Keys};
 /// Age after which an uncommitted take is settled by the reconciler, in milliseconds.
 pub const STALE_TAKE_MS: i64 = 30_000;
 
-/// Settles takes pending longer than [`STALE_TAKE_MS`]; returns how many.
+/// Settles takes pending longer than [`STALE_TAKE_MS`] on every shard; returns how many.
 pub async fn settle_stale_takes(db: &PgPool, redis: &RedisConn) -> anyhow::Result<usize> {
     let mut settled = 0;
     let mut redis = redis.clone();
     let cutoff = chrono::Utc::now().timestamp_millis() - STALE_TAKE_MS;
     for c in crate::campaigns::store::live(db).await? {
-        let stale: Vec<String> = redis::cmd("ZRANGEBYSCORE")
-            .arg(Keys::of(&c.id).pending)
-            .arg("-inf")
-            .arg(cutoff)
-            .query_async(&mut redis)
-            .await?;
+        let Some(n) = gate::shard_count(&mut redis, &c.id).await? else {
+            continue;
+        };
+        let mut stale: Vec<String> = Vec::new();
+        for s in 0..n {
+            let some: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+                .arg(Keys::shard(&c.id, s).pending)
+                .arg("-inf")
+                .arg(cutoff)
+                .query_async(&mut redis)
+                .await?;
+            stale.extend(some);
+        }
         for customer in stale {
             let Some(token) = gate::holder(&mut redis, &c.id, &customer).await? else {
                 continue;

@@ -57,6 +57,7 @@ pub async fn create(
         status: row.status_at(chrono::Utc::now()),
         hold_seconds: row.hold_seconds.map(i64::from),
         paused: row.paused,
+        gate_shards: i64::from(row.gate_shards),
     };
     Ok((StatusCode::CREATED, axum::Json(body)).into_response())
 }

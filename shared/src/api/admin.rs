@@ -21,6 +21,8 @@ pub struct AdminCampaign {
     pub hold_seconds: Option<i64>,
     /// True while a manager has the campaign paused.
     pub paused: bool,
+    /// Shards of the campaign's Redis gate (1..=1024).
+    pub gate_shards: i64,
 }
 
 /// Claim counts of a campaign, by status and over time.
@@ -248,12 +250,15 @@ pub struct StatusCounts {
 /// is not loaded.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GateView {
-    /// `fg:{c}:remaining`.
+    /// Units the gate may still hand out, over every shard.
     pub remaining: i64,
-    /// Takes still committing (`fg:{c}:pending`).
+    /// Takes still committing, over every shard.
     pub pending: i64,
-    /// Customers the gate remembers as holding a unit.
+    /// Customers the gate remembers as holding a unit, over every shard.
     pub holders: i64,
+    /// Each shard of the gate, in order (one entry for a campaign of one shard).
+    #[serde(default)]
+    pub shards: Vec<GateShardView>,
     /// Whether the sold-out flag is set.
     pub sold_out_flag: bool,
     /// Gate holders naming a claim that is not active in PostgreSQL (blocks the customer).
@@ -261,6 +266,20 @@ pub struct GateView {
     /// Active claims in PostgreSQL the gate does not know (the customer could take twice at the
     /// gate; PostgreSQL's unique index still refuses).
     pub missing_holders: i64,
+}
+
+/// One shard of the Redis gate in a [`GateView`] (shard 0 has hash tag `{c}`, shard `s` has
+/// `{c:s}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateShardView {
+    /// Shard number, from 0.
+    pub shard: u16,
+    /// Units this shard may still hand out.
+    pub remaining: i64,
+    /// Takes of this shard's customers still committing.
+    pub pending: i64,
+    /// This shard's customers holding a unit.
+    pub holders: i64,
 }
 
 /// `GET /admin/v1/campaigns/{id}/reconcile` body and `flashgate reconcile <campaign>` output.

@@ -119,6 +119,24 @@ pub struct NewCampaign {
     /// giveaway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold_seconds: Option<i64>,
+    /// Shards of the campaign's Redis gate, 1..=[`MAX_GATE_SHARDS`]; fixed at creation. When
+    /// absent, [`default_gate_shards`] of the stock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate_shards: Option<i64>,
+}
+
+/// The most shards a campaign's Redis gate may have.
+pub const MAX_GATE_SHARDS: i64 = 1024;
+
+/// The shard count of a campaign created without `gate_shards`: 1 up to 10,000 units (one
+/// counter serves such a campaign; the gate behaves as an unsharded one), 4 up to 100,000
+/// units, 16 above.
+pub fn default_gate_shards(stock: i64) -> i64 {
+    match stock {
+        i64::MIN..=10_000 => 1,
+        10_001..=100_000 => 4,
+        _ => 16,
+    }
 }
 
 /// Longest campaign name, in characters.
@@ -162,7 +180,8 @@ impl NewCampaign {
     /// Checks the rules that the type system does not: slug shape, name of 1..=[`MAX_NAME_LEN`]
     /// characters ([`crate::text::check_free_text`]: not blank, no control character), stock
     /// range ([`check_stock`]), times within the stored years ([`check_year`]),
-    /// `starts_at < ends_at`, hold only for sales and in range. Returns a human-readable message
+    /// `starts_at < ends_at`, hold only for sales and in range, `gate_shards` in
+    /// 1..=[`MAX_GATE_SHARDS`]. Returns a human-readable message
     /// for the first broken rule.
     pub fn validate(&self) -> Result<(), String> {
         if !is_valid_slug(&self.id) {
@@ -183,7 +202,19 @@ impl NewCampaign {
                 "hold_seconds must be between 1 and {MAX_HOLD_SECONDS}"
             )),
             _ => Ok(()),
+        }?;
+        match self.gate_shards {
+            Some(n) if !(1..=MAX_GATE_SHARDS).contains(&n) => Err(format!(
+                "gate_shards must be between 1 and {MAX_GATE_SHARDS}"
+            )),
+            _ => Ok(()),
         }
+    }
+
+    /// The gate's shard count: `gate_shards`, else [`default_gate_shards`] of the stock.
+    pub fn shards(&self) -> i64 {
+        self.gate_shards
+            .unwrap_or_else(|| default_gate_shards(self.stock))
     }
 }
 

@@ -53,21 +53,30 @@ pub async fn lose_redis_state(config: &Config, campaigns: &[&str], other_keys: &
         other_keys.len()
     );
     for c in campaigns {
-        let k = Keys::of(c);
-        // One campaign's keys share its hash tag: one slot, one DEL.
-        let _: i64 = ::redis::cmd("DEL")
-            .arg(&[
-                k.loaded,
-                k.loading,
-                k.remaining,
-                k.holders,
-                k.pending,
-                k.sold_out,
-                k.sold_out_gen,
-            ])
+        let shards: Option<u16> = ::redis::cmd("GET")
+            .arg(Keys::of(c).shards)
             .query_async(&mut r)
             .await
             .unwrap();
+        for s in 0..shards.unwrap_or(1) {
+            let k = Keys::shard(c, s);
+            // One shard's keys share its hash tag: one slot, one DEL.
+            let _: i64 = ::redis::cmd("DEL")
+                .arg(&[
+                    k.loaded,
+                    k.loading,
+                    k.remaining,
+                    k.holders,
+                    k.pending,
+                    k.sold_out,
+                    k.sold_out_gen,
+                    k.shards,
+                    k.returned,
+                ])
+                .query_async(&mut r)
+                .await
+                .unwrap();
+        }
     }
     for key in other_keys {
         let _: i64 = ::redis::cmd("DEL")

@@ -1,0 +1,192 @@
+//! Every Lua script of the gate, in one place. Each script touches the keys of one slot (one
+//! shard, see [`super::Keys::shard`]), so it runs atomically on one Redis or one Cluster node.
+//!
+//! "Set the sold-out flag with a new generation" is written once, in [`SOLD_OUT_FN`], and
+//! every script that sets the flag starts with it. Scripts are only called through the
+//! functions of [`super`]; `tests/tests/gate_scripts.rs` runs each of them against a real
+//! Redis.
+
+use redis::Script;
+use std::sync::LazyLock;
+
+/// The Lua function `sold_out(flag_key, generation_key)`: sets the sold-out flag unless it is
+/// set, with a new generation (`INCR` of the generation key), and returns the flag's
+/// generation as a string.
+macro_rules! sold_out_fn {
+    () => {
+        r"
+local function sold_out(flag, gen)
+  local g = redis.call('GET', flag)
+  if not g then
+    g = redis.call('INCR', gen)
+    redis.call('SET', flag, g)
+  end
+  return tostring(g)
+end
+"
+    };
+}
+
+/// The shared sold-out-flag snippet, as Lua source (see the module documentation).
+pub const SOLD_OUT_FN: &str = sold_out_fn!();
+
+/// The take on the customer's own shard.
+///
+/// KEYS: loaded, remaining, holders, pending, and — on a campaign of one shard only —
+/// sold_out, sold_out_gen. ARGV: customer, pending token, take time (ms).
+///
+/// Replies `{'not_loaded'}`, `{'holds', holder}`, `{'taken'}`, or, when this shard is empty:
+/// with the flag keys, `{'sold_out', generation}` (the flag is set; it is also set on the take
+/// of the last unit); without them, `{'empty'}` with her pending holder written all the same
+/// (her dedup entry while the origin tries the other shards, see [`TAKE_UNIT`]).
+pub static TAKE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        sold_out_fn!(),
+        r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'not_loaded'} end
+local h = redis.call('HGET', KEYS[3], ARGV[1])
+if h then return {'holds', h} end
+local one = #KEYS >= 6
+local r = tonumber(redis.call('GET', KEYS[2]) or '0')
+if r <= 0 and one then return {'sold_out', sold_out(KEYS[5], KEYS[6])} end
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
+if r <= 0 then return {'empty'} end
+r = redis.call('DECR', KEYS[2])
+if r == 0 and one then sold_out(KEYS[5], KEYS[6]) end
+return {'taken'}
+"
+    ))
+});
+
+/// Takes one unit from another shard for a customer whose dedup entry is already written on
+/// her own shard. KEYS: loaded, remaining. Replies 1 (taken), 0 (empty), -1 (not loaded).
+pub static TAKE_UNIT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local r = tonumber(redis.call('GET', KEYS[2]) or '0')
+if r <= 0 then return 0 end
+redis.call('DECR', KEYS[2])
+return 1
+",
+    )
+});
+
+/// Marks her take committed: the holder value becomes the claim id. KEYS: holders, pending.
+/// ARGV: customer, pending token, claim id. Replies 1 when her holder was the token.
+pub static CONFIRM: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  return 1
+end
+return 0
+",
+    )
+});
+
+/// Gives her unit back when her holder value is ARGV[2]. KEYS: holders, pending, remaining,
+/// loaded, and on a campaign of one shard sold_out (cleared). ARGV: customer, expected holder,
+/// replacement ('' drops the holder), units to return (1, or 0 to only undo a dedup entry).
+/// Replies 1 when the holder matched (and the units went back), else 0. Exactly once: a second
+/// call finds the holder changed.
+pub static GIVE_BACK: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('EXISTS', KEYS[4]) == 0 then return 0 end
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+if ARGV[3] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+else
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+end
+redis.call('ZREM', KEYS[2], ARGV[1])
+local n = tonumber(ARGV[4])
+if n > 0 then
+  redis.call('INCRBY', KEYS[3], n)
+  if #KEYS >= 5 then redis.call('DEL', KEYS[5]) end
+end
+return 1
+",
+    )
+});
+
+/// PostgreSQL refused a take the gate allowed: drops her holder (when it is ARGV[2]) and sets
+/// this shard's remaining to ARGV[3], minus this shard's takes still committing when ARGV[4]
+/// is '1'; never below zero. KEYS: holders, pending, remaining, loaded, and on a campaign of
+/// one shard sold_out, sold_out_gen (flag set at zero). Replies the new remaining, -1 when not
+/// loaded.
+pub static CORRECT_DOWN: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        sold_out_fn!(),
+        r"
+if redis.call('EXISTS', KEYS[4]) == 0 then return -1 end
+if ARGV[1] ~= '' and redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
+local r = tonumber(ARGV[3])
+if ARGV[4] == '1' then r = r - redis.call('ZCARD', KEYS[2]) end
+if r < 0 then r = 0 end
+redis.call('SET', KEYS[3], r)
+if r == 0 and #KEYS >= 6 then sold_out(KEYS[5], KEYS[6]) end
+return r
+"
+    ))
+});
+
+/// Moves this shard's remaining by ARGV[1] (a committed stock change), keeping the takes in
+/// flight; a negative move takes at most what is there. KEYS: loaded, remaining, and on a
+/// campaign of one shard sold_out, sold_out_gen (cleared when units are left, set with a new
+/// generation when none are). Replies `{remaining, moved}`, or `{-1, 0}` when not loaded.
+pub static ADJUST: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        sold_out_fn!(),
+        r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0} end
+local was = tonumber(redis.call('GET', KEYS[2]) or '0')
+local r = was + tonumber(ARGV[1])
+if r < 0 then r = 0 end
+redis.call('SET', KEYS[2], r)
+local d = r - was
+if #KEYS >= 4 then
+  if r > 0 then redis.call('DEL', KEYS[3]) else sold_out(KEYS[3], KEYS[4]) end
+end
+return {r, d}
+"
+    ))
+});
+
+/// The campaign-wide sold-out flag of a campaign of several shards (keys of shard 0). KEYS:
+/// sold_out, sold_out_gen, returned. ARGV[1] = 'set' sets the flag when the return count is
+/// still ARGV[2] ('' = whatever it is), and replies `{'set', generation}` or `{'moved'}` (a
+/// unit came back meanwhile); 'clear' counts a return and clears the flag, replies `{'clear'}`.
+pub static FLAG: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        sold_out_fn!(),
+        r"
+local n = redis.call('GET', KEYS[3]) or '0'
+if ARGV[1] == 'clear' then
+  redis.call('INCR', KEYS[3])
+  redis.call('DEL', KEYS[1])
+  return {'clear'}
+end
+if ARGV[2] ~= '' and ARGV[2] ~= n then return {'moved'} end
+return {'set', sold_out(KEYS[1], KEYS[2])}
+"
+    ))
+});
+
+/// Frees a lock only if it is still ours. KEYS: lock. ARGV: token. Replies 1 when freed.
+pub static UNLOCK: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+    )
+});
+
+/// Sets the sold-out flag unless set (for `EVAL` in a pipeline). KEYS: sold_out,
+/// sold_out_gen. Replies the generation.
+pub const SET_SOLD_OUT: &str = concat!(sold_out_fn!(), "return sold_out(KEYS[1], KEYS[2])");

@@ -1,0 +1,122 @@
+//! The shards of a campaign's gate: how many, which one is a customer's own, and what each
+//! holds.
+//!
+//! A campaign of `n` shards keeps its units in `n` counters, each in its own Redis Cluster slot
+//! (hash tags `{c}` for shard 0, `{c:s}` for shard `s`), so takes spread over the cluster's
+//! nodes. A customer's dedup entry (her holder) lives on her own shard, [`bucket`]. The count is
+//! fixed at creation (`campaigns.gate_shards`) and written to shard 0's `shards` key by the
+//! gate load.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{LazyLock, Mutex};
+
+use sha2::{Digest, Sha256};
+
+use super::Keys;
+use crate::redis_conn::RedisConn;
+
+/// The most shards a campaign's gate may have ([`flashgate_shared::api::MAX_GATE_SHARDS`]).
+pub const MAX_GATE_SHARDS: u16 = flashgate_shared::api::MAX_GATE_SHARDS as u16;
+
+/// The customer's own shard out of `n`: the first 8 bytes of SHA-256 of her id, modulo `n`
+/// (stable across origins and versions).
+pub fn bucket(customer: &str, n: u16) -> u16 {
+    if n <= 1 {
+        return 0;
+    }
+    let d = Sha256::digest(customer.as_bytes());
+    let x = u64::from_be_bytes(d[..8].try_into().expect("8 bytes"));
+    (x % u64::from(n)) as u16
+}
+
+/// Shard counts read from Redis. A campaign's count never changes, so an entry never goes
+/// stale; one entry per campaign this origin served.
+static COUNTS: LazyLock<Mutex<HashMap<String, u16>>> = LazyLock::new(Default::default);
+
+/// The shard count of campaign `c` as its gate load wrote it; `None` when the gate is not
+/// loaded.
+pub async fn shard_count(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Option<u16>> {
+    if let Some(n) = COUNTS.lock().expect("shard counts").get(c) {
+        return Ok(Some(*n));
+    }
+    let n: Option<u16> = redis::cmd("GET")
+        .arg(Keys::of(c).shards)
+        .query_async(redis)
+        .await?;
+    if let Some(n) = n.filter(|n| (1..=MAX_GATE_SHARDS).contains(n)) {
+        COUNTS
+            .lock()
+            .expect("shard counts")
+            .insert(c.to_string(), n);
+        return Ok(Some(n));
+    }
+    Ok(None)
+}
+
+/// One shard as Redis holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardState {
+    pub loaded: bool,
+    pub remaining: i64,
+    /// Uncommitted takes of the customers of this shard.
+    pub pending: i64,
+    /// Customers of this shard holding a unit (committed or pending).
+    pub holders: i64,
+}
+
+/// Every shard of `c`, in order; empty when the gate is not loaded.
+pub async fn shard_states(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Vec<ShardState>> {
+    let Some(n) = shard_count(redis, c).await? else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::with_capacity(usize::from(n));
+    for s in 0..n {
+        let k = Keys::shard(c, s);
+        let (loaded, remaining, pending, holders): (bool, Option<i64>, i64, i64) = redis::pipe()
+            .exists(&k.loaded)
+            .get(&k.remaining)
+            .zcard(&k.pending)
+            .hlen(&k.holders)
+            .query_async(redis)
+            .await?;
+        out.push(ShardState {
+            loaded,
+            remaining: remaining.unwrap_or(0),
+            pending,
+            holders,
+        });
+    }
+    Ok(out)
+}
+
+/// Every customer holding a unit of `c` (all shards), or `None` when there are more than
+/// `max` (or the gate is not loaded).
+pub async fn winners(
+    redis: &mut RedisConn,
+    c: &str,
+    max: usize,
+) -> redis::RedisResult<Option<HashSet<String>>> {
+    let Some(n) = shard_count(redis, c).await? else {
+        return Ok(None);
+    };
+    let mut total = 0usize;
+    for s in 0..n {
+        let len: usize = redis::cmd("HLEN")
+            .arg(Keys::shard(c, s).holders)
+            .query_async(redis)
+            .await?;
+        total += len;
+    }
+    if total > max {
+        return Ok(None);
+    }
+    let mut all = HashSet::with_capacity(total);
+    for s in 0..n {
+        let some: Vec<String> = redis::cmd("HKEYS")
+            .arg(Keys::shard(c, s).holders)
+            .query_async(redis)
+            .await?;
+        all.extend(some);
+    }
+    Ok(Some(all))
+}

@@ -1,0 +1,214 @@
+//! Each gate script (origin/src/gate/lua.rs) run directly against a real Redis (one server, or
+//! the cluster when `REDIS_URL` names one), through the gate functions that call it, on gates
+//! set up by hand: take at zero, give-back exactly once, correct-down with pending takes,
+//! adjust across zero, and the take across shards.
+
+use flashgate_origin::gate::{self, Keys, Take};
+use flashgate_origin::redis_conn::RedisConn;
+use flashgate_tests::support::{redis_conn, unique};
+
+/// Writes a loaded gate of `remaining` units per shard for a new campaign; returns its id.
+async fn gate_of(r: &mut RedisConn, remaining: &[i64]) -> String {
+    let c = unique("lua");
+    for (s, units) in (0u16..).zip(remaining) {
+        let k = Keys::shard(&c, s);
+        let _: () = redis::pipe()
+            .set(&k.remaining, units)
+            .set(&k.loaded, "test")
+            .query_async(r)
+            .await
+            .unwrap();
+    }
+    let _: () = redis::cmd("SET")
+        .arg(Keys::of(&c).shards)
+        .arg(remaining.len())
+        .query_async(r)
+        .await
+        .unwrap();
+    c
+}
+
+async fn get(r: &mut RedisConn, key: &str) -> Option<i64> {
+    redis::cmd("GET").arg(key).query_async(r).await.unwrap()
+}
+
+async fn remaining(r: &mut RedisConn, c: &str) -> Vec<i64> {
+    gate::shard_states(r, c)
+        .await
+        .unwrap()
+        .iter()
+        .map(|s| s.remaining)
+        .collect()
+}
+
+/// A gate of one shard and one unit, taken by "ana": the handle, the campaign, her token.
+async fn one_unit_taken_by_ana() -> (RedisConn, String, String) {
+    let mut r = redis_conn().await;
+    let c = gate_of(&mut r, &[1]).await;
+    let t = gate::pending_token();
+    let took = gate::take(&mut r, &c, "ana", &t).await.unwrap();
+    assert_eq!(took, Take::Taken);
+    (r, c, t)
+}
+
+#[tokio::test]
+async fn take_at_zero_sets_the_flag_once_and_refuses() {
+    let (mut r, c, t) = one_unit_taken_by_ana().await;
+    let k = Keys::of(&c);
+    assert_eq!(remaining(&mut r, &c).await, vec![0]);
+    // The take of the last unit set the flag.
+    let g = get(&mut r, &k.sold_out)
+        .await
+        .expect("flag set on the last unit");
+    let again = gate::take(&mut r, &c, "ana", &gate::pending_token()).await;
+    assert_eq!(again.unwrap(), Take::AlreadyHolds(t.clone()));
+    let bob = gate::take(&mut r, &c, "bob", &gate::pending_token()).await;
+    assert_eq!(bob.unwrap(), Take::SoldOut { generation: g });
+    assert_eq!(gate::holder(&mut r, &c, "bob").await.unwrap(), None);
+    assert_eq!(remaining(&mut r, &c).await, vec![0]);
+    // Confirm turns her pending holder into the claim id.
+    gate::confirm(&mut r, &c, "ana", &t, "claim-1")
+        .await
+        .unwrap();
+    assert_eq!(
+        gate::holder(&mut r, &c, "ana").await.unwrap().as_deref(),
+        Some("claim-1")
+    );
+    // Not loaded: refused, nothing written.
+    let _: () = redis::cmd("DEL")
+        .arg(&k.loaded)
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    let carl = gate::take(&mut r, &c, "carl", &gate::pending_token()).await;
+    assert_eq!(carl.unwrap(), Take::NotLoaded);
+    assert_eq!(gate::holder(&mut r, &c, "carl").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn give_back_returns_a_unit_exactly_once_and_clears_the_flag() {
+    let (mut r, c, t) = one_unit_taken_by_ana().await;
+    let k = Keys::of(&c);
+    assert!(get(&mut r, &k.sold_out).await.is_some());
+    assert!(!gate::give_back(&mut r, &c, "ana", "p:other", None)
+        .await
+        .unwrap());
+    assert_eq!(remaining(&mut r, &c).await, vec![0]);
+    assert!(gate::give_back(&mut r, &c, "ana", &t, None).await.unwrap());
+    assert!(!gate::give_back(&mut r, &c, "ana", &t, None).await.unwrap());
+    assert_eq!(remaining(&mut r, &c).await, vec![1]);
+    assert_eq!(get(&mut r, &k.sold_out).await, None);
+    assert_eq!(gate::holder(&mut r, &c, "ana").await.unwrap(), None);
+    let pending: i64 = redis::cmd("ZCARD")
+        .arg(&k.pending)
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    assert_eq!(pending, 0);
+}
+
+#[tokio::test]
+async fn correct_down_keeps_the_takes_still_committing() {
+    let mut r = redis_conn().await;
+    let c = gate_of(&mut r, &[10]).await;
+    let k = Keys::of(&c);
+    let tokens: Vec<String> = (0..3).map(|_| gate::pending_token()).collect();
+    for (who, t) in ["ana", "bob", "cid"].iter().zip(&tokens) {
+        assert_eq!(gate::take(&mut r, &c, who, t).await.unwrap(), Take::Taken);
+    }
+    // PostgreSQL says 5 remain: ana's take is dropped, bob's and cid's still commit → 3.
+    gate::correct_down(&mut r, &c, "ana", &tokens[0], 5)
+        .await
+        .unwrap();
+    assert_eq!(remaining(&mut r, &c).await, vec![3]);
+    assert_eq!(gate::holder(&mut r, &c, "ana").await.unwrap(), None);
+    assert_eq!(get(&mut r, &k.sold_out).await, None);
+    // PostgreSQL says 1 remains, with two takes committing: zero, never below, flag set.
+    gate::correct_down(&mut r, &c, "bob", "p:not-hers", 1)
+        .await
+        .unwrap();
+    assert_eq!(remaining(&mut r, &c).await, vec![0]);
+    assert!(get(&mut r, &k.sold_out).await.is_some());
+    assert_eq!(
+        gate::holder(&mut r, &c, "bob").await.unwrap(),
+        Some(tokens[1].clone()),
+        "a holder that is not the token is kept"
+    );
+}
+
+#[tokio::test]
+async fn adjust_across_zero_moves_the_flag_with_a_new_generation() {
+    for shards in [1usize, 4] {
+        let mut r = redis_conn().await;
+        let c = gate_of(&mut r, &vec![0; shards]).await;
+        let k = Keys::of(&c);
+        let t = gate::pending_token();
+        let first = gate::take(&mut r, &c, "ana", &t).await.unwrap();
+        let Take::SoldOut { generation: g1 } = first else {
+            panic!("{shards} shards: {first:?}");
+        };
+        assert_eq!(gate::holder(&mut r, &c, "ana").await.unwrap(), None);
+        assert_eq!(gate::adjust(&mut r, &c, 3).await.unwrap(), Some(3));
+        assert_eq!(get(&mut r, &k.sold_out).await, None, "{shards} shards");
+        assert_eq!(remaining(&mut r, &c).await.iter().sum::<i64>(), 3);
+        // Down by more than there is: zero, flag set with a newer generation.
+        assert_eq!(gate::adjust(&mut r, &c, -5).await.unwrap(), Some(0));
+        let g2 = get(&mut r, &k.sold_out).await.expect("flag at zero");
+        assert!(g2 > g1, "{shards} shards: generation {g2} after {g1}");
+        assert!(remaining(&mut r, &c).await.iter().all(|u| *u == 0));
+        let _: () = redis::cmd("DEL")
+            .arg(&k.loaded)
+            .query_async(&mut r)
+            .await
+            .unwrap();
+        assert_eq!(gate::adjust(&mut r, &c, 1).await.unwrap(), None);
+    }
+}
+
+#[tokio::test]
+async fn a_take_finds_the_last_unit_on_any_shard_and_undoes_her_entry_when_none_is_left() {
+    let mut r = redis_conn().await;
+    // 8 shards, one unit, on the last shard.
+    let mut units = vec![0; 8];
+    units[7] = 1;
+    let c = gate_of(&mut r, &units).await;
+    let k = Keys::of(&c);
+    // A customer whose own shard is not shard 7.
+    let ana = (0..)
+        .map(|i| format!("ana{i}"))
+        .find(|n| gate::bucket(n, 8) != 7)
+        .unwrap();
+    let t = gate::pending_token();
+    assert_eq!(gate::take(&mut r, &c, &ana, &t).await.unwrap(), Take::Taken);
+    assert_eq!(remaining(&mut r, &c).await, vec![0; 8]);
+    assert_eq!(
+        gate::holder(&mut r, &c, &ana).await.unwrap(),
+        Some(t.clone())
+    );
+    // Nothing left anywhere: sold out, the flag is set, her entry undone.
+    let bob = gate::take(&mut r, &c, "bob", &gate::pending_token())
+        .await
+        .unwrap();
+    let g = get(&mut r, &k.sold_out)
+        .await
+        .expect("flag set when every shard is empty");
+    assert_eq!(bob, Take::SoldOut { generation: g });
+    assert_eq!(gate::holder(&mut r, &c, "bob").await.unwrap(), None);
+    let states = gate::shard_states(&mut r, &c).await.unwrap();
+    assert_eq!(
+        states.iter().map(|s| s.pending).sum::<i64>(),
+        1,
+        "only ana's take pends"
+    );
+    // Her unit goes back to her own shard, once; the flag clears; bob can take it.
+    assert!(gate::give_back(&mut r, &c, &ana, &t, None).await.unwrap());
+    assert!(!gate::give_back(&mut r, &c, &ana, &t, None).await.unwrap());
+    let mut expect = vec![0; 8];
+    expect[usize::from(gate::bucket(&ana, 8))] = 1;
+    assert_eq!(remaining(&mut r, &c).await, expect);
+    assert_eq!(get(&mut r, &k.sold_out).await, None);
+    let bob = gate::take(&mut r, &c, "bob", &gate::pending_token())
+        .await
+        .unwrap();
+    assert_eq!(bob, Take::Taken);
+}
