@@ -153,6 +153,7 @@ async fn create_campaign(
         starts_at: now - chrono::Duration::seconds(2),
         ends_at: now + chrono::Duration::hours(2),
         hold_seconds: None,
+        waiting_room: None,
     };
     let resp = http
         .post(format!("{}/admin/v1/campaigns", base(&args.origin)))
