@@ -199,7 +199,7 @@ impl QueueStatus {
             return 0;
         }
         let drawn_waiting = self.drawn.saturating_sub(self.admitted);
-        if self.now_serving >= RANDOM_BLOCK || self.drawn == 0 {
+        if self.now_serving >= RANDOM_BLOCK || (seq < RANDOM_BLOCK && self.drawn == 0) {
             seq - self.now_serving
         } else if seq >= RANDOM_BLOCK {
             drawn_waiting + (seq - RANDOM_BLOCK)
@@ -315,6 +315,7 @@ mod tests {
         assert_eq!(q(100, 100, 0).position(150), 50);
         assert_eq!(q(100, 100, 0).position(100), 0);
         assert_eq!(q(RANDOM_BLOCK + 3, 3, 0).position(RANDOM_BLOCK + 10), 7);
+        assert_eq!(q(0, 0, 0).position(RANDOM_BLOCK + 5), 5);
         // 10 drawn, 4 of them admitted: the 6 others come before the first arrival.
         let s = q(RANDOM_BLOCK / 4, 4, 10);
         assert_eq!(s.position(RANDOM_BLOCK + 1), 7);

@@ -91,6 +91,14 @@ pub fn unique(prefix: &str) -> String {
     )
 }
 
+/// The test configuration with [`TEST_EDGE_SECRET`] as the edge secret (what a waiting room
+/// needs).
+pub fn queue_config() -> Config {
+    let mut config = test_config();
+    config.edge_secret = Some(flashgate_origin::secret::Secret::new(TEST_EDGE_SECRET));
+    config
+}
+
 /// The configuration the tests run origins with.
 pub fn test_config() -> Config {
     let mut config = Config::for_tests(&database_url(), &redis_url());
@@ -346,11 +354,16 @@ impl TestOrigin {
             hold_seconds,
             waiting_room: None,
         };
+        self.create(&body).await
+    }
+
+    /// Creates the campaign `body` through the admin API; panics unless 201.
+    pub async fn create(&self, body: &NewCampaign) -> Value {
         let res = self
             .http
             .post(format!("{}/admin/v1/campaigns", self.url))
             .bearer_auth(self.manager_token())
-            .json(&body)
+            .json(body)
             .send()
             .await
             .expect("create campaign");
@@ -378,6 +391,69 @@ impl TestOrigin {
                 body["claim"].clone()
             })
             .collect()
+    }
+
+    /// Joins `campaign`'s waiting room as `customer` directly at this origin, signed as the edge
+    /// would when this origin has an edge secret. Returns status and JSON body.
+    pub async fn join(&self, campaign: &str, customer: &str) -> (u16, Value) {
+        let path = format!("/api/v1/campaigns/{campaign}/queue");
+        let auth = format!("Bearer {}", self.token(customer));
+        let mut headers = vec![("authorization", auth.clone())];
+        if let Some(secret) = &self.config.edge_secret {
+            headers.extend(edge_headers(
+                secret.expose(),
+                "POST",
+                &path,
+                b"",
+                Some(&auth),
+                None,
+                None,
+            ));
+        }
+        let url = format!("{}{path}", self.url);
+        let r = send_raw(&self.http, reqwest::Method::POST, &url, None, &headers, "").await;
+        (r.status, r.body)
+    }
+
+    /// Sends a claim directly to this origin as `customer`, signed as the edge would (this
+    /// origin must have an edge secret), with an optional `Flashgate-Admission` token.
+    pub async fn signed_claim(
+        &self,
+        campaign: &str,
+        customer: &str,
+        admission: Option<&str>,
+    ) -> RawReply {
+        let secret = self.config.edge_secret.as_ref().expect("an edge secret");
+        let path = format!("/api/v1/campaigns/{campaign}/claims");
+        let auth = format!("Bearer {}", self.token(customer));
+        let key = unique("k");
+        let mut headers = vec![
+            ("authorization", auth.clone()),
+            ("idempotency-key", key.clone()),
+            ("content-type", "application/json".to_string()),
+        ];
+        headers.extend(edge_headers(
+            secret.expose(),
+            "POST",
+            &path,
+            b"{}",
+            Some(&auth),
+            Some(&key),
+            None,
+        ));
+        if let Some(a) = admission {
+            headers.push((flashgate_shared::queue::ADMISSION_HEADER, a.to_string()));
+        }
+        let url = format!("{}{path}", self.url);
+        send_raw(
+            &self.http,
+            reqwest::Method::POST,
+            &url,
+            None,
+            &headers,
+            "{}",
+        )
+        .await
     }
 
     /// `GET /api/v1/campaigns/{id}` body.
