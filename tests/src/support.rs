@@ -105,6 +105,14 @@ pub fn unique(prefix: &str) -> String {
     )
 }
 
+/// The test configuration with [`TEST_EDGE_SECRET`] as the edge secret (what a waiting room
+/// needs).
+pub fn queue_config() -> Config {
+    let mut config = test_config();
+    config.edge_secret = Some(flashgate_origin::secret::Secret::new(TEST_EDGE_SECRET));
+    config
+}
+
 /// The configuration the tests run origins with.
 pub fn test_config() -> Config {
     let mut config = Config::for_tests(&database_url(), &redis_url());
@@ -359,6 +367,7 @@ impl TestOrigin {
             ends_at,
             hold_seconds,
             gate_shards: None,
+            waiting_room: None,
         })
         .await
     }
@@ -377,6 +386,7 @@ impl TestOrigin {
             ends_at: now + Duration::hours(1),
             hold_seconds: None,
             gate_shards: Some(shards),
+            waiting_room: None,
         })
         .await;
         id
@@ -462,6 +472,69 @@ impl TestOrigin {
                 body["claim"].clone()
             })
             .collect()
+    }
+
+    /// Joins `campaign`'s waiting room as `customer` directly at this origin, signed as the edge
+    /// would when this origin has an edge secret. Returns status and JSON body.
+    pub async fn join(&self, campaign: &str, customer: &str) -> (u16, Value) {
+        let path = format!("/api/v1/campaigns/{campaign}/queue");
+        let auth = format!("Bearer {}", self.token(customer));
+        let mut headers = vec![("authorization", auth.clone())];
+        if let Some(secret) = &self.config.edge_secret {
+            headers.extend(edge_headers(
+                secret.expose(),
+                "POST",
+                &path,
+                b"",
+                Some(&auth),
+                None,
+                None,
+            ));
+        }
+        let url = format!("{}{path}", self.url);
+        let r = send_raw(&self.http, reqwest::Method::POST, &url, None, &headers, "").await;
+        (r.status, r.body)
+    }
+
+    /// Sends a claim directly to this origin as `customer`, signed as the edge would (this
+    /// origin must have an edge secret), with an optional `Flashgate-Admission` token.
+    pub async fn signed_claim(
+        &self,
+        campaign: &str,
+        customer: &str,
+        admission: Option<&str>,
+    ) -> RawReply {
+        let secret = self.config.edge_secret.as_ref().expect("an edge secret");
+        let path = format!("/api/v1/campaigns/{campaign}/claims");
+        let auth = format!("Bearer {}", self.token(customer));
+        let key = unique("k");
+        let mut headers = vec![
+            ("authorization", auth.clone()),
+            ("idempotency-key", key.clone()),
+            ("content-type", "application/json".to_string()),
+        ];
+        headers.extend(edge_headers(
+            secret.expose(),
+            "POST",
+            &path,
+            b"{}",
+            Some(&auth),
+            Some(&key),
+            None,
+        ));
+        if let Some(a) = admission {
+            headers.push((flashgate_shared::queue::ADMISSION_HEADER, a.to_string()));
+        }
+        let url = format!("{}{path}", self.url);
+        send_raw(
+            &self.http,
+            reqwest::Method::POST,
+            &url,
+            None,
+            &headers,
+            "{}",
+        )
+        .await
     }
 
     /// `GET /api/v1/campaigns/{id}` body.

@@ -107,6 +107,7 @@ async fn tokens_roles_and_unknown_campaigns() {
         ends_at: now + chrono::Duration::hours(1),
         hold_seconds: None,
         gate_shards: None,
+        waiting_room: None,
     };
     let (s, b) = o
         .admin(

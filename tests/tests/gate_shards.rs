@@ -57,6 +57,7 @@ async fn shard_caps_sum_to_the_stock_and_gate_shards_is_checked() {
                 ends_at: now + chrono::Duration::hours(1),
                 hold_seconds: None,
                 gate_shards: None,
+                waiting_room: None,
             })
             .await;
         assert_eq!(body["gate_shards"], shards, "stock {stock}: {body}");

@@ -30,6 +30,8 @@ impl From<ViewRow> for CampaignView {
                 hold_seconds: v.row.hold_seconds.map(i64::from),
                 paused: v.row.paused,
                 gate_shards: i64::from(v.row.gate_shards),
+                waiting_room: v.row.waiting_room(),
+                queue: crate::queue::stored_view(&v.row),
             },
             counts: v.counts,
             created_at: v.created_at,
@@ -44,7 +46,7 @@ impl From<ViewRow> for CampaignView {
 async fn query(db: &PgPool, only: Option<&str>) -> sqlx::Result<Vec<CampaignView>> {
     let rows: Vec<ViewRow> = sqlx::query_as(
         "SELECT c.id, c.name, c.kind, c.stock, c.remaining, c.starts_at, c.ends_at,
-                c.hold_seconds, c.paused, c.gate_shards, c.created_at, c.updated_at, clock_timestamp() AS as_of,
+                c.hold_seconds, c.paused, c.gate_shards, c.waiting_room, c.queue_paused, c.created_at, c.updated_at, clock_timestamp() AS as_of,
                 k.held, k.paid, k.issued, k.redeemed, k.returned, k.claims_total,
                 k.claims_last_minute
            FROM campaigns c

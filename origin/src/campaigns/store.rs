@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::{CampaignKind, CampaignState, CampaignStatus, NewCampaign};
+use flashgate_shared::queue::WaitingRoom;
 use sqlx::PgPool;
 
 /// One row of `campaigns`.
@@ -18,6 +19,10 @@ pub struct CampaignRow {
     pub paused: bool,
     /// Shards of the Redis gate (1..=1024).
     pub gate_shards: i32,
+    /// The waiting room option; `None` without one.
+    pub waiting_room: Option<sqlx::types::Json<WaitingRoom>>,
+    /// True while a manager has paused the waiting room's admission.
+    pub queue_paused: bool,
 }
 
 impl CampaignRow {
@@ -37,6 +42,11 @@ impl CampaignRow {
         )
     }
 
+    /// The waiting room option, if any.
+    pub fn waiting_room(&self) -> Option<WaitingRoom> {
+        self.waiting_room.as_ref().map(|w| w.0)
+    }
+
     /// The public status at `now`.
     pub fn status_at(&self, now: DateTime<Utc>) -> CampaignStatus {
         CampaignStatus {
@@ -53,7 +63,8 @@ impl CampaignRow {
 }
 
 const COLUMNS: &str =
-    "id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds, paused, gate_shards";
+    "id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds, paused, gate_shards, \
+                       waiting_room, queue_paused";
 
 /// Loads one campaign; `None` when the id is unknown.
 pub async fn find(db: &PgPool, id: &str) -> sqlx::Result<Option<CampaignRow>> {
@@ -90,8 +101,8 @@ pub async fn insert(
     sqlx::query_as(&format!(
         "WITH created AS (
              INSERT INTO campaigns (id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds,
-                                    gate_shards)
-             VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $9)
+                                    gate_shards, waiting_room)
+             VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $9, $10)
              ON CONFLICT (id) DO NOTHING
              RETURNING {COLUMNS}
          ), audit AS (
@@ -100,7 +111,8 @@ pub async fn insert(
                                                          'gate_shards', gate_shards),
                     'null'::jsonb,
                     jsonb_build_object('stock', stock, 'remaining', remaining, 'paused', paused,
-                                       'starts_at', starts_at, 'ends_at', ends_at)
+                                       'starts_at', starts_at, 'ends_at', ends_at,
+                                       'waiting_room', waiting_room)
                FROM created
          )
          SELECT {COLUMNS} FROM created"
@@ -114,6 +126,7 @@ pub async fn insert(
     .bind(hold)
     .bind(actor)
     .bind(c.shards() as i32)
+    .bind(c.waiting_room.map(sqlx::types::Json))
     .fetch_optional(db)
     .await
 }

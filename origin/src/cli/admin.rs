@@ -151,6 +151,7 @@ impl AdminCommand {
                     ends_at: *ends_at,
                     hold_seconds: *hold_seconds,
                     gate_shards: *gate_shards,
+                    waiting_room: None,
                 };
                 (Method::POST, "/admin/v1/campaigns".into(), body(new))
             }

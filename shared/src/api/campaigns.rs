@@ -123,6 +123,10 @@ pub struct NewCampaign {
     /// absent, [`default_gate_shards`] of the stock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate_shards: Option<i64>,
+    /// The waiting room (see [`crate::queue::WaitingRoom`]); absent = none, the campaign
+    /// behaves as without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_room: Option<crate::queue::WaitingRoom>,
 }
 
 /// The most shards a campaign's Redis gate may have.
@@ -180,8 +184,9 @@ impl NewCampaign {
     /// Checks the rules that the type system does not: slug shape, name of 1..=[`MAX_NAME_LEN`]
     /// characters ([`crate::text::check_free_text`]: not blank, no control character), stock
     /// range ([`check_stock`]), times within the stored years ([`check_year`]),
-    /// `starts_at < ends_at`, hold only for sales and in range, `gate_shards` in
-    /// 1..=[`MAX_GATE_SHARDS`]. Returns a human-readable message
+    /// `starts_at < ends_at`, the waiting room's bounds
+    /// ([`crate::queue::WaitingRoom::validate`]), hold only for sales and in range, `gate_shards`
+    /// in 1..=[`MAX_GATE_SHARDS`]. Returns a human-readable message
     /// for the first broken rule.
     pub fn validate(&self) -> Result<(), String> {
         if !is_valid_slug(&self.id) {
@@ -191,6 +196,9 @@ impl NewCampaign {
         check_stock("stock", self.stock)?;
         check_year("starts_at", self.starts_at)?;
         check_year("ends_at", self.ends_at)?;
+        if let Some(w) = &self.waiting_room {
+            w.validate()?;
+        }
         if self.starts_at >= self.ends_at {
             return Err("starts_at must be before ends_at".into());
         }

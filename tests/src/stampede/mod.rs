@@ -154,6 +154,7 @@ async fn create_campaign(
         ends_at: now + chrono::Duration::hours(2),
         hold_seconds: None,
         gate_shards: None,
+        waiting_room: None,
     };
     let resp = http
         .post(format!("{}/admin/v1/campaigns", base(&args.origin)))

@@ -1,0 +1,385 @@
+//! The waiting room, origin side, against a real origin, PostgreSQL and Redis: joins (5,000
+//! truly concurrent), FIFO admission, the shuffled prequeue, stock-aware admission, and the
+//! origin's admission check on claims. The trip through the built worker in workerd is in
+//! `waiting_room_origin_edge.rs`.
+//!
+//! Sizes are parameters: `WR_JOINS` (default 5,000) and `WR_PREQUEUE` (default 1,000).
+
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use flashgate_shared::admission::{mint_admission, open_ticket, sign_ticket, Ticket};
+use flashgate_shared::api::{CampaignKind, ChangeAction, ChangeRequest, NewCampaign};
+use flashgate_shared::queue::{Queueing, WaitingRoom, RANDOM_BLOCK};
+use flashgate_tests::support::{
+    edge_headers, queue_config, send_raw, unique, TestOrigin, TEST_EDGE_SECRET,
+};
+use futures::future::join_all;
+use serde_json::Value;
+
+const K: &[u8] = TEST_EDGE_SECRET.as_bytes();
+
+fn size(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn room(admit_per_second: u32) -> WaitingRoom {
+    WaitingRoom {
+        admit_per_second,
+        queueing: Queueing::Fifo,
+        prequeue_seconds: 600,
+        admission_ttl_seconds: 10,
+    }
+}
+
+/// Creates a sale with a waiting room, starting `start_in` from now (negative: started).
+async fn campaign(
+    o: &TestOrigin,
+    stock: i64,
+    start_in: chrono::Duration,
+    hold_seconds: Option<i64>,
+    w: WaitingRoom,
+) -> String {
+    let id = unique("wr");
+    let now = Utc::now();
+    o.create(&NewCampaign {
+        id: id.clone(),
+        name: "Drop".into(),
+        kind: CampaignKind::Sale,
+        stock,
+        starts_at: now + start_in,
+        ends_at: now + chrono::Duration::hours(1),
+        hold_seconds,
+        gate_shards: None,
+        waiting_room: Some(w),
+    })
+    .await;
+    id
+}
+
+async fn admission(o: &TestOrigin, id: &str, action: ChangeAction) {
+    let (st, body) = o.change(id, ChangeRequest::action(action)).await;
+    assert_eq!(st, 200, "{body}");
+}
+
+fn ticket_of(body: &Value, id: &str) -> Ticket {
+    open_ticket(K, body["ticket"].as_str().expect("ticket"), id).expect("a valid ticket")
+}
+
+/// The `queue` object of the public status.
+async fn queue(o: &TestOrigin, id: &str) -> Value {
+    o.status(id).await["queue"].clone()
+}
+
+/// Polls the status every 20 ms until `done(queue)` or the deadline; returns the last `queue`.
+async fn wait_queue(o: &TestOrigin, id: &str, within: Duration, done: impl Fn(&Value) -> bool) {
+    let deadline = Instant::now() + within;
+    loop {
+        let q = queue(o, id).await;
+        if done(&q) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "queue never got there: {q}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_joins_get_each_position_once_and_rejoins_keep_their_ticket() {
+    let o = TestOrigin::start_with(queue_config()).await;
+    let id = campaign(&o, 10, chrono::Duration::minutes(-1), None, room(100)).await;
+    // Nobody has joined yet, so pausing now admits nobody meanwhile.
+    admission(&o, &id, ChangeAction::PauseAdmission).await;
+    let n = size("WR_JOINS", 5_000);
+    let run = unique("c");
+    let people: Vec<String> = (0..n).map(|i| format!("{run}-{i}")).collect();
+    let started = Instant::now();
+    let mut replies = join_all(people.iter().map(|p| o.join(&id, p))).await;
+    eprintln!("{n} concurrent joins in {:?}", started.elapsed());
+    // On this shared machine a join may meet the origin's Redis response timeout (503 +
+    // Retry-After); the client retries, and gets her place once: 201, or 200 when the step
+    // ran before the timeout.
+    let mut retried = vec![false; n];
+    for _ in 0..5 {
+        for (i, p) in people.iter().enumerate() {
+            if replies[i].0 == 503 {
+                retried[i] = true;
+                replies[i] = o.join(&id, p).await;
+            }
+        }
+    }
+    eprintln!(
+        "{} joins retried after a 503",
+        retried.iter().filter(|r| **r).count()
+    );
+    let mut positions: Vec<u64> = Vec::new();
+    for ((status, body), retried) in replies.iter().zip(&retried) {
+        assert!(
+            *status == 201 || (*retried && *status == 200),
+            "{status} {body}"
+        );
+        assert_eq!(body["state"], "paused", "{body}");
+        positions.push(body["position"].as_u64().unwrap());
+    }
+    positions.sort_unstable();
+    assert_eq!(positions, (1..=n as u64).collect::<Vec<_>>());
+    // The tickets carry the arrival numbers RANDOM_BLOCK + 1..=n, bound to their customer.
+    let mut seqs: Vec<u64> = replies
+        .iter()
+        .zip(&people)
+        .map(|((_, b), p)| {
+            let t = ticket_of(b, &id);
+            assert_eq!(&t.place.customer, p);
+            t.place.sequence - RANDOM_BLOCK
+        })
+        .collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=n as u64).collect::<Vec<_>>());
+    // Re-joins: 200 with the same ticket and position.
+    let again = join_all(people.iter().take(50).map(|p| o.join(&id, p))).await;
+    for ((st, b), (_, first)) in again.iter().zip(&replies) {
+        assert_eq!(*st, 200, "{b}");
+        assert_eq!(
+            (&b["ticket"], &b["position"]),
+            (&first["ticket"], &first["position"])
+        );
+    }
+    // The manager's view.
+    let path = format!("/admin/v1/campaigns/{id}");
+    let (st, view) = o
+        .admin(reqwest::Method::GET, &path, Some(o.viewer_token()), None)
+        .await;
+    assert_eq!(st, 200);
+    assert_eq!(
+        view["queue"],
+        serde_json::json!({"length": n, "now_serving": 0, "admitted": 0,
+            "admitted_unclaimed": 0, "admit_per_second": 100, "paused": true})
+    );
+    assert_eq!(view["waiting_room"]["admit_per_second"], 100);
+    // Refusals change nothing: unknown campaign, no waiting room, bad token.
+    assert_eq!(o.join("no-such-campaign", "ana").await.0, 404);
+    let plain = o.campaign("sale", 5).await;
+    let (st, body) = o.join(&plain, "ana").await;
+    assert_eq!(
+        (st, body["result"].as_str()),
+        (409, Some("no_waiting_room"))
+    );
+    let path_q = format!("/api/v1/campaigns/{id}/queue");
+    let junk = "Bearer junk".to_string();
+    let mut headers = edge_headers(
+        TEST_EDGE_SECRET,
+        "POST",
+        &path_q,
+        b"",
+        Some(&junk),
+        None,
+        None,
+    );
+    headers.push(("authorization", junk.clone()));
+    let url = format!("{}{path_q}", o.url);
+    let r = send_raw(&o.http, reqwest::Method::POST, &url, None, &headers, "").await;
+    assert_eq!(
+        (r.status, r.body["result"].as_str()),
+        (401, Some("unauthorized"))
+    );
+    assert_eq!(queue(&o, &id).await["admitted"], 0);
+    let (_, view) = o
+        .admin(reqwest::Method::GET, &path, Some(o.viewer_token()), None)
+        .await;
+    assert_eq!(view["queue"]["length"], n);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifo_admission_follows_join_order_at_the_rate() {
+    let o = TestOrigin::start_with(queue_config()).await;
+    let id = campaign(&o, 100, chrono::Duration::minutes(-1), None, room(20)).await;
+    admission(&o, &id, ChangeAction::PauseAdmission).await;
+    let run = unique("f");
+    let mut seqs = Vec::new();
+    for i in 0..40 {
+        let (st, body) = o.join(&id, &format!("{run}-{i}")).await;
+        assert_eq!(st, 201, "{body}");
+        seqs.push(ticket_of(&body, &id).place.sequence);
+    }
+    admission(&o, &id, ChangeAction::ResumeAdmission).await;
+    let resumed = Instant::now();
+    // At every look, the admitted customers are exactly the first ones to join, and their
+    // number stays within the rate plus one second's burst.
+    let deadline = resumed + Duration::from_secs(10);
+    loop {
+        let q = queue(&o, &id).await;
+        let serving = q["now_serving"].as_u64().unwrap();
+        let admitted = seqs.iter().filter(|s| **s <= serving).count();
+        assert!(
+            seqs[..admitted].iter().all(|s| *s <= serving),
+            "admission skipped someone: {q}"
+        );
+        assert_eq!(q["admitted"].as_u64().unwrap() as usize, admitted, "{q}");
+        let bound = 20.0 * resumed.elapsed().as_secs_f64() + 20.0 + 1.0;
+        assert!((admitted as f64) <= bound, "{admitted} admitted > {bound}");
+        if admitted == seqs.len() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not all admitted in 10 s: {q}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // 40 at 20/s with at most one second's burst up front: at least one second.
+    assert!(resumed.elapsed() >= Duration::from_millis(900));
+    o.stop().await;
+}
+
+/// Kendall's τ-a between two rankings of the same items (tied pairs count 0).
+fn kendall_tau(a: &[u64], b: &[u64]) -> f64 {
+    let n = a.len();
+    let mut s: i64 = 0;
+    for i in 0..n {
+        for j in i + 1..n {
+            s += (a[i] as i64 - a[j] as i64).signum() * (b[i] as i64 - b[j] as i64).signum();
+        }
+    }
+    s as f64 / (n * (n - 1) / 2) as f64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_prequeue_is_shuffled_and_later_joins_come_after_it() {
+    let o = TestOrigin::start_with(queue_config()).await;
+    let n = size("WR_PREQUEUE", 1_000);
+    let id = campaign(&o, 10, chrono::Duration::seconds(10), None, room(1)).await;
+    let run = unique("p");
+    // Joins in waves of 20 at once: the join order of a customer is her wave.
+    let mut early = Vec::new();
+    let mut order = Vec::new();
+    let people: Vec<String> = (0..n).map(|i| format!("{run}-{i}")).collect();
+    for (wave, chunk) in people.chunks(20).enumerate() {
+        for (st, body) in join_all(chunk.iter().map(|p| o.join(&id, p))).await {
+            assert_eq!(st, 201, "{body}");
+            assert_eq!(body["state"], "waiting");
+            early.push(ticket_of(&body, &id).place.sequence);
+            order.push(wave as u64);
+        }
+    }
+    assert!(
+        early.iter().all(|s| *s < RANDOM_BLOCK),
+        "every prequeue join came before the start"
+    );
+    let tau = kendall_tau(&order, &early);
+    eprintln!("prequeue of {n}: Kendall tau of join order vs sequence = {tau:.4}");
+    assert!(tau.abs() < 0.1, "tau {tau}");
+    // After the start: arrival order, after every prequeue number.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while o.status(&id).await["state"] != "active" {
+        assert!(Instant::now() < deadline, "never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let max_early = *early.iter().max().unwrap();
+    let mut later = Vec::new();
+    for i in 0..20 {
+        let (st, body) = o.join(&id, &format!("{run}-late-{i}")).await;
+        assert_eq!(st, 201, "{body}");
+        // Everyone of the prequeue not yet admitted is ahead.
+        assert!(body["position"].as_u64().unwrap() >= (n as u64).saturating_sub(10));
+        later.push(ticket_of(&body, &id).place.sequence);
+    }
+    assert!(later.iter().all(|s| *s > max_early));
+    assert!(later.windows(2).all(|w| w[0] < w[1]));
+    // Admission walks the prequeue in its shuffled order: the first admitted is the lowest
+    // number drawn.
+    wait_queue(&o, &id, Duration::from_secs(5), |q| {
+        q["admitted"].as_u64() >= Some(1)
+    })
+    .await;
+    let q = queue(&o, &id).await;
+    let mut sorted = early.clone();
+    sorted.sort_unstable();
+    let k = q["admitted"].as_u64().unwrap() as usize;
+    assert_eq!(q["now_serving"].as_u64(), Some(sorted[k - 1]), "{q}");
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn admission_never_outruns_the_stock_and_an_expired_hold_admits_the_next() {
+    let o = TestOrigin::start_with(queue_config()).await;
+    let id = campaign(&o, 2, chrono::Duration::minutes(-1), Some(1), room(100)).await;
+    admission(&o, &id, ChangeAction::PauseAdmission).await;
+    let run = unique("s");
+    let mut tickets = Vec::new();
+    for i in 0..4 {
+        let (st, body) = o.join(&id, &format!("{run}-{i}")).await;
+        assert_eq!(st, 201, "{body}");
+        tickets.push(ticket_of(&body, &id));
+    }
+    admission(&o, &id, ChangeAction::ResumeAdmission).await;
+    // Two units: two admitted, and no more while both are spoken for.
+    wait_queue(&o, &id, Duration::from_secs(5), |q| q["admitted"] == 2).await;
+    let held_still = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < held_still {
+        assert_eq!(queue(&o, &id).await["admitted"], 2);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let token = |t: &Ticket| mint_admission(K, t, Utc::now().timestamp(), 10);
+    // The first claims (a hold of 1 s), the second does not (yet).
+    let r = o
+        .signed_claim(&id, &tickets[0].place.customer, Some(&token(&tickets[0])))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    // Her hold expires: the unit goes to the next in line (the third), not the fourth.
+    wait_queue(&o, &id, Duration::from_secs(10), |q| q["admitted"] == 3).await;
+    let q = queue(&o, &id).await;
+    assert_eq!(q["now_serving"].as_u64(), Some(tickets[2].place.sequence));
+    let path = format!("/admin/v1/campaigns/{id}");
+    let (_, view) = o
+        .admin(reqwest::Method::GET, &path, Some(o.viewer_token()), None)
+        .await;
+    assert_eq!(view["queue"]["admitted_unclaimed"], 2, "{view}");
+    assert_eq!(view["queue"]["length"], 1, "{view}");
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_origin_checks_admission_tokens_on_claims() {
+    let o = TestOrigin::start_with(queue_config()).await;
+    let id = campaign(&o, 5, chrono::Duration::minutes(-1), None, room(100)).await;
+    let run = unique("t");
+    let (ana, bob) = (format!("{run}-ana"), format!("{run}-bob"));
+    let (_, body) = o.join(&id, &ana).await;
+    let t = ticket_of(&body, &id);
+    let now = Utc::now().timestamp();
+    let refused = |r: &flashgate_tests::support::RawReply| (r.status, r.body["result"].clone());
+    // No token: 429 queued + Retry-After.
+    let r = o.signed_claim(&id, &ana, None).await;
+    assert_eq!(r.status, 429, "{}", r.body);
+    assert_eq!(r.body, serde_json::json!({"result": "queued"}));
+    assert_eq!(r.header("retry-after"), Some("5"));
+    // Forged, expired, another customer's, another campaign's: 403.
+    let forged = mint_admission(b"not-the-edge-secret-0123456789abc", &t, now, 60);
+    let expired = mint_admission(K, &t, now - 120, 60);
+    let mut other_campaign = t.clone();
+    other_campaign.place.campaign = "elsewhere".into();
+    for tok in [
+        forged,
+        expired,
+        mint_admission(K, &other_campaign, now, 60),
+        sign_ticket(K, &t),
+    ] {
+        let r = o.signed_claim(&id, &ana, Some(&tok)).await;
+        assert_eq!(refused(&r), (403, "forbidden".into()), "{}", r.body);
+    }
+    let r = o
+        .signed_claim(&id, &bob, Some(&mint_admission(K, &t, now, 60)))
+        .await;
+    assert_eq!(refused(&r), (403, "forbidden".into()));
+    assert_eq!(o.signed_claim(&id, &ana, Some("junk")).await.status, 400);
+    assert_eq!(o.claim_rows(&id, &[]).await, 0);
+    assert_eq!(o.remaining(&id).await, 5);
+    // Her own token: claimed, and her admission is marked used.
+    let r = o
+        .signed_claim(&id, &ana, Some(&mint_admission(K, &t, now, 60)))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(o.claim_rows(&id, &["held"]).await, 1);
+    o.stop().await;
+}
