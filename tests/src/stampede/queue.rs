@@ -14,12 +14,26 @@ use tokio::sync::Semaphore;
 use tokio::time::{sleep, sleep_until, Instant};
 
 use flashgate_shared::admission::open_ticket;
-use flashgate_shared::queue::{JoinReply, QueueState, StatusReply, TICKET_HEADER};
+use flashgate_shared::queue::{
+    JoinReply, QueueState, StatusReply, ADMISSION_HEADER, TICKET_HEADER,
+};
 
 use super::plan::{Plan, PlannedTry, TapKind};
 use super::queue_report::Visit;
 use super::report::{Answerer, TryOutcome};
 use super::run::{backoff, not_sent, one_try, parse_retry_after, us_since, SendConfig};
+
+/// The header workerd (Miniflare) takes the client's address from when a request sets it.
+const CF_CONNECTING_IP: &str = "cf-connecting-ip";
+
+/// The address customer `c` comes from: one per customer in 198.18.0.0/15 (RFC 2544's
+/// benchmarking range), so the edge's per-IP limit sees a crowd, as it would behind
+/// Cloudflare, and not every customer behind 127.0.0.1. (Cloudflare itself sets this header
+/// and ignores the client's.)
+pub fn client_ip(c: u32) -> String {
+    let n = c % (1 << 17);
+    format!("198.{}.{}.{}", 18 + (n >> 16), (n >> 8) & 0xff, n & 0xff)
+}
 
 /// How the crowd goes through the queue.
 #[derive(Debug, Clone)]
@@ -66,8 +80,9 @@ async fn send(req: reqwest::RequestBuilder, sem: &Semaphore) -> Result<Answer, S
 
 fn sample(a: &Answer) -> String {
     format!(
-        "HTTP {}: {}",
+        "HTTP {} ({}): {}",
         a.status,
+        a.by.as_str(),
         String::from_utf8_lossy(&a.body[..a.body.len().min(300)])
     )
 }
@@ -93,6 +108,7 @@ impl Ctx {
             let req = self
                 .client
                 .post(&self.room.queue_url)
+                .header(CF_CONNECTING_IP, client_ip(customer))
                 .header(AUTHORIZATION, &self.auth[customer as usize]);
             let got = send(req, &self.sem).await;
             let retry_after = match &got {
@@ -179,6 +195,7 @@ impl Ctx {
             let req = self
                 .client
                 .get(&self.room.queue_url)
+                .header(CF_CONNECTING_IP, client_ip(c))
                 .header(TICKET_HEADER, &ticket);
             v.polls += 1;
             let a = match send(req, &self.sem).await {
@@ -231,7 +248,10 @@ impl Ctx {
                     self.cfg.clone(),
                     first,
                     self.auth.clone(),
-                    Some(token),
+                    vec![
+                        (ADMISSION_HEADER, token),
+                        (CF_CONNECTING_IP, client_ip(c)),
+                    ],
                     (self.t0, self.deadline),
                 )
                 .await
@@ -284,4 +304,21 @@ pub async fn play(
         claims.push(c);
     }
     Ok((visits, claims))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_benchmarking_address_per_customer() {
+        let ips: std::collections::HashSet<String> = (0..1u32 << 17).map(client_ip).collect();
+        assert_eq!(ips.len(), 1 << 17);
+        for ip in [client_ip(0), client_ip((1 << 17) - 1), client_ip(300)] {
+            let a: std::net::Ipv4Addr = ip.parse().unwrap();
+            assert!(a.octets()[0] == 198 && (a.octets()[1] & 0xfe) == 18, "{a}");
+        }
+        assert_eq!(client_ip(0), "198.18.0.0");
+        assert_eq!(client_ip(300), "198.18.1.44");
+    }
 }

@@ -68,14 +68,14 @@ pub(super) fn us_since(t0: Instant) -> u64 {
     t0.elapsed().as_micros() as u64
 }
 
-/// Sends one try (and its retries) and returns its outcome. `admission`: the waiting room's
-/// admission token, sent in `Flashgate-Admission`.
+/// Sends one try (and its retries) and returns its outcome. `extra`: more headers (name,
+/// value), e.g. the waiting room's admission token.
 pub(super) async fn one_try(
     client: reqwest::Client,
     cfg: Arc<SendConfig>,
     t: PlannedTry,
     auth: Arc<Vec<String>>,
-    admission: Option<String>,
+    extra: Vec<(&'static str, String)>,
     (t0, deadline): (Instant, Instant),
 ) -> TryOutcome {
     let key = format!("{}-{}", cfg.key_prefix, t.key);
@@ -89,8 +89,8 @@ pub(super) async fn one_try(
             .header(AUTHORIZATION, &auth[t.customer as usize])
             .header(flashgate_shared::IDEMPOTENCY_KEY_HEADER, &key)
             .header(CONTENT_TYPE, "application/json");
-        if let Some(a) = &admission {
-            req = req.header(flashgate_shared::queue::ADMISSION_HEADER, a);
+        for (name, value) in &extra {
+            req = req.header(*name, value);
         }
         let sent = req.body("{}").send().await;
         let mut retry_after = None;
@@ -215,7 +215,7 @@ pub async fn send_all(
         let (client, cfg, auth, t) = (client.clone(), cfg.clone(), auth.clone(), *t);
         handles.push(tokio::spawn(async move {
             let _permit = permit;
-            one_try(client, cfg, t, auth, None, (t0, deadline)).await
+            one_try(client, cfg, t, auth, Vec::new(), (t0, deadline)).await
         }));
     }
     let mut outcomes = Vec::with_capacity(plan.tries.len());
