@@ -1,17 +1,19 @@
 //! The waiting room at the edge, in plain Rust: a queue poll answered from the ticket and the
 //! cached status, and the admission check of claims on a campaign with a waiting room.
 //!
-//! The status reply follows from the ticket's sequence number and the cached `queue` fields:
-//! `position = sequence - now_serving`, `eta_seconds = ceil(position / admit_per_second)`
-//! (plus the time to `starts_at` while the campaign is scheduled), admitted when
-//! `sequence <= now_serving` on an active campaign. It is stock-aware: a `sold_out` status
+//! The status reply follows from the ticket's sequence number and the cached `queue` fields
+//! ([`QueueStatus::position`], [`QueueStatus::state`], [`QueueStatus::eta_seconds`]):
+//! `position = sequence - now_serving` for arrival-ordered numbers (an estimate for numbers
+//! drawn at random), `eta_seconds = ceil(position / admit_per_second)` (plus the time to
+//! `starts_at` while the campaign is scheduled), admitted when `sequence <= now_serving` on an
+//! active campaign. It is stock-aware: a `sold_out` status
 //! answers `sold_out` to every ticket, and a waiting position beyond
 //! [`UNLIKELY_FACTOR`] × `remaining` gets the outlook `unlikely`.
 
 use crate::decide::Answer;
 use crate::status::StatusEntry;
 use flashgate_shared::admission::{self, AdmissionError, Ticket};
-use flashgate_shared::api::{codes, CampaignState, CampaignStatus};
+use flashgate_shared::api::{codes, CampaignStatus};
 use flashgate_shared::queue::{
     Outlook, QueueState, QueueStatus, StatusReply, NO_WAITING_ROOM, QUEUED,
 };
@@ -93,23 +95,10 @@ pub fn poll(
     now_ms: i64,
 ) -> Result<Poll, Answer> {
     let (status, queue) = waiting_room(entry)?;
-    let seq = ticket.place.sequence;
-    let position = seq.saturating_sub(queue.now_serving);
-    let state = match status.state {
-        CampaignState::SoldOut => QueueState::SoldOut,
-        CampaignState::Ended => QueueState::Ended,
-        CampaignState::Paused => QueueState::Paused,
-        _ if queue.paused => QueueState::Paused,
-        CampaignState::Active if position == 0 => QueueState::Admitted,
-        CampaignState::Active | CampaignState::Scheduled => QueueState::Waiting,
-    };
-    let to_start_s = (status.starts_at.timestamp_millis().saturating_sub(now_ms)).max(0) as u64;
-    let eta_seconds = match state {
-        QueueState::Waiting => position
-            .div_ceil(u64::from(queue.admit_per_second.max(1)))
-            .saturating_add(to_start_s.div_ceil(1000)),
-        _ => 0,
-    };
+    let position = queue.position(ticket.place.sequence);
+    let state = queue.state(status.state, position);
+    let to_start_ms = status.starts_at.timestamp_millis().saturating_sub(now_ms);
+    let eta_seconds = queue.eta_seconds(state, position, to_start_ms);
     let remaining = u64::try_from(status.remaining).unwrap_or(0);
     let outlook = (state == QueueState::Waiting).then(|| {
         if position > remaining.saturating_mul(UNLIKELY_FACTOR) {
@@ -186,6 +175,7 @@ mod tests {
     use crate::status::from_origin;
     use crate::status::tests::{status, t};
     use flashgate_shared::admission::{sign_ticket, Place};
+    use flashgate_shared::api::CampaignState;
 
     const K: &[u8] = b"edge-secret";
 

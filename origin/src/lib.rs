@@ -12,6 +12,7 @@
 //! - [`giveaway`]: giveaway coupons: drawing their codes, redeem in store, lookup;
 //! - [`promo`]: the promo code service (shared codes, one-time batches, guess limiting) under
 //!   `/api/v1/codes/…`;
+//! - [`queue`]: the waiting room: joins, the admitting task, the admission check on claims;
 //! - [`campaigns`]: the campaign row and its cache;
 //! - [`redis_conn`]: the Redis handle, one server or a Redis Cluster;
 //! - [`reconcile`]: unit accounting and gate-vs-PostgreSQL checks of one campaign;
@@ -34,6 +35,7 @@ pub mod http;
 pub mod idempotency;
 pub mod metrics;
 pub mod promo;
+pub mod queue;
 pub mod reconcile;
 pub mod redis_conn;
 pub mod secret;

@@ -171,6 +171,88 @@ pub struct QueueStatus {
     /// True while a manager has paused admission.
     #[serde(default)]
     pub paused: bool,
+    /// Customers admitted so far (0 = nobody yet; absent = 0).
+    #[serde(default)]
+    pub admitted: u64,
+    /// Sequence numbers drawn at random in the low block `[1, RANDOM_BLOCK)` so far (the
+    /// shuffled prequeue, and every join of a `random` queue); absent = 0.
+    #[serde(default)]
+    pub drawn: u64,
+}
+
+/// Sequence numbers below this are drawn at random (the prequeue, and every join of a `random`
+/// queue); arrivals of a `fifo` queue after the start get `RANDOM_BLOCK + 1`, `+ 2`, ...
+/// (2^40: draws collide rarely, and every number stays exact in a JSON double).
+pub const RANDOM_BLOCK: u64 = 1 << 40;
+
+impl QueueStatus {
+    /// Customers ahead of sequence `seq` plus one (1 = next); 0 once admitted
+    /// (`seq <= now_serving`).
+    ///
+    /// Exact for arrival-ordered numbers (`seq >= RANDOM_BLOCK`): the drawn customers not yet
+    /// admitted come first. Estimated for a drawn number: the drawn customers still waiting are
+    /// spread uniformly over `(now_serving, RANDOM_BLOCK)`, so about
+    /// `(seq - now_serving) / (RANDOM_BLOCK - now_serving)` of them are at or before `seq`
+    /// (at least 1). Without drawn numbers, `seq - now_serving`.
+    pub fn position(&self, seq: u64) -> u64 {
+        if seq <= self.now_serving {
+            return 0;
+        }
+        let drawn_waiting = self.drawn.saturating_sub(self.admitted);
+        if self.now_serving >= RANDOM_BLOCK || self.drawn == 0 {
+            seq - self.now_serving
+        } else if seq >= RANDOM_BLOCK {
+            drawn_waiting + (seq - RANDOM_BLOCK)
+        } else {
+            let ahead = u128::from(seq - self.now_serving) * u128::from(drawn_waiting)
+                / u128::from(RANDOM_BLOCK - self.now_serving);
+            (ahead as u64).clamp(1, drawn_waiting.max(1))
+        }
+    }
+
+    /// The queue state of a customer at `position` ([`QueueStatus::position`]) on a campaign in
+    /// `campaign` state: `sold_out`, `ended` or `paused` when the campaign is (or admission is
+    /// paused); on an active campaign `admitted` at position 0, else `waiting`; `waiting`
+    /// before the start.
+    pub fn state(&self, campaign: crate::api::CampaignState, position: u64) -> QueueState {
+        use crate::api::CampaignState as C;
+        match campaign {
+            C::SoldOut => QueueState::SoldOut,
+            C::Ended => QueueState::Ended,
+            C::Paused => QueueState::Paused,
+            _ if self.paused => QueueState::Paused,
+            C::Active if position == 0 => QueueState::Admitted,
+            C::Active | C::Scheduled => QueueState::Waiting,
+        }
+    }
+
+    /// Estimated wait in seconds: `ceil(position / admit_per_second)` plus the time to the
+    /// start (`to_start_ms`, milliseconds, rounded up to seconds) while `waiting`; 0 otherwise.
+    pub fn eta_seconds(&self, state: QueueState, position: u64, to_start_ms: i64) -> u64 {
+        match state {
+            QueueState::Waiting => position
+                .div_ceil(u64::from(self.admit_per_second.max(1)))
+                .saturating_add((to_start_ms.max(0) as u64).div_ceil(1000)),
+            _ => 0,
+        }
+    }
+}
+
+/// The waiting room as `GET /admin/v1/campaigns[/{id}]` shows it (key `queue`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueView {
+    /// Customers who joined and are not admitted yet.
+    pub length: u64,
+    /// Highest sequence number admitted so far (0 = nobody yet).
+    pub now_serving: u64,
+    /// Customers admitted so far.
+    pub admitted: u64,
+    /// Admitted within `admission_ttl_seconds` and not yet claimed.
+    pub admitted_unclaimed: u64,
+    /// Customers admitted per second.
+    pub admit_per_second: u32,
+    /// True while a manager has paused admission.
+    pub paused: bool,
 }
 
 /// The part of a campaign status body the waiting room reads: `{"queue": {...}}` (other
@@ -220,6 +302,33 @@ mod tests {
     }
 
     #[test]
+    fn positions_over_both_blocks() {
+        let q = |now_serving, admitted, drawn| QueueStatus {
+            now_serving,
+            admit_per_second: 10,
+            admission_ttl_seconds: 60,
+            paused: false,
+            admitted,
+            drawn,
+        };
+        // Arrival order only.
+        assert_eq!(q(100, 100, 0).position(150), 50);
+        assert_eq!(q(100, 100, 0).position(100), 0);
+        assert_eq!(q(RANDOM_BLOCK + 3, 3, 0).position(RANDOM_BLOCK + 10), 7);
+        // 10 drawn, 4 of them admitted: the 6 others come before the first arrival.
+        let s = q(RANDOM_BLOCK / 4, 4, 10);
+        assert_eq!(s.position(RANDOM_BLOCK + 1), 7);
+        assert_eq!(s.position(RANDOM_BLOCK / 8), 0);
+        // Halfway through the drawn numbers still waiting: about half of the 6.
+        assert_eq!(s.position(RANDOM_BLOCK / 4 + (RANDOM_BLOCK / 4) * 3 / 2), 3);
+        assert_eq!(s.position(RANDOM_BLOCK / 4 + 1), 1);
+        // Past the drawn block: arrival order again.
+        assert_eq!(q(RANDOM_BLOCK + 2, 12, 10).position(RANDOM_BLOCK + 5), 3);
+        assert_eq!(s.eta_seconds(QueueState::Waiting, 11, 1_500), 4);
+        assert_eq!(s.eta_seconds(QueueState::Admitted, 0, 0), 0);
+    }
+
+    #[test]
     fn status_fields_are_optional() {
         let none: StatusQueueFields =
             serde_json::from_str(r#"{"id":"a","state":"active"}"#).unwrap();
@@ -234,7 +343,9 @@ mod tests {
                 now_serving: 7,
                 admit_per_second: 2,
                 admission_ttl_seconds: 60,
-                paused: false
+                paused: false,
+                admitted: 0,
+                drawn: 0,
             })
         );
         let reply = StatusReply {

@@ -344,6 +344,7 @@ impl TestOrigin {
             starts_at,
             ends_at,
             hold_seconds,
+            waiting_room: None,
         };
         let res = self
             .http

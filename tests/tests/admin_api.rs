@@ -106,6 +106,7 @@ async fn tokens_roles_and_unknown_campaigns() {
         starts_at: now,
         ends_at: now + chrono::Duration::hours(1),
         hold_seconds: None,
+        waiting_room: None,
     };
     let (s, b) = o
         .admin(

@@ -28,6 +28,7 @@ use sqlx::PgPool;
 use super::audit::AuditEntry;
 use super::roles::Admin;
 use crate::gate::{self, Keys};
+use flashgate_shared::queue::WaitingRoom;
 
 /// A validated change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +47,12 @@ pub enum Change {
     SetStock { stock: i64 },
     /// Moves the end.
     SetEndsAt { ends_at: DateTime<Utc> },
+    /// Sets or changes the waiting room (and opens its queue in Redis).
+    SetWaitingRoom { waiting_room: WaitingRoom },
+    /// The waiting room stops admitting (refused without a waiting room).
+    PauseAdmission,
+    /// The waiting room admits again.
+    ResumeAdmission,
 }
 
 impl Change {
@@ -58,6 +65,9 @@ impl Change {
             Change::Restock { .. } => "restock",
             Change::SetStock { .. } => "set_stock",
             Change::SetEndsAt { .. } => "set_ends_at",
+            Change::SetWaitingRoom { .. } => "set_waiting_room",
+            Change::PauseAdmission => "pause_admission",
+            Change::ResumeAdmission => "resume_admission",
         }
     }
 
@@ -67,6 +77,7 @@ impl Change {
             Change::Restock { add } => json!({ "add": add }),
             Change::SetStock { stock } => json!({ "stock": stock }),
             Change::SetEndsAt { ends_at } => json!({ "ends_at": ends_at }),
+            Change::SetWaitingRoom { waiting_room } => json!({ "waiting_room": waiting_room }),
             _ => json!({}),
         }
     }
@@ -97,6 +108,15 @@ impl Change {
                 "($4::jsonb->>'stock')::bigint >= c.stock - c.remaining
                  AND ($4::jsonb->>'stock')::bigint <> c.stock",
             ),
+            Change::SetWaitingRoom { .. } => (
+                "waiting_room = $4::jsonb->'waiting_room'",
+                "c.waiting_room IS DISTINCT FROM $4::jsonb->'waiting_room'",
+            ),
+            Change::PauseAdmission => (
+                "queue_paused = true",
+                "NOT c.queue_paused AND c.waiting_room IS NOT NULL",
+            ),
+            Change::ResumeAdmission => ("queue_paused = false", "c.queue_paused"),
             Change::SetEndsAt { .. } => (
                 "ends_at = ($4::jsonb->>'ends_at')::timestamptz",
                 "($4::jsonb->>'ends_at')::timestamptz > c.starts_at
@@ -114,13 +134,15 @@ impl TryFrom<ChangeRequest> for Change {
             r.action.is_some(),
             r.set_stock.is_some(),
             r.ends_at.is_some(),
+            r.waiting_room.is_some(),
         ]
         .iter()
         .filter(|x| **x)
         .count();
         if given != 1 {
             return Err(
-                "give exactly one of: action (pause, resume, close, restock), set_stock, ends_at"
+                "give exactly one of: action (pause, resume, close, restock, pause_admission, \
+                 resume_admission), set_stock, ends_at, waiting_room"
                     .into(),
             );
         }
@@ -132,6 +154,10 @@ impl TryFrom<ChangeRequest> for Change {
                 stock: check_stock("set_stock", n)?,
             });
         }
+        if let Some(waiting_room) = r.waiting_room {
+            waiting_room.validate()?;
+            return Ok(Change::SetWaitingRoom { waiting_room });
+        }
         if let Some(ends_at) = r.ends_at {
             check_year("ends_at", ends_at)?;
             return Ok(Change::SetEndsAt { ends_at });
@@ -140,6 +166,8 @@ impl TryFrom<ChangeRequest> for Change {
             "pause" => Ok(Change::Pause),
             "resume" => Ok(Change::Resume),
             "close" => Ok(Change::Close),
+            "pause_admission" => Ok(Change::PauseAdmission),
+            "resume_admission" => Ok(Change::ResumeAdmission),
             "restock" => {
                 let add = r
                     .add
@@ -149,7 +177,7 @@ impl TryFrom<ChangeRequest> for Change {
                 })
             }
             other => Err(format!(
-                "unknown action '{}' (pause, resume, close, restock)",
+                "unknown action '{}' (pause, resume, close, restock, pause_admission, resume_admission)",
                 other.chars().take(40).collect::<String>()
             )),
         }
@@ -164,6 +192,12 @@ pub struct Facts {
     pub paused: bool,
     pub starts_at: DateTime<Utc>,
     pub ends_at: DateTime<Utc>,
+    /// The waiting room option (`null` without one).
+    #[serde(default)]
+    pub waiting_room: Option<WaitingRoom>,
+    /// True while the waiting room's admission is paused.
+    #[serde(default)]
+    pub queue_paused: bool,
 }
 
 /// What the statement did.
@@ -187,13 +221,14 @@ pub async fn apply(db: &PgPool, id: &str, who: &Admin, change: Change) -> sqlx::
     let (set, condition) = change.sql();
     let sql = format!(
         "WITH before AS (
-             SELECT id, stock, remaining, paused, starts_at, ends_at
+             SELECT id, stock, remaining, paused, starts_at, ends_at, waiting_room, queue_paused
                FROM campaigns WHERE id = $1 FOR UPDATE
          ), after AS (
              UPDATE campaigns c SET {set}, updated_at = now()
                FROM before b
               WHERE c.id = b.id AND {condition}
-             RETURNING c.id, c.stock, c.remaining, c.paused, c.starts_at, c.ends_at
+             RETURNING c.id, c.stock, c.remaining, c.paused, c.starts_at, c.ends_at,
+                       c.waiting_room, c.queue_paused
          ), audit AS (
              INSERT INTO admin_audit (campaign_id, actor, action, params, before, after)
              SELECT a.id, $2, $3, $4::jsonb, to_jsonb(b) - 'id', to_jsonb(a) - 'id'
@@ -250,6 +285,9 @@ pub fn refusal(change: Change, before: &Facts) -> Result<(), String> {
             "ends_at must be after starts_at ({})",
             before.starts_at.to_rfc3339()
         )),
+        Change::PauseAdmission | Change::ResumeAdmission if before.waiting_room.is_none() => {
+            Err("the campaign has no waiting room".into())
+        }
         _ => Ok(()),
     }
 }
@@ -301,6 +339,11 @@ pub async fn follow(
             if r >= 0 {
                 return Ok(GateFollow::Updated);
             }
+        } else if matches!(change, Change::SetWaitingRoom { .. }) {
+            crate::queue::store::open(redis, c)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(GateFollow::NotNeeded);
         } else if matches!(change, Change::SetEndsAt { .. }) {
             // An end moved later may revive a campaign whose gate was never loaded.
             if gate::load::is_loaded(redis, c)
@@ -338,6 +381,15 @@ mod tests {
         assert_eq!(parse(r#"{"action":"pause"}"#), Ok(Change::Pause));
         assert_eq!(parse(r#"{"action":"resume"}"#), Ok(Change::Resume));
         assert_eq!(parse(r#"{"action":"close"}"#), Ok(Change::Close));
+        assert_eq!(
+            parse(r#"{"action":"pause_admission"}"#),
+            Ok(Change::PauseAdmission)
+        );
+        assert!(matches!(
+            parse(r#"{"waiting_room":{"admit_per_second":5}}"#),
+            Ok(Change::SetWaitingRoom { .. })
+        ));
+        assert!(parse(r#"{"waiting_room":{"admit_per_second":0}}"#).is_err());
         assert_eq!(
             parse(r#"{"action":"restock","add":5}"#),
             Ok(Change::Restock { add: 5 })
@@ -379,7 +431,10 @@ mod tests {
             paused: true,
             starts_at: t("2030-01-01T00:00:00Z"),
             ends_at: t("2030-01-02T00:00:00Z"),
+            waiting_room: None,
+            queue_paused: false,
         };
+        assert!(refusal(Change::PauseAdmission, &before).is_err());
         assert!(refusal(Change::Pause, &before).is_ok());
         assert!(refusal(Change::SetStock { stock: 6 }, &before).is_err());
         assert!(refusal(Change::SetStock { stock: 10 }, &before).is_ok());

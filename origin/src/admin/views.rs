@@ -29,6 +29,8 @@ impl From<ViewRow> for CampaignView {
                 status: v.row.status_at(v.as_of),
                 hold_seconds: v.row.hold_seconds.map(i64::from),
                 paused: v.row.paused,
+                waiting_room: v.row.waiting_room(),
+                queue: crate::queue::stored_view(&v.row),
             },
             counts: v.counts,
             created_at: v.created_at,
@@ -43,7 +45,7 @@ impl From<ViewRow> for CampaignView {
 async fn query(db: &PgPool, only: Option<&str>) -> sqlx::Result<Vec<CampaignView>> {
     let rows: Vec<ViewRow> = sqlx::query_as(
         "SELECT c.id, c.name, c.kind, c.stock, c.remaining, c.starts_at, c.ends_at,
-                c.hold_seconds, c.paused, c.created_at, c.updated_at, clock_timestamp() AS as_of,
+                c.hold_seconds, c.paused, c.waiting_room, c.queue_paused, c.created_at, c.updated_at, clock_timestamp() AS as_of,
                 k.held, k.paid, k.issued, k.redeemed, k.returned, k.claims_total,
                 k.claims_last_minute
            FROM campaigns c

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::{CampaignKind, CampaignState, CampaignStatus, NewCampaign};
+use flashgate_shared::queue::WaitingRoom;
 use sqlx::PgPool;
 
 /// One row of `campaigns`.
@@ -16,6 +17,10 @@ pub struct CampaignRow {
     pub ends_at: DateTime<Utc>,
     pub hold_seconds: Option<i32>,
     pub paused: bool,
+    /// The waiting room option; `None` without one.
+    pub waiting_room: Option<sqlx::types::Json<WaitingRoom>>,
+    /// True while a manager has paused the waiting room's admission.
+    pub queue_paused: bool,
 }
 
 impl CampaignRow {
@@ -35,6 +40,11 @@ impl CampaignRow {
         )
     }
 
+    /// The waiting room option, if any.
+    pub fn waiting_room(&self) -> Option<WaitingRoom> {
+        self.waiting_room.as_ref().map(|w| w.0)
+    }
+
     /// The public status at `now`.
     pub fn status_at(&self, now: DateTime<Utc>) -> CampaignStatus {
         CampaignStatus {
@@ -50,7 +60,9 @@ impl CampaignRow {
     }
 }
 
-const COLUMNS: &str = "id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds, paused";
+const COLUMNS: &str =
+    "id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds, paused, \
+                       waiting_room, queue_paused";
 
 /// Loads one campaign; `None` when the id is unknown.
 pub async fn find(db: &PgPool, id: &str) -> sqlx::Result<Option<CampaignRow>> {
@@ -86,8 +98,9 @@ pub async fn insert(
     };
     sqlx::query_as(&format!(
         "WITH created AS (
-             INSERT INTO campaigns (id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds)
-             VALUES ($1, $2, $3, $4, $4, $5, $6, $7)
+             INSERT INTO campaigns (id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds,
+                                    waiting_room)
+             VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $9)
              ON CONFLICT (id) DO NOTHING
              RETURNING {COLUMNS}
          ), audit AS (
@@ -95,7 +108,8 @@ pub async fn insert(
              SELECT id, $8, 'create', jsonb_build_object('name', name, 'kind', kind),
                     'null'::jsonb,
                     jsonb_build_object('stock', stock, 'remaining', remaining, 'paused', paused,
-                                       'starts_at', starts_at, 'ends_at', ends_at)
+                                       'starts_at', starts_at, 'ends_at', ends_at,
+                                       'waiting_room', waiting_room)
                FROM created
          )
          SELECT {COLUMNS} FROM created"
@@ -108,6 +122,7 @@ pub async fn insert(
     .bind(c.ends_at)
     .bind(hold)
     .bind(actor)
+    .bind(c.waiting_room.map(sqlx::types::Json))
     .fetch_optional(db)
     .await
 }

@@ -146,6 +146,7 @@ impl AdminCommand {
                     starts_at: starts_at.unwrap_or_else(Utc::now),
                     ends_at: *ends_at,
                     hold_seconds: *hold_seconds,
+                    waiting_room: None,
                 };
                 (Method::POST, "/admin/v1/campaigns".into(), body(new))
             }

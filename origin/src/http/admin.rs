@@ -1,8 +1,8 @@
 //! The admin API for campaign managers (docs/ADMIN.md):
 //! - `GET /admin/v1/campaigns` — campaigns with live counts (viewer);
 //! - `GET /admin/v1/campaigns/{id}` — one campaign with live counts (viewer);
-//! - `PATCH /admin/v1/campaigns/{id}` — pause, resume, close, restock, set stock, move the end
-//!   (manager);
+//! - `PATCH /admin/v1/campaigns/{id}` — pause, resume, close, restock, set stock, move the end,
+//!   set the waiting room, pause or resume its admission (manager);
 //! - `GET /admin/v1/campaigns/{id}/audit` — the audit trail, newest first (viewer);
 //! - `GET /admin` — the dashboard ([`dashboard`]).
 //!
@@ -47,7 +47,8 @@ fn authorize(headers: &HeaderMap, state: &AppState, needed: Role, id: &str) -> A
 /// 200 with the newest campaigns and their live counts.
 pub async fn list(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
     extract::admin(&headers, &state, Role::Viewer)?;
-    let campaigns = views::list(&state.db).await?;
+    let mut campaigns = views::list(&state.db).await?;
+    crate::queue::fill_views(&state, &mut campaigns).await;
     Ok(Json(CampaignList { campaigns }).into_response())
 }
 
@@ -58,9 +59,10 @@ pub async fn show(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     authorize(&headers, &state, Role::Viewer, &id)?;
-    let view = views::show(&state.db, &id)
+    let mut view = views::show(&state.db, &id)
         .await?
         .ok_or_else(|| not_found(&id))?;
+    crate::queue::fill_views(&state, std::slice::from_mut(&mut view)).await;
     Ok(Json(view).into_response())
 }
 
@@ -98,6 +100,9 @@ pub async fn change(
     let who = authorize(&headers, &state, Role::Manager, &id)?;
     let request: ChangeRequest = extract::json_body(&headers, body).await?;
     let change = Change::try_from(request).map_err(ApiError::validation)?;
+    if matches!(change, Change::SetWaitingRoom { .. }) {
+        crate::queue::require_secret(&state)?;
+    }
     let applied = toggles::apply(&state.db, &id, &who, change).await?;
     let (changed, audit, gate) = match applied {
         Applied::NotFound => return Err(not_found(&id)),
@@ -128,9 +133,10 @@ pub async fn change(
         }
     };
     tracing::Span::current().record("outcome", change.action());
-    let campaign = views::show(&state.db, &id)
+    let mut campaign = views::show(&state.db, &id)
         .await?
         .ok_or_else(|| not_found(&id))?;
+    crate::queue::fill_views(&state, std::slice::from_mut(&mut campaign)).await;
     Ok(Json(ChangeReply {
         changed,
         campaign,

@@ -5,7 +5,6 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{codes, is_valid_slug, parse_claim_body, ClaimReply};
-use flashgate_shared::MAX_CLAIM_BODY_BYTES;
 
 use super::extract::{self, Path};
 use crate::claims::{service, store};
@@ -16,7 +15,8 @@ use crate::state::AppState;
 /// Claims one unit for the customer of the token. Checks, in the order the code runs them: the
 /// body is read with its size bound (413 past 4 KiB), then edge signature over that body (403,
 /// when configured), `Content-Type` (415), customer token (401), `Idempotency-Key` (400), body
-/// `{}` (400), campaign id shape (404, without a query). Then the claim path of
+/// `{}` (400), campaign id shape (404, without a query), the admission token on a campaign
+/// with a waiting room ([`crate::queue::check_claim`]: 429 `queued`, 400, 403). Then the claim path of
 /// [`service::claim`]: 201 `claimed`, 409 business results, 422 `idempotency_key_reused`, 503.
 pub async fn create(
     State(state): State<AppState>,
@@ -28,15 +28,13 @@ pub async fn create(
     Metrics::inc(&state.metrics.claim_requests);
     let span = tracing::Span::current();
     span.record("campaign", campaign.as_str());
-    let body = extract::read_body(&headers, body, MAX_CLAIM_BODY_BYTES).await?;
-    // The edge signs the path as sent (still percent-encoded), so it is checked as sent.
-    extract::edge_signature(
+    let body = extract::signed_post_body(
         &headers,
         state.config.edge_secret.as_ref(),
-        "POST",
         uri.path(),
-        &body,
-    )?;
+        body,
+    )
+    .await?;
     extract::require_json(&headers)?;
     let customer = extract::customer(&headers, &state.config.customer_token_secret)?;
     let key = extract::idempotency_key(&headers)?;
@@ -44,10 +42,19 @@ pub async fn create(
     if !is_valid_slug(&campaign) {
         return Err(ApiError::NotFound(format!("no campaign {campaign}")));
     }
+    // A campaign with a waiting room needs the admission token (the claim path answers 404
+    // for an unknown campaign).
+    let admitted = match state.campaigns.get(&state.db, &campaign).await? {
+        Some(row) => match crate::queue::check_claim(&state, &row, &customer, &headers) {
+            Ok(seq) => seq,
+            Err(refusal) => return Ok(*refusal),
+        },
+        None => None,
+    };
     let reply = service::claim(
         &state,
         service::ClaimRequest {
-            campaign,
+            campaign: campaign.clone(),
             customer,
             idempotency_key: key,
             body: body.to_vec(),
@@ -55,6 +62,12 @@ pub async fn create(
     )
     .await?;
     span.record("outcome", reply.outcome);
+    if let (Some(seq), 201) = (admitted, reply.status) {
+        let mut redis = state.redis.clone();
+        if let Err(e) = crate::queue::store::mark_used(&mut redis, &campaign, seq).await {
+            tracing::warn!(error = %e, "admission not marked used; it expires with its TTL");
+        }
+    }
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::CONFLICT);
     let mut res = (
         status,

@@ -156,6 +156,20 @@ pub fn edge_signature(
     }
 }
 
+/// Reads a POST body of at most [`flashgate_shared::MAX_CLAIM_BODY_BYTES`] (413 past it) and
+/// requires its edge signature ([`edge_signature`], 403) over the path as sent (the edge signs
+/// it still percent-encoded). Used by the customer POSTs the edge forwards (claims, queue joins).
+pub async fn signed_post_body(
+    headers: &HeaderMap,
+    secret: Option<&Secret>,
+    path: &str,
+    body: Body,
+) -> ApiResult<Bytes> {
+    let body = read_body(headers, body, flashgate_shared::MAX_CLAIM_BODY_BYTES).await?;
+    edge_signature(headers, secret, "POST", path, &body)?;
+    Ok(body)
+}
+
 /// The client's IP address: the `Flashgate-Client-Ip` the edge forwarded, only on a request
 /// whose edge signature verified ([`EdgeProof::Signed`]); otherwise the TCP peer when the
 /// server records it. Client-supplied `CF-Connecting-IP` or `X-Forwarded-For` are never

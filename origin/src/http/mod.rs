@@ -8,6 +8,7 @@ pub mod giveaway;
 pub mod health;
 pub mod holds;
 pub mod promo;
+pub mod queue;
 pub mod reconcile;
 
 use std::time::Duration;
@@ -45,6 +46,7 @@ pub fn router(state: AppState) -> Router {
     let private = Router::new()
         .route("/api/v1/campaigns/{id}/claims", post(claims::create))
         .route("/api/v1/campaigns/{id}/claims/mine", get(claims::mine))
+        .route("/api/v1/campaigns/{id}/queue", post(queue::join))
         // Promo codes.
         .route("/api/v1/codes/{code}/check", post(promo::check))
         .route("/api/v1/codes/{code}/use", post(promo::use_code))

@@ -5,6 +5,8 @@
 //!   several origins sweeping at once.
 //! - promo code use release: about every `FLASHGATE_SWEEP_INTERVAL_MS`, releases uses not
 //!   confirmed within `FLASHGATE_CODE_USE_HOLD_SECONDS` ([`crate::promo::service::sweep`]).
+//! - waiting room admission: every 100 ms, advances `now_serving` of live campaigns with a
+//!   waiting room ([`crate::queue::admit`]); one origin at a time (a Redis lease).
 //! - stale takes: every 5 s, settles takes left pending by an origin that died between the
 //!   gate and the commit ([`crate::gate::settle::settle_stale_takes`]).
 
@@ -39,6 +41,17 @@ pub fn start(state: &AppState, stop: watch::Receiver<bool>) {
         every,
         "promo code use sweep",
         |s| async move { crate::promo::service::sweep(&s).await },
+    );
+    let budgets = crate::queue::admit::Budgets::new();
+    spawn_every(
+        state,
+        &stop,
+        crate::queue::admit::TICK,
+        "waiting room admission",
+        move |s| {
+            let budgets = budgets.clone();
+            async move { crate::queue::admit::tick(&s, &budgets).await }
+        },
     );
 }
 

@@ -21,6 +21,13 @@ pub struct AdminCampaign {
     pub hold_seconds: Option<i64>,
     /// True while a manager has the campaign paused.
     pub paused: bool,
+    /// The waiting room option; absent when the campaign has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_room: Option<crate::queue::WaitingRoom>,
+    /// The waiting room's live figures (read from Redis); absent without a waiting room, or
+    /// when Redis could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<crate::queue::QueueView>,
 }
 
 /// Claim counts of a campaign, by status and over time.
@@ -73,23 +80,32 @@ pub enum ChangeAction {
     Close,
     /// Adds units (goes with `add`).
     Restock,
+    /// Stops the waiting room admitting customers (the queue keeps its order).
+    PauseAdmission,
+    /// The waiting room admits customers again.
+    ResumeAdmission,
 }
 
 impl ChangeAction {
-    /// The wire name: `pause`, `resume`, `close`, `restock`.
+    /// The wire name: `pause`, `resume`, `close`, `restock`, `pause_admission`,
+    /// `resume_admission`.
     pub fn as_str(self) -> &'static str {
         match self {
             ChangeAction::Pause => "pause",
             ChangeAction::Resume => "resume",
             ChangeAction::Close => "close",
             ChangeAction::Restock => "restock",
+            ChangeAction::PauseAdmission => "pause_admission",
+            ChangeAction::ResumeAdmission => "resume_admission",
         }
     }
 }
 
 /// `PATCH /admin/v1/campaigns/{id}` body, exactly one of:
 /// `{"action":"pause"}`, `{"action":"resume"}`, `{"action":"close"}`,
-/// `{"action":"restock","add":n}`, `{"set_stock":n}`, `{"ends_at":"<RFC 3339>"}`.
+/// `{"action":"restock","add":n}`, `{"set_stock":n}`, `{"ends_at":"<RFC 3339>"}`,
+/// `{"action":"pause_admission"}`, `{"action":"resume_admission"}`,
+/// `{"waiting_room":{…}}` (sets or changes the waiting room; it cannot be removed).
 /// Unknown fields are refused. `action` stays a string on the wire so that an unknown action
 /// is a 422 `validation_failed` naming it (not a 400); build requests with the constructors.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -107,6 +123,9 @@ pub struct ChangeRequest {
     /// New end (after `starts_at`); in the past it ends the campaign like `close`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ends_at: Option<DateTime<Utc>>,
+    /// Sets or changes the waiting room ([`crate::queue::WaitingRoom`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_room: Option<crate::queue::WaitingRoom>,
 }
 
 impl ChangeRequest {
@@ -130,6 +149,14 @@ impl ChangeRequest {
     pub fn set_stock(stock: i64) -> Self {
         ChangeRequest {
             set_stock: Some(stock),
+            ..Default::default()
+        }
+    }
+
+    /// `{"waiting_room":w}`.
+    pub fn waiting_room(w: crate::queue::WaitingRoom) -> Self {
+        ChangeRequest {
+            waiting_room: Some(w),
             ..Default::default()
         }
     }
@@ -187,7 +214,8 @@ pub struct AuditEntry {
     pub batch_id: Option<String>,
     /// Name of the admin token that made the change.
     pub actor: String,
-    /// `create`, `pause`, `resume`, `close`, `restock`, `set_stock` or `set_ends_at` (campaigns);
+    /// `create`, `pause`, `resume`, `close`, `restock`, `set_stock`, `set_ends_at`,
+    /// `set_waiting_room`, `pause_admission` or `resume_admission` (campaigns);
     /// `disable`, `enable` (codes); `export` (a batch of one-time codes as CSV).
     pub action: String,
     /// The request's parameters (`{"add": 5}`, `{"stock": 7}`, `{"ends_at": …}`, `{}`).

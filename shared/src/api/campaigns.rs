@@ -119,6 +119,10 @@ pub struct NewCampaign {
     /// giveaway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold_seconds: Option<i64>,
+    /// The waiting room (see [`crate::queue::WaitingRoom`]); absent = none, the campaign
+    /// behaves as without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_room: Option<crate::queue::WaitingRoom>,
 }
 
 /// Longest campaign name, in characters.
@@ -162,7 +166,8 @@ impl NewCampaign {
     /// Checks the rules that the type system does not: slug shape, name of 1..=[`MAX_NAME_LEN`]
     /// characters ([`crate::text::check_free_text`]: not blank, no control character), stock
     /// range ([`check_stock`]), times within the stored years ([`check_year`]),
-    /// `starts_at < ends_at`, hold only for sales and in range. Returns a human-readable message
+    /// `starts_at < ends_at`, the waiting room's bounds
+    /// ([`crate::queue::WaitingRoom::validate`]), hold only for sales and in range. Returns a human-readable message
     /// for the first broken rule.
     pub fn validate(&self) -> Result<(), String> {
         if !is_valid_slug(&self.id) {
@@ -172,6 +177,9 @@ impl NewCampaign {
         check_stock("stock", self.stock)?;
         check_year("starts_at", self.starts_at)?;
         check_year("ends_at", self.ends_at)?;
+        if let Some(w) = &self.waiting_room {
+            w.validate()?;
+        }
         if self.starts_at >= self.ends_at {
             return Err("starts_at must be before ends_at".into());
         }

@@ -191,6 +191,7 @@ async fn create_campaign(
         starts_at,
         ends_at: now + chrono::Duration::hours(2),
         hold_seconds: None,
+        waiting_room: None,
     };
     let mut body = serde_json::to_value(&body)?;
     if let Some(room) = waiting_room::option(args)? {

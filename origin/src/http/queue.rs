@@ -1,0 +1,70 @@
+//! `POST /api/v1/campaigns/{id}/queue`: join a campaign's waiting room (the poll,
+//! `GET …/queue`, is answered by the edge).
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use flashgate_shared::api::is_valid_slug;
+use flashgate_shared::queue::NO_WAITING_ROOM;
+
+use super::extract::{self, Path};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// 409 `{"result":"no_waiting_room","message":…}`.
+fn no_waiting_room(id: &str) -> Response {
+    let body = flashgate_shared::api::ErrorBody::new(
+        NO_WAITING_ROOM,
+        format!("campaign {id} has no waiting room"),
+    );
+    (
+        StatusCode::CONFLICT,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body.to_json(),
+    )
+        .into_response()
+}
+
+/// Joins the queue with the customer token; no body needed (up to 4 KiB is read and ignored).
+/// Checks in order: edge signature when configured (403), customer token (401), campaign id
+/// (404), a waiting room (409 `no_waiting_room`), then [`crate::queue::join::join`]: 201 with
+/// [`flashgate_shared::queue::JoinReply`] the first time, 200 with the same ticket after; 409
+/// `conflict` before the prequeue opens; 503 without the edge secret or when Redis fails.
+/// Nothing changes on a refusal.
+pub async fn join(
+    State(state): State<AppState>,
+    Path(campaign): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    tracing::Span::current().record("campaign", campaign.as_str());
+    extract::signed_post_body(
+        &headers,
+        state.config.edge_secret.as_ref(),
+        uri.path(),
+        body,
+    )
+    .await?;
+    let customer = extract::customer(&headers, &state.config.customer_token_secret)?;
+    let not_found = || ApiError::NotFound(format!("no campaign {campaign}"));
+    if !is_valid_slug(&campaign) {
+        return Err(not_found());
+    }
+    let row = state
+        .campaigns
+        .get(&state.db, &campaign)
+        .await?
+        .ok_or_else(not_found)?;
+    let Some(w) = row.waiting_room() else {
+        return Ok(no_waiting_room(&campaign));
+    };
+    let (reply, created) = crate::queue::join::join(&state, &row, &w, &customer).await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, axum::Json(reply)).into_response())
+}

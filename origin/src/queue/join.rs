@@ -1,0 +1,125 @@
+//! Joining a campaign's queue: the customer's place (sequence number), her signed ticket, and
+//! the reply. The sequence number is final when the ticket is issued, because the edge computes
+//! positions from it alone:
+//! - a join in the `prequeue_seconds` before `starts_at`, and every join of a `random` queue,
+//!   draws a number at random in `(now_serving, RANDOM_BLOCK)`, so the prequeue is shuffled
+//!   at the start and a `random` queue is drawn among those still waiting;
+//! - a join of a `fifo` queue after the start gets the next arrival number,
+//!   `RANDOM_BLOCK + n`, after every drawn number.
+
+use chrono::{DateTime, Utc};
+use flashgate_shared::admission::{sign_ticket, Place, Ticket};
+use flashgate_shared::queue::{JoinReply, Queueing, WaitingRoom};
+
+use super::store::{self, Draw, Joined};
+use crate::campaigns::CampaignRow;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// How a join at `now` on a campaign starting at `starts_at` draws its number. `Err` with the
+/// opening time when the prequeue has not opened yet (`now < starts_at - prequeue_seconds`).
+pub fn draw_at(
+    w: &WaitingRoom,
+    starts_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<Draw, DateTime<Utc>> {
+    let opens = starts_at - chrono::Duration::seconds(i64::from(w.prequeue_seconds));
+    if now >= starts_at {
+        Ok(match w.queueing {
+            Queueing::Fifo => Draw::Arrival,
+            Queueing::Random => Draw::Random,
+        })
+    } else if now >= opens && w.prequeue_seconds > 0 {
+        Ok(Draw::Random)
+    } else {
+        Err(opens)
+    }
+}
+
+/// Gives `customer` her place on campaign `row` (which has the waiting room `w`). Returns the
+/// reply and whether the place is new (201) or hers already (200). Errors: 409 `conflict`
+/// before the prequeue opens, 503 without the edge secret or when Redis fails or has lost the
+/// queue (fail closed).
+pub async fn join(
+    state: &AppState,
+    row: &CampaignRow,
+    w: &WaitingRoom,
+    customer: &str,
+) -> Result<(JoinReply, bool), ApiError> {
+    let secret = super::secret(state)?;
+    let now = Utc::now();
+    let draw = draw_at(w, row.starts_at, now).map_err(|opens| {
+        ApiError::Conflict(format!(
+            "the waiting room opens at {}",
+            opens.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ))
+    })?;
+    let mut redis = state.redis.clone();
+    let joined = store::join(&mut redis, &row.id, customer, draw, now.timestamp()).await?;
+    let Joined::Place {
+        seq,
+        created,
+        issued_at_s,
+        drawn,
+        admitted,
+        now_serving,
+    } = joined
+    else {
+        return Err(ApiError::Unavailable(format!(
+            "the queue of campaign {} is not open in Redis (lost?); a manager must set the waiting room again",
+            row.id
+        )));
+    };
+    let figures = store::Figures {
+        now_serving,
+        admitted,
+        drawn,
+        ..Default::default()
+    };
+    let status = figures.status(w, row.queue_paused);
+    let position = status.position(seq);
+    let queue_state = status.state(row.state_at(now), position);
+    let to_start_ms = (row.starts_at - now).num_milliseconds();
+    let ticket = Ticket {
+        place: Place {
+            campaign: row.id.clone(),
+            customer: customer.to_string(),
+            sequence: seq,
+        },
+        issued_at_s,
+    };
+    Ok((
+        JoinReply {
+            ticket: sign_ticket(secret, &ticket),
+            position,
+            eta_seconds: status.eta_seconds(queue_state, position, to_start_ms),
+            state: queue_state,
+        },
+        created,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_by_time_and_queueing() {
+        let t = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
+        let start = t("2030-01-01T12:00:00Z");
+        let mut w: WaitingRoom = serde_json::from_str(r#"{"admit_per_second":5}"#).unwrap();
+        assert_eq!(
+            draw_at(&w, start, t("2030-01-01T11:49:59Z")),
+            Err(t("2030-01-01T11:50:00Z"))
+        );
+        assert_eq!(
+            draw_at(&w, start, t("2030-01-01T11:50:00Z")),
+            Ok(Draw::Random)
+        );
+        assert_eq!(draw_at(&w, start, start), Ok(Draw::Arrival));
+        w.queueing = Queueing::Random;
+        assert_eq!(draw_at(&w, start, start), Ok(Draw::Random));
+        w.prequeue_seconds = 0;
+        assert!(draw_at(&w, start, t("2030-01-01T11:59:59Z")).is_err());
+    }
+}

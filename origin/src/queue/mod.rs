@@ -1,0 +1,147 @@
+//! The waiting room, origin side: joins ([`join`]), the task that advances `now_serving`
+//! ([`admit`]), the admission check on claims, and the figures that the campaign status and
+//! the admin API show. Keys and atomic steps: [`store`]. The design and its bounds are in
+//! docs/WAITING-ROOM.md.
+
+pub mod admit;
+pub mod join;
+pub mod store;
+
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use flashgate_shared::admission::{self, AdmissionError};
+use flashgate_shared::api::codes;
+use flashgate_shared::queue::{QueueStatus, QueueView, ADMISSION_HEADER, QUEUED};
+
+use crate::campaigns::CampaignRow;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// `Retry-After` of a claim refused 429 `queued`, seconds (the edge answers the same).
+pub const QUEUED_RETRY_AFTER_S: u32 = 5;
+
+/// The edge secret that signs tickets and admission tokens; 503 (logged) without one, since a
+/// waiting room cannot work without it.
+pub fn secret(state: &AppState) -> Result<&[u8], ApiError> {
+    state
+        .config
+        .edge_secret
+        .as_ref()
+        .map(|s| s.expose().as_bytes())
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| {
+            ApiError::Unavailable(
+                "the waiting room needs FLASHGATE_EDGE_SECRET to sign tickets".into(),
+            )
+        })
+}
+
+/// 422 `validation_failed` when this origin has no edge secret: a waiting room is refused
+/// rather than created unable to sign tickets.
+pub fn require_secret(state: &AppState) -> Result<(), ApiError> {
+    secret(state).map(|_| ()).map_err(|_| {
+        ApiError::validation("a waiting room needs FLASHGATE_EDGE_SECRET on the origin")
+    })
+}
+
+/// 429 `{"result":"queued"}` + `Retry-After`: a claim on a waiting-room campaign without an
+/// admission token.
+pub fn queued() -> Response {
+    let mut res = (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(header::CONTENT_TYPE, "application/json")],
+        format!(r#"{{"result":"{QUEUED}"}}"#),
+    )
+        .into_response();
+    res.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(QUEUED_RETRY_AFTER_S));
+    res
+}
+
+/// The admission check of a claim by `customer` on campaign `row` (defence in depth: the edge
+/// checks first). `Ok(None)`: no waiting room, nothing to check; `Ok(Some(seq))`: admitted
+/// with the token of sequence `seq`. Refusals: 429 `queued` without a token ([`queued`]),
+/// 400 `invalid_request` for a malformed one, 403 `forbidden` for a forged, expired, or
+/// another customer's or campaign's token, 503 without the edge secret.
+pub fn check_claim(
+    state: &AppState,
+    row: &CampaignRow,
+    customer: &str,
+    headers: &HeaderMap,
+) -> Result<Option<u64>, Box<Response>> {
+    if row.waiting_room.is_none() {
+        return Ok(None);
+    }
+    let secret = secret(state).map_err(|e| Box::new(e.into_response()))?;
+    let Some(token) = headers
+        .get(ADMISSION_HEADER)
+        .map(|v| v.to_str().unwrap_or("\u{0}"))
+        .filter(|t| !t.trim().is_empty())
+    else {
+        return Err(Box::new(queued()));
+    };
+    let now_s = chrono::Utc::now().timestamp();
+    admission::check_admission(secret, token, &row.id, customer, now_s)
+        .map(|a| Some(a.place.sequence))
+        .map_err(|e| {
+            let message = e.message("admission token");
+            match e {
+                AdmissionError::Malformed => ApiError::BadRequest(codes::INVALID_REQUEST, message),
+                _ => ApiError::Forbidden(message),
+            }
+            .into_response()
+            .into()
+        })
+}
+
+/// The `queue` object of campaign `row`'s public status; `None` without a waiting room.
+/// Redis errors are returned (the status then answers 503 rather than hide the queue).
+pub async fn status(
+    state: &AppState,
+    row: &CampaignRow,
+) -> redis::RedisResult<Option<QueueStatus>> {
+    let Some(w) = row.waiting_room() else {
+        return Ok(None);
+    };
+    let mut redis = state.redis.clone();
+    let f = store::figures(&mut redis, &row.id).await?;
+    Ok(Some(f.status(&w, row.queue_paused)))
+}
+
+/// Fills the `queue` figures of admin views that have a waiting room (the view carries the
+/// stored rate and pause from PostgreSQL). A Redis failure leaves `queue` out (logged): the
+/// admin view still shows PostgreSQL's truth.
+pub async fn fill_views(state: &AppState, views: &mut [crate::admin::views::CampaignView]) {
+    let mut redis = state.redis.clone();
+    for v in views.iter_mut() {
+        let Some(q) = v.campaign.queue.as_mut() else {
+            continue;
+        };
+        match store::figures(&mut redis, &v.campaign.status.id).await {
+            Ok(f) => {
+                q.length = f.joined.saturating_sub(f.admitted);
+                q.now_serving = f.now_serving;
+                q.admitted = f.admitted;
+                q.admitted_unclaimed = f.unclaimed;
+            }
+            Err(e) => {
+                tracing::warn!(campaign = %v.campaign.status.id, error = %e,
+                    "queue figures unavailable");
+                v.campaign.queue = None;
+            }
+        }
+    }
+}
+
+/// The part of an admin view's `queue` known from PostgreSQL (rate and pause); the counts
+/// are filled from Redis by [`fill_views`].
+pub fn stored_view(row: &CampaignRow) -> Option<QueueView> {
+    row.waiting_room().map(|w| QueueView {
+        length: 0,
+        now_serving: 0,
+        admitted: 0,
+        admitted_unclaimed: 0,
+        admit_per_second: w.admit_per_second,
+        paused: row.queue_paused,
+    })
+}

@@ -1,0 +1,330 @@
+//! The waiting room's Redis keys and its atomic steps (Lua scripts, one Redis Cluster slot
+//! each).
+//!
+//! Per campaign `c`, next to the gate's keys and under the same hash tag `{c}`
+//! ([`crate::gate::Keys`]):
+//! - `fg:{c}:q:open`     — present once the campaign's waiting room was opened (created, or set
+//!   by a manager). Every step refuses without it: when Redis loses the queue, joins answer 503
+//!   and nobody is admitted (fail closed) until a manager sets the waiting room again, which
+//!   opens an empty queue.
+//! - `fg:{c}:q:seq`      — hash customer → sequence number (one place per customer).
+//! - `fg:{c}:q:drawn`    — sorted set of the sequence numbers drawn at random below
+//!   [`RANDOM_BLOCK`] (score = member = the number), walked in order by admission.
+//! - `fg:{c}:q:arrivals` — counter of the arrival-ordered joins (`RANDOM_BLOCK + n`).
+//! - `fg:{c}:q:serving`  — `now_serving`: the highest sequence number admitted.
+//! - `fg:{c}:q:admitted` — how many customers were admitted.
+//! - `fg:{c}:q:unclaimed`— sorted set sequence → admission time (Unix ms) of admitted customers
+//!   who have not claimed yet; entries older than `admission_ttl_seconds` are dropped.
+//! - `fg:{c}:q:lease`    — the admitting origin's lease (`SET NX PX`).
+
+use std::sync::LazyLock;
+
+use flashgate_shared::queue::{QueueStatus, WaitingRoom, RANDOM_BLOCK};
+use redis::{AsyncCommands, Script};
+
+use crate::gate::Keys as GateKeys;
+use crate::redis_conn::RedisConn;
+
+/// Redis keys of one campaign's waiting room.
+pub struct Keys {
+    pub open: String,
+    pub seq: String,
+    pub drawn: String,
+    pub arrivals: String,
+    pub serving: String,
+    pub admitted: String,
+    pub unclaimed: String,
+    pub lease: String,
+}
+
+impl Keys {
+    /// Keys of campaign `c`.
+    pub fn of(c: &str) -> Self {
+        let k = |s: &str| format!("fg:{{{c}}}:q:{s}");
+        Keys {
+            open: k("open"),
+            seq: k("seq"),
+            drawn: k("drawn"),
+            arrivals: k("arrivals"),
+            serving: k("serving"),
+            admitted: k("admitted"),
+            unclaimed: k("unclaimed"),
+            lease: k("lease"),
+        }
+    }
+}
+
+/// How a join draws its sequence number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Draw {
+    /// Next arrival number, `RANDOM_BLOCK + n`.
+    Arrival,
+    /// At random in `(now_serving, RANDOM_BLOCK)`.
+    Random,
+}
+
+/// Candidate draws a join passes to the script (a collision among 2^40 numbers is rare; all of
+/// them colliding means retrying).
+const CANDIDATES: usize = 8;
+
+// KEYS: open, seq, drawn, arrivals, serving, admitted. ARGV: customer, 'arrival' | 'random',
+// then CANDIDATES fractions in [0, 1), RANDOM_BLOCK, now (Unix s). The hash keeps
+// '<seq>:<issued at>', so a re-join gets the same ticket. Returns {seq, created 0/1, issued at,
+// drawn, admitted, serving}, -1 when the queue is not open, -2 when every candidate collided.
+static JOIN: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local function figures(seq, created, iat)
+  return {seq, created, iat, redis.call('ZCARD', KEYS[3]),
+          tonumber(redis.call('GET', KEYS[6]) or '0'),
+          tonumber(redis.call('GET', KEYS[5]) or '0')}
+end
+local had = redis.call('HGET', KEYS[2], ARGV[1])
+if had then
+  local s, t = string.match(had, '^(%d+):(%d+)$')
+  return figures(tonumber(s), 0, tonumber(t))
+end
+local B = tonumber(ARGV[3 + 8])
+local seq
+if ARGV[2] == 'arrival' then
+  seq = string.format('%.0f', B + redis.call('INCR', KEYS[4]))
+else
+  local lo = math.min(tonumber(redis.call('GET', KEYS[5]) or '0'), B - 2)
+  for i = 3, 3 + 7 do
+    local s = string.format('%.0f', lo + 1 + math.floor(tonumber(ARGV[i]) * (B - 1 - lo)))
+    if redis.call('ZADD', KEYS[3], 'NX', s, s) == 1 then seq = s break end
+  end
+  if not seq then return -2 end
+end
+redis.call('HSET', KEYS[2], ARGV[1], seq .. ':' .. ARGV[12])
+return figures(tonumber(seq), 1, tonumber(ARGV[12]))
+",
+    )
+});
+
+/// A join's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Joined {
+    /// Her place (new when `created`) and the queue's figures at that moment.
+    Place {
+        seq: u64,
+        created: bool,
+        /// When her ticket was first issued, Unix seconds.
+        issued_at_s: i64,
+        drawn: u64,
+        admitted: u64,
+        now_serving: u64,
+    },
+    /// The queue is not open in Redis (lost, or never opened): fail closed.
+    NotOpen,
+}
+
+/// Gives `customer` her place in campaign `c`'s queue in one atomic step (an existing place is
+/// returned unchanged) at `now_s` (Unix seconds). Redis errors are returned.
+pub async fn join(
+    redis: &mut RedisConn,
+    c: &str,
+    customer: &str,
+    draw: Draw,
+    now_s: i64,
+) -> redis::RedisResult<Joined> {
+    let k = Keys::of(c);
+    loop {
+        let mut inv = JOIN.prepare_invoke();
+        inv.key(&k.open)
+            .key(&k.seq)
+            .key(&k.drawn)
+            .key(&k.arrivals)
+            .key(&k.serving)
+            .key(&k.admitted)
+            .arg(customer)
+            .arg(match draw {
+                Draw::Arrival => "arrival",
+                Draw::Random => "random",
+            });
+        for _ in 0..CANDIDATES {
+            inv.arg(rand::random::<f64>());
+        }
+        inv.arg(RANDOM_BLOCK).arg(now_s);
+        let v: redis::Value = inv.invoke_async(redis).await?;
+        match v {
+            redis::Value::Int(-1) => return Ok(Joined::NotOpen),
+            redis::Value::Int(_) => continue,
+            other => {
+                let (seq, created, issued_at_s, drawn, admitted, now_serving): (
+                    u64,
+                    u8,
+                    i64,
+                    u64,
+                    u64,
+                    u64,
+                ) = redis::from_redis_value(&other)?;
+                return Ok(Joined::Place {
+                    seq,
+                    created: created == 1,
+                    issued_at_s,
+                    drawn,
+                    admitted,
+                    now_serving,
+                });
+            }
+        }
+    }
+}
+
+/// Opens campaign `c`'s queue (idempotent: an open queue keeps its order).
+pub async fn open(redis: &mut RedisConn, c: &str) -> redis::RedisResult<()> {
+    let _: bool = redis.set_nx(Keys::of(c).open, 1).await?;
+    Ok(())
+}
+
+// KEYS: open, lease, serving, admitted, drawn, arrivals, unclaimed, gate loaded, gate
+// remaining. ARGV: lease holder, lease ms, budget, now ms, ttl ms, RANDOM_BLOCK.
+// Returns the number admitted (>= 0), -1 queue not open, -2 another origin holds the lease,
+// -3 gate not loaded.
+static ADVANCE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local l = redis.call('GET', KEYS[2])
+if l and l ~= ARGV[1] then return -2 end
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+if redis.call('EXISTS', KEYS[8]) == 0 then return -3 end
+local now = tonumber(ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', now - tonumber(ARGV[5]))
+local left = tonumber(redis.call('GET', KEYS[9]) or '0') - redis.call('ZCARD', KEYS[7])
+local k = tonumber(redis.call('GET', KEYS[4]) or '0')
+local p = redis.call('ZCARD', KEYS[5])
+local a = tonumber(redis.call('GET', KEYS[6]) or '0')
+local n = math.min(tonumber(ARGV[3]), left, p + a - k)
+if n <= 0 then return 0 end
+local B = tonumber(ARGV[6])
+local last
+local i = 0
+if k < p then
+  for _, s in ipairs(redis.call('ZRANGE', KEYS[5], k, k + n - 1)) do
+    redis.call('ZADD', KEYS[7], now, s)
+    last = s
+    i = i + 1
+  end
+end
+while i < n do
+  last = string.format('%.0f', B + (k + i - p) + 1)
+  redis.call('ZADD', KEYS[7], now, last)
+  i = i + 1
+end
+redis.call('SET', KEYS[3], last)
+redis.call('INCRBY', KEYS[4], n)
+return n
+",
+    )
+});
+
+/// What one admission step did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Advanced {
+    /// This many customers were admitted (0: nobody waiting, no unit to spare, or no budget).
+    Admitted(u64),
+    /// The queue is not open in Redis: nobody is admitted (fail closed).
+    NotOpen,
+    /// Another origin holds the lease.
+    NotLeader,
+    /// The gate is not loaded: nobody is admitted until it is.
+    GateNotLoaded,
+}
+
+/// Admits up to `budget` customers of campaign `c` in line order, never more than the gate's
+/// remaining units minus the admitted-but-unclaimed customers (admitted within `ttl_ms`), when
+/// `holder` has (or takes) the lease for `lease_ms`.
+pub async fn advance(
+    redis: &mut RedisConn,
+    c: &str,
+    holder: &str,
+    lease_ms: u64,
+    budget: u64,
+    now_ms: i64,
+    ttl_ms: u64,
+) -> redis::RedisResult<Advanced> {
+    let k = Keys::of(c);
+    let g = GateKeys::of(c);
+    let n: i64 = ADVANCE
+        .key(&k.open)
+        .key(&k.lease)
+        .key(&k.serving)
+        .key(&k.admitted)
+        .key(&k.drawn)
+        .key(&k.arrivals)
+        .key(&k.unclaimed)
+        .key(&g.loaded)
+        .key(&g.remaining)
+        .arg(holder)
+        .arg(lease_ms)
+        .arg(budget)
+        .arg(now_ms)
+        .arg(ttl_ms)
+        .arg(RANDOM_BLOCK)
+        .invoke_async(redis)
+        .await?;
+    Ok(match n {
+        -1 => Advanced::NotOpen,
+        -2 => Advanced::NotLeader,
+        -3 => Advanced::GateNotLoaded,
+        n => Advanced::Admitted(n.max(0) as u64),
+    })
+}
+
+/// Marks the admission of sequence `seq` used (her claim went through), so she no longer counts
+/// as admitted-but-unclaimed.
+pub async fn mark_used(redis: &mut RedisConn, c: &str, seq: u64) -> redis::RedisResult<()> {
+    let _: i64 = redis.zrem(Keys::of(c).unclaimed, seq.to_string()).await?;
+    Ok(())
+}
+
+/// The queue's live figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Figures {
+    pub now_serving: u64,
+    pub admitted: u64,
+    pub drawn: u64,
+    /// Customers who joined.
+    pub joined: u64,
+    /// Admitted within the admission TTL and not yet claimed (entries older than the TTL are
+    /// dropped by the next admission step, so this may count a few stale ones).
+    pub unclaimed: u64,
+}
+
+/// Reads campaign `c`'s figures (one pipeline on one slot).
+pub async fn figures(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Figures> {
+    let k = Keys::of(c);
+    let (serving, admitted, drawn, joined, unclaimed): (Option<u64>, Option<u64>, u64, u64, u64) =
+        redis::pipe()
+            .get(&k.serving)
+            .get(&k.admitted)
+            .zcard(&k.drawn)
+            .hlen(&k.seq)
+            .zcard(&k.unclaimed)
+            .query_async(redis)
+            .await?;
+    Ok(Figures {
+        now_serving: serving.unwrap_or(0),
+        admitted: admitted.unwrap_or(0),
+        drawn,
+        joined,
+        unclaimed,
+    })
+}
+
+impl Figures {
+    /// The `queue` object of the public campaign status.
+    pub fn status(&self, w: &WaitingRoom, paused: bool) -> QueueStatus {
+        QueueStatus {
+            now_serving: self.now_serving,
+            admit_per_second: w.admit_per_second,
+            admission_ttl_seconds: w.admission_ttl_seconds,
+            paused,
+            admitted: self.admitted,
+            drawn: self.drawn,
+        }
+    }
+}
