@@ -191,12 +191,8 @@ async fn create_campaign(
         starts_at,
         ends_at: now + chrono::Duration::hours(2),
         hold_seconds: None,
-        waiting_room: None,
+        waiting_room: waiting_room::option(args)?,
     };
-    let mut body = serde_json::to_value(&body)?;
-    if let Some(room) = waiting_room::option(args)? {
-        body["waiting_room"] = serde_json::to_value(room)?;
-    }
     let resp = http
         .post(format!("{}/admin/v1/campaigns", base(&args.origin)))
         .bearer_auth(token)

@@ -248,10 +248,7 @@ impl Ctx {
                     self.cfg.clone(),
                     first,
                     self.auth.clone(),
-                    vec![
-                        (ADMISSION_HEADER, token),
-                        (CF_CONNECTING_IP, client_ip(c)),
-                    ],
+                    vec![(ADMISSION_HEADER, token), (CF_CONNECTING_IP, client_ip(c))],
                     (self.t0, self.deadline),
                 )
                 .await

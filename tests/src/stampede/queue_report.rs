@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
+use flashgate_shared::queue::RANDOM_BLOCK;
+
 use super::report::{hist, latency_of, Answerer, Latency, TryOutcome};
 
 /// What one customer of a waiting-room stampede saw, from the join to the last poll.
@@ -49,9 +51,13 @@ pub struct QueueReport {
     /// Re-joins (double taps), and those answered 200 with the same ticket.
     pub rejoins: u64,
     pub rejoins_same_ticket: u64,
-    /// Distinct sequence numbers among the tickets, and whether they are exactly 1..=joined.
+    /// Distinct sequence numbers among the tickets (unique = `joined`).
     pub distinct_sequences: u64,
-    pub sequences_contiguous: bool,
+    /// Arrival-ordered numbers (above [`RANDOM_BLOCK`]: FIFO joins after the start), and
+    /// whether they are exactly `RANDOM_BLOCK + 1 ..= RANDOM_BLOCK + arrivals`; the numbers
+    /// drawn at random (the prequeue, a `random` queue) lie below it.
+    pub arrival_sequences: u64,
+    pub arrivals_contiguous: bool,
     /// Join answered → admitted (`responses` = customers admitted).
     pub wait: Option<Latency>,
     /// Kendall τ-b between join order and admission order (see [`fairness_tau`]), over
@@ -206,7 +212,8 @@ pub fn compute(opt: &RoomOption, visits: &[Visit], claims: &[TryOutcome]) -> Que
         rejoins: 0,
         rejoins_same_ticket: 0,
         distinct_sequences: 0,
-        sequences_contiguous: false,
+        arrival_sequences: 0,
+        arrivals_contiguous: false,
         wait: None,
         fairness_tau: None,
         fairness_pairs_n: 0,
@@ -251,9 +258,12 @@ pub fn compute(opt: &RoomOption, visits: &[Visit], claims: &[TryOutcome]) -> Que
     seqs.sort_unstable();
     seqs.dedup();
     q.distinct_sequences = seqs.len() as u64;
-    q.sequences_contiguous = seqs.len() as u64 == q.joined
-        && seqs.first().is_none_or(|&f| f == 1)
-        && seqs.last().is_none_or(|&l| l == q.joined);
+    let arrivals: Vec<u64> = seqs.iter().copied().filter(|&s| s > RANDOM_BLOCK).collect();
+    q.arrival_sequences = arrivals.len() as u64;
+    q.arrivals_contiguous = arrivals
+        .iter()
+        .zip(RANDOM_BLOCK + 1..)
+        .all(|(&s, want)| s == want);
     if !wait.is_empty() {
         q.wait = Some(latency_of(&wait));
     }
@@ -271,13 +281,14 @@ impl QueueReport {
         use std::fmt::Write;
         let _ = writeln!(
             s,
-            "queue       waiting room: admit {}/s, {}, prequeue {} s; {} joined ({} distinct sequence numbers, {}), join failures {:?}; re-joins {} ({} same ticket)",
+            "queue       waiting room: admit {}/s, {}, prequeue {} s; {} joined ({} distinct sequence numbers; {} in arrival order, {}), join failures {:?}; re-joins {} ({} same ticket)",
             self.admit_per_second,
             self.queueing,
             self.prequeue_seconds,
             self.joined,
             self.distinct_sequences,
-            if self.sequences_contiguous { "1..=joined" } else { "NOT contiguous" },
+            self.arrival_sequences,
+            if self.arrivals_contiguous { "contiguous" } else { "NOT contiguous" },
             self.join_failures,
             self.rejoins,
             self.rejoins_same_ticket
@@ -410,12 +421,13 @@ mod tests {
 
     #[test]
     fn queue_figures() {
+        let b = RANDOM_BLOCK;
         let mut visits = vec![
-            visit(0, 1_000, 1, true),
-            visit(1, 2_000, 2, true),
-            visit(2, 3_000, 4, true), // joined before customer 3 but got a later sequence
-            visit(3, 4_000, 3, true),
-            visit(4, 5_000, 5, false),
+            visit(0, 1_000, b + 1, true),
+            visit(1, 2_000, b + 2, true),
+            visit(2, 3_000, b + 4, true), // joined before customer 3 but got a later sequence
+            visit(3, 4_000, b + 3, true),
+            visit(4, 5_000, b + 5, false),
         ];
         visits[1].rejoin = Some((200, true));
         visits[2].rejoin = Some((200, false));
@@ -426,7 +438,8 @@ mod tests {
         };
         let q = compute(&opt, &visits, &[]);
         assert_eq!((q.joined, q.distinct_sequences), (5, 5));
-        assert!(q.sequences_contiguous);
+        assert!(q.arrivals_contiguous);
+        assert_eq!(q.arrival_sequences, 5);
         assert_eq!((q.rejoins, q.rejoins_same_ticket), (2, 1));
         assert_eq!(q.fairness_pairs_n, 4);
         assert!((q.fairness_tau.unwrap() - 4.0 / 6.0).abs() < 1e-12);
@@ -436,8 +449,13 @@ mod tests {
         assert_eq!(q.edge_poll_share, Some(0.75));
         assert_eq!(q.final_states["admitted"], 4);
         assert_eq!(q.queueing, "fifo");
-        visits[4].sequence = Some(7);
-        assert!(!compute(&opt, &visits, &[]).sequences_contiguous);
+        visits[4].sequence = Some(b + 7);
+        assert!(!compute(&opt, &visits, &[]).arrivals_contiguous);
+        // Drawn numbers (below the block) do not count as arrivals.
+        visits[4].sequence = Some(12_345);
+        let q2 = compute(&opt, &visits, &[]);
+        assert!(q2.arrivals_contiguous);
+        assert_eq!((q2.arrival_sequences, q2.distinct_sequences), (4, 5));
         let mut text = String::new();
         q.render(&mut text);
         assert!(text.contains("0.6667"), "{text}");

@@ -79,11 +79,18 @@ pub(super) fn report(
         ),
     );
     report.add_check(
-        "sequence numbers unique and contiguous (1..=joined)",
-        q.sequences_contiguous,
+        "sequence numbers unique; arrival-ordered ones contiguous",
+        q.distinct_sequences == q.joined && q.arrivals_contiguous,
         format!(
-            "{} distinct among {} tickets",
-            q.distinct_sequences, q.joined
+            "{} distinct among {} tickets; {} in arrival order, {}",
+            q.distinct_sequences,
+            q.joined,
+            q.arrival_sequences,
+            if q.arrivals_contiguous {
+                "contiguous"
+            } else {
+                "with gaps"
+            }
         ),
     );
     report.add_check(
