@@ -35,6 +35,9 @@ pub fn client_ip(c: u32) -> String {
     format!("198.{}.{}.{}", 18 + (n >> 16), (n >> 8) & 0xff, n & 0xff)
 }
 
+/// Result label of the claim of a customer who was never admitted (sold out first).
+pub const NOT_ADMITTED: &str = "not_admitted";
+
 /// How the crowd goes through the queue.
 #[derive(Debug, Clone)]
 pub struct RoomConfig {
@@ -243,6 +246,11 @@ impl Ctx {
         let claim = match token {
             Some(token) => {
                 let _permit = self.sem.acquire().await;
+                // Due at the admission: the send lag of a claim is then the generator's own.
+                let first = PlannedTry {
+                    at_us: v.admitted_us.unwrap_or(first.at_us),
+                    ..first
+                };
                 one_try(
                     self.client.clone(),
                     self.cfg.clone(),
@@ -253,7 +261,10 @@ impl Ctx {
                 )
                 .await
             }
-            None => not_sent(&first),
+            None => TryOutcome {
+                result: NOT_ADMITTED.to_string(),
+                ..not_sent(&first)
+            },
         };
         (v, claim)
     }

@@ -61,9 +61,12 @@ pub struct QueueReport {
     /// Join answered → admitted (`responses` = customers admitted).
     pub wait: Option<Latency>,
     /// Kendall τ-b between join order and admission order (see [`fairness_tau`]), over
-    /// the customers admitted; `None` with fewer than two.
+    /// every customer with a ticket; `None` with fewer than two.
     pub fairness_tau: Option<f64>,
     pub fairness_pairs_n: u64,
+    /// Customers in arrival order (FIFO) placed ahead of someone whose join had been
+    /// answered before theirs was sent (see [`fifo_violations`]); 0 for a FIFO queue.
+    pub fifo_violations: u64,
     /// Claims (attempts included) the origin answered in its busiest second, and when.
     pub origin_peak_claims_per_s: u64,
     pub origin_peak_second: Option<u64>,
@@ -156,20 +159,47 @@ pub fn kendall_tau_b(pairs: &[(u64, u64)]) -> Option<f64> {
     (denom > 0.0).then(|| (concordant - discordant as f64) / denom)
 }
 
-/// Fairness of the queue: Kendall τ-b between join order (when each admitted customer's
-/// join was answered, client clock, µs) and admission order (the ticket's sequence number,
-/// which `now_serving` passes in increasing order). Why not the time each claim was sent: a
-/// customer learns of her admission only at her next poll (1–30 s apart, `Retry-After`), so
-/// claims admitted within one poll interval arrive in an order that says nothing about the
-/// queue. Exact over every admitted customer (O(n log n)), no sampling. Returns the τ and the
-/// number of customers it was computed over.
+/// Fairness of the queue: Kendall τ-b between join order (when each customer's join was
+/// answered, client clock, µs) and admission order (the ticket's sequence number, which
+/// `now_serving` passes in increasing order, so the order in which customers are let through
+/// to claim). Over every customer with a ticket, not only those admitted: with a small stock
+/// the admitted few all joined within milliseconds, where the client's clock cannot order
+/// concurrent joins. Why not the time each claim was sent: a customer learns of her admission
+/// only at her next poll (1–30 s apart, `Retry-After`), so claims admitted within one poll
+/// interval arrive in an order that says nothing about the queue. Exact (O(n log n)), no
+/// sampling. Returns the τ and the number of customers it was computed over.
 pub fn fairness_tau(visits: &[Visit]) -> (Option<f64>, u64) {
     let pairs: Vec<(u64, u64)> = visits
         .iter()
-        .filter(|v| v.admitted_us.is_some())
         .filter_map(|v| Some((v.join_answered_us?, v.sequence?)))
         .collect();
     (kendall_tau_b(&pairs), pairs.len() as u64)
+}
+
+/// FIFO as a strict rule that concurrency cannot blur: when A's join was answered before B's
+/// was sent, A's number was drawn first, so in arrival order A must be ahead of B. Counts the
+/// customers B with an arrival-ordered number (above [`RANDOM_BLOCK`]) behind whom such an
+/// A stands. O(n log n): B in order of sending, A in order of answer, the largest number among
+/// the A answered so far.
+pub fn fifo_violations(visits: &[Visit]) -> u64 {
+    let joined: Vec<(u64, u64, u64)> = visits
+        .iter()
+        .filter_map(|v| Some((v.join_sent_us?, v.join_answered_us?, v.sequence?)))
+        .filter(|&(_, _, s)| s > RANDOM_BLOCK)
+        .collect();
+    let mut by_sent = joined.clone();
+    by_sent.sort_unstable_by_key(|j| j.0);
+    let mut by_answer = joined;
+    by_answer.sort_unstable_by_key(|j| j.1);
+    let (mut i, mut max_before, mut bad) = (0, 0u64, 0u64);
+    for &(sent, _, seq) in &by_sent {
+        while i < by_answer.len() && by_answer[i].1 < sent {
+            max_before = max_before.max(by_answer[i].2);
+            i += 1;
+        }
+        bad += u64::from(max_before > seq);
+    }
+    bad
 }
 
 /// The busiest second of the claims the origin answered (every attempt counted, by the
@@ -217,6 +247,7 @@ pub fn compute(opt: &RoomOption, visits: &[Visit], claims: &[TryOutcome]) -> Que
         wait: None,
         fairness_tau: None,
         fairness_pairs_n: 0,
+        fifo_violations: 0,
         origin_peak_claims_per_s: 0,
         origin_peak_second: None,
         polls: 0,
@@ -268,6 +299,7 @@ pub fn compute(opt: &RoomOption, visits: &[Visit], claims: &[TryOutcome]) -> Que
         q.wait = Some(latency_of(&wait));
     }
     (q.fairness_tau, q.fairness_pairs_n) = fairness_tau(visits);
+    q.fifo_violations = fifo_violations(visits);
     (q.origin_peak_claims_per_s, q.origin_peak_second) = origin_peak(claims);
     if q.polls > 0 {
         q.edge_poll_share = Some(q.polls_edge as f64 / q.polls as f64);
@@ -310,8 +342,8 @@ impl QueueReport {
             .map_or("-".to_string(), |t| format!("{t:.4}"));
         let _ = writeln!(
             s,
-            "fairness    Kendall tau-b, join order vs admission order, over {} admitted customers: {tau}",
-            self.fairness_pairs_n
+            "fairness    Kendall tau-b, join order vs admission order, over {} customers: {tau}; {} behind someone who had joined before they sent their join",
+            self.fairness_pairs_n, self.fifo_violations
         );
         let _ = writeln!(
             s,
@@ -441,8 +473,11 @@ mod tests {
         assert!(q.arrivals_contiguous);
         assert_eq!(q.arrival_sequences, 5);
         assert_eq!((q.rejoins, q.rejoins_same_ticket), (2, 1));
-        assert_eq!(q.fairness_pairs_n, 4);
-        assert!((q.fairness_tau.unwrap() - 4.0 / 6.0).abs() < 1e-12);
+        assert_eq!(q.fairness_pairs_n, 5);
+        assert!((q.fairness_tau.unwrap() - 8.0 / 10.0).abs() < 1e-12);
+        // Customer 2's join was answered (3,000 µs) before customer 3's was sent (3,900 µs),
+        // yet 3 got the earlier number.
+        assert_eq!(q.fifo_violations, 1);
         assert_eq!(q.wait.as_ref().unwrap().responses, 4);
         assert!((q.wait.as_ref().unwrap().p50_ms - 1000.0).abs() < 1.0);
         assert_eq!((q.polls, q.polls_edge), (20, 15));
@@ -458,7 +493,7 @@ mod tests {
         assert_eq!((q2.arrival_sequences, q2.distinct_sequences), (4, 5));
         let mut text = String::new();
         q.render(&mut text);
-        assert!(text.contains("0.6667"), "{text}");
+        assert!(text.contains("0.8000"), "{text}");
         assert!(text.contains("75.00 %"), "{text}");
     }
 }

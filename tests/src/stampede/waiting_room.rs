@@ -140,6 +140,18 @@ pub(super) fn report(
         report.add_skip("edge share of the polls", "--min-edge-share 0");
     }
     let fifo = opt.queueing == Queueing::Fifo && args.starts_in <= 0.0;
+    if fifo {
+        report.add_check(
+            "FIFO: nobody placed ahead of someone whose join was answered before theirs was sent",
+            q.fifo_violations == 0,
+            format!("{} customers out of order", q.fifo_violations),
+        );
+    } else {
+        report.add_skip(
+            "FIFO: arrival order kept",
+            "random order or a prequeue: drawn at random by design",
+        );
+    }
     if fifo && args.min_fifo_tau > 0.0 && q.fairness_pairs_n >= 2 {
         report.add_check(
             format!(
@@ -147,15 +159,12 @@ pub(super) fn report(
                 args.min_fifo_tau
             ),
             q.fairness_tau.is_some_and(|t| t >= args.min_fifo_tau),
-            format!(
-                "{:?} over {} admitted customers",
-                q.fairness_tau, q.fairness_pairs_n
-            ),
+            format!("{:?} over {} customers", q.fairness_tau, q.fairness_pairs_n),
         );
     } else {
         report.add_skip(
             "FIFO: Kendall tau(join order, admission order)",
-            "random order, a prequeue, fewer than two admitted, or --min-fifo-tau 0",
+            "random order, a prequeue, fewer than two tickets, or --min-fifo-tau 0",
         );
     }
     report.queue = Some(q);
