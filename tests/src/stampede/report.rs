@@ -81,11 +81,33 @@ pub struct Latency {
     pub max_ms: f64,
 }
 
-/// One invariant or target and whether it held.
+/// Whether a check held, failed, or did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    Pass,
+    Fail,
+    /// The check did not run (e.g. `--no-db-check`): printed `SKIP`, never `PASS`.
+    Skip,
+}
+
+impl CheckStatus {
+    /// The label of the text report.
+    pub fn label(self) -> &'static str {
+        match self {
+            CheckStatus::Pass => " ok ",
+            CheckStatus::Fail => "FAIL",
+            CheckStatus::Skip => "SKIP",
+        }
+    }
+}
+
+/// One invariant or target and whether it held. JSON `{"name", "status": "pass" | "fail" |
+/// "skip", "detail"}`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
     pub name: String,
-    pub ok: bool,
+    pub status: CheckStatus,
     pub detail: String,
 }
 
@@ -135,6 +157,11 @@ pub struct Report {
     pub unexpected_answers: u64,
     pub unexpected_samples: BTreeMap<String, String>,
     pub checks: Vec<Check>,
+    /// Checks that did not run.
+    pub checks_skipped: u64,
+    /// The waiting room's figures, when the crowd went through the queue (`--waiting-room`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<super::queue_report::QueueReport>,
     /// The origin's reconciliation of the campaign after the run
     /// (`GET /admin/v1/campaigns/{id}/reconcile`), when an admin token was given.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -146,12 +173,14 @@ fn ms(us: u64) -> f64 {
     us as f64 / 1000.0
 }
 
-fn hist() -> Histogram<u64> {
+/// A histogram of microseconds, 1 µs to 1 hour, 3 significant digits.
+pub(super) fn hist() -> Histogram<u64> {
     // 1 µs .. 1 hour, 3 significant digits.
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
 }
 
-fn latency_of(h: &Histogram<u64>) -> Latency {
+/// p50/p95/p99/max of a histogram of microseconds, in ms.
+pub(super) fn latency_of(h: &Histogram<u64>) -> Latency {
     Latency {
         responses: h.len(),
         p50_ms: ms(h.value_at_quantile(0.50)),
@@ -202,6 +231,8 @@ pub fn compute(info: &RunInfo, plan: &Plan, outcomes: &[TryOutcome]) -> Report {
         unexpected_answers: 0,
         unexpected_samples: BTreeMap::new(),
         checks: Vec::new(),
+        checks_skipped: 0,
+        queue: None,
         reconcile: None,
         passed: true,
     };
@@ -310,8 +341,23 @@ impl Report {
         self.passed &= ok;
         self.checks.push(Check {
             name: name.into(),
-            ok,
+            status: if ok {
+                CheckStatus::Pass
+            } else {
+                CheckStatus::Fail
+            },
             detail: detail.into(),
+        });
+    }
+
+    /// Records a check that did not run, and why: it neither passes nor fails the run, and
+    /// is printed `SKIP`.
+    pub fn add_skip(&mut self, name: impl Into<String>, why: impl Into<String>) {
+        self.checks_skipped += 1;
+        self.checks.push(Check {
+            name: name.into(),
+            status: CheckStatus::Skip,
+            detail: why.into(),
         });
     }
 
@@ -416,22 +462,23 @@ impl Report {
                 who, l.responses, l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms
             );
         }
+        if let Some(q) = &self.queue {
+            q.render(&mut s);
+        }
         for (what, sample) in &self.unexpected_samples {
             let _ = writeln!(s, "unexpected  {what}: {}", sample.replace('\n', " "));
         }
         let _ = writeln!(s, "checks");
         for c in &self.checks {
-            let _ = writeln!(
-                s,
-                "  [{}] {}: {}",
-                if c.ok { " ok " } else { "FAIL" },
-                c.name,
-                c.detail
-            );
+            let _ = writeln!(s, "  [{}] {}: {}", c.status.label(), c.name, c.detail);
         }
+        let skipped = match self.checks_skipped {
+            0 => String::new(),
+            n => format!(" ({n} checks skipped, not passed)"),
+        };
         let _ = writeln!(
             s,
-            "result      {}",
+            "result      {}{skipped}",
             if self.passed { "PASS" } else { "FAIL" }
         );
         s
@@ -527,6 +574,29 @@ mod tests {
         assert!(r.render().contains("[FAIL] b: broken"));
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["passed"], false);
+        assert_eq!(json["checks"][1]["status"], "fail");
+    }
+
+    #[test]
+    fn a_skipped_check_prints_skip_never_pass() {
+        let mut r = compute(&info(), &Plan::default(), &[]);
+        r.add_check("a", true, "fine");
+        r.add_skip("PostgreSQL read-back", "--no-db-check");
+        assert!(r.passed, "a skip does not fail the run");
+        let text = r.render();
+        assert!(
+            text.contains("[SKIP] PostgreSQL read-back: --no-db-check"),
+            "{text}"
+        );
+        assert!(!text.contains("[ ok ] PostgreSQL"), "{text}");
+        assert!(
+            text.contains("PASS (1 checks skipped, not passed)"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["checks"][0]["status"], "pass");
+        assert_eq!(json["checks"][1]["status"], "skip");
+        assert_eq!(json["checks_skipped"], 1);
     }
 
     #[test]

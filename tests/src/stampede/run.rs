@@ -64,17 +64,19 @@ pub fn parse_body(status: u16, body: &[u8]) -> (String, Option<(String, String)>
     (result, claim)
 }
 
-fn us_since(t0: Instant) -> u64 {
+pub(super) fn us_since(t0: Instant) -> u64 {
     t0.elapsed().as_micros() as u64
 }
 
-async fn one_try(
+/// Sends one try (and its retries) and returns its outcome. `extra`: more headers (name,
+/// value), e.g. the waiting room's admission token.
+pub(super) async fn one_try(
     client: reqwest::Client,
     cfg: Arc<SendConfig>,
     t: PlannedTry,
     auth: Arc<Vec<String>>,
-    t0: Instant,
-    deadline: Instant,
+    extra: Vec<(&'static str, String)>,
+    (t0, deadline): (Instant, Instant),
 ) -> TryOutcome {
     let key = format!("{}-{}", cfg.key_prefix, t.key);
     let mut o = not_sent(&t);
@@ -82,14 +84,15 @@ async fn one_try(
         o.attempts += 1;
         let start = Instant::now();
         o.sent_us.get_or_insert_with(|| us_since(t0));
-        let sent = client
+        let mut req = client
             .post(&cfg.claims_url)
             .header(AUTHORIZATION, &auth[t.customer as usize])
             .header(flashgate_shared::IDEMPOTENCY_KEY_HEADER, &key)
-            .header(CONTENT_TYPE, "application/json")
-            .body("{}")
-            .send()
-            .await;
+            .header(CONTENT_TYPE, "application/json");
+        for (name, value) in &extra {
+            req = req.header(*name, value);
+        }
+        let sent = req.body("{}").send().await;
         let mut retry_after = None;
         match sent {
             Ok(resp) => {
@@ -156,7 +159,7 @@ async fn one_try(
     o
 }
 
-fn not_sent(t: &PlannedTry) -> TryOutcome {
+pub(super) fn not_sent(t: &PlannedTry) -> TryOutcome {
     TryOutcome {
         customer: t.customer,
         kind: t.kind,
@@ -175,6 +178,16 @@ fn not_sent(t: &PlannedTry) -> TryOutcome {
     }
 }
 
+/// The HTTP client of the crowd: loopback, no proxy, `concurrency` idle connections kept.
+pub(super) fn client(cfg: &SendConfig) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(cfg.concurrency)
+        .timeout(cfg.request_timeout)
+        .tcp_nodelay(true)
+        .build()
+}
+
 /// Sends every try of `plan` and returns their outcomes in plan order. `auth[c]` is the
 /// `Authorization` header value of customer `c`. Returns with the start instant.
 pub async fn send_all(
@@ -182,12 +195,7 @@ pub async fn send_all(
     plan: &Plan,
     auth: Vec<String>,
 ) -> anyhow::Result<Vec<TryOutcome>> {
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .pool_max_idle_per_host(cfg.concurrency)
-        .timeout(cfg.request_timeout)
-        .tcp_nodelay(true)
-        .build()?;
+    let client = client(&cfg)?;
     let cfg = Arc::new(cfg);
     let auth = Arc::new(auth);
     let sem = Arc::new(Semaphore::new(cfg.concurrency.max(1)));
@@ -207,7 +215,7 @@ pub async fn send_all(
         let (client, cfg, auth, t) = (client.clone(), cfg.clone(), auth.clone(), *t);
         handles.push(tokio::spawn(async move {
             let _permit = permit;
-            one_try(client, cfg, t, auth, t0, deadline).await
+            one_try(client, cfg, t, auth, Vec::new(), (t0, deadline)).await
         }));
     }
     let mut outcomes = Vec::with_capacity(plan.tries.len());
