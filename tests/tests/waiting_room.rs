@@ -506,12 +506,7 @@ async fn through_the_edge_claims_keep_to_the_rate_and_sold_out_reaches_every_pol
     // Bad admission tokens are refused at the edge; the origin sees none of them.
     let t = open_ticket(K, &tickets[0], &id).unwrap();
     let now = Utc::now().timestamp();
-    let claims_before = o
-        .origin
-        .state
-        .metrics
-        .claim_requests
-        .load(std::sync::atomic::Ordering::Relaxed);
+    let claims_before = o.origin_count(|m| &m.claim_requests);
     for (who, tok) in [
         (
             &people[0].1,
@@ -533,20 +528,8 @@ async fn through_the_edge_claims_keep_to_the_rate_and_sold_out_reaches_every_pol
         assert_eq!(res.status(), 403);
         assert_eq!(res.headers()[flashgate_shared::ANSWERED_BY_HEADER], "edge");
     }
-    let statuses_before = o
-        .origin
-        .state
-        .metrics
-        .status_requests
-        .load(std::sync::atomic::Ordering::Relaxed);
-    assert_eq!(
-        o.origin
-            .state
-            .metrics
-            .claim_requests
-            .load(std::sync::atomic::Ordering::Relaxed),
-        claims_before
-    );
+    let statuses_before = o.origin_count(|m| &m.status_requests);
+    assert_eq!(o.origin_count(|m| &m.claim_requests), claims_before);
     // Everyone polls through the edge and claims once admitted.
     admission(&o, &id, ChangeAction::ResumeAdmission).await;
     let started = Instant::now();
@@ -556,13 +539,7 @@ async fn through_the_edge_claims_keep_to_the_rate_and_sold_out_reaches_every_pol
     }))
     .await;
     let elapsed = started.elapsed();
-    let statuses = o
-        .origin
-        .state
-        .metrics
-        .status_requests
-        .load(std::sync::atomic::Ordering::Relaxed)
-        - statuses_before;
+    let statuses = o.origin_count(|m| &m.status_requests) - statuses_before;
     // Claims at the origin: within the rate plus one second's burst in any one-second window.
     let mut at: Vec<Instant> = seen.iter().filter_map(|s| s.claim.map(|c| c.0)).collect();
     at.sort();
