@@ -537,6 +537,15 @@ impl TestOrigin {
         .await
     }
 
+    /// A request counter of this origin's metrics (e.g. `|m| &m.claim_requests`): what reached
+    /// the origin.
+    pub fn origin_count(
+        &self,
+        counter: impl Fn(&flashgate_origin::metrics::Metrics) -> &std::sync::atomic::AtomicU64,
+    ) -> u64 {
+        counter(&self.origin.state.metrics).load(Ordering::Relaxed)
+    }
+
     /// `GET /api/v1/campaigns/{id}` body.
     pub async fn status(&self, campaign: &str) -> Value {
         self.http

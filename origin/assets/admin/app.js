@@ -66,7 +66,8 @@ function makeRow(c) {
   idCell.append(cells.id, cells.name);
   tr.append(idCell);
   for (const [key, cls] of [["kind", ""], ["state", "state"], ["stock", "n"], ["remaining", "n"],
-                            ["held", "n"], ["done", "n"], ["minute", "n"], ["rate", "n"]]) {
+                            ["held", "n"], ["done", "n"], ["minute", "n"], ["rate", "n"],
+                            ["queue", "queue"]]) {
     cells[key] = el("td", cls);
     tr.append(cells[key]);
   }
@@ -81,7 +82,15 @@ function makeRow(c) {
   cells.add.dataset.restockFor = c.id;
   cells.restock = button("Restock", "restock", c.id);
   cells.close = button("Close", "close", c.id, "danger");
-  actions.append(cells.pause, cells.resume, cells.add, cells.restock, cells.close);
+  cells.pauseAdmission = button("Pause admission", "pause_admission", c.id);
+  cells.resumeAdmission = button("Resume admission", "resume_admission", c.id);
+  cells.admit = el("input");
+  cells.admit.type = "number"; cells.admit.min = "1"; cells.admit.value = "100";
+  cells.admit.setAttribute("aria-label", "customers admitted per second for " + c.id);
+  cells.admit.dataset.admitFor = c.id;
+  cells.waitingRoom = button("Set waiting room", "waiting_room", c.id);
+  actions.append(cells.pause, cells.resume, cells.add, cells.restock, cells.close,
+                 cells.pauseAdmission, cells.resumeAdmission, cells.admit, cells.waitingRoom);
   tr.append(actions);
   tr.addEventListener("click", (ev) => {
     if (ev.target.closest("button, input")) return;
@@ -108,6 +117,7 @@ function render(list) {
     seen.add(c.id);
     const row = rows.get(c.id) || makeRow(c);
     rows.set(c.id, row);
+    row.waitingRoom = c.waiting_room;
     const k = row.cells;
     const counts = c.counts || {};
     k.name.textContent = c.name;
@@ -125,6 +135,12 @@ function render(list) {
     k.pause.hidden = c.paused; k.resume.hidden = !c.paused;
     k.pause.disabled = ended; k.resume.disabled = ended; k.close.disabled = ended;
     k.restock.disabled = ended; k.add.disabled = ended;
+    const q = c.queue;
+    k.queue.textContent = q ? "waiting " + q.length + " · admitted " + q.admitted + " · unclaimed " +
+      q.admitted_unclaimed + " · now serving " + q.now_serving + " · " + q.admit_per_second + "/s" +
+      (q.paused ? " · paused" : "") : (c.waiting_room ? "unavailable" : "–");
+    k.pauseAdmission.hidden = !c.waiting_room || Boolean(q && q.paused);
+    k.resumeAdmission.hidden = !c.waiting_room || !(q && q.paused);
   }
   for (const [id, row] of rows) {
     if (!seen.has(id)) { row.tr.remove(); rows.delete(id); history.delete(id); }
@@ -205,6 +221,14 @@ async function poll() {
 const ACTIONS = {
   pause: (id) => ({ text: "Pause " + id + "? Claims will be answered “paused” until resumed.", body: { action: "pause" } }),
   resume: (id) => ({ text: "Resume " + id + "? Claims will flow again.", body: { action: "resume" } }),
+  pause_admission: (id) => ({ text: "Pause admission to " + id + "? The queue keeps its order; nobody new is admitted.", body: { action: "pause_admission" } }),
+  resume_admission: (id) => ({ text: "Resume admission to " + id + "?", body: { action: "resume_admission" } }),
+  waiting_room: (id) => {
+    const n = parseInt(rows.get(id).cells.admit.value, 10);
+    if (!Number.isSafeInteger(n) || n < 1) return { error: "Enter customers admitted per second (1 or more)." };
+    const w = Object.assign({}, rows.get(id).waitingRoom || {}, { admit_per_second: n });
+    return { text: "Set the waiting room of " + id + " to admit " + n + " customers per second?", body: { waiting_room: w } };
+  },
   close: (id) => ({ text: "Close " + id + " now? The campaign ends; this cannot be undone here.", body: { action: "close" } }),
   restock: (id) => {
     const add = parseInt(rows.get(id).cells.add.value, 10);
