@@ -212,3 +212,24 @@ async fn a_take_finds_the_last_unit_on_any_shard_and_undoes_her_entry_when_none_
         .unwrap();
     assert_eq!(bob, Take::Taken);
 }
+
+#[tokio::test]
+async fn the_last_unit_is_found_on_any_of_256_shards() {
+    let mut r = redis_conn().await;
+    for round in 0..5u16 {
+        // One unit, on a shard that is not the customer's own.
+        let who = format!("solo-{round}");
+        let own = gate::bucket(&who, 256);
+        let at = (own + 1 + round * 37) % 256;
+        let mut units = vec![0; 256];
+        units[usize::from(at)] = 1;
+        let c = gate_of(&mut r, &units).await;
+        let took = gate::take(&mut r, &c, &who, &gate::pending_token()).await;
+        assert_eq!(
+            took.unwrap(),
+            Take::Taken,
+            "round {round}: unit on shard {at}"
+        );
+        assert!(remaining(&mut r, &c).await.iter().all(|u| *u == 0));
+    }
+}

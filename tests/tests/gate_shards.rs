@@ -181,6 +181,13 @@ async fn returned_units_are_taken_again_and_reconcile_reports_each_shard() {
     assert_eq!(count_replies(&second, 201, "claimed"), 5, "{second:?}");
     assert_eq!(o.remaining(&c).await, 0);
     assert!(shard_remaining(&c).await.iter().all(|u| *u == 0));
+    // A restock of the sold-out campaign spreads its units over the shards and clears the flag.
+    let (s, b) = o.change(&c, json!({"action": "restock", "add": 4})).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["gate"], "updated", "{b}");
+    assert_eq!(shard_remaining(&c).await.iter().sum::<i64>(), 4);
+    let third = o.stampede(&c, &customers(20)).await;
+    assert_eq!(count_replies(&third, 201, "claimed"), 4, "{third:?}");
     assert_eq!(o.reconcile(&c).await["ok"], true);
     o.stop().await;
 }

@@ -380,6 +380,7 @@ mod tests {
             "id": "s", "name": "S", "kind": "sale", "state": "active", "stock": 5,
             "remaining": 4, "starts_at": "2026-01-01T00:00:00Z",
             "ends_at": "2026-01-02T00:00:00Z", "hold_seconds": 600, "paused": false,
+            "gate_shards": 1,
             "counts": {"held": 1, "paid": 0, "issued": 0, "redeemed": 0, "returned": 0,
                        "claims_total": 1, "claims_last_minute": 1},
             "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",

@@ -235,6 +235,35 @@ mod tests {
     }
 
     #[test]
+    fn gate_shards_range_and_default() {
+        let mut c = NewCampaign {
+            id: "g".into(),
+            name: "G".into(),
+            kind: CampaignKind::Giveaway,
+            stock: 200_000,
+            starts_at: t("2026-01-01T12:00:00Z"),
+            ends_at: t("2026-01-01T13:00:00Z"),
+            hold_seconds: None,
+            gate_shards: None,
+        };
+        assert_eq!((c.validate(), c.shards()), (Ok(()), 16));
+        for (n, ok) in [
+            (0, false),
+            (1, true),
+            (1024, true),
+            (1025, false),
+            (-3, false),
+        ] {
+            c.gate_shards = Some(n);
+            assert_eq!(c.validate().is_ok(), ok, "{n}");
+        }
+        assert_eq!(
+            [1, 10_000, 10_001, 100_000, 100_001].map(default_gate_shards),
+            [1, 1, 4, 4, 16]
+        );
+    }
+
+    #[test]
     fn state_precedence() {
         let s = t("2026-01-01T12:00:00Z");
         let e = t("2026-01-01T13:00:00Z");
