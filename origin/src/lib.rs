@@ -16,6 +16,8 @@
 //! - [`redis_conn`]: the Redis handle, one server or a Redis Cluster;
 //! - [`reconcile`]: unit accounting and gate-vs-PostgreSQL checks of one campaign;
 //! - [`admin`]: admin tokens and roles, campaign toggles with their audit trail;
+//! - [`reply`]: the one reply type of business answers (status, exact body, typed outcome),
+//!   kept by the idempotency records for replays;
 //! - [`http`]: routes and request checks;
 //! - [`server`]: start-up, background tasks, graceful shutdown;
 //! - [`config`], [`secret`]: settings from flags / env vars, and secrets kept out of logs;
@@ -36,6 +38,7 @@ pub mod metrics;
 pub mod promo;
 pub mod reconcile;
 pub mod redis_conn;
+pub mod reply;
 pub mod secret;
 pub mod server;
 pub mod state;

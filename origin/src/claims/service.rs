@@ -10,42 +10,15 @@ use std::time::Duration;
 use crate::redis_conn::RedisConn;
 use flashgate_shared::api::{CampaignKind, CampaignState, ClaimReply};
 
-use super::commit::{NewClaim, Outcome};
+use super::commit::{NewClaim, Outcome as Committed};
 use super::store::{self, ClaimRow};
 use crate::campaigns::CampaignRow;
 use crate::error::{ApiError, ApiResult};
 use crate::gate::{self, flags::Local, Take};
 use crate::idempotency::{self, Begin};
 use crate::metrics::Metrics;
+use crate::reply::{Outcome, Reply};
 use crate::state::AppState;
-
-/// A claim reply ready to send: status and the exact body bytes (replayed verbatim).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    pub status: u16,
-    pub body: String,
-    /// Short outcome name for logs and spans (`claimed`, `sold_out`, `replay`, ...).
-    pub outcome: &'static str,
-}
-
-impl Reply {
-    fn of(reply: &ClaimReply) -> Self {
-        let outcome = match reply {
-            ClaimReply::Claimed { .. } => "claimed",
-            ClaimReply::SoldOut => "sold_out",
-            ClaimReply::AlreadyClaimed { .. } => "already_claimed",
-            ClaimReply::NotStarted { .. } => "not_started",
-            ClaimReply::Ended => "ended",
-            ClaimReply::Paused => "paused",
-            ClaimReply::InProgress => "in_progress",
-        };
-        Reply {
-            status: reply.http_status(),
-            body: serde_json::to_string(reply).expect("replies serialise"),
-            outcome,
-        }
-    }
-}
 
 /// A validated claim request.
 #[derive(Debug, Clone)]
@@ -80,11 +53,11 @@ pub async fn claim(state: &AppState, req: ClaimRequest) -> ApiResult<Reply> {
         1,
     );
     if let Some(reply) = ClaimReply::for_state(state_now, campaign.starts_at) {
-        return Ok(Reply::of(&reply));
+        return Ok(Reply::claim(&reply));
     }
     if state.flags.check(&req.campaign, &req.customer) == Local::SoldOut {
         Metrics::inc(&state.metrics.sold_out_local);
-        return Ok(Reply::of(&ClaimReply::SoldOut));
+        return Ok(Reply::claim(&ClaimReply::SoldOut));
     }
     let state = state.clone();
     tokio::spawn(async move { claim_at_gate(&state, &campaign, &req).await })
@@ -101,33 +74,33 @@ async fn claim_at_gate(
     let fp = idempotency::fingerprint(&req.campaign, &req.body);
     match idempotency::begin(&mut redis, &req.customer, &req.idempotency_key, &fp).await? {
         Begin::New => {}
-        Begin::InProgress => return Ok(Reply::of(&ClaimReply::InProgress)),
+        Begin::InProgress => return Ok(Reply::claim(&ClaimReply::InProgress)),
         Begin::Reused => {
             return Err(ApiError::Unprocessable(
                 flashgate_shared::api::codes::IDEMPOTENCY_KEY_REUSED,
                 "this Idempotency-Key was used with another campaign or body".into(),
             ))
         }
-        Begin::Replay { status, body } => {
+        Begin::Replay(reply) => {
             Metrics::inc(&state.metrics.replays);
-            return Ok(Reply {
-                status,
-                body,
-                outcome: "replay",
-            });
+            return Ok(reply);
         }
     }
     let result = decide(state, &mut redis, campaign, req, &fp).await;
     match &result {
         // A pause or a schedule answer is not final for the key: a retry is decided again.
-        Ok(reply) if !matches!(reply.outcome, "paused" | "not_started" | "ended") => {
+        Ok(reply)
+            if !matches!(
+                reply.outcome,
+                Outcome::Paused | Outcome::NotStarted | Outcome::Ended
+            ) =>
+        {
             idempotency::finish(
                 &mut redis,
                 &req.customer,
                 &req.idempotency_key,
                 &fp,
-                reply.status,
-                &reply.body,
+                reply,
                 state.config.idempotency_ttl_seconds,
             )
             .await?;
@@ -164,7 +137,7 @@ async fn decide(
                         let _ = flags.load_winners(&mut r, &c, generation).await;
                     });
                 }
-                return Ok(Reply::of(&ClaimReply::SoldOut));
+                return Ok(Reply::claim(&ClaimReply::SoldOut));
             }
             Take::AlreadyHolds(holder) if holder.starts_with(gate::PENDING_PREFIX) => {
                 // Her other tab is committing: wait for its outcome, then answer with it.
@@ -205,9 +178,9 @@ fn existing_claim_reply(row: ClaimRow, req: &ClaimRequest, fp: &str) -> Reply {
     let same_request = row.idempotency_key == req.idempotency_key && row.request_fp == fp;
     let claim = row.to_claim();
     if same_request {
-        Reply::of(&ClaimReply::Claimed { claim })
+        Reply::claim(&ClaimReply::Claimed { claim })
     } else {
-        Reply::of(&ClaimReply::AlreadyClaimed { claim })
+        Reply::claim(&ClaimReply::AlreadyClaimed { claim })
     }
 }
 
@@ -243,27 +216,27 @@ async fn commit_taken(
             }
         };
         match outcome {
-            Outcome::Committed(row) => {
+            Committed::Committed(row) => {
                 Metrics::inc(&state.metrics.claims_committed);
                 gate::confirm(redis, c, &req.customer, token, &row.id).await?;
-                return Ok(Reply::of(&ClaimReply::Claimed {
+                return Ok(Reply::claim(&ClaimReply::Claimed {
                     claim: row.to_claim(),
                 }));
             }
-            Outcome::AlreadyClaimed(row) => {
+            Committed::AlreadyClaimed(row) => {
                 // The gate had lost her: give the unit back and remember her claim.
                 gate::give_back(redis, c, &req.customer, token, Some(&row.id)).await?;
                 return Ok(existing_claim_reply(row, req, fp));
             }
-            Outcome::Refused(now) => {
+            Committed::Refused(now) => {
                 gate::correct_down(redis, c, &req.customer, token, now.remaining).await?;
                 state.campaigns.invalidate(c);
                 let at = chrono::Utc::now();
                 let reply = ClaimReply::for_state(now.state_at(at), now.starts_at)
                     .unwrap_or(ClaimReply::SoldOut);
-                return Ok(Reply::of(&reply));
+                return Ok(Reply::claim(&reply));
             }
-            Outcome::CodeTaken => continue,
+            Committed::CodeTaken => continue,
         }
     }
     let _ = gate::give_back(redis, c, &req.customer, token, None).await;

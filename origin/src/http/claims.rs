@@ -2,14 +2,14 @@
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{codes, is_valid_slug, parse_claim_body, ClaimReply};
 use flashgate_shared::MAX_CLAIM_BODY_BYTES;
 
 use super::extract::{self, Path};
 use crate::claims::{service, store};
-use crate::error::{ApiError, ApiResult, RETRY_AFTER_SECONDS};
+use crate::error::{ApiError, ApiResult};
 use crate::metrics::Metrics;
 use crate::state::AppState;
 
@@ -54,19 +54,8 @@ pub async fn create(
         },
     )
     .await?;
-    span.record("outcome", reply.outcome);
-    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::CONFLICT);
-    let mut res = (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        reply.body,
-    )
-        .into_response();
-    if reply.outcome == "in_progress" {
-        res.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
-    }
-    Ok(res)
+    span.record("outcome", reply.outcome.as_str());
+    Ok(reply.into_response())
 }
 
 /// Her active claim on the campaign: 200 `{"result":"claimed","claim":{…}}`, 404 when she has

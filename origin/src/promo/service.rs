@@ -12,6 +12,7 @@
 
 use std::sync::Arc;
 
+use axum::http::StatusCode;
 use chrono::Utc;
 use flashgate_shared::api::codes;
 use flashgate_shared::api::coupons::{
@@ -21,39 +22,21 @@ use flashgate_shared::api::coupons::{
 
 use super::store::{self, NewUse, Released, Take};
 use super::{flags, guess, CodeRules, RulesCache};
-use crate::error::{ApiError, ApiResult, RETRY_AFTER_SECONDS};
+use crate::error::{ApiError, ApiResult};
 use crate::idempotency::{self, Begin};
+use crate::reply::{Outcome, Reply};
 use crate::state::AppState;
 
-/// A reply ready to send: status, JSON body and, for `in_progress`, a `Retry-After`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    pub status: u16,
-    pub body: String,
-    /// Seconds for a `Retry-After` header, when the client should retry.
-    pub retry_after: Option<u32>,
+fn refusal(r: CodeRefusal) -> Reply {
+    Reply::with_status(r.http_status(), Outcome::CodeRefused, &r)
 }
 
-impl Reply {
-    fn json<T: serde::Serialize>(status: u16, body: &T) -> Self {
-        Reply {
-            status,
-            body: serde_json::to_string(body).expect("replies serialise"),
-            retry_after: None,
-        }
-    }
+fn already_used(use_id: Option<String>) -> Reply {
+    refusal(CodeRefusal::AlreadyUsed { use_id })
+}
 
-    fn refusal(r: CodeRefusal) -> Self {
-        Reply::json(r.http_status(), &r)
-    }
-
-    fn already_used(use_id: Option<String>) -> Self {
-        Reply::refusal(CodeRefusal::AlreadyUsed { use_id })
-    }
-
-    fn not_applicable(reason: NotApplicable) -> Self {
-        Reply::refusal(CodeRefusal::NotApplicable { reason })
-    }
+fn not_applicable(reason: NotApplicable) -> Reply {
+    refusal(CodeRefusal::NotApplicable { reason })
 }
 
 /// Who is trying a code: the customer of the token and her client IP, if known.
@@ -91,7 +74,7 @@ async fn lookup(
     if wait > 0 {
         return Err(rate_limited(wait));
     }
-    Ok(Err(Reply::refusal(CodeRefusal::InvalidCode)))
+    Ok(Err(refusal(CodeRefusal::InvalidCode)))
 }
 
 fn rate_limited(wait: u64) -> ApiError {
@@ -115,21 +98,22 @@ pub async fn check(
     };
     let applied = match rules.judge(Utc::now(), req.cart_total, req.currency.as_deref()) {
         Ok(a) => a,
-        Err(reason) => return Ok(Reply::not_applicable(reason)),
+        Err(reason) => return Ok(not_applicable(reason)),
     };
     let mut redis = state.redis.clone();
     let cached = flags::read(&mut redis, &rules.code, &who.customer).await?;
     if cached.disabled {
-        return Ok(Reply::not_applicable(NotApplicable::Disabled));
+        return Ok(not_applicable(NotApplicable::Disabled));
     }
     if rules.rules.once_per_customer && cached.holder.is_some() {
-        return Ok(Reply::not_applicable(NotApplicable::AlreadyUsed));
+        return Ok(not_applicable(NotApplicable::AlreadyUsed));
     }
     if cached.used_up {
-        return Ok(Reply::not_applicable(NotApplicable::UsedUp));
+        return Ok(not_applicable(NotApplicable::UsedUp));
     }
     Ok(Reply::json(
-        200,
+        StatusCode::OK,
+        Outcome::CodeChecked,
         &CheckReply {
             discount: applied.discount,
             total: applied.total,
@@ -172,8 +156,8 @@ async fn use_recorded(state: &AppState, rules: &CodeRules, call: &UseCall) -> Ap
         // As a claim's: the key's first request is still running, so retry shortly.
         Begin::InProgress => {
             return Ok(Reply {
-                retry_after: Some(RETRY_AFTER_SECONDS),
-                ..Reply::refusal(CodeRefusal::InProgress)
+                outcome: Outcome::InProgress,
+                ..refusal(CodeRefusal::InProgress)
             })
         }
         Begin::Reused => {
@@ -182,13 +166,7 @@ async fn use_recorded(state: &AppState, rules: &CodeRules, call: &UseCall) -> Ap
                 "this Idempotency-Key was used with another code or body".into(),
             ))
         }
-        Begin::Replay { status, body } => {
-            return Ok(Reply {
-                status,
-                body,
-                retry_after: None,
-            })
-        }
+        Begin::Replay(reply) => return Ok(reply),
     }
     let result = decide_use(state, &mut redis, rules, call, &fp).await;
     match &result {
@@ -198,8 +176,7 @@ async fn use_recorded(state: &AppState, rules: &CodeRules, call: &UseCall) -> Ap
                 customer,
                 key,
                 &fp,
-                reply.status,
-                &reply.body,
+                reply,
                 state.config.idempotency_ttl_seconds,
             )
             .await?
@@ -225,18 +202,18 @@ async fn decide_use(
         call.req.currency.as_deref(),
     ) {
         Ok(a) => a,
-        Err(reason) => return Ok(Reply::not_applicable(reason)),
+        Err(reason) => return Ok(not_applicable(reason)),
     };
     // The used-up flag answers without the row.
     let cached = flags::read(redis, &rules.code, customer).await?;
     if cached.disabled {
-        return Ok(Reply::not_applicable(NotApplicable::Disabled));
+        return Ok(not_applicable(NotApplicable::Disabled));
     }
     if cached.used_up {
         if rules.rules.once_per_customer && cached.holder.is_some() {
-            return Ok(Reply::already_used(cached.holder));
+            return Ok(already_used(cached.holder));
         }
-        return Ok(Reply::refusal(CodeRefusal::UsedUp));
+        return Ok(refusal(CodeRefusal::UsedUp));
     }
     let use_id = format!("u_{}", uuid::Uuid::now_v7().simple());
     let taken = store::take(
@@ -263,7 +240,8 @@ async fn decide_use(
             flags::add_holder(redis, &rules.code, customer, &use_id).await?;
             flags::publish(redis, &rules.code, uses_left, version, false).await?;
             Ok(Reply::json(
-                201,
+                StatusCode::CREATED,
+                Outcome::CodeUsed,
                 &UseReply {
                     use_id,
                     discount: applied.discount,
@@ -283,7 +261,8 @@ async fn decide_use(
             });
             if let Some(u) = replay {
                 return Ok(Reply::json(
-                    201,
+                    StatusCode::CREATED,
+                    Outcome::CodeUsed,
                     &UseReply {
                         use_id: u.id.clone(),
                         discount: u.discount,
@@ -293,17 +272,17 @@ async fn decide_use(
                 ));
             }
             if why.disabled {
-                return Ok(Reply::not_applicable(NotApplicable::Disabled));
+                return Ok(not_applicable(NotApplicable::Disabled));
             }
             if let Some(u) = why.order_use {
-                return Ok(Reply::already_used(Some(u.id)));
+                return Ok(already_used(Some(u.id)));
             }
             match why.mine {
                 Some(u) => {
                     flags::add_holder(redis, &rules.code, customer, &u.id).await?;
-                    Ok(Reply::already_used(Some(u.id)))
+                    Ok(already_used(Some(u.id)))
                 }
-                None => Ok(Reply::refusal(CodeRefusal::UsedUp)),
+                None => Ok(refusal(CodeRefusal::UsedUp)),
             }
         }
     }
@@ -311,7 +290,8 @@ async fn decide_use(
 
 fn use_state(id: &str, code: &str, status: UseStatus) -> Reply {
     Reply::json(
-        200,
+        StatusCode::OK,
+        Outcome::UseState,
         &UseState {
             use_id: id.to_string(),
             code: code.to_string(),
@@ -327,7 +307,11 @@ pub async fn confirm(state: &AppState, id: &str) -> ApiResult<Reply> {
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no use {id}")))?;
     Ok(match u.status {
-        UseStatus::Released => Reply::json(409, &UseConflict::UseReleased),
+        UseStatus::Released => Reply::json(
+            StatusCode::CONFLICT,
+            Outcome::UseState,
+            &UseConflict::UseReleased,
+        ),
         s => use_state(&u.id, &u.code, s),
     })
 }
@@ -344,7 +328,11 @@ pub async fn release(state: &AppState, id: &str) -> ApiResult<Reply> {
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no use {id}")))?;
     Ok(match u.status {
-        UseStatus::Used => Reply::json(409, &UseConflict::UseConfirmed),
+        UseStatus::Used => Reply::json(
+            StatusCode::CONFLICT,
+            Outcome::UseState,
+            &UseConflict::UseConfirmed,
+        ),
         s => use_state(&u.id, &u.code, s),
     })
 }
