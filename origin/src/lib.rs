@@ -12,7 +12,7 @@
 //! - [`giveaway`]: giveaway coupons: drawing their codes, redeem in store, lookup;
 //! - [`promo`]: the promo code service (shared codes, one-time batches, guess limiting) under
 //!   `/api/v1/codes/…`;
-//! - [`campaigns`]: the campaign row and its cache;
+//! - [`campaigns`]: the campaign row and its cache ([`cache`]: how the `moka` caches fill);
 //! - [`redis_conn`]: the Redis handle, one server or a Redis Cluster;
 //! - [`reconcile`]: unit accounting and gate-vs-PostgreSQL checks of one campaign;
 //! - [`admin`]: admin tokens and roles, campaign toggles with their audit trail;
@@ -24,6 +24,7 @@
 //! - [`cli`]: the `flashgate admin …` client of the admin API.
 
 pub mod admin;
+pub mod cache;
 pub mod campaigns;
 pub mod claims;
 pub mod cli;

@@ -6,12 +6,14 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
+use tokio_util::task::TaskTracker;
 
 use crate::campaigns::CampaignCache;
 use crate::claims::commit::Committer;
 use crate::config::Config;
 use crate::gate::flags::SoldOutFlags;
 use crate::metrics::Metrics;
+use crate::promo::RulesCache;
 use crate::redis_conn::RedisConn;
 
 /// Cloned into every handler; all fields are cheap handles.
@@ -24,6 +26,11 @@ pub struct AppState {
     pub flags: Arc<SoldOutFlags>,
     pub committer: Committer,
     pub metrics: Arc<Metrics>,
+    /// Promo code rules by code.
+    pub code_rules: RulesCache,
+    /// Every task spawned by the origin past a request (background loops, gate loads, claim
+    /// and code-use tasks), joined at shutdown.
+    pub tasks: TaskTracker,
     /// Campaigns whose gate this origin is loading right now (single-flight).
     pub loading: Arc<Mutex<HashSet<String>>>,
 }
@@ -59,6 +66,8 @@ impl AppState {
             campaigns: Arc::new(CampaignCache::new(cache_ttl)),
             flags: Arc::new(SoldOutFlags::new(cache_ttl, config.winners_snapshot_max)),
             metrics: Arc::new(Metrics::default()),
+            code_rules: RulesCache::default(),
+            tasks: TaskTracker::new(),
             loading: Arc::new(Mutex::new(HashSet::new())),
             config: Arc::new(config),
             db,
@@ -78,7 +87,7 @@ impl AppState {
         }
         let state = self.clone();
         let c = c.to_string();
-        tokio::spawn(async move {
+        self.tasks.spawn(async move {
             let mut redis = state.redis.clone();
             if let Err(e) = crate::gate::load::load(&state.db, &mut redis, &c).await {
                 tracing::warn!(campaign = %c, error = %e, "gate load failed; will retry on next claim");

@@ -60,7 +60,9 @@ pub async fn claim(state: &AppState, req: ClaimRequest) -> ApiResult<Reply> {
         return Ok(Reply::claim(&ClaimReply::SoldOut));
     }
     let state = state.clone();
-    tokio::spawn(async move { claim_at_gate(&state, &campaign, &req).await })
+    let tasks = state.tasks.clone();
+    tasks
+        .spawn(async move { claim_at_gate(&state, &campaign, &req).await })
         .await
         .map_err(|e| ApiError::Unavailable(format!("claim task: {e}")))?
 }
@@ -133,7 +135,7 @@ async fn decide(
                 Metrics::inc(&state.metrics.sold_out_gate);
                 if state.flags.note(c, generation) {
                     let (flags, mut r, c) = (state.flags.clone(), redis.clone(), c.clone());
-                    tokio::spawn(async move {
+                    state.tasks.spawn(async move {
                         let _ = flags.load_winners(&mut r, &c, generation).await;
                     });
                 }
@@ -230,7 +232,7 @@ async fn commit_taken(
             }
             Committed::Refused(now) => {
                 gate::correct_down(redis, c, &req.customer, token, now.remaining).await?;
-                state.campaigns.invalidate(c);
+                state.campaigns.invalidate(c).await;
                 let at = chrono::Utc::now();
                 let reply = ClaimReply::for_state(now.state_at(at), now.starts_at)
                     .unwrap_or(ClaimReply::SoldOut);

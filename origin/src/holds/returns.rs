@@ -46,7 +46,7 @@ pub async fn return_to_gate(state: &AppState, returned: &[Returned]) -> usize {
     let campaigns: BTreeSet<&str> = returned.iter().map(|r| r.campaign_id.as_str()).collect();
     for c in campaigns {
         state.flags.clear(c);
-        state.campaigns.invalidate(c);
+        state.campaigns.invalidate(c).await;
     }
     given
 }
@@ -118,7 +118,7 @@ pub async fn drain_gate_returns(state: &AppState, limit: i64) -> anyhow::Result<
             .collect::<BTreeSet<_>>()
         {
             state.flags.clear(c);
-            state.campaigns.invalidate(c);
+            state.campaigns.invalidate(c).await;
         }
     }
     Ok(back)

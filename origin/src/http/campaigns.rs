@@ -52,7 +52,7 @@ pub async fn create(
     crate::gate::load::load(&state.db, &mut redis, &row.id)
         .await
         .map_err(|e| ApiError::Unavailable(e.to_string()))?;
-    state.campaigns.invalidate(&row.id);
+    state.campaigns.invalidate(&row.id).await;
     let body = AdminCampaign {
         status: row.status_at(chrono::Utc::now()),
         hold_seconds: row.hold_seconds.map(i64::from),

@@ -53,7 +53,7 @@ use crate::promo::admin::{self, CodeAction};
 use crate::promo::rules::NewRules;
 use crate::promo::service::{self, Trier, UseCall};
 use crate::promo::store;
-use crate::promo::{batch, flags, CodeRules, RulesCache};
+use crate::promo::{batch, flags, CodeRules};
 use crate::state::AppState;
 
 /// The raw code of the path; a path that does not decode is an unknown code.
@@ -292,7 +292,7 @@ pub async fn admin_create(
     let created = store::insert_shared(&state.db, &code, &rules)
         .await?
         .ok_or_else(|| ApiError::Conflict(format!("code {code} exists")))?;
-    RulesCache::global().forget(&code);
+    state.code_rules.forget(&code).await;
     Ok((
         StatusCode::CREATED,
         axum::Json(admin_view(&created, created.rules.use_limit, None)),

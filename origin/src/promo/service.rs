@@ -21,7 +21,7 @@ use flashgate_shared::api::coupons::{
 };
 
 use super::store::{self, NewUse, Released, Take};
-use super::{flags, guess, CodeRules, RulesCache};
+use super::{flags, guess, CodeRules};
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::{self, Begin};
 use crate::reply::{Outcome, Reply};
@@ -66,7 +66,7 @@ async fn lookup(
         return Err(rate_limited(wait));
     }
     if let Some(code) = flashgate_shared::code::normalise(raw_code) {
-        if let Some(rules) = RulesCache::global().get(&state.db, &code).await? {
+        if let Some(rules) = state.code_rules.get(&state.db, &code).await? {
             return Ok(Ok(rules));
         }
     }
@@ -141,7 +141,9 @@ pub async fn use_code(state: &AppState, raw_code: &str, call: UseCall) -> ApiRes
         Err(reply) => return Ok(reply),
     };
     let state = state.clone();
-    tokio::spawn(async move { use_recorded(&state, &rules, &call).await })
+    let tasks = state.tasks.clone();
+    tasks
+        .spawn(async move { use_recorded(&state, &rules, &call).await })
         .await
         .map_err(|e| ApiError::Unavailable(format!("use task: {e}")))?
 }
