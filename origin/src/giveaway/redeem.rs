@@ -108,7 +108,13 @@ pub async fn redeem(
 }
 
 /// Campaign, customer, status, issued and redeemed times of a coupon.
-type CouponRow = (String, String, String, DateTime<Utc>, Option<DateTime<Utc>>);
+type CouponRow = (
+    String,
+    String,
+    ClaimStatus,
+    DateTime<Utc>,
+    Option<DateTime<Utc>>,
+);
 
 /// A coupon by code, with its QR payload. `Ok(None)`: no coupon with this code.
 pub async fn coupon(
@@ -123,16 +129,16 @@ pub async fn coupon(
     .fetch_optional(db)
     .await?;
     Ok(
-        row.and_then(|(campaign, customer, status, issued_at, redeemed_at)| {
-            Some(flashgate_shared::api::Coupon {
+        row.map(|(campaign, customer, status, issued_at, redeemed_at)| {
+            flashgate_shared::api::Coupon {
                 code: code.to_string(),
                 campaign,
                 customer,
-                status: ClaimStatus::parse(&status)?,
+                status,
                 issued_at,
                 redeemed_at,
                 qr: flashgate_shared::api::coupon_qr_payload(code),
-            })
+            }
         }),
     )
 }
