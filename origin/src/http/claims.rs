@@ -45,7 +45,7 @@ pub async fn create(
         return Err(ApiError::NotFound(format!("no campaign {campaign}")));
     }
     let reply = service::claim(
-        &state,
+        &state.claims(),
         service::ClaimRequest {
             campaign,
             customer,

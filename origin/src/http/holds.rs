@@ -103,7 +103,7 @@ pub async fn release(
         .await?
         .ok_or_else(|| no_claim(&id))?;
     if let Some(r) = returned {
-        returns::return_to_gate(&state, &[r]).await;
+        returns::return_to_gate(&state.gate_returns(), &[r]).await;
     }
     Ok(hold_response(reply))
 }

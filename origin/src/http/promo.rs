@@ -117,7 +117,7 @@ pub async fn check(
     let (who, bytes) = shopper_call(&state, &uri, &headers, &ext, body).await?;
     let req: CheckRequest = extract::parse_json(&bytes)?;
     check_cart(req.cart_total, req.currency.as_deref())?;
-    let reply = service::check(&state, &raw_code(path), &who, &req).await?;
+    let reply = service::check(&state.promo(), &raw_code(path), &who, &req).await?;
     Ok(reply.into_response())
 }
 
@@ -149,7 +149,7 @@ pub async fn use_code(
         body: bytes.to_vec(),
         req,
     };
-    let reply = service::use_code(&state, &raw_code(path), call).await?;
+    let reply = service::use_code(&state.promo(), &raw_code(path), call).await?;
     Ok(reply.into_response())
 }
 
@@ -176,7 +176,7 @@ pub async fn confirm(
 ) -> ApiResult<Response> {
     extract::require_token(&headers, &state.config.service_token, "confirm")?;
     let id = use_id(path)?;
-    Ok(service::confirm(&state, &id).await?.into_response())
+    Ok(service::confirm(&state.promo(), &id).await?.into_response())
 }
 
 /// `POST /api/v1/uses/{id}/release` (service token): the payment failed; the use goes back.
@@ -187,7 +187,7 @@ pub async fn release(
 ) -> ApiResult<Response> {
     extract::require_token(&headers, &state.config.service_token, "release")?;
     let id = use_id(path)?;
-    Ok(service::release(&state, &id).await?.into_response())
+    Ok(service::release(&state.promo(), &id).await?.into_response())
 }
 
 // ---- ADMIN HANDLERS -------------------------------------------------------------------------

@@ -35,10 +35,10 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
     // waits for the other.
     let every = Duration::from_millis(state.config.sweep_interval_ms.max(1));
     spawn_every(state, stop, every, "hold expiry sweep", |s| async move {
-        crate::holds::expiry::sweep(&s).await
+        crate::holds::expiry::sweep(&s.gate_returns(), s.config.sweep_batch_max).await
     });
     spawn_every(state, stop, every, "promo code use sweep", |s| async move {
-        crate::promo::service::sweep(&s).await
+        crate::promo::service::sweep(&s.promo()).await
     });
 }
 
