@@ -144,6 +144,12 @@ pub struct Config {
     /// connections still open after it are closed.
     #[arg(long, env = "FLASHGATE_SHUTDOWN_TIMEOUT_MS", default_value_t = 30_000)]
     pub shutdown_timeout_ms: u64,
+
+    /// Serves `GET /debug/panic`, a route whose handler panics, to test that a panic is
+    /// answered 503 `unavailable` + `Retry-After` (never internal text). Off by default; never
+    /// turn it on in production.
+    #[arg(long, env = "FLASHGATE_DEBUG_PANIC_ROUTE", default_value_t = false)]
+    pub debug_panic_route: bool,
 }
 
 /// The manager token of [`Config::for_tests`] (named `admin`).
@@ -248,6 +254,7 @@ impl Config {
             request_timeout_ms: 60_000,
             db_statement_timeout_ms: 30_000,
             shutdown_timeout_ms: 30_000,
+            debug_panic_route: false,
         }
     }
 }

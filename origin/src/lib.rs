@@ -13,16 +13,19 @@
 //! - [`promo`]: the promo code service (shared codes, one-time batches, guess limiting) under
 //!   `/api/v1/codes/…`;
 //! - [`queue`]: the waiting room: joins, the admitting task, the admission check on claims;
-//! - [`campaigns`]: the campaign row and its cache;
+//! - [`campaigns`]: the campaign row and its cache ([`cache`]: how the `moka` caches fill);
 //! - [`redis_conn`]: the Redis handle, one server or a Redis Cluster;
 //! - [`reconcile`]: unit accounting and gate-vs-PostgreSQL checks of one campaign;
 //! - [`admin`]: admin tokens and roles, campaign toggles with their audit trail;
+//! - [`reply`]: the one reply type of business answers (status, exact body, typed outcome),
+//!   kept by the idempotency records for replays;
 //! - [`http`]: routes and request checks;
 //! - [`server`]: start-up, background tasks, graceful shutdown;
 //! - [`config`], [`secret`]: settings from flags / env vars, and secrets kept out of logs;
 //! - [`cli`]: the `flashgate admin …` client of the admin API.
 
 pub mod admin;
+pub mod cache;
 pub mod campaigns;
 pub mod claims;
 pub mod cli;
@@ -38,6 +41,7 @@ pub mod promo;
 pub mod queue;
 pub mod reconcile;
 pub mod redis_conn;
+pub mod reply;
 pub mod secret;
 pub mod server;
 pub mod state;

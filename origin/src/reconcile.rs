@@ -21,7 +21,9 @@
 use std::collections::HashMap;
 
 use crate::redis_conn::RedisConn;
-use flashgate_shared::api::{CampaignKind, GateShardView, GateView, ReconcileReport, StatusCounts};
+use flashgate_shared::api::{
+    CampaignKind, ClaimStatus, GateShardView, GateView, ReconcileReport, StatusCounts,
+};
 use sqlx::PgPool;
 
 use crate::gate::{self, Keys, PENDING_PREFIX};
@@ -71,7 +73,7 @@ async fn pg_facts(db: &PgPool, c: &str) -> sqlx::Result<Option<PgFacts>> {
     sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         .execute(&mut *tx)
         .await?;
-    let row: Option<(String, i64, i64)> =
+    let row: Option<(CampaignKind, i64, i64)> =
         sqlx::query_as("SELECT kind, stock, remaining FROM campaigns WHERE id = $1")
             .bind(c)
             .fetch_optional(&mut *tx)
@@ -112,9 +114,10 @@ async fn pg_facts(db: &PgPool, c: &str) -> sqlx::Result<Option<PgFacts>> {
     let active_holders = if active <= HOLDER_CHECK_MAX {
         let rows: Vec<(String, String)> = sqlx::query_as(
             "SELECT customer_id, id FROM claims
-              WHERE campaign_id = $1 AND status IN ('held', 'paid', 'issued', 'redeemed')",
+              WHERE campaign_id = $1 AND status = ANY($2)",
         )
         .bind(c)
+        .bind(&ClaimStatus::active_names()[..])
         .fetch_all(&mut *tx)
         .await?;
         Some(rows.into_iter().collect())
@@ -123,7 +126,7 @@ async fn pg_facts(db: &PgPool, c: &str) -> sqlx::Result<Option<PgFacts>> {
     };
     tx.commit().await?;
     Ok(Some(PgFacts {
-        kind: CampaignKind::parse(&kind).unwrap_or(CampaignKind::Sale),
+        kind,
         stock,
         remaining,
         claims,

@@ -6,15 +6,22 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
+use tokio_util::task::TaskTracker;
 
 use crate::campaigns::CampaignCache;
 use crate::claims::commit::Committer;
+use crate::claims::service::ClaimService;
 use crate::config::Config;
 use crate::gate::flags::SoldOutFlags;
+use crate::holds::returns::GateReturns;
 use crate::metrics::Metrics;
+use crate::promo::service::PromoService;
+use crate::promo::RulesCache;
 use crate::redis_conn::RedisConn;
 
-/// Cloned into every handler; all fields are cheap handles.
+/// The bag of handles the HTTP layer and the background tasks hold; cloned into every handler,
+/// all fields are cheap handles. Domain code takes only the handles it uses (built here:
+/// [`AppState::claims`], [`AppState::promo`], [`AppState::gate_returns`]).
 #[derive(Clone)]
 pub struct AppState {
     pub config: Arc<Config>,
@@ -24,8 +31,47 @@ pub struct AppState {
     pub flags: Arc<SoldOutFlags>,
     pub committer: Committer,
     pub metrics: Arc<Metrics>,
-    /// Campaigns whose gate this origin is loading right now (single-flight).
-    pub loading: Arc<Mutex<HashSet<String>>>,
+    /// Promo code rules by code.
+    pub code_rules: RulesCache,
+    /// Every task spawned by the origin past a request (background loops, gate loads, claim
+    /// and code-use tasks), joined at shutdown.
+    pub tasks: TaskTracker,
+    /// Loads campaign gates in the background, single-flight per campaign.
+    pub gate_loader: GateLoader,
+}
+
+/// Loads the gate of a campaign in the background unless this origin is already doing so.
+#[derive(Clone)]
+pub struct GateLoader {
+    db: PgPool,
+    redis: RedisConn,
+    tasks: TaskTracker,
+    /// Campaigns whose gate this origin is loading right now.
+    loading: Arc<Mutex<HashSet<String>>>,
+}
+
+impl GateLoader {
+    /// Loads the gate of campaign `c` on a task of `tasks` unless one is already loading it.
+    /// A failed load is logged; the next claim that finds the gate unloaded tries again.
+    pub fn spawn(&self, c: &str) {
+        if !self
+            .loading
+            .lock()
+            .expect("loading lock")
+            .insert(c.to_string())
+        {
+            return;
+        }
+        let this = self.clone();
+        let c = c.to_string();
+        self.tasks.spawn(async move {
+            let mut redis = this.redis.clone();
+            if let Err(e) = crate::gate::load::load(&this.db, &mut redis, &c).await {
+                tracing::warn!(campaign = %c, error = %e, "gate load failed; will retry on next claim");
+            }
+            this.loading.lock().expect("loading lock").remove(&c);
+        });
+    }
 }
 
 /// The connection options of `config.database_url` with the `statement_timeout` of
@@ -54,36 +100,62 @@ impl AppState {
         let redis =
             RedisConn::open(&config.redis_url, config.redis_cluster_nodes.as_deref()).await?;
         let cache_ttl = Duration::from_millis(config.campaign_cache_ms);
+        let tasks = TaskTracker::new();
         Ok(AppState {
+            gate_loader: GateLoader {
+                db: db.clone(),
+                redis: redis.clone(),
+                tasks: tasks.clone(),
+                loading: Arc::new(Mutex::new(HashSet::new())),
+            },
             committer: Committer::start(db.clone(), COMMIT_WORKERS, config.commit_batch_max),
             campaigns: Arc::new(CampaignCache::new(cache_ttl)),
             flags: Arc::new(SoldOutFlags::new(cache_ttl, config.winners_snapshot_max)),
             metrics: Arc::new(Metrics::default()),
-            loading: Arc::new(Mutex::new(HashSet::new())),
+            code_rules: RulesCache::default(),
+            tasks,
             config: Arc::new(config),
             db,
             redis,
         })
     }
 
-    /// Loads the gate of campaign `c` in the background unless this origin is already doing so.
-    pub fn spawn_gate_load(&self, c: &str) {
-        if !self
-            .loading
-            .lock()
-            .expect("loading lock")
-            .insert(c.to_string())
-        {
-            return;
+    /// The handles of the claim path.
+    pub fn claims(&self) -> ClaimService {
+        ClaimService {
+            db: self.db.clone(),
+            redis: self.redis.clone(),
+            campaigns: self.campaigns.clone(),
+            flags: self.flags.clone(),
+            committer: self.committer.clone(),
+            metrics: self.metrics.clone(),
+            gate_loader: self.gate_loader.clone(),
+            tasks: self.tasks.clone(),
+            idempotency_ttl_seconds: self.config.idempotency_ttl_seconds,
         }
-        let state = self.clone();
-        let c = c.to_string();
-        tokio::spawn(async move {
-            let mut redis = state.redis.clone();
-            if let Err(e) = crate::gate::load::load(&state.db, &mut redis, &c).await {
-                tracing::warn!(campaign = %c, error = %e, "gate load failed; will retry on next claim");
-            }
-            state.loading.lock().expect("loading lock").remove(&c);
-        });
+    }
+
+    /// The handles of the promo code service.
+    pub fn promo(&self) -> PromoService {
+        PromoService {
+            db: self.db.clone(),
+            redis: self.redis.clone(),
+            rules: self.code_rules.clone(),
+            tasks: self.tasks.clone(),
+            guesses_per_customer: self.config.code_guesses_per_customer,
+            guesses_per_ip: self.config.code_guesses_per_ip,
+            use_hold_seconds: self.config.code_use_hold_seconds,
+            idempotency_ttl_seconds: self.config.idempotency_ttl_seconds,
+        }
+    }
+
+    /// The handles that give units back to the gate.
+    pub fn gate_returns(&self) -> GateReturns {
+        GateReturns {
+            db: self.db.clone(),
+            redis: self.redis.clone(),
+            flags: self.flags.clone(),
+            campaigns: self.campaigns.clone(),
+        }
     }
 }

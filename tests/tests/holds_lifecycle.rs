@@ -121,7 +121,7 @@ async fn second_sweeper(o: &TestOrigin, c: &str, ms: u64, batch: i64) -> usize {
             .await
             .expect("second sweeper");
         expired += r.len();
-        returns::return_to_gate(&o.origin.state, &r).await;
+        returns::return_to_gate(&o.origin.state.gate_returns(), &r).await;
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     expired

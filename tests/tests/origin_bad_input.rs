@@ -457,3 +457,79 @@ async fn paths_that_do_not_decode_get_the_documented_404() {
     }
     o.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_handler_answers_the_documented_503_and_every_response_carries_a_request_id() {
+    use flashgate_tests::support::{send_raw, RawReply};
+    use reqwest::Method;
+
+    async fn get(o: &TestOrigin, path: &str, headers: &[(&str, String)]) -> RawReply {
+        let url = format!("{}{path}", o.url);
+        send_raw(&o.http, Method::GET, &url, None, headers, "").await
+    }
+    async fn claim_raw(
+        o: &TestOrigin,
+        c: &str,
+        bearer: Option<&str>,
+        headers: &[(&str, String)],
+    ) -> RawReply {
+        let url = format!("{}/api/v1/campaigns/{c}/claims", o.url);
+        send_raw(&o.http, Method::POST, &url, bearer, headers, "{}").await
+    }
+
+    let mut config = test_config();
+    config.debug_panic_route = true;
+    let o = TestOrigin::start_with(config).await;
+    let panicked = get(&o, "/debug/panic", &[]).await;
+    assert_eq!(panicked.status, 503, "{:?}", panicked.body);
+    assert_eq!(panicked.body["result"], "unavailable");
+    let message = panicked.body["message"].as_str().expect("message");
+    assert!(!message.contains("internal detail"), "{message}");
+    assert!(!message.contains("panic"), "{message}");
+    assert_eq!(panicked.header("retry-after"), Some("1"));
+    assert_eq!(panicked.header("content-type"), Some("application/json"));
+    assert!(panicked
+        .header("x-request-id")
+        .is_some_and(|id| !id.is_empty()));
+    // The origin still serves after the panic.
+    let health = get(&o, "/healthz", &[]).await;
+    assert_eq!(health.status, 200);
+
+    // Ids are made per request, and a caller's id is kept and sent back.
+    let a = health.header("x-request-id").expect("id").to_string();
+    let again = get(&o, "/healthz", &[]).await;
+    let b = again.header("x-request-id").expect("id").to_string();
+    assert_ne!(a, b);
+    let given = get(
+        &o,
+        "/healthz",
+        &[("x-request-id", "edge-ray-0123".to_string())],
+    )
+    .await;
+    assert_eq!(given.header("x-request-id"), Some("edge-ray-0123"));
+    // A business answer and a 4xx carry it too.
+    let c = o.campaign("sale", 1).await;
+    let claim = claim_raw(
+        &o,
+        &c,
+        Some(&o.token(&unique("rid"))),
+        &[
+            ("idempotency-key", unique("k")),
+            ("content-type", "application/json".to_string()),
+        ],
+    )
+    .await;
+    assert_eq!(claim.status, 201, "{:?}", claim.body);
+    assert!(claim.header("x-request-id").is_some());
+    let bad = claim_raw(&o, &c, None, &[]).await;
+    assert_eq!(bad.status, 415, "no Content-Type");
+    assert!(bad.header("x-request-id").is_some());
+    o.stop().await;
+
+    // Off by default: no such route.
+    let o = TestOrigin::start().await;
+    let none = get(&o, "/debug/panic", &[]).await;
+    assert_eq!(none.status, 404);
+    assert_eq!(none.body["result"], "not_found");
+    o.stop().await;
+}

@@ -265,3 +265,27 @@ async fn a_value_postgresql_refuses_is_a_4xx_never_a_503() {
     let (status, _, body) = answer_of(ApiError::from(err)).await;
     assert_eq!((status, body["result"].as_str()), (409, Some("conflict")));
 }
+
+/// Shutdown cancels and joins every background task (the sweepers, the stale-take settler)
+/// within `FLASHGATE_SHUTDOWN_TIMEOUT_MS`: once `shutdown` returns, none is left running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_joins_every_background_task_within_its_deadline() {
+    let mut config = test_config();
+    config.shutdown_timeout_ms = 5_000;
+    let o = TestOrigin::start_with(config).await;
+    let tasks = o.origin.state.tasks.clone();
+    assert!(
+        tasks.len() >= 3,
+        "the background loops run: {}",
+        tasks.len()
+    );
+    let started = Instant::now();
+    o.stop().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(tasks.is_closed());
+    assert_eq!(tasks.len(), 0, "every task was joined");
+}

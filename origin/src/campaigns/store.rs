@@ -10,7 +10,7 @@ use sqlx::PgPool;
 pub struct CampaignRow {
     pub id: String,
     pub name: String,
-    pub kind: String,
+    pub kind: CampaignKind,
     pub stock: i64,
     pub remaining: i64,
     pub starts_at: DateTime<Utc>,
@@ -26,9 +26,9 @@ pub struct CampaignRow {
 }
 
 impl CampaignRow {
-    /// The campaign kind (the CHECK constraint guarantees one of the two).
+    /// The campaign kind.
     pub fn kind(&self) -> CampaignKind {
-        CampaignKind::parse(&self.kind).unwrap_or(CampaignKind::Sale)
+        self.kind
     }
 
     /// The state at `now`, from the stored facts.

@@ -10,41 +10,35 @@ use std::time::Duration;
 use crate::redis_conn::RedisConn;
 use flashgate_shared::api::{CampaignKind, CampaignState, ClaimReply};
 
-use super::commit::{NewClaim, Outcome};
+use super::commit::{NewClaim, Outcome as Committed};
 use super::store::{self, ClaimRow};
+use crate::campaigns::CampaignCache;
 use crate::campaigns::CampaignRow;
+use crate::claims::commit::Committer;
 use crate::error::{ApiError, ApiResult};
+use crate::gate::flags::SoldOutFlags;
 use crate::gate::{self, flags::Local, Take};
 use crate::idempotency::{self, Begin};
 use crate::metrics::Metrics;
-use crate::state::AppState;
+use crate::reply::{Outcome, Reply};
+use crate::state::GateLoader;
+use std::sync::Arc;
+use tokio_util::task::TaskTracker;
 
-/// A claim reply ready to send: status and the exact body bytes (replayed verbatim).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    pub status: u16,
-    pub body: String,
-    /// Short outcome name for logs and spans (`claimed`, `sold_out`, `replay`, ...).
-    pub outcome: &'static str,
-}
-
-impl Reply {
-    fn of(reply: &ClaimReply) -> Self {
-        let outcome = match reply {
-            ClaimReply::Claimed { .. } => "claimed",
-            ClaimReply::SoldOut => "sold_out",
-            ClaimReply::AlreadyClaimed { .. } => "already_claimed",
-            ClaimReply::NotStarted { .. } => "not_started",
-            ClaimReply::Ended => "ended",
-            ClaimReply::Paused => "paused",
-            ClaimReply::InProgress => "in_progress",
-        };
-        Reply {
-            status: reply.http_status(),
-            body: serde_json::to_string(reply).expect("replies serialise"),
-            outcome,
-        }
-    }
+/// The handles the claim path uses (built by [`crate::state::AppState::claims`]).
+#[derive(Clone)]
+pub struct ClaimService {
+    pub db: sqlx::PgPool,
+    pub redis: RedisConn,
+    pub campaigns: Arc<CampaignCache>,
+    pub flags: Arc<SoldOutFlags>,
+    pub committer: Committer,
+    pub metrics: Arc<Metrics>,
+    pub gate_loader: GateLoader,
+    /// The claim task of each request runs here, so shutdown joins it.
+    pub tasks: TaskTracker,
+    /// `FLASHGATE_IDEMPOTENCY_TTL_SECONDS`: how long a final reply is kept for its key.
+    pub idempotency_ttl_seconds: u64,
 }
 
 /// A validated claim request.
@@ -64,10 +58,10 @@ const MAX_CODE_DRAWS: usize = 5;
 
 /// Runs the claim path. Errors: 404 unknown campaign; 422 `idempotency_key_reused`; 503 when
 /// PostgreSQL or Redis fail or the gate is loading.
-pub async fn claim(state: &AppState, req: ClaimRequest) -> ApiResult<Reply> {
-    let campaign = state
+pub async fn claim(svc: &ClaimService, req: ClaimRequest) -> ApiResult<Reply> {
+    let campaign = svc
         .campaigns
-        .get(&state.db, &req.campaign)
+        .get(&svc.db, &req.campaign)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no campaign {}", req.campaign)))?;
     let now = chrono::Utc::now();
@@ -80,55 +74,57 @@ pub async fn claim(state: &AppState, req: ClaimRequest) -> ApiResult<Reply> {
         1,
     );
     if let Some(reply) = ClaimReply::for_state(state_now, campaign.starts_at) {
-        return Ok(Reply::of(&reply));
+        return Ok(Reply::claim(&reply));
     }
-    if state.flags.check(&req.campaign, &req.customer) == Local::SoldOut {
-        Metrics::inc(&state.metrics.sold_out_local);
-        return Ok(Reply::of(&ClaimReply::SoldOut));
+    if svc.flags.check(&req.campaign, &req.customer) == Local::SoldOut {
+        Metrics::inc(&svc.metrics.sold_out_local);
+        return Ok(Reply::claim(&ClaimReply::SoldOut));
     }
-    let state = state.clone();
-    tokio::spawn(async move { claim_at_gate(&state, &campaign, &req).await })
+    let svc = svc.clone();
+    let tasks = svc.tasks.clone();
+    tasks
+        .spawn(async move { claim_at_gate(&svc, &campaign, &req).await })
         .await
         .map_err(|e| ApiError::Unavailable(format!("claim task: {e}")))?
 }
 
 async fn claim_at_gate(
-    state: &AppState,
+    svc: &ClaimService,
     campaign: &CampaignRow,
     req: &ClaimRequest,
 ) -> ApiResult<Reply> {
-    let mut redis = state.redis.clone();
+    let mut redis = svc.redis.clone();
     let fp = idempotency::fingerprint(&req.campaign, &req.body);
     match idempotency::begin(&mut redis, &req.customer, &req.idempotency_key, &fp).await? {
         Begin::New => {}
-        Begin::InProgress => return Ok(Reply::of(&ClaimReply::InProgress)),
+        Begin::InProgress => return Ok(Reply::claim(&ClaimReply::InProgress)),
         Begin::Reused => {
             return Err(ApiError::Unprocessable(
                 flashgate_shared::api::codes::IDEMPOTENCY_KEY_REUSED,
                 "this Idempotency-Key was used with another campaign or body".into(),
             ))
         }
-        Begin::Replay { status, body } => {
-            Metrics::inc(&state.metrics.replays);
-            return Ok(Reply {
-                status,
-                body,
-                outcome: "replay",
-            });
+        Begin::Replay(reply) => {
+            Metrics::inc(&svc.metrics.replays);
+            return Ok(reply);
         }
     }
-    let result = decide(state, &mut redis, campaign, req, &fp).await;
+    let result = decide(svc, &mut redis, campaign, req, &fp).await;
     match &result {
         // A pause or a schedule answer is not final for the key: a retry is decided again.
-        Ok(reply) if !matches!(reply.outcome, "paused" | "not_started" | "ended") => {
+        Ok(reply)
+            if !matches!(
+                reply.outcome,
+                Outcome::Paused | Outcome::NotStarted | Outcome::Ended
+            ) =>
+        {
             idempotency::finish(
                 &mut redis,
                 &req.customer,
                 &req.idempotency_key,
                 &fp,
-                reply.status,
-                &reply.body,
-                state.config.idempotency_ttl_seconds,
+                reply,
+                svc.idempotency_ttl_seconds,
             )
             .await?;
         }
@@ -141,7 +137,7 @@ async fn claim_at_gate(
 }
 
 async fn decide(
-    state: &AppState,
+    svc: &ClaimService,
     redis: &mut RedisConn,
     campaign: &CampaignRow,
     req: &ClaimRequest,
@@ -153,18 +149,18 @@ async fn decide(
         let token = gate::pending_token();
         match gate::take(redis, c, &req.customer, &token).await? {
             Take::NotLoaded => {
-                state.spawn_gate_load(c);
+                svc.gate_loader.spawn(c);
                 return Err(ApiError::Unavailable(format!("gate of {c} is loading")));
             }
             Take::SoldOut { generation } => {
-                Metrics::inc(&state.metrics.sold_out_gate);
-                if state.flags.note(c, generation) {
-                    let (flags, mut r, c) = (state.flags.clone(), redis.clone(), c.clone());
-                    tokio::spawn(async move {
+                Metrics::inc(&svc.metrics.sold_out_gate);
+                if svc.flags.note(c, generation) {
+                    let (flags, mut r, c) = (svc.flags.clone(), redis.clone(), c.clone());
+                    svc.tasks.spawn(async move {
                         let _ = flags.load_winners(&mut r, &c, generation).await;
                     });
                 }
-                return Ok(Reply::of(&ClaimReply::SoldOut));
+                return Ok(Reply::claim(&ClaimReply::SoldOut));
             }
             Take::AlreadyHolds(holder) if holder.starts_with(gate::PENDING_PREFIX) => {
                 // Her other tab is committing: wait for its outcome, then answer with it.
@@ -174,7 +170,7 @@ async fn decide(
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             Take::AlreadyHolds(claim_id) => {
-                let row = store::find(&state.db, &claim_id).await?;
+                let row = store::find(&svc.db, &claim_id).await?;
                 match row {
                     Some(row) if row.is_active() && row.customer_id == req.customer => {
                         return Ok(existing_claim_reply(row, req, fp));
@@ -187,14 +183,14 @@ async fn decide(
                     _ => {
                         // The gate remembers a claim that PostgreSQL no longer has active:
                         // PostgreSQL wins; reload the gate and let her retry.
-                        state.spawn_gate_load(c);
+                        svc.gate_loader.spawn(c);
                         return Err(ApiError::Unavailable(format!(
                             "gate of {c} disagreed; reloading"
                         )));
                     }
                 }
             }
-            Take::Taken => return commit_taken(state, redis, campaign, req, fp, &token).await,
+            Take::Taken => return commit_taken(svc, redis, campaign, req, fp, &token).await,
         }
     }
 }
@@ -205,14 +201,14 @@ fn existing_claim_reply(row: ClaimRow, req: &ClaimRequest, fp: &str) -> Reply {
     let same_request = row.idempotency_key == req.idempotency_key && row.request_fp == fp;
     let claim = row.to_claim();
     if same_request {
-        Reply::of(&ClaimReply::Claimed { claim })
+        Reply::claim(&ClaimReply::Claimed { claim })
     } else {
-        Reply::of(&ClaimReply::AlreadyClaimed { claim })
+        Reply::claim(&ClaimReply::AlreadyClaimed { claim })
     }
 }
 
 async fn commit_taken(
-    state: &AppState,
+    svc: &ClaimService,
     redis: &mut RedisConn,
     campaign: &CampaignRow,
     req: &ClaimRequest,
@@ -235,7 +231,7 @@ async fn commit_taken(
         if kind == CampaignKind::Giveaway {
             new.code = Some(crate::giveaway::draw::draw_code());
         }
-        let outcome = match state.committer.commit(new.clone()).await {
+        let outcome = match svc.committer.commit(new.clone()).await {
             Ok(o) => o,
             Err(e) => {
                 let _ = gate::give_back(redis, c, &req.customer, token, None).await;
@@ -243,27 +239,27 @@ async fn commit_taken(
             }
         };
         match outcome {
-            Outcome::Committed(row) => {
-                Metrics::inc(&state.metrics.claims_committed);
+            Committed::Committed(row) => {
+                Metrics::inc(&svc.metrics.claims_committed);
                 gate::confirm(redis, c, &req.customer, token, &row.id).await?;
-                return Ok(Reply::of(&ClaimReply::Claimed {
+                return Ok(Reply::claim(&ClaimReply::Claimed {
                     claim: row.to_claim(),
                 }));
             }
-            Outcome::AlreadyClaimed(row) => {
+            Committed::AlreadyClaimed(row) => {
                 // The gate had lost her: give the unit back and remember her claim.
                 gate::give_back(redis, c, &req.customer, token, Some(&row.id)).await?;
                 return Ok(existing_claim_reply(row, req, fp));
             }
-            Outcome::Refused(now) => {
+            Committed::Refused(now) => {
                 gate::correct_down(redis, c, &req.customer, token, now.remaining).await?;
-                state.campaigns.invalidate(c);
+                svc.campaigns.invalidate(c).await;
                 let at = chrono::Utc::now();
                 let reply = ClaimReply::for_state(now.state_at(at), now.starts_at)
                     .unwrap_or(ClaimReply::SoldOut);
-                return Ok(Reply::of(&reply));
+                return Ok(Reply::claim(&reply));
             }
-            Outcome::CodeTaken => continue,
+            Committed::CodeTaken => continue,
         }
     }
     let _ = gate::give_back(redis, c, &req.customer, token, None).await;

@@ -10,7 +10,7 @@ pub struct ClaimRow {
     pub id: String,
     pub campaign_id: String,
     pub customer_id: String,
-    pub status: String,
+    pub status: ClaimStatus,
     pub held_until: Option<DateTime<Utc>>,
     pub code: Option<String>,
     pub idempotency_key: String,
@@ -29,7 +29,7 @@ impl ClaimRow {
             id: self.id.clone(),
             campaign: self.campaign_id.clone(),
             customer: self.customer_id.clone(),
-            status: ClaimStatus::parse(&self.status).unwrap_or(ClaimStatus::Held),
+            status: self.status,
             held_until: self.held_until,
             code: self.code.clone(),
             created_at: self.created_at,
@@ -38,7 +38,7 @@ impl ClaimRow {
 
     /// True while the claim holds its unit.
     pub fn is_active(&self) -> bool {
-        ClaimStatus::parse(&self.status).is_some_and(ClaimStatus::is_active)
+        self.status.is_active()
     }
 }
 
@@ -59,10 +59,11 @@ pub async fn find_active<'e>(
     sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM claims
           WHERE campaign_id = $1 AND customer_id = $2
-            AND status IN ('held', 'paid', 'issued', 'redeemed')"
+            AND status = ANY($3)"
     ))
     .bind(c)
     .bind(customer)
+    .bind(&ClaimStatus::active_names()[..])
     .fetch_optional(db)
     .await
 }

@@ -4,11 +4,13 @@ use chrono::{DateTime, Utc};
 use flashgate_shared::api::{ClaimStatus, RedeemReply};
 use sqlx::PgPool;
 
+use crate::reply::{status_code, Outcome, Reply};
+
 /// What a redeem decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Redeem {
     /// The reply to send (status and exact body), first or replayed for the same key.
-    Reply { status: u16, body: String },
+    Reply(Reply),
     /// The key was first used with another code (422 `idempotency_key_reused`).
     KeyReused,
     /// No coupon with this code (404); nothing stored, so the key stays free.
@@ -51,10 +53,11 @@ pub async fn redeem(
         if first_code != code {
             return Ok(Redeem::KeyReused);
         }
-        return Ok(Redeem::Reply {
-            status: status as u16,
-            body,
-        });
+        return Ok(Redeem::Reply(Reply {
+            status: status_code(status as u16),
+            body: body.into(),
+            outcome: Outcome::Replay,
+        }));
     }
     let redeemed: Option<(DateTime<Utc>,)> = sqlx::query_as(
         "WITH r AS (
@@ -92,20 +95,26 @@ pub async fn redeem(
             }
         }
     };
-    let status = reply.http_status();
-    let body = serde_json::to_string(&reply).expect("redeem reply serialises");
+    let reply = Reply::with_status(reply.http_status(), Outcome::Redeem, &reply);
+    let body = std::str::from_utf8(&reply.body).expect("JSON is UTF-8");
     sqlx::query("UPDATE redeem_requests SET status = $2, body = $3 WHERE idempotency_key = $1")
         .bind(key)
-        .bind(status as i16)
-        .bind(&body)
+        .bind(reply.status.as_u16() as i16)
+        .bind(body)
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    Ok(Redeem::Reply { status, body })
+    Ok(Redeem::Reply(reply))
 }
 
 /// Campaign, customer, status, issued and redeemed times of a coupon.
-type CouponRow = (String, String, String, DateTime<Utc>, Option<DateTime<Utc>>);
+type CouponRow = (
+    String,
+    String,
+    ClaimStatus,
+    DateTime<Utc>,
+    Option<DateTime<Utc>>,
+);
 
 /// A coupon by code, with its QR payload. `Ok(None)`: no coupon with this code.
 pub async fn coupon(
@@ -120,16 +129,16 @@ pub async fn coupon(
     .fetch_optional(db)
     .await?;
     Ok(
-        row.and_then(|(campaign, customer, status, issued_at, redeemed_at)| {
-            Some(flashgate_shared::api::Coupon {
+        row.map(|(campaign, customer, status, issued_at, redeemed_at)| {
+            flashgate_shared::api::Coupon {
                 code: code.to_string(),
                 campaign,
                 customer,
-                status: ClaimStatus::parse(&status)?,
+                status,
                 issued_at,
                 redeemed_at,
                 qr: flashgate_shared::api::coupon_qr_payload(code),
-            })
+            }
         }),
     )
 }

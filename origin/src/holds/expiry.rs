@@ -2,9 +2,8 @@
 
 use sqlx::PgPool;
 
-use super::returns::{drain_gate_returns, return_to_gate};
+use super::returns::{drain_gate_returns, return_to_gate, GateReturns};
 use super::Returned;
-use crate::state::AppState;
 
 /// Ledger actor of the expiry sweeper.
 pub const SWEEPER_ACTOR: &str = "sweeper";
@@ -55,25 +54,25 @@ pub async fn campaigns_with_due_holds(db: &PgPool) -> sqlx::Result<Vec<String>> 
     .await
 }
 /// One pass of the expiry sweeper: expires due holds campaign by campaign in batches of
-/// `config.sweep_batch_max`, gives their units back to the gate, then drains old
-/// `gate_returns`. Returns the number of holds expired by this origin.
-pub async fn sweep(state: &AppState) -> anyhow::Result<usize> {
-    let batch = state.config.sweep_batch_max.max(1);
+/// `batch_max` (`FLASHGATE_SWEEP_BATCH_MAX`), gives their units back to the gate, then drains
+/// old `gate_returns`. Returns the number of holds expired by this origin.
+pub async fn sweep(returns: &GateReturns, batch_max: i64) -> anyhow::Result<usize> {
+    let batch = batch_max.max(1);
     let mut expired = 0;
-    for c in campaigns_with_due_holds(&state.db).await? {
+    for c in campaigns_with_due_holds(&returns.db).await? {
         loop {
-            let returned = expire_due(&state.db, &c, batch).await?;
+            let returned = expire_due(&returns.db, &c, batch).await?;
             if returned.is_empty() {
                 break;
             }
             expired += returned.len();
-            let back = return_to_gate(state, &returned).await;
+            let back = return_to_gate(returns, &returned).await;
             tracing::info!(campaign = %c, expired = returned.len(), back, "expired holds");
             if (returned.len() as i64) < batch {
                 break;
             }
         }
     }
-    drain_gate_returns(state, batch).await?;
+    drain_gate_returns(returns, batch).await?;
     Ok(expired)
 }

@@ -6,8 +6,22 @@ use std::collections::BTreeSet;
 use futures::future::join_all;
 
 use super::Returned;
+use crate::campaigns::CampaignCache;
+use crate::gate::flags::SoldOutFlags;
 use crate::gate::{self, Keys};
-use crate::state::AppState;
+use crate::redis_conn::RedisConn;
+use std::sync::Arc;
+
+/// The handles that giving units back to the gate uses: PostgreSQL (the `gate_returns`
+/// queue), the Redis gate, and this origin's sold-out flags and campaign cache (cleared so the
+/// second wave starts at once).
+#[derive(Clone)]
+pub struct GateReturns {
+    pub db: sqlx::PgPool,
+    pub redis: RedisConn,
+    pub flags: Arc<SoldOutFlags>,
+    pub campaigns: Arc<CampaignCache>,
+}
 
 /// Age after which a queued gate return is given back again by the sweeper's drain (a no-op
 /// unless the first give-back was lost), in seconds.
@@ -19,11 +33,11 @@ const GIVE_BACK_CONCURRENCY: usize = 64;
 /// [`crate::holds`]), then clears this origin's memory of the sold-out flag and its cached
 /// campaign row for every campaign touched, so the second wave starts at once. A Redis failure
 /// is logged and left to the sweeper's drain of `gate_returns`. Returns the units given back.
-pub async fn return_to_gate(state: &AppState, returned: &[Returned]) -> usize {
+pub async fn return_to_gate(returns: &GateReturns, returned: &[Returned]) -> usize {
     let mut given = 0;
     for chunk in returned.chunks(GIVE_BACK_CONCURRENCY) {
         let backs = join_all(chunk.iter().cloned().map(|r| {
-            let mut redis = state.redis.clone();
+            let mut redis = returns.redis.clone();
             async move {
                 let back = gate::give_back(
                     &mut redis,
@@ -45,8 +59,8 @@ pub async fn return_to_gate(state: &AppState, returned: &[Returned]) -> usize {
     }
     let campaigns: BTreeSet<&str> = returned.iter().map(|r| r.campaign_id.as_str()).collect();
     for c in campaigns {
-        state.flags.clear(c);
-        state.campaigns.invalidate(c);
+        returns.flags.clear(c);
+        returns.campaigns.invalidate(c).await;
     }
     given
 }
@@ -56,8 +70,8 @@ pub async fn return_to_gate(state: &AppState, returned: &[Returned]) -> usize {
 /// leaves them for the next pass. A campaign whose gate is being loaded is skipped (the load's
 /// snapshot may predate the return). Returns the units that actually went back now — non-zero
 /// only when a first give-back had been lost.
-pub async fn drain_gate_returns(state: &AppState, limit: i64) -> anyhow::Result<usize> {
-    let mut tx = state.db.begin().await?;
+pub async fn drain_gate_returns(returns: &GateReturns, limit: i64) -> anyhow::Result<usize> {
+    let mut tx = returns.db.begin().await?;
     let rows: Vec<Returned> = sqlx::query_as(
         "SELECT claim_id, campaign_id, customer_id FROM gate_returns
           WHERE created_at < now() - make_interval(secs => $1)
@@ -72,7 +86,7 @@ pub async fn drain_gate_returns(state: &AppState, limit: i64) -> anyhow::Result<
     if rows.is_empty() {
         return Ok(0);
     }
-    let mut redis = state.redis.clone();
+    let mut redis = returns.redis.clone();
     let mut ready = Vec::with_capacity(rows.len());
     let mut loading: BTreeSet<String> = BTreeSet::new();
     for r in rows {
@@ -117,8 +131,8 @@ pub async fn drain_gate_returns(state: &AppState, limit: i64) -> anyhow::Result<
             .map(|r| r.campaign_id.as_str())
             .collect::<BTreeSet<_>>()
         {
-            state.flags.clear(c);
-            state.campaigns.invalidate(c);
+            returns.flags.clear(c);
+            returns.campaigns.invalidate(c).await;
         }
     }
     Ok(back)

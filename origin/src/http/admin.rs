@@ -118,7 +118,7 @@ pub async fn change(
             after,
             audit,
         } => {
-            state.campaigns.invalidate(&id);
+            state.campaigns.invalidate(&id).await;
             let mut redis = state.redis.clone();
             let gate = toggles::follow(&state.db, &mut redis, &id, change, &before, &after).await;
             state.flags.clear(&id);

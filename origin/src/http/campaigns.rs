@@ -75,7 +75,7 @@ pub async fn create(
     if row.waiting_room.is_some() {
         crate::queue::store::open(&mut redis, &row.id).await?;
     }
-    state.campaigns.invalidate(&row.id);
+    state.campaigns.invalidate(&row.id).await;
     let body = AdminCampaign {
         status: row.status_at(chrono::Utc::now()),
         hold_seconds: row.hold_seconds.map(i64::from),

@@ -2,13 +2,13 @@
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{codes, is_valid_slug, parse_claim_body, ClaimReply};
 
 use super::extract::{self, Path};
 use crate::claims::{service, store};
-use crate::error::{ApiError, ApiResult, RETRY_AFTER_SECONDS};
+use crate::error::{ApiError, ApiResult};
 use crate::metrics::Metrics;
 use crate::state::AppState;
 
@@ -52,7 +52,7 @@ pub async fn create(
         None => None,
     };
     let reply = service::claim(
-        &state,
+        &state.claims(),
         service::ClaimRequest {
             campaign: campaign.clone(),
             customer,
@@ -61,25 +61,14 @@ pub async fn create(
         },
     )
     .await?;
-    span.record("outcome", reply.outcome);
-    if let (Some(seq), 201) = (admitted, reply.status) {
+    span.record("outcome", reply.outcome.as_str());
+    if let (Some(seq), true) = (admitted, reply.status == StatusCode::CREATED) {
         let mut redis = state.redis.clone();
         if let Err(e) = crate::queue::store::mark_used(&mut redis, &campaign, seq).await {
             tracing::warn!(error = %e, "admission not marked used; it expires with its TTL");
         }
     }
-    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::CONFLICT);
-    let mut res = (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        reply.body,
-    )
-        .into_response();
-    if reply.outcome == "in_progress" {
-        res.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
-    }
-    Ok(res)
+    Ok(reply.into_response())
 }
 
 /// Her active claim on the campaign: 200 `{"result":"claimed","claim":{…}}`, 404 when she has

@@ -8,7 +8,7 @@
 use super::extract::Path;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{codes, RedeemRequest, MAX_REASON_LEN};
 use flashgate_shared::code;
@@ -50,10 +50,7 @@ pub async fn redeem(
     };
     tracing::Span::current().record("outcome", "redeem");
     match redeem::redeem(&state.db, &key, &code, &actor, "redeemed in store").await? {
-        Redeem::Reply { status, body } => {
-            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::CONFLICT);
-            Ok((status, [(header::CONTENT_TYPE, "application/json")], body).into_response())
-        }
+        Redeem::Reply(reply) => Ok(reply.into_response()),
         Redeem::KeyReused => Err(ApiError::Unprocessable(
             codes::IDEMPOTENCY_KEY_REUSED,
             "this Idempotency-Key was used with another coupon".into(),

@@ -54,7 +54,7 @@ async fn live_gates_loaded(state: &AppState) -> bool {
             return false;
         };
         if !loaded {
-            state.spawn_gate_load(&c.id);
+            state.gate_loader.spawn(&c.id);
             all = false;
         }
     }

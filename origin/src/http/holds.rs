@@ -10,7 +10,7 @@
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{
     HoldReply, PayRequest, ReleaseRequest, MAX_PAYMENT_REF_LEN, MAX_REASON_LEN,
@@ -21,6 +21,7 @@ use serde::de::DeserializeOwned;
 use super::extract::{self, Path};
 use crate::error::{ApiError, ApiResult};
 use crate::holds::{change, returns};
+use crate::reply::{Outcome, Reply};
 use crate::state::AppState;
 
 /// Ledger actor of pay and release calls made with the service token.
@@ -45,8 +46,7 @@ pub async fn optional_json<T: DeserializeOwned + Default>(
 }
 
 fn hold_response(reply: HoldReply) -> Response {
-    let status = StatusCode::from_u16(reply.http_status()).unwrap_or(StatusCode::CONFLICT);
-    (status, axum::Json(reply)).into_response()
+    Reply::with_status(reply.http_status(), Outcome::Hold, &reply).into_response()
 }
 
 fn no_claim(id: &str) -> ApiError {
@@ -103,7 +103,7 @@ pub async fn release(
         .await?
         .ok_or_else(|| no_claim(&id))?;
     if let Some(r) = returned {
-        returns::return_to_gate(&state, &[r]).await;
+        returns::return_to_gate(&state.gate_returns(), &[r]).await;
     }
     Ok(hold_response(reply))
 }

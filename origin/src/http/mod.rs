@@ -20,13 +20,23 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// All routes of the origin with their layers.
+/// All routes of the origin with their layers, from the outside in:
+/// - `x-request-id`: a request without one gets a UUID v4 ([`SetRequestIdLayer`]); the id is
+///   recorded in the `request` span and sent back on the response ([`PropagateRequestIdLayer`]);
+/// - the `request` span (method, path, request id, campaign, outcome);
+/// - `Flashgate-Answered-By: origin`;
+/// - the request deadline `FLASHGATE_REQUEST_TIMEOUT_MS` (408 `request_timeout`, see
+///   [`request_deadline`]) and the body-read timeout `FLASHGATE_BODY_READ_TIMEOUT_MS`;
+/// - a panic in a handler is answered 503 `unavailable` + `Retry-After` with the documented
+///   body ([`CatchPanicLayer`], [`panic_reply`]); its text is logged, never sent.
 ///
 /// Every route that takes a customer, service or admin token answers with
 /// `Cache-Control: private, no-store` ([`flashgate_shared::PRIVATE_CACHE_CONTROL`]), set here in
@@ -80,8 +90,11 @@ pub fn router(state: AppState) -> Router {
             header::CACHE_CONTROL,
             HeaderValue::from_static(flashgate_shared::PRIVATE_CACHE_CONTROL),
         ));
-    Router::new()
-        .merge(public)
+    let mut app = Router::new();
+    if state.config.debug_panic_route {
+        app = app.route("/debug/panic", get(debug_panic));
+    }
+    app.merge(public)
         .merge(private)
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
@@ -91,6 +104,7 @@ pub fn router(state: AppState) -> Router {
             ApiError::MethodNotAllowed("method not allowed on this path".into())
         })
         .with_state(state)
+        .layer(CatchPanicLayer::custom(panic_reply))
         .layer(middleware::from_fn_with_state(
             body_timeout,
             body_deadline::body_deadline,
@@ -109,11 +123,38 @@ pub fn router(state: AppState) -> Router {
                     "request",
                     method = %req.method(),
                     path = %req.uri().path(),
+                    request_id = req
+                        .headers()
+                        .get(REQUEST_ID_HEADER)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default(),
                     campaign = tracing::field::Empty,
                     outcome = tracing::field::Empty,
                 )
             }),
         )
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+}
+
+/// The request id header, set on every request and response (a common convention; no RFC).
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// The answer to a handler that panicked: 503 `unavailable` + `Retry-After` with the documented
+/// body. The panic's text is logged, never sent.
+fn panic_reply(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    tracing::error!(panic = %text, "a handler panicked");
+    ApiError::Unavailable(format!("handler panicked: {text}")).into_response()
+}
+
+/// `GET /debug/panic` (only with `FLASHGATE_DEBUG_PANIC_ROUTE`): panics.
+async fn debug_panic() -> Response {
+    panic!("debug panic route: internal detail that must not reach the client")
 }
 
 /// Answers 408 `request_timeout` when handling a request (its body included) takes longer than

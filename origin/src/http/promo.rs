@@ -35,7 +35,7 @@
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
-use axum::http::{header, Extensions, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::http::{header, Extensions, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 pub use flashgate_shared::api::admin::CodeChangeReply;
 use flashgate_shared::api::coupons::{
@@ -51,25 +51,10 @@ use super::extract::{self, Admin, Role};
 use crate::error::{ApiError, ApiResult};
 use crate::promo::admin::{self, CodeAction};
 use crate::promo::rules::NewRules;
-use crate::promo::service::{self, Reply, Trier, UseCall};
+use crate::promo::service::{self, Trier, UseCall};
 use crate::promo::store;
-use crate::promo::{batch, flags, CodeRules, RulesCache};
+use crate::promo::{batch, flags, CodeRules};
 use crate::state::AppState;
-
-fn send(reply: Reply) -> Response {
-    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
-    let mut res = (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        reply.body,
-    )
-        .into_response();
-    if let Some(seconds) = reply.retry_after {
-        res.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
-    }
-    res
-}
 
 /// The raw code of the path; a path that does not decode is an unknown code.
 fn raw_code(path: Result<Path<String>, PathRejection>) -> String {
@@ -132,8 +117,8 @@ pub async fn check(
     let (who, bytes) = shopper_call(&state, &uri, &headers, &ext, body).await?;
     let req: CheckRequest = extract::parse_json(&bytes)?;
     check_cart(req.cart_total, req.currency.as_deref())?;
-    let reply = service::check(&state, &raw_code(path), &who, &req).await?;
-    Ok(send(reply))
+    let reply = service::check(&state.promo(), &raw_code(path), &who, &req).await?;
+    Ok(reply.into_response())
 }
 
 /// `POST /api/v1/codes/{code}/use`. Checks in order: customer token (401), `Content-Type`
@@ -164,8 +149,8 @@ pub async fn use_code(
         body: bytes.to_vec(),
         req,
     };
-    let reply = service::use_code(&state, &raw_code(path), call).await?;
-    Ok(send(reply))
+    let reply = service::use_code(&state.promo(), &raw_code(path), call).await?;
+    Ok(reply.into_response())
 }
 
 /// A use id: `u_` + 32 lowercase hex digits. Anything else is not found.
@@ -191,7 +176,7 @@ pub async fn confirm(
 ) -> ApiResult<Response> {
     extract::require_token(&headers, &state.config.service_token, "confirm")?;
     let id = use_id(path)?;
-    Ok(send(service::confirm(&state, &id).await?))
+    Ok(service::confirm(&state.promo(), &id).await?.into_response())
 }
 
 /// `POST /api/v1/uses/{id}/release` (service token): the payment failed; the use goes back.
@@ -202,7 +187,7 @@ pub async fn release(
 ) -> ApiResult<Response> {
     extract::require_token(&headers, &state.config.service_token, "release")?;
     let id = use_id(path)?;
-    Ok(send(service::release(&state, &id).await?))
+    Ok(service::release(&state.promo(), &id).await?.into_response())
 }
 
 // ---- ADMIN HANDLERS -------------------------------------------------------------------------
@@ -307,7 +292,7 @@ pub async fn admin_create(
     let created = store::insert_shared(&state.db, &code, &rules)
         .await?
         .ok_or_else(|| ApiError::Conflict(format!("code {code} exists")))?;
-    RulesCache::global().forget(&code);
+    state.code_rules.forget(&code).await;
     Ok((
         StatusCode::CREATED,
         axum::Json(admin_view(&created, created.rules.use_limit, None)),

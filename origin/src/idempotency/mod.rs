@@ -13,6 +13,7 @@
 //! (see [`crate::claims::service`]).
 
 use crate::redis_conn::RedisConn;
+use crate::reply::{status_code, Outcome, Reply};
 use redis::Script;
 use sha2::{Digest, Sha256};
 use std::sync::LazyLock;
@@ -29,8 +30,8 @@ pub enum Begin {
     InProgress,
     /// The key was used with another campaign or body.
     Reused,
-    /// The first reply, to send again.
-    Replay { status: u16, body: String },
+    /// The first reply, to send again (its outcome is [`Outcome::Replay`]).
+    Replay(Reply),
 }
 
 /// Fingerprint of a keyed request: hex SHA-256 of `scope \n canonical body`, where `scope`
@@ -85,46 +86,49 @@ pub async fn begin(
     key: &str,
     fp: &str,
 ) -> redis::RedisResult<Begin> {
-    let out: Vec<String> = BEGIN
+    let out: Vec<Vec<u8>> = BEGIN
         .key(record_key(customer, key))
         .arg(fp)
         .arg(PENDING_TTL_SECONDS)
         .invoke_async(redis)
         .await?;
-    if out.first().map(String::as_str) == Some("new") {
+    if out.first().map(Vec::as_slice) == Some(b"new".as_slice()) {
         return Ok(Begin::New);
     }
-    let value = out.get(1).map(String::as_str).unwrap_or_default();
-    let mut parts = value.splitn(3, '\n');
+    let value = out.get(1).map(Vec::as_slice).unwrap_or_default();
+    let mut parts = value.splitn(3, |b| *b == b'\n');
     let (stored_fp, state, body) = (parts.next(), parts.next(), parts.next());
-    if stored_fp != Some(fp) {
+    if stored_fp != Some(fp.as_bytes()) {
         return Ok(Begin::Reused);
     }
-    Ok(match (state, body) {
-        (Some(status), Some(body)) => match status.parse() {
-            Ok(status) => Begin::Replay {
-                status,
-                body: body.to_string(),
-            },
-            Err(_) => Begin::InProgress,
-        },
+    let status = state
+        .and_then(|s| std::str::from_utf8(s).ok())
+        .and_then(|s| s.parse::<u16>().ok());
+    Ok(match (status, body) {
+        (Some(status), Some(body)) => Begin::Replay(Reply {
+            status: status_code(status),
+            body: axum::body::Bytes::copy_from_slice(body),
+            outcome: Outcome::Replay,
+        }),
         _ => Begin::InProgress,
     })
 }
 
-/// Stores the reply of a finished request for `ttl_seconds`.
+/// Stores `reply` (status and exact body bytes) as the answer of a finished request for
+/// `ttl_seconds`.
 pub async fn finish(
     redis: &mut RedisConn,
     customer: &str,
     key: &str,
     fp: &str,
-    status: u16,
-    body: &str,
+    reply: &Reply,
     ttl_seconds: u64,
 ) -> redis::RedisResult<()> {
+    let mut record = format!("{fp}\n{}\n", reply.status.as_u16()).into_bytes();
+    record.extend_from_slice(&reply.body);
     redis::cmd("SET")
         .arg(record_key(customer, key))
-        .arg(format!("{fp}\n{status}\n{body}"))
+        .arg(record)
         .arg("EX")
         .arg(ttl_seconds)
         .query_async(redis)

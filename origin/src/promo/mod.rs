@@ -23,10 +23,11 @@ pub mod rules;
 pub mod service;
 pub mod store;
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use moka::future::Cache;
+use moka::Expiry;
 use sqlx::PgPool;
 
 pub use rules::CodeRules;
@@ -35,57 +36,55 @@ pub use rules::CodeRules;
 /// only bounds memory churn.
 pub const RULES_TTL: Duration = Duration::from_secs(300);
 /// How long an origin remembers that a code does not exist (a code created through another
-/// origin process is found after at most this).
+/// origin is found after at most this).
 pub const UNKNOWN_TTL: Duration = Duration::from_millis(200);
-/// Most codes kept in the rules cache; past it the cache starts afresh.
-pub const RULES_CACHE_MAX: usize = 200_000;
+/// Most codes kept in the rules cache.
+pub const RULES_CACHE_MAX: u64 = 200_000;
 
-type Entry = (Instant, Option<Arc<CodeRules>>);
+type Entry = Option<Arc<CodeRules>>;
 
-/// The per-process cache of code rules (shared by every origin running in this process, which
-/// is harmless since rules never change; creating a code forgets its "unknown" entry).
-pub struct RulesCache {
-    map: Mutex<HashMap<String, Entry>>,
+/// [`RULES_TTL`] for a known code, [`UNKNOWN_TTL`] for an unknown one.
+struct RulesExpiry;
+
+impl Expiry<String, Entry> for RulesExpiry {
+    fn expire_after_create(&self, _code: &String, rules: &Entry, _at: Instant) -> Option<Duration> {
+        Some(if rules.is_some() {
+            RULES_TTL
+        } else {
+            UNKNOWN_TTL
+        })
+    }
 }
 
-static CACHE: LazyLock<RulesCache> = LazyLock::new(|| RulesCache {
-    map: Mutex::new(HashMap::new()),
-});
+/// An origin's cache of code rules (a `moka` cache, single-flight per code; part of
+/// [`crate::state::AppState`]). Creating a code through this origin forgets its "unknown"
+/// entry.
+#[derive(Clone)]
+pub struct RulesCache {
+    rules: Cache<String, Entry>,
+}
+
+impl Default for RulesCache {
+    fn default() -> Self {
+        RulesCache {
+            rules: Cache::builder()
+                .max_capacity(RULES_CACHE_MAX)
+                .expire_after(RulesExpiry)
+                .build(),
+        }
+    }
+}
 
 impl RulesCache {
-    /// The process's cache.
-    pub fn global() -> &'static RulesCache {
-        &CACHE
-    }
-
     /// The rules of `code` (normalised), from memory or PostgreSQL. `None` when unknown.
-    pub async fn get(
-        &self,
-        db: &PgPool,
-        code: &str,
-    ) -> Result<Option<Arc<CodeRules>>, sqlx::Error> {
-        let now = Instant::now();
-        if let Some((at, rules)) = self.map.lock().expect("rules cache").get(code) {
-            let ttl = if rules.is_some() {
-                RULES_TTL
-            } else {
-                UNKNOWN_TTL
-            };
-            if now.duration_since(*at) < ttl {
-                return Ok(rules.clone());
-            }
-        }
-        let rules = store::find_rules(db, code).await?.map(Arc::new);
-        let mut map = self.map.lock().expect("rules cache");
-        if map.len() >= RULES_CACHE_MAX {
-            map.clear();
-        }
-        map.insert(code.to_string(), (now, rules.clone()));
-        Ok(rules)
+    /// Errors: the PostgreSQL error of the read.
+    pub async fn get(&self, db: &PgPool, code: &str) -> Result<Entry, sqlx::Error> {
+        let load = async { store::find_rules(db, code).await.map(|r| r.map(Arc::new)) };
+        crate::cache::get_or_load(&self.rules, code.to_string(), load).await
     }
 
     /// Forgets `code` (after creating it).
-    pub fn forget(&self, code: &str) {
-        self.map.lock().expect("rules cache").remove(code);
+    pub async fn forget(&self, code: &str) {
+        self.rules.invalidate(code).await;
     }
 }

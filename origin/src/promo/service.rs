@@ -12,6 +12,7 @@
 
 use std::sync::Arc;
 
+use axum::http::StatusCode;
 use chrono::Utc;
 use flashgate_shared::api::codes;
 use flashgate_shared::api::coupons::{
@@ -20,40 +21,41 @@ use flashgate_shared::api::coupons::{
 };
 
 use super::store::{self, NewUse, Released, Take};
-use super::{flags, guess, CodeRules, RulesCache};
-use crate::error::{ApiError, ApiResult, RETRY_AFTER_SECONDS};
+use super::{flags, guess, CodeRules};
+use crate::error::{ApiError, ApiResult};
 use crate::idempotency::{self, Begin};
-use crate::state::AppState;
+use crate::redis_conn::RedisConn;
+use crate::reply::{Outcome, Reply};
+use tokio_util::task::TaskTracker;
 
-/// A reply ready to send: status, JSON body and, for `in_progress`, a `Retry-After`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    pub status: u16,
-    pub body: String,
-    /// Seconds for a `Retry-After` header, when the client should retry.
-    pub retry_after: Option<u32>,
+fn refusal(r: CodeRefusal) -> Reply {
+    Reply::with_status(r.http_status(), Outcome::CodeRefused, &r)
 }
 
-impl Reply {
-    fn json<T: serde::Serialize>(status: u16, body: &T) -> Self {
-        Reply {
-            status,
-            body: serde_json::to_string(body).expect("replies serialise"),
-            retry_after: None,
-        }
-    }
+fn already_used(use_id: Option<String>) -> Reply {
+    refusal(CodeRefusal::AlreadyUsed { use_id })
+}
 
-    fn refusal(r: CodeRefusal) -> Self {
-        Reply::json(r.http_status(), &r)
-    }
+fn not_applicable(reason: NotApplicable) -> Reply {
+    refusal(CodeRefusal::NotApplicable { reason })
+}
 
-    fn already_used(use_id: Option<String>) -> Self {
-        Reply::refusal(CodeRefusal::AlreadyUsed { use_id })
-    }
-
-    fn not_applicable(reason: NotApplicable) -> Self {
-        Reply::refusal(CodeRefusal::NotApplicable { reason })
-    }
+/// The handles the promo code service uses (built by [`crate::state::AppState::promo`]).
+#[derive(Clone)]
+pub struct PromoService {
+    pub db: sqlx::PgPool,
+    pub redis: RedisConn,
+    pub rules: super::RulesCache,
+    /// The use task of each request runs here, so shutdown joins it.
+    pub tasks: TaskTracker,
+    /// `FLASHGATE_CODE_GUESSES_PER_CUSTOMER`: failed tries per customer an hour (0: off).
+    pub guesses_per_customer: i64,
+    /// `FLASHGATE_CODE_GUESSES_PER_IP`: failed tries per client IP an hour (0: off).
+    pub guesses_per_ip: i64,
+    /// `FLASHGATE_CODE_USE_HOLD_SECONDS`: how long a use waits for its confirm.
+    pub use_hold_seconds: u64,
+    /// `FLASHGATE_IDEMPOTENCY_TTL_SECONDS`: how long a final reply is kept for its key.
+    pub idempotency_ttl_seconds: u64,
 }
 
 /// Who is trying a code: the customer of the token and her client IP, if known.
@@ -67,23 +69,23 @@ pub struct Trier {
 /// else, valid code or not); for an unknown or malformed code one token is spent and the reply
 /// is 404 `invalid_code` (or 429 when the last token went to a concurrent try).
 async fn lookup(
-    state: &AppState,
+    svc: &PromoService,
     raw_code: &str,
     who: &Trier,
 ) -> ApiResult<Result<Arc<CodeRules>, Reply>> {
-    let mut redis = state.redis.clone();
+    let mut redis = svc.redis.clone();
     let buckets = guess::Buckets::of(
         &who.customer,
         who.ip.as_deref(),
-        state.config.code_guesses_per_customer,
-        state.config.code_guesses_per_ip,
+        svc.guesses_per_customer,
+        svc.guesses_per_ip,
     );
     let wait = guess::peek(&mut redis, &buckets).await?;
     if wait > 0 {
         return Err(rate_limited(wait));
     }
     if let Some(code) = flashgate_shared::code::normalise(raw_code) {
-        if let Some(rules) = RulesCache::global().get(&state.db, &code).await? {
+        if let Some(rules) = svc.rules.get(&svc.db, &code).await? {
             return Ok(Ok(rules));
         }
     }
@@ -91,7 +93,7 @@ async fn lookup(
     if wait > 0 {
         return Err(rate_limited(wait));
     }
-    Ok(Err(Reply::refusal(CodeRefusal::InvalidCode)))
+    Ok(Err(refusal(CodeRefusal::InvalidCode)))
 }
 
 fn rate_limited(wait: u64) -> ApiError {
@@ -104,32 +106,33 @@ fn rate_limited(wait: u64) -> ApiError {
 /// `POST /api/v1/codes/{code}/check`: 200 `{"discount","total"}`, 422 `not_applicable`, 404
 /// `invalid_code`, 429 `rate_limited`. Changes nothing.
 pub async fn check(
-    state: &AppState,
+    svc: &PromoService,
     raw_code: &str,
     who: &Trier,
     req: &CheckRequest,
 ) -> ApiResult<Reply> {
-    let rules = match lookup(state, raw_code, who).await? {
+    let rules = match lookup(svc, raw_code, who).await? {
         Ok(rules) => rules,
         Err(reply) => return Ok(reply),
     };
     let applied = match rules.judge(Utc::now(), req.cart_total, req.currency.as_deref()) {
         Ok(a) => a,
-        Err(reason) => return Ok(Reply::not_applicable(reason)),
+        Err(reason) => return Ok(not_applicable(reason)),
     };
-    let mut redis = state.redis.clone();
+    let mut redis = svc.redis.clone();
     let cached = flags::read(&mut redis, &rules.code, &who.customer).await?;
     if cached.disabled {
-        return Ok(Reply::not_applicable(NotApplicable::Disabled));
+        return Ok(not_applicable(NotApplicable::Disabled));
     }
     if rules.rules.once_per_customer && cached.holder.is_some() {
-        return Ok(Reply::not_applicable(NotApplicable::AlreadyUsed));
+        return Ok(not_applicable(NotApplicable::AlreadyUsed));
     }
     if cached.used_up {
-        return Ok(Reply::not_applicable(NotApplicable::UsedUp));
+        return Ok(not_applicable(NotApplicable::UsedUp));
     }
     Ok(Reply::json(
-        200,
+        StatusCode::OK,
+        Outcome::CodeChecked,
         &CheckReply {
             discount: applied.discount,
             total: applied.total,
@@ -151,19 +154,21 @@ pub struct UseCall {
 /// `not_applicable` (rules) or `idempotency_key_reused`; 404 `invalid_code`; 429; 503.
 /// A retry with the same key gets the first reply again; while the first request with the key
 /// is still running, 409 `in_progress` with `Retry-After` (as a claim).
-pub async fn use_code(state: &AppState, raw_code: &str, call: UseCall) -> ApiResult<Reply> {
-    let rules = match lookup(state, raw_code, &call.who).await? {
+pub async fn use_code(svc: &PromoService, raw_code: &str, call: UseCall) -> ApiResult<Reply> {
+    let rules = match lookup(svc, raw_code, &call.who).await? {
         Ok(rules) => rules,
         Err(reply) => return Ok(reply),
     };
-    let state = state.clone();
-    tokio::spawn(async move { use_recorded(&state, &rules, &call).await })
+    let svc = svc.clone();
+    let tasks = svc.tasks.clone();
+    tasks
+        .spawn(async move { use_recorded(&svc, &rules, &call).await })
         .await
         .map_err(|e| ApiError::Unavailable(format!("use task: {e}")))?
 }
 
-async fn use_recorded(state: &AppState, rules: &CodeRules, call: &UseCall) -> ApiResult<Reply> {
-    let mut redis = state.redis.clone();
+async fn use_recorded(svc: &PromoService, rules: &CodeRules, call: &UseCall) -> ApiResult<Reply> {
+    let mut redis = svc.redis.clone();
     let customer = &call.who.customer;
     let key = &call.idempotency_key;
     let fp = idempotency::fingerprint(&format!("code-use:{}", rules.code), &call.body);
@@ -172,8 +177,8 @@ async fn use_recorded(state: &AppState, rules: &CodeRules, call: &UseCall) -> Ap
         // As a claim's: the key's first request is still running, so retry shortly.
         Begin::InProgress => {
             return Ok(Reply {
-                retry_after: Some(RETRY_AFTER_SECONDS),
-                ..Reply::refusal(CodeRefusal::InProgress)
+                outcome: Outcome::InProgress,
+                ..refusal(CodeRefusal::InProgress)
             })
         }
         Begin::Reused => {
@@ -182,15 +187,9 @@ async fn use_recorded(state: &AppState, rules: &CodeRules, call: &UseCall) -> Ap
                 "this Idempotency-Key was used with another code or body".into(),
             ))
         }
-        Begin::Replay { status, body } => {
-            return Ok(Reply {
-                status,
-                body,
-                retry_after: None,
-            })
-        }
+        Begin::Replay(reply) => return Ok(reply),
     }
-    let result = decide_use(state, &mut redis, rules, call, &fp).await;
+    let result = decide_use(svc, &mut redis, rules, call, &fp).await;
     match &result {
         Ok(reply) => {
             idempotency::finish(
@@ -198,9 +197,8 @@ async fn use_recorded(state: &AppState, rules: &CodeRules, call: &UseCall) -> Ap
                 customer,
                 key,
                 &fp,
-                reply.status,
-                &reply.body,
-                state.config.idempotency_ttl_seconds,
+                reply,
+                svc.idempotency_ttl_seconds,
             )
             .await?
         }
@@ -212,7 +210,7 @@ async fn use_recorded(state: &AppState, rules: &CodeRules, call: &UseCall) -> Ap
 }
 
 async fn decide_use(
-    state: &AppState,
+    svc: &PromoService,
     redis: &mut crate::redis_conn::RedisConn,
     rules: &CodeRules,
     call: &UseCall,
@@ -225,22 +223,22 @@ async fn decide_use(
         call.req.currency.as_deref(),
     ) {
         Ok(a) => a,
-        Err(reason) => return Ok(Reply::not_applicable(reason)),
+        Err(reason) => return Ok(not_applicable(reason)),
     };
     // The used-up flag answers without the row.
     let cached = flags::read(redis, &rules.code, customer).await?;
     if cached.disabled {
-        return Ok(Reply::not_applicable(NotApplicable::Disabled));
+        return Ok(not_applicable(NotApplicable::Disabled));
     }
     if cached.used_up {
         if rules.rules.once_per_customer && cached.holder.is_some() {
-            return Ok(Reply::already_used(cached.holder));
+            return Ok(already_used(cached.holder));
         }
-        return Ok(Reply::refusal(CodeRefusal::UsedUp));
+        return Ok(refusal(CodeRefusal::UsedUp));
     }
     let use_id = format!("u_{}", uuid::Uuid::now_v7().simple());
     let taken = store::take(
-        &state.db,
+        &svc.db,
         &NewUse {
             id: &use_id,
             code: &rules.code,
@@ -248,7 +246,7 @@ async fn decide_use(
             order: &call.req.order,
             cart_total: call.req.cart_total,
             discount: applied.discount,
-            hold_seconds: state.config.code_use_hold_seconds as i64,
+            hold_seconds: svc.use_hold_seconds as i64,
             idempotency_key: &call.idempotency_key,
             request_fp: fp,
         },
@@ -263,7 +261,8 @@ async fn decide_use(
             flags::add_holder(redis, &rules.code, customer, &use_id).await?;
             flags::publish(redis, &rules.code, uses_left, version, false).await?;
             Ok(Reply::json(
-                201,
+                StatusCode::CREATED,
+                Outcome::CodeUsed,
                 &UseReply {
                     use_id,
                     discount: applied.discount,
@@ -273,7 +272,7 @@ async fn decide_use(
             ))
         }
         Take::Refused => {
-            let why = store::refusal(&state.db, &rules.code, customer, &call.req.order).await?;
+            let why = store::refusal(&svc.db, &rules.code, customer, &call.req.order).await?;
             flags::publish(redis, &rules.code, why.uses_left, why.version, why.disabled).await?;
             // Her own earlier use with this key (its record was lost): the same reply.
             let replay = [&why.mine, &why.order_use].into_iter().flatten().find(|u| {
@@ -283,7 +282,8 @@ async fn decide_use(
             });
             if let Some(u) = replay {
                 return Ok(Reply::json(
-                    201,
+                    StatusCode::CREATED,
+                    Outcome::CodeUsed,
                     &UseReply {
                         use_id: u.id.clone(),
                         discount: u.discount,
@@ -293,17 +293,17 @@ async fn decide_use(
                 ));
             }
             if why.disabled {
-                return Ok(Reply::not_applicable(NotApplicable::Disabled));
+                return Ok(not_applicable(NotApplicable::Disabled));
             }
             if let Some(u) = why.order_use {
-                return Ok(Reply::already_used(Some(u.id)));
+                return Ok(already_used(Some(u.id)));
             }
             match why.mine {
                 Some(u) => {
                     flags::add_holder(redis, &rules.code, customer, &u.id).await?;
-                    Ok(Reply::already_used(Some(u.id)))
+                    Ok(already_used(Some(u.id)))
                 }
-                None => Ok(Reply::refusal(CodeRefusal::UsedUp)),
+                None => Ok(refusal(CodeRefusal::UsedUp)),
             }
         }
     }
@@ -311,7 +311,8 @@ async fn decide_use(
 
 fn use_state(id: &str, code: &str, status: UseStatus) -> Reply {
     Reply::json(
-        200,
+        StatusCode::OK,
+        Outcome::UseState,
         &UseState {
             use_id: id.to_string(),
             code: code.to_string(),
@@ -322,12 +323,16 @@ fn use_state(id: &str, code: &str, status: UseStatus) -> Reply {
 
 /// `POST /api/v1/uses/{id}/confirm`: 200 `used` (also when confirmed before), 409
 /// `use_released`, 404 when no such use.
-pub async fn confirm(state: &AppState, id: &str) -> ApiResult<Reply> {
-    let u = store::confirm(&state.db, id)
+pub async fn confirm(svc: &PromoService, id: &str) -> ApiResult<Reply> {
+    let u = store::confirm(&svc.db, id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no use {id}")))?;
     Ok(match u.status {
-        UseStatus::Released => Reply::json(409, &UseConflict::UseReleased),
+        UseStatus::Released => Reply::json(
+            StatusCode::CONFLICT,
+            Outcome::UseState,
+            &UseConflict::UseReleased,
+        ),
         s => use_state(&u.id, &u.code, s),
     })
 }
@@ -335,22 +340,26 @@ pub async fn confirm(state: &AppState, id: &str) -> ApiResult<Reply> {
 /// `POST /api/v1/uses/{id}/release`: 200 `released` (also when released before, by a call or
 /// the sweeper), 409 `use_confirmed`, 404 when no such use. The count goes up by one exactly
 /// once.
-pub async fn release(state: &AppState, id: &str) -> ApiResult<Reply> {
-    if let Some(r) = store::release(&state.db, id).await? {
-        learn_release(state, &r).await?;
+pub async fn release(svc: &PromoService, id: &str) -> ApiResult<Reply> {
+    if let Some(r) = store::release(&svc.db, id).await? {
+        learn_release(svc, &r).await?;
         return Ok(use_state(&r.use_id, &r.code, UseStatus::Released));
     }
-    let u = store::find_use(&state.db, id)
+    let u = store::find_use(&svc.db, id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no use {id}")))?;
     Ok(match u.status {
-        UseStatus::Used => Reply::json(409, &UseConflict::UseConfirmed),
+        UseStatus::Used => Reply::json(
+            StatusCode::CONFLICT,
+            Outcome::UseState,
+            &UseConflict::UseConfirmed,
+        ),
         s => use_state(&u.id, &u.code, s),
     })
 }
 
-async fn learn_release(state: &AppState, r: &Released) -> redis::RedisResult<()> {
-    let mut redis = state.redis.clone();
+async fn learn_release(svc: &PromoService, r: &Released) -> redis::RedisResult<()> {
+    let mut redis = svc.redis.clone();
     flags::drop_holder(&mut redis, &r.code, &r.customer_id, &r.use_id).await?;
     flags::publish(&mut redis, &r.code, r.uses_left, r.version, r.disabled).await
 }
@@ -360,12 +369,12 @@ const SWEEP_BATCH: i64 = 500;
 
 /// One pass of the release sweeper: releases uses not confirmed by `held_until`, exactly once
 /// each (see [`store::sweep`]). Returns how many it released.
-pub async fn sweep(state: &AppState) -> anyhow::Result<usize> {
+pub async fn sweep(svc: &PromoService) -> anyhow::Result<usize> {
     let mut total = 0;
     loop {
-        let released = store::sweep(&state.db, SWEEP_BATCH).await?;
+        let released = store::sweep(&svc.db, SWEEP_BATCH).await?;
         for r in &released {
-            learn_release(state, r).await?;
+            learn_release(svc, r).await?;
             tracing::info!(code = %r.code, use_id = %r.use_id, "released an unconfirmed use");
         }
         total += released.len();

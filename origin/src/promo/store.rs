@@ -2,7 +2,7 @@
 //! PostgreSQL is the truth: every take, release and confirm is one conditional statement.
 
 use chrono::{DateTime, Utc};
-use flashgate_shared::api::coupons::{CodeKind, UseStatus};
+use flashgate_shared::api::coupons::UseStatus;
 use sqlx::{PgPool, Row};
 
 use super::rules::{CodeRules, NewRules};
@@ -12,28 +12,23 @@ const RULES_COLUMNS: &str =
     r.amount_off, r.currency, r.min_order, r.starts_at, r.ends_at, r.use_limit,
     r.once_per_customer, b.id AS batch";
 
-fn rules_of(row: &sqlx::postgres::PgRow) -> CodeRules {
-    let kind: String = row.get("kind");
-    CodeRules {
-        code: row.get("code"),
-        rules_id: row.get("rules_id"),
+fn rules_of(row: &sqlx::postgres::PgRow) -> sqlx::Result<CodeRules> {
+    Ok(CodeRules {
+        code: row.try_get("code")?,
+        rules_id: row.try_get("rules_id")?,
         rules: NewRules {
-            kind: if kind == "one_time" {
-                CodeKind::OneTime
-            } else {
-                CodeKind::Shared
-            },
-            percent_off_bp: row.get("percent_off_bp"),
-            amount_off: row.get("amount_off"),
-            currency: row.get("currency"),
-            min_order: row.get("min_order"),
-            starts_at: row.get("starts_at"),
-            ends_at: row.get("ends_at"),
-            use_limit: row.get("use_limit"),
-            once_per_customer: row.get("once_per_customer"),
+            kind: row.try_get("kind")?,
+            percent_off_bp: row.try_get("percent_off_bp")?,
+            amount_off: row.try_get("amount_off")?,
+            currency: row.try_get("currency")?,
+            min_order: row.try_get("min_order")?,
+            starts_at: row.try_get("starts_at")?,
+            ends_at: row.try_get("ends_at")?,
+            use_limit: row.try_get("use_limit")?,
+            once_per_customer: row.try_get("once_per_customer")?,
         },
-        batch: row.get("batch"),
-    }
+        batch: row.try_get("batch")?,
+    })
 }
 
 /// Inserts a rules row in `tx`; returns its id.
@@ -92,7 +87,7 @@ pub async fn find_rules(db: &PgPool, code: &str) -> Result<Option<CodeRules>, sq
     .bind(code)
     .fetch_optional(db)
     .await?;
-    Ok(row.as_ref().map(rules_of))
+    row.as_ref().map(rules_of).transpose()
 }
 
 /// The code's rules, its uses left and when it was disabled (admin view; reads the counter
@@ -110,7 +105,14 @@ pub async fn find_with_uses_left(
     .bind(code)
     .fetch_optional(db)
     .await?;
-    Ok(row.map(|row| (rules_of(&row), row.get("uses_left"), row.get("disabled_at"))))
+    row.map(|row| {
+        Ok((
+            rules_of(&row)?,
+            row.try_get("uses_left")?,
+            row.try_get("disabled_at")?,
+        ))
+    })
+    .transpose()
 }
 
 /// A use to take.
@@ -210,23 +212,18 @@ pub struct UseRow {
     pub request_fp: String,
 }
 
-fn use_of(row: &sqlx::postgres::PgRow) -> UseRow {
-    let status: String = row.get("status");
-    UseRow {
-        id: row.get("id"),
-        code: row.get("code"),
-        customer_id: row.get("customer_id"),
-        cart_total: row.get("cart_total"),
-        discount: row.get("discount"),
-        status: match status.as_str() {
-            "held" => UseStatus::Held,
-            "used" => UseStatus::Used,
-            _ => UseStatus::Released,
-        },
-        held_until: row.get("held_until"),
-        idempotency_key: row.get("idempotency_key"),
-        request_fp: row.get("request_fp"),
-    }
+fn use_of(row: &sqlx::postgres::PgRow) -> sqlx::Result<UseRow> {
+    Ok(UseRow {
+        id: row.try_get("id")?,
+        code: row.try_get("code")?,
+        customer_id: row.try_get("customer_id")?,
+        cart_total: row.try_get("cart_total")?,
+        discount: row.try_get("discount")?,
+        status: row.try_get("status")?,
+        held_until: row.try_get("held_until")?,
+        idempotency_key: row.try_get("idempotency_key")?,
+        request_fp: row.try_get("request_fp")?,
+    })
 }
 
 const USE_COLUMNS: &str =
@@ -280,8 +277,8 @@ pub async fn refusal(
     .await?
     .unwrap_or((0, 0, false));
     Ok(Refusal {
-        mine: mine.as_ref().map(use_of),
-        order_use: order_use.as_ref().map(use_of),
+        mine: mine.as_ref().map(use_of).transpose()?,
+        order_use: order_use.as_ref().map(use_of).transpose()?,
         uses_left,
         version,
         disabled,
@@ -296,7 +293,7 @@ pub async fn find_use(db: &PgPool, id: &str) -> Result<Option<UseRow>, sqlx::Err
     .bind(id)
     .fetch_optional(db)
     .await?;
-    Ok(row.as_ref().map(use_of))
+    row.as_ref().map(use_of).transpose()
 }
 
 /// Marks a held use as used (payment went through). Returns the use after the call, whether

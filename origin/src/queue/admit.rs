@@ -107,7 +107,7 @@ pub async fn tick(state: &AppState, budgets: &Budgets) -> anyhow::Result<usize> 
             }
             Advanced::GateNotLoaded => {
                 budgets.spend(&c, 0, true);
-                state.spawn_gate_load(&c);
+                state.gate_loader.spawn(&c);
             }
         }
     }

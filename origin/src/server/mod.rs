@@ -12,8 +12,8 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use crate::config::Config;
@@ -25,7 +25,7 @@ pub struct RunningOrigin {
     pub addr: SocketAddr,
     /// The state the handlers share, for tests that look inside.
     pub state: AppState,
-    stop: watch::Sender<bool>,
+    stop: CancellationToken,
     server: JoinHandle<std::io::Result<()>>,
 }
 
@@ -35,10 +35,22 @@ impl RunningOrigin {
         format!("http://{}", self.addr)
     }
 
-    /// Stops accepting, finishes in-flight requests and background tasks, and returns.
+    /// Stops accepting, finishes in-flight requests (at most `FLASHGATE_SHUTDOWN_TIMEOUT_MS`),
+    /// then cancels the background tasks and joins every task of `state.tasks` within the same
+    /// bound, and returns. Tasks still running past it are logged and left to the runtime.
     pub async fn shutdown(self) -> std::io::Result<()> {
-        let _ = self.stop.send(true);
-        self.server.await.unwrap_or(Ok(()))
+        self.stop.cancel();
+        let served = self.server.await.unwrap_or(Ok(()));
+        let tasks = &self.state.tasks;
+        tasks.close();
+        let deadline = Duration::from_millis(self.state.config.shutdown_timeout_ms);
+        if tokio::time::timeout(deadline, tasks.wait()).await.is_err() {
+            tracing::warn!(
+                running = tasks.len(),
+                "shutdown deadline passed with background tasks still running"
+            );
+        }
+        served
     }
 }
 
@@ -47,17 +59,17 @@ pub async fn spawn(config: Config) -> anyhow::Result<RunningOrigin> {
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let addr = listener.local_addr()?;
     let state = AppState::connect(config).await?;
-    let (stop, stop_rx) = watch::channel(false);
+    let stop = CancellationToken::new();
 
     load_gates(&state).await;
-    tasks::start(&state, stop_rx.clone());
+    tasks::start(&state, &stop);
 
     let app = crate::http::router(state.clone());
     let limits = ConnectionLimits {
         header_read: Duration::from_millis(state.config.header_read_timeout_ms),
         shutdown: Duration::from_millis(state.config.shutdown_timeout_ms),
     };
-    let server = tokio::spawn(serve(listener, app, stop_rx, limits));
+    let server = tokio::spawn(serve(listener, app, stop.clone(), limits));
     tracing::info!(%addr, "origin listening");
     Ok(RunningOrigin {
         addr,
@@ -104,15 +116,12 @@ struct ConnectionLimits {
 async fn serve(
     listener: TcpListener,
     app: Router,
-    mut stop: watch::Receiver<bool>,
+    stop: CancellationToken,
     limits: ConnectionLimits,
 ) -> std::io::Result<()> {
     let graceful = GracefulShutdown::new();
     let mut connections = JoinSet::new();
-    let stopped = async move {
-        // Also when the sender is gone.
-        let _ = stop.wait_for(|stop| *stop).await;
-    };
+    let stopped = stop.cancelled();
     tokio::pin!(stopped);
     loop {
         tokio::select! {

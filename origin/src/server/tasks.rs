@@ -1,4 +1,8 @@
-//! Background tasks of the origin. Each runs until the stop signal.
+//! Background tasks of the origin. Each runs until the stop signal (a `tokio-util`
+//! [`CancellationToken`]) and is spawned on the state's [`tokio_util::task::TaskTracker`], so
+//! that shutdown ([`crate::server::RunningOrigin::shutdown`]) cancels and joins every one of
+//! them within `FLASHGATE_SHUTDOWN_TIMEOUT_MS`. A pass that is running when the stop comes
+//! finishes first.
 //!
 //! - hold expiry (the sweeper): about every `FLASHGATE_SWEEP_INTERVAL_MS`, expires holds past
 //!   `held_until` and gives their units back ([`crate::holds::expiry::sweep`]); safe with
@@ -12,7 +16,7 @@
 
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 use crate::gate::settle::settle_stale_takes;
 use crate::state::AppState;
@@ -21,10 +25,10 @@ use crate::state::AppState;
 const RECONCILE_EVERY: Duration = Duration::from_secs(5);
 
 /// Starts the background tasks.
-pub fn start(state: &AppState, stop: watch::Receiver<bool>) {
+pub fn start(state: &AppState, stop: &CancellationToken) {
     spawn_every(
         state,
-        &stop,
+        stop,
         RECONCILE_EVERY,
         "settling stale takes",
         |s| async move { settle_stale_takes(&s.db, &s.redis).await },
@@ -32,20 +36,16 @@ pub fn start(state: &AppState, stop: watch::Receiver<bool>) {
     // The hold sweeper and the promo code use sweeper run on loops of their own, so that neither
     // waits for the other.
     let every = Duration::from_millis(state.config.sweep_interval_ms.max(1));
-    spawn_every(state, &stop, every, "hold expiry sweep", |s| async move {
-        crate::holds::expiry::sweep(&s).await
+    spawn_every(state, stop, every, "hold expiry sweep", |s| async move {
+        crate::holds::expiry::sweep(&s.gate_returns(), s.config.sweep_batch_max).await
     });
-    spawn_every(
-        state,
-        &stop,
-        every,
-        "promo code use sweep",
-        |s| async move { crate::promo::service::sweep(&s).await },
-    );
+    spawn_every(state, stop, every, "promo code use sweep", |s| async move {
+        crate::promo::service::sweep(&s.promo()).await
+    });
     let budgets = crate::queue::admit::Budgets::new();
     spawn_every(
         state,
-        &stop,
+        stop,
         crate::queue::admit::TICK,
         "waiting room admission",
         move |s| {
@@ -55,11 +55,12 @@ pub fn start(state: &AppState, stop: watch::Receiver<bool>) {
     );
 }
 
-/// Runs `task` every `every` until the stop signal, logging its failures as `what failed`.
-/// A run that overruns delays the next one (no burst of catch-up runs).
+/// Runs `task` every `every` until `stop` is cancelled, logging its failures as `what failed`.
+/// A run that overruns delays the next one (no burst of catch-up runs); a run under way when
+/// `stop` is cancelled finishes. The task is spawned on `state.tasks`.
 pub fn spawn_every<F, Fut>(
     state: &AppState,
-    stop: &watch::Receiver<bool>,
+    stop: &CancellationToken,
     every: Duration,
     what: &'static str,
     task: F,
@@ -68,8 +69,8 @@ pub fn spawn_every<F, Fut>(
     Fut: std::future::Future<Output = anyhow::Result<usize>> + Send,
 {
     let s = state.clone();
-    let mut rx = stop.clone();
-    tokio::spawn(async move {
+    let stop = stop.clone();
+    state.tasks.spawn(async move {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -79,13 +80,8 @@ pub fn spawn_every<F, Fut>(
                         tracing::warn!(error = %e, "{what} failed");
                     }
                 }
-                _ = stopped(&mut rx) => return,
+                _ = stop.cancelled() => return,
             }
         }
     });
-}
-
-/// Resolves when the stop signal is set.
-pub async fn stopped(rx: &mut watch::Receiver<bool>) {
-    let _ = rx.wait_for(|stop| *stop).await;
 }

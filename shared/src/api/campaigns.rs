@@ -9,6 +9,11 @@ use super::common::is_valid_slug;
 /// What a campaign hands out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(
+    feature = "sqlx",
+    derive(sqlx::Type),
+    sqlx(type_name = "text", rename_all = "snake_case")
+)]
 pub enum CampaignKind {
     /// A claim is a hold on one unit until it is paid or expires.
     Sale,

@@ -9,6 +9,11 @@ use super::common::{codes, ErrorBody};
 /// Status of a claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(
+    feature = "sqlx",
+    derive(sqlx::Type),
+    sqlx(type_name = "text", rename_all = "snake_case")
+)]
 pub enum ClaimStatus {
     /// Sale: the unit is held for the customer until `held_until`.
     Held,
@@ -50,9 +55,23 @@ impl ClaimStatus {
         })
     }
 
-    /// Active claims hold a unit and count against one-per-customer.
+    /// The active statuses: a claim in one holds a unit and counts against one-per-customer.
+    /// The one list of them (SQL binds it as `status = ANY($n)` with [`ClaimStatus::as_str`]).
+    pub const ACTIVE: [ClaimStatus; 4] = [
+        ClaimStatus::Held,
+        ClaimStatus::Paid,
+        ClaimStatus::Issued,
+        ClaimStatus::Redeemed,
+    ];
+
+    /// True for the statuses of [`ClaimStatus::ACTIVE`].
     pub fn is_active(self) -> bool {
-        !matches!(self, ClaimStatus::Released | ClaimStatus::Expired)
+        ClaimStatus::ACTIVE.contains(&self)
+    }
+
+    /// The stored names of [`ClaimStatus::ACTIVE`], to bind as a `text[]`.
+    pub fn active_names() -> [&'static str; 4] {
+        ClaimStatus::ACTIVE.map(ClaimStatus::as_str)
     }
 }
 
@@ -169,6 +188,16 @@ pub fn parse_claim_body(body: &[u8]) -> Result<ClaimRequest, ErrorBody> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_active_statuses_are_the_ones_that_hold_a_unit() {
+        assert_eq!(
+            ClaimStatus::active_names(),
+            ["held", "paid", "issued", "redeemed"]
+        );
+        assert!(!ClaimStatus::Released.is_active());
+        assert!(!ClaimStatus::Expired.is_active());
+    }
 
     fn t(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)

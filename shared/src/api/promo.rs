@@ -119,6 +119,11 @@ pub fn is_currency(s: &str) -> bool {
 /// Whether a code is shared or one-time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(
+    feature = "sqlx",
+    derive(sqlx::Type),
+    sqlx(type_name = "text", rename_all = "snake_case")
+)]
 pub enum CodeKind {
     Shared,
     OneTime,
@@ -288,6 +293,11 @@ impl CodeRefusal {
 /// State of a use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(
+    feature = "sqlx",
+    derive(sqlx::Type),
+    sqlx(type_name = "text", rename_all = "snake_case")
+)]
 pub enum UseStatus {
     /// Taken at the order, waiting for the payment.
     Held,

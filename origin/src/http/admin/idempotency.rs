@@ -21,14 +21,15 @@
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{codes, ErrorBody};
 
-use crate::error::{ApiError, ApiResult, RETRY_AFTER_SECONDS};
+use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{self, Role, MAX_JSON_BODY_BYTES};
 use crate::idempotency::{self, Begin};
+use crate::reply::{Outcome, Reply};
 use crate::state::AppState;
 
 /// Response header set on a replayed reply.
@@ -40,15 +41,6 @@ pub async fn replay_writes(State(state): State<AppState>, req: Request, next: Ne
     run(state, req, next)
         .await
         .unwrap_or_else(IntoResponse::into_response)
-}
-
-fn json_reply(status: StatusCode, body: impl Into<Body>) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.into(),
-    )
-        .into_response()
 }
 
 async fn run(state: AppState, req: Request, next: Next) -> ApiResult<Response> {
@@ -76,12 +68,10 @@ async fn run(state: AppState, req: Request, next: Next) -> ApiResult<Response> {
             let body = ErrorBody::new(
                 codes::IN_PROGRESS,
                 "the first request with this Idempotency-Key is still running; retry with the same key",
-            )
-            .to_json();
-            let mut res = json_reply(StatusCode::CONFLICT, body);
-            res.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
-            return Ok(res);
+            );
+            return Ok(
+                Reply::json(StatusCode::CONFLICT, Outcome::InProgress, &body).into_response(),
+            );
         }
         Begin::Reused => {
             return Err(ApiError::Unprocessable(
@@ -89,9 +79,8 @@ async fn run(state: AppState, req: Request, next: Next) -> ApiResult<Response> {
                 "this Idempotency-Key was used with another method, path or body".into(),
             ))
         }
-        Begin::Replay { status, body } => {
-            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-            let mut res = json_reply(status, body);
+        Begin::Replay(reply) => {
+            let mut res = reply.into_response();
             res.headers_mut()
                 .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
             return Ok(res);
@@ -113,14 +102,17 @@ async fn run(state: AppState, req: Request, next: Next) -> ApiResult<Response> {
             return Err(ApiError::Unavailable(format!("admin reply body: {e}")));
         }
     };
-    let text = String::from_utf8_lossy(&kept);
+    let reply = Reply {
+        status,
+        body: kept.clone(),
+        outcome: Outcome::AdminWrite,
+    };
     if let Err(e) = idempotency::finish(
         &mut redis,
         &scope,
         &key,
         &fp,
-        status.as_u16(),
-        &text,
+        &reply,
         state.config.idempotency_ttl_seconds,
     )
     .await
