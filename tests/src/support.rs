@@ -18,7 +18,9 @@ use serde::Serialize;
 use serde_json::Value;
 use sqlx::PgPool;
 
+mod poll;
 mod redis_handle;
+pub use poll::{eventually, eventually_blocking, POLL_STEP_MS};
 pub use redis_handle::{cluster_nodes, lose_redis_state, redis_conn, redis_is_cluster, redis_of};
 
 /// Default PostgreSQL URL of the tests.
@@ -135,6 +137,20 @@ impl TestOrigin {
     /// Stops the origin gracefully.
     pub async fn stop(self) {
         self.origin.shutdown().await.expect("clean shutdown");
+    }
+
+    /// Claims that reached this origin's claim handler so far (the
+    /// `flashgate_claim_requests_total` counter).
+    pub fn claim_requests(&self) -> u64 {
+        let m = &self.origin.state.metrics;
+        m.claim_requests.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Status reads that reached this origin so far (the `flashgate_status_requests_total`
+    /// counter).
+    pub fn status_requests(&self) -> u64 {
+        let m = &self.origin.state.metrics;
+        m.status_requests.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The admin token of role `manager` (named `admin`) this origin accepts.

@@ -2,13 +2,19 @@
 //! concurrent requests. Every test checks the database afterwards.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
+use flashgate_origin::gate::Keys;
 use flashgate_tests::support::{
-    claim_at, lose_redis_state, redis_conn, redis_of, redis_url_with_db, test_config, unique,
-    TestOrigin,
+    claim_at, eventually, lose_redis_state, redis_conn, redis_of, redis_url_with_db, test_config,
+    unique, TestOrigin,
 };
 use futures::future::join_all;
+use redis::AsyncCommands;
 use serde_json::Value;
+
+/// Deadline of the polls in these tests.
+const WAIT: Duration = Duration::from_secs(10);
 
 /// Fires one claim per customer, all at once; returns (status, body) in order.
 async fn stampede(o: &TestOrigin, campaign: &str, customers: &[String]) -> Vec<(u16, Value)> {
@@ -243,47 +249,76 @@ async fn redis_flushed_mid_run_never_oversells_and_recovers() {
 async fn clients_that_disconnect_leave_no_unit_without_a_claim() {
     let o = TestOrigin::start().await;
     let c = o.campaign("sale", 20).await;
-    let impatient = reqwest::Client::builder()
-        .timeout(std::time::Duration::from_millis(2))
-        .build()
-        .unwrap();
     let people = customers(60);
-    join_all(people.iter().map(|p| {
-        let (http, url, token, c) = (impatient.clone(), o.url.clone(), o.token(p), c.clone());
+    // Client timeouts spread over 1..=30 ms, so that the cuts land at every step of the claim
+    // path (before the handler, during the take, during the commit, after it).
+    let answered: Vec<bool> = join_all(people.iter().enumerate().map(|(i, p)| {
+        let impatient = reqwest::Client::builder()
+            .timeout(Duration::from_millis(1 + (i as u64 % 30)))
+            .build()
+            .unwrap();
+        let (url, token, c) = (o.url.clone(), o.token(p), c.clone());
         tokio::spawn(async move {
-            let _ = http
+            impatient
                 .post(format!("{url}/api/v1/campaigns/{c}/claims"))
                 .bearer_auth(token)
                 .header("idempotency-key", "k")
                 .header("content-type", "application/json")
                 .body("{}")
                 .send()
-                .await;
+                .await
+                .is_ok()
         })
     }))
+    .await
+    .into_iter()
+    .map(|r| r.expect("task"))
+    .collect();
+    let answered = answered.iter().filter(|a| **a).count();
+    assert!(answered < people.len(), "no client was cut off");
+    // Proof that cut-off claims reached the handler (every answered one did): otherwise the
+    // checks below would hold with nothing tried.
+    let reached = eventually("a cut-off claim to reach the handler", WAIT, || async {
+        let reached = o.claim_requests() as usize;
+        if reached > answered {
+            Ok(reached)
+        } else {
+            Err(format!(
+                "{reached} claims reached the handler, {answered} were answered"
+            ))
+        }
+    })
     .await;
-    // Let the claims that were cut off finish on the origin's side.
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    let rows = o.claim_rows(&c, &[]).await;
-    let remaining = o.remaining(&c).await;
-    assert_eq!(
-        rows + remaining,
-        20,
-        "every unit is either remaining or claimed"
-    );
+    let keys = Keys::of(&c);
     let mut r = redis_conn().await;
-    let gate: i64 = redis::cmd("GET")
-        .arg(format!("fg:{{{c}}}:remaining"))
-        .query_async(&mut r)
-        .await
-        .unwrap();
-    assert_eq!(gate, remaining, "the gate agrees with PostgreSQL");
-    let pending: i64 = redis::cmd("ZCARD")
-        .arg(format!("fg:{{{c}}}:pending"))
-        .query_async(&mut r)
-        .await
-        .unwrap();
-    assert_eq!(pending, 0);
+    // The claims cut off mid-way finish (or are settled) on the origin's side.
+    let (rows, remaining) = eventually(
+        "every unit remaining or claimed, gate = PostgreSQL",
+        WAIT,
+        || {
+            let (o, c, keys, mut r) = (&o, &c, &keys, r.clone());
+            async move {
+                let rows = o.claim_rows(c, &[]).await;
+                let remaining = o.remaining(c).await;
+                let gate: i64 = r.get(&keys.remaining).await.expect("gate remaining");
+                let pending: i64 = r.zcard(&keys.pending).await.expect("pending takes");
+                if rows + remaining == 20 && gate == remaining && pending == 0 {
+                    Ok((rows, remaining))
+                } else {
+                    Err(format!(
+                        "rows {rows}, remaining {remaining}, gate {gate}, pending {pending}"
+                    ))
+                }
+            }
+        },
+    )
+    .await;
+    assert!(
+        rows > 0,
+        "units were taken ({reached} claims reached the handler, {remaining} remaining)"
+    );
+    let holders: i64 = r.hlen(&keys.holders).await.unwrap();
+    assert_eq!(holders, rows, "one gate holder per claim row");
     // A pooled connection left inside a transaction would sit "idle in transaction"; other
     // tests' live transactions pass through that state only for moments.
     let idle_in_tx: i64 = sqlx::query_scalar(
