@@ -20,7 +20,7 @@ use sqlx::PgPool;
 
 mod poll;
 mod redis_handle;
-pub use poll::{eventually, eventually_blocking, POLL_STEP_MS};
+pub use poll::{eventually, eventually_blocking, until_state, POLL_STEP_MS};
 pub use redis_handle::{cluster_nodes, lose_redis_state, redis_conn, redis_is_cluster, redis_of};
 
 /// Default PostgreSQL URL of the tests.
@@ -631,7 +631,7 @@ impl TestEdge {
     }
 
     fn spawn(origin_url: &str, env: &[(&str, String)], stderr: std::process::Stdio) -> TestEdge {
-        use std::time::{Duration, Instant};
+        use std::time::Duration;
         ensure_edge_built();
         let url_file = std::env::temp_dir().join(format!("{}.url", unique("edge")));
         let mut cmd = std::process::Command::new("node");
@@ -652,17 +652,14 @@ impl TestEdge {
             child: cmd.spawn().expect("start node run-miniflare.mjs"),
             url: String::new(),
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while edge.url.is_empty() {
-            if let Ok(u) = std::fs::read_to_string(&url_file) {
-                edge.url = u.trim().to_string();
-            }
+        let started = eventually_blocking(Duration::from_secs(30), || {
             if let Ok(Some(st)) = edge.child.try_wait() {
                 panic!("miniflare exited: {st}");
             }
-            assert!(Instant::now() < deadline, "miniflare did not start in 30 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            let url = std::fs::read_to_string(&url_file).ok()?;
+            Some(url.trim().to_string()).filter(|u| !u.is_empty())
+        });
+        edge.url = started.expect("miniflare did not start in 30 s");
         let _ = std::fs::remove_file(&url_file);
         edge
     }
@@ -674,11 +671,12 @@ impl Drop for TestEdge {
             .arg("-TERM")
             .arg(self.child.id().to_string())
             .status();
-        for _ in 0..50 {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
+        let child = &mut self.child;
+        let gone = eventually_blocking(std::time::Duration::from_secs(5), || {
+            child.try_wait().ok().flatten()
+        });
+        if gone.is_some() {
+            return;
         }
         let _ = self.child.kill();
         let _ = self.child.wait();

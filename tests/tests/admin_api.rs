@@ -9,10 +9,14 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::{CampaignKind, ChangeAction, ChangeRequest, NewCampaign};
+use flashgate_tests::support::eventually;
 use flashgate_tests::support::{claim_at, unique, TestOrigin};
 use futures::future::join_all;
 use reqwest::Method;
 use serde_json::{json, Value};
+
+/// Deadline of the polls in these tests.
+const WAIT: Duration = Duration::from_secs(10);
 
 fn customers(n: usize) -> Vec<String> {
     let run = unique("cust");
@@ -470,7 +474,8 @@ async fn restock_racing_concurrent_claims_loses_no_update() {
             tokio::spawn(async move { claim_at(&http, &url, &token, &c, "k").await })
         });
         let claims: Vec<_> = claims.collect();
-        // The restock lands somewhere among the claims (a different place each round).
+        // The restock lands somewhere among the claims (a different place each round): the
+        // delay is the scenario, not a wait for a condition.
         tokio::time::sleep(Duration::from_millis(round * 3)).await;
         let (s, b) = o.change(&c, ChangeRequest::restock(5)).await;
         assert_eq!(s, 200, "{b}");
@@ -531,7 +536,13 @@ async fn pause_during_a_stampede_stops_claims_at_its_commit_and_resume_restarts_
             })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    eventually("the stampede to make claims", WAIT, || async {
+        match o.claim_rows(&c, &[]).await {
+            n if n >= 50 => Ok(()),
+            n => Err(format!("{n} claim rows")),
+        }
+    })
+    .await;
     let (s, b) = o
         .change(&c, ChangeRequest::action(ChangeAction::Pause))
         .await;
@@ -539,7 +550,15 @@ async fn pause_during_a_stampede_stops_claims_at_its_commit_and_resume_restarts_
     *paused_at.lock().unwrap() = Some(Instant::now());
     let at: DateTime<Utc> = serde_json::from_value(b["audit"]["at"].clone()).unwrap();
     let at_pause = o.claim_rows(&c, &[]).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Claims keep coming after the pause: at least 100 more reach the handler.
+    let sent_at_pause = o.claim_requests();
+    eventually("100 claims after the pause", WAIT, || async {
+        match o.claim_requests() - sent_at_pause {
+            n if n >= 100 => Ok(()),
+            n => Err(format!("{n} claims after the pause")),
+        }
+    })
+    .await;
     stop.store(true, Ordering::Relaxed);
     let late: Vec<(u16, Value)> = join_all(senders)
         .await

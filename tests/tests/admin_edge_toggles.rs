@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use flashgate_origin::secret::Secret;
 use flashgate_shared::api::{ChangeAction, ChangeRequest};
 use flashgate_tests::support::{claim_via, test_config, unique, TestEdge as Edge, TestOrigin};
+use flashgate_tests::support::{eventually, until_state};
 use serde_json::Value;
 
 const EDGE_SECRET: &str = flashgate_tests::support::TEST_EDGE_SECRET;
@@ -45,41 +46,17 @@ async fn until_edge_answers(
     result: &str,
     since: Instant,
 ) -> Duration {
-    loop {
+    let what = format!("the edge to answer {result}");
+    eventually(&what, Duration::from_secs(10), || async {
         let (s, by, b) = claim(o, e, c, &unique("probe")).await;
         if by == "edge" && b["result"] == result {
             assert_eq!(s, 409);
-            return since.elapsed();
+            Ok(since.elapsed())
+        } else {
+            Err(format!("{s} answered by {by:?}: {b}"))
         }
-        assert!(
-            since.elapsed() < Duration::from_secs(10),
-            "edge never answered {result}: {b}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Polls the edge's status until its state is `state`; returns the time since `since`.
-async fn until_state(o: &TestOrigin, e: &Edge, c: &str, state: &str, since: Instant) -> Duration {
-    loop {
-        let b: Value = o
-            .http
-            .get(format!("{}/api/v1/campaigns/{c}", e.url))
-            .send()
-            .await
-            .expect("status")
-            .json()
-            .await
-            .unwrap_or(Value::Null);
-        if b["state"] == state {
-            return since.elapsed();
-        }
-        assert!(
-            since.elapsed() < Duration::from_secs(10),
-            "edge never showed {state}: {b}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 fn edge_env() -> Vec<(&'static str, String)> {
@@ -133,7 +110,7 @@ async fn pause_reaches_the_edge_within_the_bound_and_resume_lets_claims_flow() {
         .await;
     assert_eq!(s, 200, "{b}");
     let resumed = Instant::now();
-    let seen = until_state(&o, &e, &c, "active", resumed).await;
+    let seen = until_state(&o.http, &e.url, &c, "active", resumed).await;
     println!("resume reached the edge after {seen:?}");
     assert!(seen <= TTL + ROUND_TRIP, "took {seen:?}");
     let (s, by, b) = claim(&o, &e, &c, &unique("again")).await;
@@ -157,7 +134,7 @@ async fn restock_of_a_sold_out_campaign_reaches_the_edge_and_sells_again() {
     let (s, b) = o.change(&c, ChangeRequest::restock(3)).await;
     assert_eq!((s, b["gate"].as_str()), (200, Some("updated")), "{b}");
     let restocked = Instant::now();
-    let seen = until_state(&o, &e, &c, "active", restocked).await;
+    let seen = until_state(&o.http, &e.url, &c, "active", restocked).await;
     println!("restock reached the edge after {seen:?} (bound: TTL {TTL:?} + one round trip)");
     assert!(seen <= TTL + ROUND_TRIP, "took {seen:?}");
     for i in 0..3 {

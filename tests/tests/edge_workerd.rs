@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use flashgate_shared::api::ChangeRequest;
 use flashgate_shared::ANSWERED_BY_HEADER;
+use flashgate_tests::support::until_state;
 use flashgate_tests::support::{
     edge_headers, test_config, unique, TestEdge, TestOrigin, TEST_EDGE_SECRET,
 };
@@ -171,23 +172,6 @@ async fn get(http: &reqwest::Client, url: &str) -> Reply {
 
 fn status_url(base: &str, campaign: &str) -> String {
     format!("{base}/api/v1/campaigns/{campaign}")
-}
-
-/// Polls the edge's status until its state is `state`; returns how long that took.
-async fn wait_for_state(o: &TestOrigin, e: &TestEdge, campaign: &str, state: &str) -> Duration {
-    let t0 = Instant::now();
-    loop {
-        let r = get(&o.http, &status_url(&e.url, campaign)).await;
-        if r.json()["state"] == state {
-            return t0.elapsed();
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "edge never showed {state}: {}",
-            String::from_utf8_lossy(&r.body)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// Sells out `campaign` by claiming its units straight at the origin (signed).
@@ -371,7 +355,7 @@ async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_rest
 
     // The campaign sells out at the origin (claims not through this edge).
     sell_out_at_origin(&o, &c, stock).await;
-    let seen = wait_for_state(&o, &e, &c, "sold_out").await;
+    let seen = until_state(&o.http, &e.url, &c, "sold_out", Instant::now()).await;
     println!("sold-out flag reached the edge after {seen:?} (bound: TTL {ttl:?} + one round trip)");
     // The bound is TTL + one round trip; 750 ms leaves room for a loaded machine's round trip
     // and the 20 ms polling, and still fails if the edge waits a second TTL.
@@ -398,7 +382,7 @@ async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_rest
     let (code, body) = o.change(&c, ChangeRequest::restock(2)).await;
     assert_eq!(code, 200, "{body}");
     let back = Instant::now();
-    let seen = wait_for_state(&o, &e, &c, "active").await;
+    let seen = until_state(&o.http, &e.url, &c, "active", Instant::now()).await;
     println!("restock reached the edge after {seen:?}");
     // The bound is TTL + one round trip; 750 ms leaves room for a loaded machine's round trip
     // and the 20 ms polling, and still fails if the edge waits a second TTL.
@@ -443,6 +427,7 @@ async fn origin_down_gives_503_for_claims_and_stale_status_within_max_stale() {
     let http = o.http.clone();
     o.stop().await;
     let stopped = Instant::now();
+    // The scenario: the edge's copy ages past its TTL (300 ms) while the origin is down.
     tokio::time::sleep(Duration::from_millis(400)).await;
 
     // Status: the last known one, marked stale, until max-stale.
@@ -470,6 +455,7 @@ async fn origin_down_gives_503_for_claims_and_stale_status_within_max_stale() {
     assert_eq!(r.header("retry-after"), Some("1"));
 
     // Past max-stale: no status to serve.
+    // The scenario: the copy ages past max-stale (3 s), so the wait is on purpose.
     let wait = Duration::from_millis(3_300).saturating_sub(stopped.elapsed());
     tokio::time::sleep(wait).await;
     let gone = get(&http, &status_url(&e.url, &c)).await;

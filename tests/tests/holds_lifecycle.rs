@@ -9,6 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use flashgate_origin::holds::{expiry, returns};
 use flashgate_shared::api::{PayRequest, ReleaseRequest};
+use flashgate_tests::support::eventually;
 use flashgate_tests::support::{unique, TestOrigin};
 use futures::future::join_all;
 use serde_json::{json, Value};
@@ -144,6 +145,7 @@ async fn second_sweeper(o: &TestOrigin, c: &str, ms: u64, batch: i64) -> usize {
             .expect("second sweeper");
         expired += r.len();
         returns::return_to_gate(&o.origin.state, &r).await;
+        // The scenario: a sweeper that runs every few milliseconds, not a wait for a condition.
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     expired
@@ -151,13 +153,14 @@ async fn second_sweeper(o: &TestOrigin, c: &str, ms: u64, batch: i64) -> usize {
 
 /// Waits until no claim of `c` is held (the sweeper expired the unpaid ones), at most `secs`.
 async fn wait_no_holds(o: &TestOrigin, c: &str, secs: u64) {
-    for _ in 0..secs * 20 {
-        if o.claim_rows(c, &["held"]).await == 0 {
-            return;
+    let what = format!("the holds of {c} to expire");
+    eventually(&what, Duration::from_secs(secs), || async {
+        match o.claim_rows(c, &["held"]).await {
+            0 => Ok(()),
+            n => Err(format!("{n} claims still held")),
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("holds of {c} were not expired within {secs} s");
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -248,6 +251,7 @@ async fn releases_racing_the_sweeper_return_each_unit_once() {
         (0..3).map(move |n| {
             let (id, o) = (id.clone(), oref);
             async move {
+                // The scenario: each release lands at its hold's end, racing the sweepers.
                 let wait =
                     (t - Utc::now()).to_std().unwrap_or_default() + Duration::from_millis(n * 5);
                 tokio::time::sleep(wait).await;
@@ -293,6 +297,7 @@ async fn pay_at_the_last_instant_racing_the_sweeper_200_rounds() {
         let o = &o;
         async move {
             let at = until + chrono::Duration::milliseconds(offset);
+            // The scenario: the pay is sent at a set moment around held_until.
             tokio::time::sleep((at - Utc::now()).to_std().unwrap_or_default()).await;
             let reply = pay(o, &id, &format!("psp-{id}")).await;
             (id, reply)

@@ -214,24 +214,31 @@ async fn redis_flushed_mid_run_never_oversells_and_recovers() {
         .collect();
     lose_redis_state(&config, &[&c], &records).await;
     let second = stampede(&o, &c, &people[60..]).await;
-    // Retries until the gate is back, bounded.
-    let mut replies: Vec<(u16, Value)> = first.into_iter().chain(second).collect();
-    for _ in 0..50 {
-        let retry: Vec<usize> = (0..replies.len())
-            .filter(|i| replies[*i].0 == 503)
-            .collect();
-        if retry.is_empty() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        for i in retry {
-            replies[i] = o.claim(&c, &people[i], &format!("k-{}", people[i])).await;
-        }
-    }
-    assert!(
-        replies.iter().all(|r| r.0 != 503),
-        "the origin recovered by itself"
-    );
+    // Retries the 503s until the gate is back: the origin recovers by itself.
+    let replies: Vec<(u16, Value)> = first.into_iter().chain(second).collect();
+    let replies = std::sync::Mutex::new(replies);
+    eventually(
+        "the origin to answer every retry without 503",
+        WAIT,
+        || async {
+            let retry: Vec<usize> = {
+                let replies = replies.lock().unwrap();
+                (0..replies.len())
+                    .filter(|i| replies[*i].0 == 503)
+                    .collect()
+            };
+            if retry.is_empty() {
+                return Ok(());
+            }
+            for &i in &retry {
+                let reply = o.claim(&c, &people[i], &format!("k-{}", people[i])).await;
+                replies.lock().unwrap()[i] = reply;
+            }
+            Err(format!("{} claims answered 503", retry.len()))
+        },
+    )
+    .await;
+    let replies = replies.into_inner().unwrap();
     let wins = count(&replies, 201, "claimed");
     assert_eq!(wins, 30, "all units sold, none twice");
     assert_eq!(o.claim_rows(&c, &[]).await, 30);
@@ -385,12 +392,13 @@ async fn readyz_reports_a_lost_gate_and_reloads_it_without_any_claim() {
     lose_redis_state(&config, &[&c], &[]).await;
     let mut r = redis_of(&config).await;
     assert_eq!(ready(&o).await, 503, "a lost gate is not ready");
-    let mut waited = 0;
-    while ready(&o).await != 200 {
-        waited += 1;
-        assert!(waited < 100, "readyz never recovered");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    eventually("readyz to recover", WAIT, || async {
+        match ready(&o).await {
+            200 => Ok(()),
+            s => Err(format!("readyz {s}")),
+        }
+    })
+    .await;
     let remaining: i64 = redis::cmd("GET")
         .arg(format!("fg:{{{c}}}:remaining"))
         .query_async(&mut r)

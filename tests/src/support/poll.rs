@@ -29,21 +29,56 @@ where
     }
 }
 
-/// [`eventually`] for code outside the async runtime (a `Drop`, a process start): returns
-/// `Some(value)` once `check` gives one, `None` when `deadline` passes first. Blocks the
-/// calling thread between checks, so async code calls [`eventually`] instead.
+/// [`eventually`] for code that cannot be async (a `Drop`, a process start): returns
+/// `Some(value)` once `check` gives one, `None` when `deadline` passes first. On a tokio
+/// multi-thread runtime it runs inside `block_in_place`, so the runtime moves its other tasks
+/// off this thread while it waits.
 pub fn eventually_blocking<T>(
     deadline: Duration,
     mut check: impl FnMut() -> Option<T>,
 ) -> Option<T> {
-    let end = Instant::now() + deadline;
-    loop {
-        if let Some(v) = check() {
-            return Some(v);
+    let mut poll = move || {
+        let end = Instant::now() + deadline;
+        loop {
+            if let Some(v) = check() {
+                return Some(v);
+            }
+            if Instant::now() >= end {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(POLL_STEP_MS));
         }
-        if Instant::now() >= end {
-            return None;
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(poll)
         }
-        std::thread::sleep(Duration::from_millis(POLL_STEP_MS));
+        _ => poll(),
     }
+}
+
+/// Polls `GET {base_url}/api/v1/campaigns/{campaign}` (an origin or an edge) until the
+/// body's `state` is `state` (`active`, `sold_out`, ...), for at most 10 s; returns the time
+/// since `since`. Panics with the last body at the deadline.
+pub async fn until_state(
+    http: &reqwest::Client,
+    base_url: &str,
+    campaign: &str,
+    state: &str,
+    since: Instant,
+) -> Duration {
+    let url = format!("{base_url}/api/v1/campaigns/{campaign}");
+    let what = format!("{url} to show state {state}");
+    eventually(&what, Duration::from_secs(10), || async {
+        let b: serde_json::Value = match http.get(&url).send().await {
+            Ok(r) => r.json().await.unwrap_or_default(),
+            Err(e) => return Err(e.to_string()),
+        };
+        if b["state"] == state {
+            Ok(since.elapsed())
+        } else {
+            Err(b.to_string())
+        }
+    })
+    .await
 }
