@@ -18,8 +18,14 @@ use serde::Serialize;
 use serde_json::Value;
 use sqlx::PgPool;
 
+mod edge;
+mod gate;
 mod poll;
 mod redis_handle;
+pub use edge::{ensure_edge_built, repo_root, TestEdge};
+pub use gate::{
+    assert_reconciled, customers, gate_remaining, idempotency_record_key, sold_out_flag_set,
+};
 pub use poll::{eventually, eventually_blocking, until_state, POLL_STEP_MS};
 pub use redis_handle::{cluster_nodes, lose_redis_state, redis_conn, redis_is_cluster, redis_of};
 
@@ -100,6 +106,15 @@ pub fn test_config() -> Config {
     config
 }
 
+/// [`test_config`] with the edge secret [`TEST_EDGE_SECRET`]: the origin then takes only
+/// requests signed as the edge forwards them (an edge started with the same secret, or
+/// [`edge_headers`]).
+pub fn signed_test_config() -> Config {
+    let mut config = test_config();
+    config.edge_secret = Some(flashgate_origin::secret::Secret::new(TEST_EDGE_SECRET));
+    config
+}
+
 /// An origin running in this process, plus a client and a pool for checking the database.
 pub struct TestOrigin {
     pub origin: RunningOrigin,
@@ -113,6 +128,11 @@ impl TestOrigin {
     /// Starts an origin with the test configuration.
     pub async fn start() -> Self {
         Self::start_with(test_config()).await
+    }
+
+    /// Starts an origin with [`signed_test_config`] (the edge secret [`TEST_EDGE_SECRET`]).
+    pub async fn start_signed() -> Self {
+        Self::start_with(signed_test_config()).await
     }
 
     /// Starts an origin with `config`.
@@ -569,116 +589,4 @@ pub async fn claim_via(
         .unwrap_or_default()
         .to_string();
     (status, by, res.json().await.unwrap_or(Value::Null))
-}
-
-/// The repository root (the parent of the tests crate).
-pub fn repo_root() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("repo root")
-        .to_path_buf()
-}
-
-/// Builds the edge worker once per test binary (`edge_tools_install` + `edge_build` of
-/// scripts/lib/edge.sh), unless `FLASHGATE_EDGE_PREBUILT=1` says a caller already did.
-pub fn ensure_edge_built() {
-    use std::sync::Mutex;
-    static BUILT: Mutex<bool> = Mutex::new(false);
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if *built {
-        return;
-    }
-    if std::env::var("FLASHGATE_EDGE_PREBUILT").as_deref() != Ok("1") {
-        let ok = std::process::Command::new("bash")
-            .arg("-c")
-            .arg(". scripts/lib/edge.sh && edge_tools_install && edge_build")
-            .current_dir(repo_root())
-            .status()
-            .expect("run bash")
-            .success();
-        assert!(ok, "edge_build failed");
-    }
-    assert!(
-        repo_root().join("edge-worker/build/index.js").exists(),
-        "edge-worker/build/index.js missing: run `. scripts/lib/edge.sh && edge_build`"
-    );
-    *built = true;
-}
-
-/// The built edge worker in workerd (Miniflare, `edge-worker/run-miniflare.mjs`) on a free
-/// port in front of an origin; stopped with SIGTERM (so workerd goes too) on drop.
-pub struct TestEdge {
-    child: std::process::Child,
-    /// `http://127.0.0.1:<port>`.
-    pub url: String,
-}
-
-impl TestEdge {
-    /// Starts the edge in front of `origin_url` with the test customer-token secret and the
-    /// extra worker settings in `env` (e.g. `FLASHGATE_STATUS_TTL_MS`, `FLASHGATE_EDGE_SECRET`).
-    pub fn start(origin_url: &str, env: &[(&str, String)]) -> TestEdge {
-        Self::spawn(origin_url, env, std::process::Stdio::inherit())
-    }
-
-    /// [`TestEdge::start`] with the runtime's and the worker's log (stderr) written to `log`.
-    pub fn start_logged(
-        origin_url: &str,
-        env: &[(&str, String)],
-        log: &std::path::Path,
-    ) -> TestEdge {
-        let file = std::fs::File::create(log).expect("edge log file");
-        Self::spawn(origin_url, env, file.into())
-    }
-
-    fn spawn(origin_url: &str, env: &[(&str, String)], stderr: std::process::Stdio) -> TestEdge {
-        use std::time::Duration;
-        ensure_edge_built();
-        let url_file = std::env::temp_dir().join(format!("{}.url", unique("edge")));
-        let mut cmd = std::process::Command::new("node");
-        cmd.arg(repo_root().join("edge-worker/run-miniflare.mjs"))
-            .env("EDGE_PORT", "0")
-            .env("EDGE_URL_FILE", &url_file)
-            .env("FLASHGATE_ORIGIN_URL", origin_url)
-            .env(
-                "FLASHGATE_CUSTOMER_TOKEN_SECRET",
-                test_config().customer_token_secret.expose(),
-            )
-            .stdout(std::process::Stdio::null())
-            .stderr(stderr);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut edge = TestEdge {
-            child: cmd.spawn().expect("start node run-miniflare.mjs"),
-            url: String::new(),
-        };
-        let started = eventually_blocking(Duration::from_secs(30), || {
-            if let Ok(Some(st)) = edge.child.try_wait() {
-                panic!("miniflare exited: {st}");
-            }
-            let url = std::fs::read_to_string(&url_file).ok()?;
-            Some(url.trim().to_string()).filter(|u| !u.is_empty())
-        });
-        edge.url = started.expect("miniflare did not start in 30 s");
-        let _ = std::fs::remove_file(&url_file);
-        edge
-    }
-}
-
-impl Drop for TestEdge {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
-        let child = &mut self.child;
-        let gone = eventually_blocking(std::time::Duration::from_secs(5), || {
-            child.try_wait().ok().flatten()
-        });
-        if gone.is_some() {
-            return;
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }

@@ -11,17 +11,13 @@ use chrono::{DateTime, Utc};
 use flashgate_shared::api::{CampaignKind, ChangeAction, ChangeRequest, NewCampaign};
 use flashgate_tests::support::eventually;
 use flashgate_tests::support::{claim_at, unique, TestOrigin};
+use flashgate_tests::support::{customers, gate_remaining};
 use futures::future::join_all;
 use reqwest::Method;
 use serde_json::{json, Value};
 
 /// Deadline of the polls in these tests.
 const WAIT: Duration = Duration::from_secs(10);
-
-fn customers(n: usize) -> Vec<String> {
-    let run = unique("cust");
-    (0..n).map(|i| format!("{run}-{i}")).collect()
-}
 
 async fn audit_rows(o: &TestOrigin, c: &str) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM admin_audit WHERE campaign_id = $1")
@@ -38,16 +34,6 @@ async fn facts(o: &TestOrigin, c: &str) -> (i64, i64, bool, DateTime<Utc>) {
         .fetch_one(&o.db)
         .await
         .unwrap()
-}
-
-async fn gate_remaining(c: &str) -> i64 {
-    let mut conn = flashgate_tests::support::redis_conn().await;
-    let v: Option<i64> = redis::cmd("GET")
-        .arg(format!("fg:{{{c}}}:remaining"))
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    v.unwrap_or(-1)
 }
 
 fn assert_error_body(status: u16, body: &Value, want_status: u16, want_result: &str) {
@@ -370,7 +356,7 @@ async fn each_change_is_audited_and_the_claim_path_follows() {
         ),
         (Some(4), Some(1))
     );
-    assert_eq!(gate_remaining(&c).await, 1);
+    assert_eq!(gate_remaining(&o, &c).await, Some(1));
     let (s, b) = o.claim(&c, &people[5], "k").await;
     assert_eq!(s, 201, "{b}");
     let (s, _) = o.claim(&c, &people[6], "k").await;
@@ -383,7 +369,7 @@ async fn each_change_is_audited_and_the_claim_path_follows() {
         (200, Some(2)),
         "{b}"
     );
-    assert_eq!(gate_remaining(&c).await, 2);
+    assert_eq!(gate_remaining(&o, &c).await, Some(2));
     assert_eq!(b["campaign"]["counts"]["held"], 4);
     assert_eq!(b["campaign"]["counts"]["claims_total"], 4);
 
@@ -394,7 +380,7 @@ async fn each_change_is_audited_and_the_claim_path_follows() {
         (200, Some("sold_out")),
         "{b}"
     );
-    assert_eq!(gate_remaining(&c).await, 0);
+    assert_eq!(gate_remaining(&o, &c).await, Some(0));
     let (s, b) = o.claim(&c, &people[7], "k2").await;
     assert_eq!((s, b["result"].as_str()), (409, Some("sold_out")));
 
@@ -488,7 +474,7 @@ async fn restock_racing_concurrent_claims_loses_no_update() {
         let (stock, remaining, _, _) = facts(&o, &c).await;
         assert_eq!((stock, remaining), (15, 10 + 5 - 10), "round {round}");
         assert_eq!(o.claim_rows(&c, &[]).await, 10);
-        assert_eq!(gate_remaining(&c).await, 5, "round {round}");
+        assert_eq!(gate_remaining(&o, &c).await, Some(5), "round {round}");
         let (before, after): (Value, Value) = sqlx::query_as(
             "SELECT before, after FROM admin_audit WHERE campaign_id = $1 AND action = 'restock'",
         )

@@ -8,12 +8,10 @@
 //! The worker is built once per run with scripts/lib/edge.sh unless `FLASHGATE_EDGE_PREBUILT=1`
 //! ([`TestEdge`](flashgate_tests::support::TestEdge)).
 
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use flashgate_origin::secret::Secret;
 use flashgate_shared::api::{ChangeAction, ChangeRequest};
-use flashgate_tests::support::{claim_via, test_config, unique, TestEdge as Edge, TestOrigin};
+use flashgate_tests::support::{claim_via, unique, TestEdge as Edge, TestOrigin};
 use flashgate_tests::support::{eventually, until_state};
 use serde_json::Value;
 
@@ -22,15 +20,6 @@ const EDGE_SECRET: &str = flashgate_tests::support::TEST_EDGE_SECRET;
 const TTL: Duration = Duration::from_millis(1_000);
 /// Allowance for one origin round trip (and the test's polling step).
 const ROUND_TRIP: Duration = Duration::from_millis(500);
-
-/// Claims reaching the origin's handler so far.
-fn origin_claims(o: &TestOrigin) -> u64 {
-    o.origin
-        .state
-        .metrics
-        .claim_requests
-        .load(Ordering::Relaxed)
-}
 
 /// A claim through the edge with a fresh key: status, who answered, JSON body.
 async fn claim(o: &TestOrigin, edge: &Edge, c: &str, customer: &str) -> (u16, String, Value) {
@@ -66,15 +55,9 @@ fn edge_env() -> Vec<(&'static str, String)> {
     ]
 }
 
-async fn origin() -> TestOrigin {
-    let mut config = test_config();
-    config.edge_secret = Some(Secret::new(EDGE_SECRET));
-    TestOrigin::start_with(config).await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pause_reaches_the_edge_within_the_bound_and_resume_lets_claims_flow() {
-    let o = origin().await;
+    let o = TestOrigin::start_signed().await;
     let c = o.campaign("giveaway", 1_000).await;
     let e = Edge::start(&o.url, &edge_env());
     let (s, by, b) = claim(&o, &e, &c, &unique("first")).await;
@@ -90,7 +73,7 @@ async fn pause_reaches_the_edge_within_the_bound_and_resume_lets_claims_flow() {
     let seen = until_edge_answers(&o, &e, &c, "paused", paused).await;
     println!("pause reached the edge after {seen:?} (bound: TTL {TTL:?} + one round trip)");
     assert!(seen <= TTL + ROUND_TRIP, "took {seen:?}");
-    let before = origin_claims(&o);
+    let before = o.claim_requests();
     for _ in 0..10 {
         let (s, by, b) = claim(&o, &e, &c, &unique("late")).await;
         assert_eq!(
@@ -99,7 +82,7 @@ async fn pause_reaches_the_edge_within_the_bound_and_resume_lets_claims_flow() {
         );
     }
     assert_eq!(
-        origin_claims(&o),
+        o.claim_requests(),
         before,
         "the origin saw claims of a paused campaign"
     );
@@ -121,7 +104,7 @@ async fn pause_reaches_the_edge_within_the_bound_and_resume_lets_claims_flow() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn restock_of_a_sold_out_campaign_reaches_the_edge_and_sells_again() {
-    let o = origin().await;
+    let o = TestOrigin::start_signed().await;
     let c = o.campaign("sale", 2).await;
     let e = Edge::start(&o.url, &edge_env());
     for i in 0..2 {

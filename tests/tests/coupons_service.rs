@@ -8,14 +8,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use flashgate_origin::config::Config;
-use flashgate_origin::secret::Secret;
 use flashgate_shared::code::ALPHABET;
 use flashgate_shared::CLIENT_IP_HEADER;
 use flashgate_tests::support::eventually;
 use flashgate_tests::support::fresh_code_name as fresh_code;
-use flashgate_tests::support::{
-    edge_headers, send_raw, test_config, unique, TestOrigin, TEST_EDGE_SECRET,
-};
+use flashgate_tests::support::signed_test_config;
+use flashgate_tests::support::{edge_headers, send_raw, unique, TestOrigin, TEST_EDGE_SECRET};
 use futures::future::join_all;
 use serde_json::{json, Value};
 
@@ -26,9 +24,7 @@ const ADMIN: &str = flashgate_origin::config::TEST_MANAGER_TOKEN;
 /// their client IP signed as the edge forwards it (see [`post_raw`]), so each test's per-IP
 /// buckets are its own.
 fn config() -> Config {
-    let mut c = test_config();
-    c.edge_secret = Some(Secret::new(TEST_EDGE_SECRET));
-    c
+    signed_test_config()
 }
 
 /// A fresh client IP, so per-IP buckets of different tests and runs never meet.

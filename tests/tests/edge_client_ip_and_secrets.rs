@@ -4,16 +4,15 @@
 
 use std::time::Duration;
 
-use flashgate_origin::secret::Secret;
 use flashgate_tests::support::eventually;
-use flashgate_tests::support::{test_config, unique, TestEdge, TestOrigin, TEST_EDGE_SECRET};
+use flashgate_tests::support::signed_test_config;
+use flashgate_tests::support::{unique, TestEdge, TestOrigin, TEST_EDGE_SECRET};
 use futures::future::join_all;
 use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn per_ip_guess_limit_applies_through_the_edge() {
-    let mut config = test_config();
-    config.edge_secret = Some(Secret::new(TEST_EDGE_SECRET));
+    let mut config = signed_test_config();
     config.code_guesses_per_ip = 100;
     let o = TestOrigin::start_with(config).await;
     let ip = "203.0.113.7";

@@ -51,29 +51,6 @@ fn edge(origin_url: &str, s: EdgeSettings) -> TestEdge {
     )
 }
 
-/// An origin with the edge secret configured (it refuses unsigned claims).
-async fn origin() -> TestOrigin {
-    let mut config = test_config();
-    config.edge_secret = Some(flashgate_origin::secret::Secret::new(EDGE_SECRET));
-    TestOrigin::start_with(config).await
-}
-
-fn status_count(o: &TestOrigin) -> u64 {
-    o.origin
-        .state
-        .metrics
-        .status_requests
-        .load(Ordering::Relaxed)
-}
-
-fn claim_count(o: &TestOrigin) -> u64 {
-    o.origin
-        .state
-        .metrics
-        .claim_requests
-        .load(Ordering::Relaxed)
-}
-
 /// One HTTP answer: status, who answered, body bytes, and all headers.
 #[derive(Debug, Clone)]
 struct Reply {
@@ -192,7 +169,7 @@ async fn sell_out_at_origin(o: &TestOrigin, campaign: &str, stock: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn status_is_fetched_at_most_once_per_ttl_under_concurrent_gets() {
-    let o = origin().await;
+    let o = TestOrigin::start_signed().await;
     let c = o.campaign("sale", 5).await;
     // A long TTL so that the burst fits in one TTL window: exactly one origin fetch.
     let e = edge(
@@ -202,7 +179,7 @@ async fn status_is_fetched_at_most_once_per_ttl_under_concurrent_gets() {
             ..Default::default()
         },
     );
-    let before = status_count(&o);
+    let before = o.status_requests();
     let t0 = Instant::now();
     let replies = join_all((0..200).map(|_| {
         let (http, url) = (o.http.clone(), status_url(&e.url, &c));
@@ -210,7 +187,7 @@ async fn status_is_fetched_at_most_once_per_ttl_under_concurrent_gets() {
     }))
     .await;
     let burst = t0.elapsed();
-    let fetches = status_count(&o) - before;
+    let fetches = o.status_requests() - before;
     assert!(burst < Duration::from_millis(5_000), "burst took {burst:?}");
     assert_eq!(
         fetches, 1,
@@ -235,7 +212,7 @@ async fn status_is_fetched_at_most_once_per_ttl_under_concurrent_gets() {
             ..Default::default()
         },
     );
-    let before = status_count(&o);
+    let before = o.status_requests();
     let t0 = Instant::now();
     let mut workers = Vec::new();
     for _ in 0..8 {
@@ -255,7 +232,7 @@ async fn status_is_fetched_at_most_once_per_ttl_under_concurrent_gets() {
         .map(|n| n.unwrap())
         .sum();
     let elapsed_ms = t0.elapsed().as_millis() as u64;
-    let fetches = status_count(&o) - before;
+    let fetches = o.status_requests() - before;
     let most = elapsed_ms / 500 + 1;
     println!(
         "sustained: {served} edge GETs in {elapsed_ms} ms, {fetches} origin fetches (bound {most})"
@@ -268,14 +245,14 @@ async fn status_is_fetched_at_most_once_per_ttl_under_concurrent_gets() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn claims_win_at_origin_then_sold_out_is_answered_at_the_edge() {
-    let o = origin().await;
+    let o = TestOrigin::start_signed().await;
     let stock = 5;
     let c = o.campaign("sale", stock).await;
     let e = edge(&o.url, EdgeSettings::default());
 
     // One customer wins through the edge: the origin answered.
     let alice = unique("alice");
-    let before = claim_count(&o);
+    let before = o.claim_requests();
     let first = send_claim(
         &o.http,
         &e.url,
@@ -287,10 +264,10 @@ async fn claims_win_at_origin_then_sold_out_is_answered_at_the_edge() {
     assert_eq!((first.status, first.by.as_str()), (201, "origin"));
     assert_eq!(first.json()["result"], "claimed");
     assert_eq!(first.json()["claim"]["customer"], alice.as_str());
-    assert_eq!(claim_count(&o) - before, 1);
+    assert_eq!(o.claim_requests() - before, 1);
 
     // 60 customers at once for the 4 units left: exactly 4 more winners.
-    let status_before = status_count(&o);
+    let status_before = o.status_requests();
     let stampede_start = Instant::now();
     let run = unique("cust");
     let replies: Vec<Reply> = join_all((0..60).map(|i| {
@@ -314,7 +291,7 @@ async fn claims_win_at_origin_then_sold_out_is_answered_at_the_edge() {
 
     // The edge learned sold_out from the origin's answers: from now on it answers itself and
     // the origin receives none of the claims.
-    let before = claim_count(&o);
+    let before = o.claim_requests();
     let late: Vec<Reply> = join_all((0..100).map(|i| {
         let req = ClaimReq::good(&o, &format!("{run}-late-{i}"), "k");
         let (http, url, c) = (o.http.clone(), e.url.clone(), c.clone());
@@ -328,9 +305,9 @@ async fn claims_win_at_origin_then_sold_out_is_answered_at_the_edge() {
         assert_eq!((r.status, r.by.as_str()), (409, "edge"));
         assert_eq!(r.body, br#"{"result":"sold_out"}"#);
     }
-    assert_eq!(claim_count(&o) - before, 0);
+    assert_eq!(o.claim_requests() - before, 0);
     // The 160 claims shared the status refreshes: at most one per TTL (single-flight).
-    let fetches = status_count(&o) - status_before;
+    let fetches = o.status_requests() - status_before;
     let most = stampede_start.elapsed().as_millis() as u64 / 1_000 + 1;
     assert!(fetches <= most, "{fetches} status fetches, bound {most}");
     // Status through the edge says sold out too.
@@ -344,7 +321,7 @@ async fn claims_win_at_origin_then_sold_out_is_answered_at_the_edge() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_restock() {
-    let o = origin().await;
+    let o = TestOrigin::start_signed().await;
     let stock = 2;
     let c = o.campaign("sale", stock as i64).await;
     let ttl = Duration::from_millis(1_000);
@@ -362,7 +339,7 @@ async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_rest
     assert!(seen <= ttl + Duration::from_millis(750), "took {seen:?}");
 
     // From then on claims are answered at the edge; the origin receives none of them.
-    let before = claim_count(&o);
+    let before = o.claim_requests();
     for _ in 0..20 {
         let r = send_claim(
             &o.http,
@@ -375,7 +352,7 @@ async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_rest
         assert_eq!((r.status, r.by.as_str()), (409, "edge"));
         assert_eq!(r.body, br#"{"result":"sold_out"}"#);
     }
-    assert_eq!(claim_count(&o) - before, 0);
+    assert_eq!(o.claim_requests() - before, 0);
 
     // Units come back (a restock through the admin API): the sold-out state clears at the
     // edge within the bound.
@@ -390,7 +367,7 @@ async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_rest
     assert!(back.elapsed() < Duration::from_secs(3));
 
     // Claims flow again: reach the origin and win.
-    let before = claim_count(&o);
+    let before = o.claim_requests();
     let r = send_claim(
         &o.http,
         &e.url,
@@ -405,13 +382,13 @@ async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_rest
         "{}",
         String::from_utf8_lossy(&r.body)
     );
-    assert_eq!(claim_count(&o) - before, 1);
+    assert_eq!(o.claim_requests() - before, 1);
     o.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn origin_down_gives_503_for_claims_and_stale_status_within_max_stale() {
-    let o = origin().await;
+    let o = TestOrigin::start_signed().await;
     let c = o.campaign("sale", 5).await;
     let e = edge(
         &o.url,
@@ -465,7 +442,7 @@ async fn origin_down_gives_503_for_claims_and_stale_status_within_max_stale() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn bad_claims_are_refused_at_the_edge_with_the_origins_bodies() {
-    let o = origin().await;
+    let o = TestOrigin::start_signed().await;
     let c = o.campaign("sale", 5).await;
     let e = edge(&o.url, EdgeSettings::default());
     let carol = unique("carol");
@@ -574,7 +551,7 @@ async fn bad_claims_are_refused_at_the_edge_with_the_origins_bodies() {
             },
         ),
     ];
-    let before = claim_count(&o);
+    let before = o.claim_requests();
     let mut at_edge = Vec::new();
     for (name, req) in &cases {
         let r = send_claim(&o.http, &e.url, &c, req, false).await;
@@ -582,7 +559,7 @@ async fn bad_claims_are_refused_at_the_edge_with_the_origins_bodies() {
         assert!((400..500).contains(&r.status), "{name}: {}", r.status);
         at_edge.push(r);
     }
-    assert_eq!(claim_count(&o) - before, 0, "the origin saw a bad claim");
+    assert_eq!(o.claim_requests() - before, 0, "the origin saw a bad claim");
     // The origin gives the same status and the same bytes for each (sent to it signed).
     for ((name, req), edge) in cases.iter().zip(&at_edge) {
         let direct = send_claim(&o.http, &o.url, &c, req, true).await;
@@ -602,24 +579,24 @@ async fn bad_claims_are_refused_at_the_edge_with_the_origins_bodies() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_retried_key_gets_the_origins_identical_first_reply() {
-    let o = origin().await;
+    let o = TestOrigin::start_signed().await;
     let c = o.campaign("giveaway", 3).await;
     let e = edge(&o.url, EdgeSettings::default());
     let req = ClaimReq::good(&o, &unique("dave"), "retry-1");
-    let before = claim_count(&o);
+    let before = o.claim_requests();
     let first = send_claim(&o.http, &e.url, &c, &req, false).await;
     let again = send_claim(&o.http, &e.url, &c, &req, false).await;
     assert_eq!((first.status, first.by.as_str()), (201, "origin"));
     assert_eq!((again.status, again.by.as_str()), (201, "origin"));
     assert_eq!(first.body, again.body);
-    assert_eq!(claim_count(&o) - before, 2, "both reached the origin");
+    assert_eq!(o.claim_requests() - before, 2, "both reached the origin");
     assert_eq!(o.claim_rows(&c, &[]).await, 1);
     o.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn claims_must_carry_the_edge_signature() {
-    let o = origin().await;
+    let o = TestOrigin::start_signed().await;
     let c = o.campaign("sale", 5).await;
     let req = ClaimReq::good(&o, &unique("eve"), "k-direct");
     // Straight to the origin without a signature: 403.
@@ -660,7 +637,7 @@ async fn claims_must_carry_the_edge_signature() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn not_started_is_answered_at_the_edge_only_when_clearly_early() {
-    let o = origin().await;
+    let o = TestOrigin::start_signed().await;
     let now = chrono::Utc::now();
     let fay = unique("fay");
     let early = unique("early");
@@ -674,7 +651,7 @@ async fn not_started_is_answered_at_the_edge_only_when_clearly_early() {
     )
     .await;
     let e = edge(&o.url, EdgeSettings::default());
-    let before = claim_count(&o);
+    let before = o.claim_requests();
     let r = send_claim(
         &o.http,
         &e.url,
@@ -685,7 +662,7 @@ async fn not_started_is_answered_at_the_edge_only_when_clearly_early() {
     .await;
     assert_eq!((r.status, r.by.as_str()), (409, "edge"));
     assert_eq!(r.json()["result"], "not_started");
-    assert_eq!(claim_count(&o) - before, 0);
+    assert_eq!(o.claim_requests() - before, 0);
     // Starting within the skew allowance (1 s < 2 s): the origin's clock decides.
     let soon = unique("soon");
     let start = chrono::Utc::now() + chrono::Duration::milliseconds(1_500);
@@ -789,7 +766,7 @@ async fn an_origin_that_never_answers_gives_503_after_the_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_pass_through_body_the_origin_could_never_take_is_413_at_the_edge() {
-    let o = origin().await;
+    let o = TestOrigin::start_signed().await;
     let e = edge(&o.url, EdgeSettings::default());
     for size in [70 * 1024, 2 * 1024 * 1024] {
         let res = o

@@ -6,9 +6,8 @@
 
 use std::time::{Duration, Instant};
 
-use flashgate_origin::secret::Secret;
 use flashgate_shared::api::PayRequest;
-use flashgate_tests::support::{claim_via, test_config, unique, TestEdge, TestOrigin};
+use flashgate_tests::support::{claim_via, unique, TestEdge, TestOrigin};
 use flashgate_tests::support::{eventually, until_state};
 use futures::future::join_all;
 use serde_json::Value;
@@ -50,9 +49,7 @@ async fn wave(o: &TestOrigin, e: &TestEdge, c: &str, n: usize) -> (Vec<Value>, u
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn second_wave_through_the_edge_sells_exactly_the_returned_units() {
-    let mut config = test_config();
-    config.edge_secret = Some(Secret::new(EDGE_SECRET));
-    let o = TestOrigin::start_with(config).await;
+    let o = TestOrigin::start_signed().await;
     let c = unique("edge-hold");
     let now = chrono::Utc::now();
     let (starts, ends) = (

@@ -9,6 +9,7 @@ use flashgate_tests::support::{
     claim_at, eventually, lose_redis_state, redis_conn, redis_of, redis_url_with_db, test_config,
     unique, TestOrigin,
 };
+use flashgate_tests::support::{customers, idempotency_record_key};
 use futures::future::join_all;
 use redis::AsyncCommands;
 use serde_json::Value;
@@ -28,11 +29,6 @@ async fn stampede(o: &TestOrigin, campaign: &str, customers: &[String]) -> Vec<(
     .into_iter()
     .map(|r| r.expect("task"))
     .collect()
-}
-
-fn customers(n: usize) -> Vec<String> {
-    let run = unique("cust");
-    (0..n).map(|i| format!("{run}-{i}")).collect()
 }
 
 fn count(replies: &[(u16, Value)], status: u16, result: &str) -> usize {
@@ -188,7 +184,7 @@ async fn a_retry_after_an_origin_restart_gets_the_same_claim() {
     // Even when Redis lost the idempotency record, the claim row recognises the retry.
     let mut r = redis_conn().await;
     let deleted: i64 = redis::cmd("DEL")
-        .arg(format!("fg:idem:{}:{ana}:k1", ana.len()))
+        .arg(idempotency_record_key(&ana, "k1"))
         .query_async(&mut r)
         .await
         .unwrap();
@@ -210,7 +206,7 @@ async fn redis_flushed_mid_run_never_oversells_and_recovers() {
     let first = stampede(&o, &c, &people[..60]).await;
     let records: Vec<String> = people[..60]
         .iter()
-        .map(|p| format!("fg:idem:{}:{p}:k-{p}", p.len()))
+        .map(|p| idempotency_record_key(p, &format!("k-{p}")))
         .collect();
     lose_redis_state(&config, &[&c], &records).await;
     let second = stampede(&o, &c, &people[60..]).await;
@@ -365,8 +361,8 @@ async fn a_released_customer_whose_gate_give_back_was_lost_can_claim_again() {
         .rows_affected();
     let mut r = redis_conn().await;
     let _: () = redis::pipe()
-        .hset(format!("fg:{{{c}}}:holders"), &ana, &claim_id)
-        .decr(format!("fg:{{{c}}}:remaining"), 1)
+        .hset(Keys::of(&c).holders, &ana, &claim_id)
+        .decr(Keys::of(&c).remaining, 1)
         .query_async(&mut r)
         .await
         .unwrap();
@@ -378,32 +374,37 @@ async fn a_released_customer_whose_gate_give_back_was_lost_can_claim_again() {
     o.stop().await;
 }
 
+/// `GET /readyz` status of `o`.
+async fn ready(o: &TestOrigin) -> u16 {
+    let url = format!("{}/readyz", o.url);
+    o.http.get(url).send().await.unwrap().status().as_u16()
+}
+
+/// Polls `/readyz` of `o` until it answers 200.
+async fn until_ready(o: &TestOrigin, what: &str) {
+    eventually(what, WAIT, || async {
+        match ready(o).await {
+            200 => Ok(()),
+            s => Err(format!("readyz {s}")),
+        }
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_reports_a_lost_gate_and_reloads_it_without_any_claim() {
     let mut config = test_config();
     config.redis_url = redis_url_with_db(6);
     let o = TestOrigin::start_with(config.clone()).await;
     let c = o.campaign("sale", 4).await;
-    let ready = |o: &TestOrigin| {
-        let (http, url) = (o.http.clone(), format!("{}/readyz", o.url));
-        async move { http.get(url).send().await.unwrap().status().as_u16() }
-    };
-    assert_eq!(ready(&o).await, 200);
+    // Ready first: campaigns that tests running alongside create in the shared database reach
+    // this origin's own Redis database only through its background reload.
+    until_ready(&o, "readyz before the loss").await;
     lose_redis_state(&config, &[&c], &[]).await;
     let mut r = redis_of(&config).await;
     assert_eq!(ready(&o).await, 503, "a lost gate is not ready");
-    eventually("readyz to recover", WAIT, || async {
-        match ready(&o).await {
-            200 => Ok(()),
-            s => Err(format!("readyz {s}")),
-        }
-    })
-    .await;
-    let remaining: i64 = redis::cmd("GET")
-        .arg(format!("fg:{{{c}}}:remaining"))
-        .query_async(&mut r)
-        .await
-        .unwrap();
+    until_ready(&o, "readyz to recover").await;
+    let remaining: i64 = r.get(Keys::of(&c).remaining).await.unwrap();
     assert_eq!(remaining, 4, "the gate was reloaded from PostgreSQL");
     let (s, _) = o.claim(&c, &unique("ana"), "k").await;
     assert_eq!(s, 201);
