@@ -163,14 +163,14 @@ impl TestOrigin {
     /// `flashgate_claim_requests_total` counter).
     pub fn claim_requests(&self) -> u64 {
         let m = &self.origin.state.metrics;
-        m.claim_requests.load(std::sync::atomic::Ordering::Relaxed)
+        m.claim_requests.load(Ordering::Relaxed)
     }
 
     /// Status reads that reached this origin so far (the `flashgate_status_requests_total`
     /// counter).
     pub fn status_requests(&self) -> u64 {
         let m = &self.origin.state.metrics;
-        m.status_requests.load(std::sync::atomic::Ordering::Relaxed)
+        m.status_requests.load(Ordering::Relaxed)
     }
 
     /// The admin token of role `manager` (named `admin`) this origin accepts.

@@ -137,7 +137,7 @@ async fn stack(statuses: Vec<Value>, extra: &[(&str, &str)]) -> (Shared, TestEdg
 
 struct Answer {
     status: u16,
-    headers: reqwest::header::HeaderMap,
+    headers: HeaderMap,
     text: String,
 }
 
