@@ -19,10 +19,15 @@ use serde_json::Value;
 use sqlx::PgPool;
 
 mod edge;
+mod edge_calls;
 mod gate;
 mod poll;
 mod redis_handle;
 pub use edge::{ensure_edge_built, repo_root, TestEdge};
+pub use edge_calls::{
+    edge_with, get, reply, sell_out_at_origin, send_claim, status_url, ClaimReq, EdgeSettings,
+    Reply,
+};
 pub use gate::{
     assert_reconciled, customers, gate_remaining, idempotency_record_key, sold_out_flag_set,
 };
