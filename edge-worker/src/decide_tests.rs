@@ -111,7 +111,7 @@ fn refuses_bad_claims_with_origin_codes() {
     let good = tok(NOW + 60);
     let expired = tok(NOW);
     let big = vec![b' '; MAX_CLAIM_BODY_BYTES + 1];
-    let cases: Vec<(ClaimInput, u16, &str)> = vec![
+    let cases: Vec<(ClaimInput<'_>, u16, &str)> = vec![
         (
             input(Some(&good), Some(b"k"), &big),
             413,

@@ -136,7 +136,7 @@ pub(super) async fn join(req: Request, cfg: &EdgeConfig, url: &worker::Url) -> R
                 .verify(
                     t,
                     &cfg.customer_token_secret,
-                    flashgate_shared::token::NumericDate::from_unix_ms(now),
+                    token::NumericDate::from_unix_ms(now),
                 )
                 .ok()
         })

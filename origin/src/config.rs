@@ -274,7 +274,9 @@ mod tests {
     #[test]
     fn every_secret_shorter_than_32_bytes_is_refused_by_its_variable() {
         let short = || Secret::new("x".repeat(31));
-        let cases: Vec<(&str, Box<dyn Fn(&mut Config)>)> = vec![
+        /// A variable's name and a change of the configuration that breaks it.
+        type Case = (&'static str, Box<dyn Fn(&mut Config)>);
+        let cases: Vec<Case> = vec![
             (
                 "FLASHGATE_CUSTOMER_TOKEN_SECRET",
                 Box::new(|c| c.customer_token_secret = Secret::new("")),

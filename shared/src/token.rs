@@ -249,7 +249,7 @@ mod tests {
     fn signed_payload(payload: &str) -> String {
         let header = B64.encode(br#"{"alg":"HS256"}"#);
         let input = format!("{header}.{}", B64.encode(payload));
-        let mut mac = crate::signature::keyed_mac(SECRET);
+        let mut mac = keyed_mac(SECRET);
         mac.update(input.as_bytes());
         format!("{input}.{}", B64.encode(mac.finalize().into_bytes()))
     }

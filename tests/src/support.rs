@@ -18,17 +18,24 @@ use serde::Serialize;
 use serde_json::Value;
 use sqlx::PgPool;
 
+mod edge;
+mod edge_calls;
+mod gate;
+mod poll;
 mod redis_handle;
+pub use edge::{ensure_edge_built, repo_root, TestEdge};
+pub use edge_calls::{
+    edge_with, get, reply, sell_out_at_origin, send_claim, status_url, ClaimReq, EdgeSettings,
+    Reply,
+};
+pub use gate::{
+    assert_reconciled, customers, gate_remaining, idempotency_record_key, sold_out_flag_set,
+};
+pub use poll::{eventually, eventually_blocking, until_state, POLL_STEP_MS};
 pub use redis_handle::{cluster_nodes, lose_redis_state, redis_conn, redis_is_cluster, redis_of};
 
 /// Default PostgreSQL URL of the tests.
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/flashgate_test";
-/// `n` new customer ids, unique to this run.
-pub fn customers(n: usize) -> Vec<String> {
-    let run = unique("cust");
-    (0..n).map(|i| format!("{run}-{i}")).collect()
-}
-
 /// How many of `replies` have `status` and `"result": result`.
 pub fn count_replies(replies: &[(u16, Value)], status: u16, result: &str) -> usize {
     replies
@@ -120,6 +127,15 @@ pub fn test_config() -> Config {
     config
 }
 
+/// [`test_config`] with the edge secret [`TEST_EDGE_SECRET`]: the origin then takes only
+/// requests signed as the edge forwards them (an edge started with the same secret, or
+/// [`edge_headers`]).
+pub fn signed_test_config() -> Config {
+    let mut config = test_config();
+    config.edge_secret = Some(flashgate_origin::secret::Secret::new(TEST_EDGE_SECRET));
+    config
+}
+
 /// An origin running in this process, plus a client and a pool for checking the database.
 pub struct TestOrigin {
     pub origin: RunningOrigin,
@@ -133,6 +149,11 @@ impl TestOrigin {
     /// Starts an origin with the test configuration.
     pub async fn start() -> Self {
         Self::start_with(test_config()).await
+    }
+
+    /// Starts an origin with [`signed_test_config`] (the edge secret [`TEST_EDGE_SECRET`]).
+    pub async fn start_signed() -> Self {
+        Self::start_with(signed_test_config()).await
     }
 
     /// Starts an origin with `config`.
@@ -157,6 +178,20 @@ impl TestOrigin {
     /// Stops the origin gracefully.
     pub async fn stop(self) {
         self.origin.shutdown().await.expect("clean shutdown");
+    }
+
+    /// Claims that reached this origin's claim handler so far (the
+    /// `flashgate_claim_requests_total` counter).
+    pub fn claim_requests(&self) -> u64 {
+        let m = &self.origin.state.metrics;
+        m.claim_requests.load(Ordering::Relaxed)
+    }
+
+    /// Status reads that reached this origin so far (the `flashgate_status_requests_total`
+    /// counter).
+    pub fn status_requests(&self) -> u64 {
+        let m = &self.origin.state.metrics;
+        m.status_requests.load(Ordering::Relaxed)
     }
 
     /// The admin token of role `manager` (named `admin`) this origin accepts.
@@ -541,7 +576,7 @@ impl TestOrigin {
     /// the origin.
     pub fn origin_count(
         &self,
-        counter: impl Fn(&flashgate_origin::metrics::Metrics) -> &std::sync::atomic::AtomicU64,
+        counter: impl Fn(&flashgate_origin::metrics::Metrics) -> &AtomicU64,
     ) -> u64 {
         counter(&self.origin.state.metrics).load(Ordering::Relaxed)
     }
@@ -720,118 +755,4 @@ pub async fn claim_via(
         .unwrap_or_default()
         .to_string();
     (status, by, res.json().await.unwrap_or(Value::Null))
-}
-
-/// The repository root (the parent of the tests crate).
-pub fn repo_root() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("repo root")
-        .to_path_buf()
-}
-
-/// Builds the edge worker once per test binary (`edge_tools_install` + `edge_build` of
-/// scripts/lib/edge.sh), unless `FLASHGATE_EDGE_PREBUILT=1` says a caller already did.
-pub fn ensure_edge_built() {
-    use std::sync::Mutex;
-    static BUILT: Mutex<bool> = Mutex::new(false);
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if *built {
-        return;
-    }
-    if std::env::var("FLASHGATE_EDGE_PREBUILT").as_deref() != Ok("1") {
-        let ok = std::process::Command::new("bash")
-            .arg("-c")
-            .arg(". scripts/lib/edge.sh && edge_tools_install && edge_build")
-            .current_dir(repo_root())
-            .status()
-            .expect("run bash")
-            .success();
-        assert!(ok, "edge_build failed");
-    }
-    assert!(
-        repo_root().join("edge-worker/build/index.js").exists(),
-        "edge-worker/build/index.js missing: run `. scripts/lib/edge.sh && edge_build`"
-    );
-    *built = true;
-}
-
-/// The built edge worker in workerd (Miniflare, `edge-worker/run-miniflare.mjs`) on a free
-/// port in front of an origin; stopped with SIGTERM (so workerd goes too) on drop.
-pub struct TestEdge {
-    child: std::process::Child,
-    /// `http://127.0.0.1:<port>`.
-    pub url: String,
-}
-
-impl TestEdge {
-    /// Starts the edge in front of `origin_url` with the test customer-token secret and the
-    /// extra worker settings in `env` (e.g. `FLASHGATE_STATUS_TTL_MS`, `FLASHGATE_EDGE_SECRET`).
-    pub fn start(origin_url: &str, env: &[(&str, String)]) -> TestEdge {
-        Self::spawn(origin_url, env, std::process::Stdio::inherit())
-    }
-
-    /// [`TestEdge::start`] with the runtime's and the worker's log (stderr) written to `log`.
-    pub fn start_logged(
-        origin_url: &str,
-        env: &[(&str, String)],
-        log: &std::path::Path,
-    ) -> TestEdge {
-        let file = std::fs::File::create(log).expect("edge log file");
-        Self::spawn(origin_url, env, file.into())
-    }
-
-    fn spawn(origin_url: &str, env: &[(&str, String)], stderr: std::process::Stdio) -> TestEdge {
-        use std::time::{Duration, Instant};
-        ensure_edge_built();
-        let url_file = std::env::temp_dir().join(format!("{}.url", unique("edge")));
-        let mut cmd = std::process::Command::new("node");
-        cmd.arg(repo_root().join("edge-worker/run-miniflare.mjs"))
-            .env("EDGE_PORT", "0")
-            .env("EDGE_URL_FILE", &url_file)
-            .env("FLASHGATE_ORIGIN_URL", origin_url)
-            .env(
-                "FLASHGATE_CUSTOMER_TOKEN_SECRET",
-                test_config().customer_token_secret.expose(),
-            )
-            .stdout(std::process::Stdio::null())
-            .stderr(stderr);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut edge = TestEdge {
-            child: cmd.spawn().expect("start node run-miniflare.mjs"),
-            url: String::new(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while edge.url.is_empty() {
-            if let Ok(u) = std::fs::read_to_string(&url_file) {
-                edge.url = u.trim().to_string();
-            }
-            if let Ok(Some(st)) = edge.child.try_wait() {
-                panic!("miniflare exited: {st}");
-            }
-            assert!(Instant::now() < deadline, "miniflare did not start in 30 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = std::fs::remove_file(&url_file);
-        edge
-    }
-}
-
-impl Drop for TestEdge {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
-        for _ in 0..50 {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }

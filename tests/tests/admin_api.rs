@@ -9,15 +9,15 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::{CampaignKind, ChangeAction, ChangeRequest, NewCampaign};
+use flashgate_tests::support::eventually;
 use flashgate_tests::support::{claim_at, unique, TestOrigin};
+use flashgate_tests::support::{customers, gate_remaining};
 use futures::future::join_all;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-fn customers(n: usize) -> Vec<String> {
-    let run = unique("cust");
-    (0..n).map(|i| format!("{run}-{i}")).collect()
-}
+/// Deadline of the polls in these tests.
+const WAIT: Duration = Duration::from_secs(10);
 
 async fn audit_rows(o: &TestOrigin, c: &str) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM admin_audit WHERE campaign_id = $1")
@@ -34,16 +34,6 @@ async fn facts(o: &TestOrigin, c: &str) -> (i64, i64, bool, DateTime<Utc>) {
         .fetch_one(&o.db)
         .await
         .unwrap()
-}
-
-async fn gate_remaining(c: &str) -> i64 {
-    let mut conn = flashgate_tests::support::redis_conn().await;
-    let v: Option<i64> = redis::cmd("GET")
-        .arg(format!("fg:{{{c}}}:remaining"))
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    v.unwrap_or(-1)
 }
 
 fn assert_error_body(status: u16, body: &Value, want_status: u16, want_result: &str) {
@@ -368,7 +358,7 @@ async fn each_change_is_audited_and_the_claim_path_follows() {
         ),
         (Some(4), Some(1))
     );
-    assert_eq!(gate_remaining(&c).await, 1);
+    assert_eq!(gate_remaining(&o, &c).await, Some(1));
     let (s, b) = o.claim(&c, &people[5], "k").await;
     assert_eq!(s, 201, "{b}");
     let (s, _) = o.claim(&c, &people[6], "k").await;
@@ -381,7 +371,7 @@ async fn each_change_is_audited_and_the_claim_path_follows() {
         (200, Some(2)),
         "{b}"
     );
-    assert_eq!(gate_remaining(&c).await, 2);
+    assert_eq!(gate_remaining(&o, &c).await, Some(2));
     assert_eq!(b["campaign"]["counts"]["held"], 4);
     assert_eq!(b["campaign"]["counts"]["claims_total"], 4);
 
@@ -392,7 +382,7 @@ async fn each_change_is_audited_and_the_claim_path_follows() {
         (200, Some("sold_out")),
         "{b}"
     );
-    assert_eq!(gate_remaining(&c).await, 0);
+    assert_eq!(gate_remaining(&o, &c).await, Some(0));
     let (s, b) = o.claim(&c, &people[7], "k2").await;
     assert_eq!((s, b["result"].as_str()), (409, Some("sold_out")));
 
@@ -472,7 +462,8 @@ async fn restock_racing_concurrent_claims_loses_no_update() {
             tokio::spawn(async move { claim_at(&http, &url, &token, &c, "k").await })
         });
         let claims: Vec<_> = claims.collect();
-        // The restock lands somewhere among the claims (a different place each round).
+        // The restock lands somewhere among the claims (a different place each round): the
+        // delay is the scenario, not a wait for a condition.
         tokio::time::sleep(Duration::from_millis(round * 3)).await;
         let (s, b) = o.change(&c, ChangeRequest::restock(5)).await;
         assert_eq!(s, 200, "{b}");
@@ -485,7 +476,7 @@ async fn restock_racing_concurrent_claims_loses_no_update() {
         let (stock, remaining, _, _) = facts(&o, &c).await;
         assert_eq!((stock, remaining), (15, 10 + 5 - 10), "round {round}");
         assert_eq!(o.claim_rows(&c, &[]).await, 10);
-        assert_eq!(gate_remaining(&c).await, 5, "round {round}");
+        assert_eq!(gate_remaining(&o, &c).await, Some(5), "round {round}");
         let (before, after): (Value, Value) = sqlx::query_as(
             "SELECT before, after FROM admin_audit WHERE campaign_id = $1 AND action = 'restock'",
         )
@@ -533,7 +524,13 @@ async fn pause_during_a_stampede_stops_claims_at_its_commit_and_resume_restarts_
             })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    eventually("the stampede to make claims", WAIT, || async {
+        match o.claim_rows(&c, &[]).await {
+            n if n >= 50 => Ok(()),
+            n => Err(format!("{n} claim rows")),
+        }
+    })
+    .await;
     let (s, b) = o
         .change(&c, ChangeRequest::action(ChangeAction::Pause))
         .await;
@@ -541,7 +538,15 @@ async fn pause_during_a_stampede_stops_claims_at_its_commit_and_resume_restarts_
     *paused_at.lock().unwrap() = Some(Instant::now());
     let at: DateTime<Utc> = serde_json::from_value(b["audit"]["at"].clone()).unwrap();
     let at_pause = o.claim_rows(&c, &[]).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Claims keep coming after the pause: at least 100 more reach the handler.
+    let sent_at_pause = o.claim_requests();
+    eventually("100 claims after the pause", WAIT, || async {
+        match o.claim_requests() - sent_at_pause {
+            n if n >= 100 => Ok(()),
+            n => Err(format!("{n} claims after the pause")),
+        }
+    })
+    .await;
     stop.store(true, Ordering::Relaxed);
     let late: Vec<(u16, Value)> = join_all(senders)
         .await

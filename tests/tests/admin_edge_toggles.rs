@@ -8,12 +8,11 @@
 //! The worker is built once per run with scripts/lib/edge.sh unless `FLASHGATE_EDGE_PREBUILT=1`
 //! ([`TestEdge`](flashgate_tests::support::TestEdge)).
 
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use flashgate_origin::secret::Secret;
 use flashgate_shared::api::{ChangeAction, ChangeRequest};
-use flashgate_tests::support::{claim_via, test_config, unique, TestEdge as Edge, TestOrigin};
+use flashgate_tests::support::{claim_via, unique, TestEdge as Edge, TestOrigin};
+use flashgate_tests::support::{eventually, until_state};
 use serde_json::Value;
 
 const EDGE_SECRET: &str = flashgate_tests::support::TEST_EDGE_SECRET;
@@ -21,15 +20,6 @@ const EDGE_SECRET: &str = flashgate_tests::support::TEST_EDGE_SECRET;
 const TTL: Duration = Duration::from_millis(1_000);
 /// Allowance for one origin round trip (and the test's polling step).
 const ROUND_TRIP: Duration = Duration::from_millis(500);
-
-/// Claims reaching the origin's handler so far.
-fn origin_claims(o: &TestOrigin) -> u64 {
-    o.origin
-        .state
-        .metrics
-        .claim_requests
-        .load(Ordering::Relaxed)
-}
 
 /// A claim through the edge with a fresh key: status, who answered, JSON body.
 async fn claim(o: &TestOrigin, edge: &Edge, c: &str, customer: &str) -> (u16, String, Value) {
@@ -45,41 +35,17 @@ async fn until_edge_answers(
     result: &str,
     since: Instant,
 ) -> Duration {
-    loop {
+    let what = format!("the edge to answer {result}");
+    eventually(&what, Duration::from_secs(10), || async {
         let (s, by, b) = claim(o, e, c, &unique("probe")).await;
         if by == "edge" && b["result"] == result {
             assert_eq!(s, 409);
-            return since.elapsed();
+            Ok(since.elapsed())
+        } else {
+            Err(format!("{s} answered by {by:?}: {b}"))
         }
-        assert!(
-            since.elapsed() < Duration::from_secs(10),
-            "edge never answered {result}: {b}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Polls the edge's status until its state is `state`; returns the time since `since`.
-async fn until_state(o: &TestOrigin, e: &Edge, c: &str, state: &str, since: Instant) -> Duration {
-    loop {
-        let b: Value = o
-            .http
-            .get(format!("{}/api/v1/campaigns/{c}", e.url))
-            .send()
-            .await
-            .expect("status")
-            .json()
-            .await
-            .unwrap_or(Value::Null);
-        if b["state"] == state {
-            return since.elapsed();
-        }
-        assert!(
-            since.elapsed() < Duration::from_secs(10),
-            "edge never showed {state}: {b}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 fn edge_env() -> Vec<(&'static str, String)> {
@@ -89,15 +55,9 @@ fn edge_env() -> Vec<(&'static str, String)> {
     ]
 }
 
-async fn origin() -> TestOrigin {
-    let mut config = test_config();
-    config.edge_secret = Some(Secret::new(EDGE_SECRET));
-    TestOrigin::start_with(config).await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pause_reaches_the_edge_within_the_bound_and_resume_lets_claims_flow() {
-    let o = origin().await;
+    let o = TestOrigin::start_signed().await;
     let c = o.campaign("giveaway", 1_000).await;
     let e = Edge::start(&o.url, &edge_env());
     let (s, by, b) = claim(&o, &e, &c, &unique("first")).await;
@@ -113,7 +73,7 @@ async fn pause_reaches_the_edge_within_the_bound_and_resume_lets_claims_flow() {
     let seen = until_edge_answers(&o, &e, &c, "paused", paused).await;
     println!("pause reached the edge after {seen:?} (bound: TTL {TTL:?} + one round trip)");
     assert!(seen <= TTL + ROUND_TRIP, "took {seen:?}");
-    let before = origin_claims(&o);
+    let before = o.claim_requests();
     for _ in 0..10 {
         let (s, by, b) = claim(&o, &e, &c, &unique("late")).await;
         assert_eq!(
@@ -122,7 +82,7 @@ async fn pause_reaches_the_edge_within_the_bound_and_resume_lets_claims_flow() {
         );
     }
     assert_eq!(
-        origin_claims(&o),
+        o.claim_requests(),
         before,
         "the origin saw claims of a paused campaign"
     );
@@ -133,7 +93,7 @@ async fn pause_reaches_the_edge_within_the_bound_and_resume_lets_claims_flow() {
         .await;
     assert_eq!(s, 200, "{b}");
     let resumed = Instant::now();
-    let seen = until_state(&o, &e, &c, "active", resumed).await;
+    let seen = until_state(&o.http, &e.url, &c, "active", resumed).await;
     println!("resume reached the edge after {seen:?}");
     assert!(seen <= TTL + ROUND_TRIP, "took {seen:?}");
     let (s, by, b) = claim(&o, &e, &c, &unique("again")).await;
@@ -144,7 +104,7 @@ async fn pause_reaches_the_edge_within_the_bound_and_resume_lets_claims_flow() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn restock_of_a_sold_out_campaign_reaches_the_edge_and_sells_again() {
-    let o = origin().await;
+    let o = TestOrigin::start_signed().await;
     let c = o.campaign("sale", 2).await;
     let e = Edge::start(&o.url, &edge_env());
     for i in 0..2 {
@@ -157,7 +117,7 @@ async fn restock_of_a_sold_out_campaign_reaches_the_edge_and_sells_again() {
     let (s, b) = o.change(&c, ChangeRequest::restock(3)).await;
     assert_eq!((s, b["gate"].as_str()), (200, Some("updated")), "{b}");
     let restocked = Instant::now();
-    let seen = until_state(&o, &e, &c, "active", restocked).await;
+    let seen = until_state(&o.http, &e.url, &c, "active", restocked).await;
     println!("restock reached the edge after {seen:?} (bound: TTL {TTL:?} + one round trip)");
     assert!(seen <= TTL + ROUND_TRIP, "took {seen:?}");
     for i in 0..3 {

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use flashgate_tests::support::eventually;
 use flashgate_tests::support::{unique, TestOrigin};
 use futures::future::join_all;
 use reqwest::Method;
@@ -295,15 +296,17 @@ const DISABLE_BOUND: Duration = Duration::from_secs(1);
 /// how long that took, or panics at `DISABLE_BOUND`.
 async fn until_check(o: &TestOrigin, code: &str, who: &str, status: u16) -> Duration {
     let started = Instant::now();
-    loop {
+    let what = format!("the check of {code} to answer {status}");
+    eventually(&what, DISABLE_BOUND, || async {
         let (st, body) = o.check_code(code, who).await;
         let reason_ok = status != 422 || body["reason"] == "disabled";
         if st == status && reason_ok {
-            return started.elapsed();
+            Ok(started.elapsed())
+        } else {
+            Err(format!("{st} {body}"))
         }
-        assert!(started.elapsed() < DISABLE_BOUND, "still {st} {body}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

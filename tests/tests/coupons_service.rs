@@ -8,13 +8,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use flashgate_origin::config::Config;
-use flashgate_origin::secret::Secret;
 use flashgate_shared::code::ALPHABET;
 use flashgate_shared::CLIENT_IP_HEADER;
+use flashgate_tests::support::eventually;
 use flashgate_tests::support::fresh_code_name as fresh_code;
-use flashgate_tests::support::{
-    edge_headers, send_raw, test_config, unique, TestOrigin, TEST_EDGE_SECRET,
-};
+use flashgate_tests::support::signed_test_config;
+use flashgate_tests::support::{edge_headers, send_raw, unique, TestOrigin, TEST_EDGE_SECRET};
 use futures::future::join_all;
 use serde_json::{json, Value};
 
@@ -25,9 +24,7 @@ const ADMIN: &str = flashgate_origin::config::TEST_MANAGER_TOKEN;
 /// their client IP signed as the edge forwards it (see [`post_raw`]), so each test's per-IP
 /// buckets are its own.
 fn config() -> Config {
-    let mut c = test_config();
-    c.edge_secret = Some(Secret::new(TEST_EDGE_SECRET));
-    c
+    signed_test_config()
 }
 
 /// A fresh client IP, so per-IP buckets of different tests and runs never meet.
@@ -356,6 +353,7 @@ async fn ends_at_as_local_time_in_a_daylight_saving_zone() {
     assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(r.body["ends_at"], json!(end));
     let s = shopper(&o);
+    // The scenario: the clock passes the code's end, so these waits are on purpose.
     let wait_until = |t: DateTime<Utc>| async move {
         let d = (t - Utc::now()).to_std().unwrap_or_default();
         tokio::time::sleep(d).await;
@@ -631,18 +629,26 @@ async fn sweeper_releases_unconfirmed_uses_exactly_once_even_racing_release() {
                 .status
             }));
         }
+        // The scenario: a wave of releases every 40 ms, not a wait for a condition.
         tokio::time::sleep(Duration::from_millis(40)).await;
     }
     for c in calls {
         assert_eq!(c.await.unwrap(), 200);
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The sweeper releases the three without release calls.
+    let (o_ref, code_ref) = (&o, &code);
+    eventually("six released uses", Duration::from_secs(5), || async move {
+        match use_rows(o_ref, code_ref, "released").await {
+            6 => Ok(()),
+            n => Err(format!("{n} released")),
+        }
+    })
+    .await;
     assert_eq!(
         uses_left(&o, &code).await,
         10,
         "every use came back exactly once"
     );
-    assert_eq!(use_rows(&o, &code, "released").await, 6);
     let swept: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM coupon_uses WHERE code = $1 AND released_by = 'sweeper'",
     )

@@ -359,7 +359,7 @@ async fn assert_reconciles(o: &TestOrigin, campaign: &str) {
             Method::GET,
             &format!("/admin/v1/campaigns/{campaign}/reconcile"),
             Some(o.viewer_token()),
-            Option::None,
+            None,
         )
         .await;
     assert_eq!(status, 200, "{r}");
@@ -398,7 +398,7 @@ async fn odd_values_in_every_field_get_documented_4xx_never_5xx_and_reconcile_st
             Method::GET,
             &format!("/admin/v1/campaigns/{}", f.created),
             Some(o.manager_token()),
-            Option::None,
+            None,
         )
         .await;
     if status == 200 {
@@ -453,7 +453,7 @@ async fn a_nul_in_a_name_or_a_reason_is_422_naming_the_field_and_changes_nothing
             Method::GET,
             &format!("/admin/v1/campaigns/{id}"),
             Some(o.manager_token()),
-            Option::None,
+            None,
         )
         .await;
     assert_eq!(status, 404, "no campaign was created");

@@ -6,9 +6,9 @@
 
 use std::time::{Duration, Instant};
 
-use flashgate_origin::secret::Secret;
 use flashgate_shared::api::PayRequest;
-use flashgate_tests::support::{claim_via, test_config, unique, TestEdge, TestOrigin};
+use flashgate_tests::support::{claim_via, unique, TestEdge, TestOrigin};
+use flashgate_tests::support::{eventually, until_state};
 use futures::future::join_all;
 use serde_json::Value;
 
@@ -21,31 +21,6 @@ const HOLD_SECONDS: i64 = 6;
 /// A claim through the edge with a fresh key: status, who answered, JSON body.
 async fn claim(o: &TestOrigin, e: &TestEdge, c: &str, customer: &str) -> (u16, String, Value) {
     claim_via(&o.http, &e.url, &o.token(customer), c, &unique("k")).await
-}
-
-/// Polls the edge's status of `c` until its state is `state`; returns how long that took.
-async fn edge_state(o: &TestOrigin, e: &TestEdge, c: &str, state: &str) -> Duration {
-    let since = Instant::now();
-    loop {
-        let url = format!("{}/api/v1/campaigns/{c}", e.url);
-        let b: Value = o
-            .http
-            .get(url)
-            .send()
-            .await
-            .expect("status")
-            .json()
-            .await
-            .unwrap_or_default();
-        if b["state"] == state {
-            return since.elapsed();
-        }
-        assert!(
-            since.elapsed() < Duration::from_secs(10),
-            "edge never showed {state}: {b}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// `n` new customers claim through the edge at once; returns the 201 claims and the number of
@@ -74,9 +49,7 @@ async fn wave(o: &TestOrigin, e: &TestEdge, c: &str, n: usize) -> (Vec<Value>, u
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn second_wave_through_the_edge_sells_exactly_the_returned_units() {
-    let mut config = test_config();
-    config.edge_secret = Some(Secret::new(EDGE_SECRET));
-    let o = TestOrigin::start_with(config).await;
+    let o = TestOrigin::start_signed().await;
     let c = unique("edge-hold");
     let now = chrono::Utc::now();
     let (starts, ends) = (
@@ -95,7 +68,7 @@ async fn second_wave_through_the_edge_sells_exactly_the_returned_units() {
 
     let (winners, lost) = wave(&o, &e, &c, 150).await;
     assert_eq!((winners.len(), lost), (100, 50));
-    edge_state(&o, &e, &c, "sold_out").await;
+    until_state(&o.http, &e.url, &c, "sold_out", Instant::now()).await;
 
     // 90 pay at the origin (the checkout backend's service call); 10 never do.
     let service = o.config.service_token.expose().to_string();
@@ -115,13 +88,16 @@ async fn second_wave_through_the_edge_sells_exactly_the_returned_units() {
         .all(|r| r.as_ref().unwrap().status().as_u16() == 200));
 
     // The sweeper returns the 10 units; the edge shows the campaign active again.
-    let deadline = Instant::now() + Duration::from_secs(HOLD_SECONDS as u64 + 8);
-    while o.claim_rows(&c, &["held"]).await > 0 {
-        assert!(Instant::now() < deadline, "holds not expired in time");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let deadline = Duration::from_secs(HOLD_SECONDS as u64 + 8);
+    eventually("the sweeper to expire the holds", deadline, || async {
+        match o.claim_rows(&c, &["held"]).await {
+            0 => Ok(()),
+            n => Err(format!("{n} claims still held")),
+        }
+    })
+    .await;
     assert_eq!(o.remaining(&c).await, 10);
-    let took = edge_state(&o, &e, &c, "active").await;
+    let took = until_state(&o.http, &e.url, &c, "active", Instant::now()).await;
     println!("edge showed the returned units after {took:?} (TTL {TTL:?})");
     assert!(took <= TTL + Duration::from_millis(1_000), "{took:?}");
 
@@ -131,7 +107,7 @@ async fn second_wave_through_the_edge_sells_exactly_the_returned_units() {
     assert_eq!(o.remaining(&c).await, 0);
     assert_eq!(o.claim_rows(&c, &["held", "paid"]).await, 100);
     assert_eq!(o.claim_rows(&c, &["expired"]).await, 10);
-    edge_state(&o, &e, &c, "sold_out").await;
+    until_state(&o.http, &e.url, &c, "sold_out", Instant::now()).await;
 
     let mut redis = o.origin.state.redis.clone();
     let r = flashgate_origin::reconcile::reconcile(&o.db, &mut redis, &c)

@@ -9,6 +9,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use flashgate_origin::holds::{expiry, returns};
 use flashgate_shared::api::{PayRequest, ReleaseRequest};
+use flashgate_tests::support::eventually;
+use flashgate_tests::support::{assert_reconciled, gate_remaining, sold_out_flag_set};
 use flashgate_tests::support::{unique, TestOrigin};
 use futures::future::join_all;
 use serde_json::{json, Value};
@@ -80,37 +82,6 @@ async fn ledger(o: &TestOrigin, claim: &str, event: &str) -> i64 {
         .expect("ledger")
 }
 
-/// The gate's `remaining` in Redis.
-async fn gate_remaining(o: &TestOrigin, c: &str) -> i64 {
-    let mut redis = o.origin.state.redis.clone();
-    redis::cmd("GET")
-        .arg(format!("fg:{{{c}}}:remaining"))
-        .query_async(&mut redis)
-        .await
-        .expect("gate remaining")
-}
-
-async fn flag_set(o: &TestOrigin, c: &str) -> bool {
-    let mut redis = o.origin.state.redis.clone();
-    redis::cmd("EXISTS")
-        .arg(format!("fg:{{{c}}}:sold_out"))
-        .query_async(&mut redis)
-        .await
-        .expect("flag")
-}
-
-/// Asserts that reconciliation of `c` finds nothing wrong; returns the report.
-async fn assert_reconciled(o: &TestOrigin, c: &str) -> flashgate_shared::api::ReconcileReport {
-    let mut redis = o.origin.state.redis.clone();
-    let report = flashgate_origin::reconcile::reconcile(&o.db, &mut redis, c)
-        .await
-        .expect("reconcile runs")
-        .expect("campaign exists");
-    assert!(report.ok, "reconcile found faults: {report:#?}");
-    assert_eq!((report.oversold, report.stranded), (0, 0));
-    report
-}
-
 /// A second sweeper (as another origin would run) expiring due holds of `c` in batches of
 /// `batch` every few milliseconds for `ms`; returns how many it expired.
 async fn second_sweeper(o: &TestOrigin, c: &str, ms: u64, batch: i64) -> usize {
@@ -122,6 +93,7 @@ async fn second_sweeper(o: &TestOrigin, c: &str, ms: u64, batch: i64) -> usize {
             .expect("second sweeper");
         expired += r.len();
         returns::return_to_gate(&o.origin.state.gate_returns(), &r).await;
+        // The scenario: a sweeper that runs every few milliseconds, not a wait for a condition.
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     expired
@@ -129,13 +101,14 @@ async fn second_sweeper(o: &TestOrigin, c: &str, ms: u64, batch: i64) -> usize {
 
 /// Waits until no claim of `c` is held (the sweeper expired the unpaid ones), at most `secs`.
 async fn wait_no_holds(o: &TestOrigin, c: &str, secs: u64) {
-    for _ in 0..secs * 20 {
-        if o.claim_rows(c, &["held"]).await == 0 {
-            return;
+    let what = format!("the holds of {c} to expire");
+    eventually(&what, Duration::from_secs(secs), || async {
+        match o.claim_rows(c, &["held"]).await {
+            0 => Ok(()),
+            n => Err(format!("{n} claims still held")),
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("holds of {c} were not expired within {secs} s");
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -147,14 +120,14 @@ async fn expired_hold_goes_to_the_next_customer_and_the_late_pay_is_refused() {
     let a_id = a_claim["id"].as_str().unwrap().to_string();
     let (s, body) = o.claim(&c, &b, "b1").await;
     assert_eq!((s, body["result"].as_str()), (409, Some("sold_out")));
-    assert!(flag_set(&o, &c).await);
+    assert!(sold_out_flag_set(&o, &c).await);
 
     wait_no_holds(&o, &c, 6).await;
     assert_eq!(status_of(&o, &a_id).await, "expired");
     assert_eq!(o.remaining(&c).await, 1);
-    assert_eq!(gate_remaining(&o, &c).await, 1);
+    assert_eq!(gate_remaining(&o, &c).await, Some(1));
     assert!(
-        !flag_set(&o, &c).await,
+        !sold_out_flag_set(&o, &c).await,
         "the sweeper clears the sold-out flag"
     );
     let actor: String =
@@ -195,7 +168,7 @@ async fn three_concurrent_releases_return_the_unit_once() {
         assert_eq!(b["claim"]["status"], "released");
     }
     assert_eq!(o.remaining(&c).await, 5);
-    assert_eq!(gate_remaining(&o, &c).await, 5);
+    assert_eq!(gate_remaining(&o, &c).await, Some(5));
     assert_eq!(ledger(&o, &id, "released").await, 1);
     assert_eq!(status_of(&o, &id).await, "released");
     // Paying a released hold is refused.
@@ -226,6 +199,7 @@ async fn releases_racing_the_sweeper_return_each_unit_once() {
         (0..3).map(move |n| {
             let (id, o) = (id.clone(), oref);
             async move {
+                // The scenario: each release lands at its hold's end, racing the sweepers.
                 let wait =
                     (t - Utc::now()).to_std().unwrap_or_default() + Duration::from_millis(n * 5);
                 tokio::time::sleep(wait).await;
@@ -248,7 +222,7 @@ async fn releases_racing_the_sweeper_return_each_unit_once() {
         assert_eq!(ends, 1, "claim {id} left its hold {ends} times");
     }
     assert_eq!(o.remaining(&c).await, stock);
-    assert_eq!(gate_remaining(&o, &c).await, stock);
+    assert_eq!(gate_remaining(&o, &c).await, Some(stock));
     assert_reconciled(&o, &c).await;
     o.stop().await;
 }
@@ -271,6 +245,7 @@ async fn pay_at_the_last_instant_racing_the_sweeper_200_rounds() {
         let o = &o;
         async move {
             let at = until + chrono::Duration::milliseconds(offset);
+            // The scenario: the pay is sent at a set moment around held_until.
             tokio::time::sleep((at - Utc::now()).to_std().unwrap_or_default()).await;
             let reply = pay(o, &id, &format!("psp-{id}")).await;
             (id, reply)
@@ -306,7 +281,7 @@ async fn pay_at_the_last_instant_racing_the_sweeper_200_rounds() {
     assert_eq!(paid + expired, rounds);
     assert!(paid > 0 && expired > 0, "the race must go both ways");
     assert_eq!(o.remaining(&c).await, expired);
-    assert_eq!(gate_remaining(&o, &c).await, expired);
+    assert_eq!(gate_remaining(&o, &c).await, Some(expired));
     let r = assert_reconciled(&o, &c).await;
     assert_eq!((r.claims.paid, r.claims.expired), (paid, expired));
     o.stop().await;
@@ -332,7 +307,7 @@ async fn second_wave_sells_exactly_the_units_of_unpaid_holds() {
             .count(),
         50
     );
-    assert!(flag_set(&o, &c).await);
+    assert!(sold_out_flag_set(&o, &c).await);
 
     // 90 pay, 10 never do.
     let pays = join_all(winners[..90].iter().map(|w| {
@@ -344,8 +319,11 @@ async fn second_wave_sells_exactly_the_units_of_unpaid_holds() {
     assert!(pays.iter().all(|s| *s == 200));
     wait_no_holds(&o, &c, 6).await;
     assert_eq!(o.remaining(&c).await, 10);
-    assert_eq!(gate_remaining(&o, &c).await, 10);
-    assert!(!flag_set(&o, &c).await, "the flag clears when units return");
+    assert_eq!(gate_remaining(&o, &c).await, Some(10));
+    assert!(
+        !sold_out_flag_set(&o, &c).await,
+        "the flag clears when units return"
+    );
     assert_eq!(o.status(&c).await["state"], "active");
     assert_eq!(o.claim_rows(&c, &["expired"]).await, 10);
 
@@ -359,7 +337,7 @@ async fn second_wave_sells_exactly_the_units_of_unpaid_holds() {
         .count();
     assert_eq!((won2, lost2), (10, 50));
     assert_eq!(o.remaining(&c).await, 0);
-    assert!(flag_set(&o, &c).await);
+    assert!(sold_out_flag_set(&o, &c).await);
     assert_eq!(o.claim_rows(&c, &["held", "paid"]).await, 100);
     assert_reconciled(&o, &c).await;
     o.stop().await;

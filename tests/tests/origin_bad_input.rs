@@ -291,9 +291,7 @@ async fn signed_claim(o: &TestOrigin, path: &str, customer: &str) -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edge_signature_is_refused_with_another_token_key_or_client_ip() {
-    let mut config = test_config();
-    config.edge_secret = Some(flashgate_origin::secret::Secret::new(TEST_EDGE_SECRET));
-    let o = TestOrigin::start_with(config).await;
+    let o = TestOrigin::start_signed().await;
     let c = o.campaign("sale", 3).await;
     let path = format!("/api/v1/campaigns/{c}/claims");
     let ana = o.token(&unique("ana"));
@@ -414,9 +412,7 @@ async fn a_token_with_a_fractional_exp_is_accepted_by_the_origin() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_an_edge_secret_unsigned_claims_are_forbidden() {
-    let mut config = test_config();
-    config.edge_secret = Some(flashgate_origin::secret::Secret::new(TEST_EDGE_SECRET));
-    let o = TestOrigin::start_with(config).await;
+    let o = TestOrigin::start_signed().await;
     let c = o.campaign("sale", 3).await;
     let (s, b) = o.claim(&c, &unique("ana"), "k").await;
     assert_eq!((s, b["result"].as_str()), (403, Some("forbidden")));

@@ -2,13 +2,20 @@
 //! concurrent requests. Every test checks the database afterwards.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
+use flashgate_origin::gate::Keys;
+use flashgate_tests::support::idempotency_record_key;
 use flashgate_tests::support::{
-    claim_at, count_replies, customers, lose_redis_state, redis_conn, redis_of, redis_url_with_db,
-    test_config, unique, TestOrigin,
+    claim_at, count_replies, customers, eventually, lose_redis_state, redis_conn, redis_of,
+    redis_url_with_db, test_config, unique, TestOrigin,
 };
 use futures::future::join_all;
+use redis::AsyncCommands;
 use serde_json::Value;
+
+/// Deadline of the polls in these tests.
+const WAIT: Duration = Duration::from_secs(10);
 
 /// Fires one claim per customer, all at once; returns (status, body) in order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -157,7 +164,7 @@ async fn a_retry_after_an_origin_restart_gets_the_same_claim() {
     // Even when Redis lost the idempotency record, the claim row recognises the retry.
     let mut r = redis_conn().await;
     let deleted: i64 = redis::cmd("DEL")
-        .arg(format!("fg:idem:{}:{ana}:k1", ana.len()))
+        .arg(idempotency_record_key(&ana, "k1"))
         .query_async(&mut r)
         .await
         .unwrap();
@@ -179,28 +186,35 @@ async fn redis_flushed_mid_run_never_oversells_and_recovers() {
     let first = o.stampede(&c, &people[..60]).await;
     let records: Vec<String> = people[..60]
         .iter()
-        .map(|p| format!("fg:idem:{}:{p}:k-{p}", p.len()))
+        .map(|p| idempotency_record_key(p, &format!("k-{p}")))
         .collect();
     lose_redis_state(&config, &[&c], &records).await;
     let second = o.stampede(&c, &people[60..]).await;
-    // Retries until the gate is back, bounded.
-    let mut replies: Vec<(u16, Value)> = first.into_iter().chain(second).collect();
-    for _ in 0..50 {
-        let retry: Vec<usize> = (0..replies.len())
-            .filter(|i| replies[*i].0 == 503)
-            .collect();
-        if retry.is_empty() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        for i in retry {
-            replies[i] = o.claim(&c, &people[i], &format!("k-{}", people[i])).await;
-        }
-    }
-    assert!(
-        replies.iter().all(|r| r.0 != 503),
-        "the origin recovered by itself"
-    );
+    // Retries the 503s until the gate is back: the origin recovers by itself.
+    let replies: Vec<(u16, Value)> = first.into_iter().chain(second).collect();
+    let replies = std::sync::Mutex::new(replies);
+    eventually(
+        "the origin to answer every retry without 503",
+        WAIT,
+        || async {
+            let retry: Vec<usize> = {
+                let replies = replies.lock().unwrap();
+                (0..replies.len())
+                    .filter(|i| replies[*i].0 == 503)
+                    .collect()
+            };
+            if retry.is_empty() {
+                return Ok(());
+            }
+            for &i in &retry {
+                let reply = o.claim(&c, &people[i], &format!("k-{}", people[i])).await;
+                replies.lock().unwrap()[i] = reply;
+            }
+            Err(format!("{} claims answered 503", retry.len()))
+        },
+    )
+    .await;
+    let replies = replies.into_inner().unwrap();
     let wins = count_replies(&replies, 201, "claimed");
     assert_eq!(wins, 30, "all units sold, none twice");
     assert_eq!(o.claim_rows(&c, &[]).await, 30);
@@ -218,47 +232,76 @@ async fn redis_flushed_mid_run_never_oversells_and_recovers() {
 async fn clients_that_disconnect_leave_no_unit_without_a_claim() {
     let o = TestOrigin::start().await;
     let c = o.campaign("sale", 20).await;
-    let impatient = reqwest::Client::builder()
-        .timeout(std::time::Duration::from_millis(2))
-        .build()
-        .unwrap();
     let people = customers(60);
-    join_all(people.iter().map(|p| {
-        let (http, url, token, c) = (impatient.clone(), o.url.clone(), o.token(p), c.clone());
+    // Client timeouts spread over 1..=30 ms, so that the cuts land at every step of the claim
+    // path (before the handler, during the take, during the commit, after it).
+    let answered: Vec<bool> = join_all(people.iter().enumerate().map(|(i, p)| {
+        let impatient = reqwest::Client::builder()
+            .timeout(Duration::from_millis(1 + (i as u64 % 30)))
+            .build()
+            .unwrap();
+        let (url, token, c) = (o.url.clone(), o.token(p), c.clone());
         tokio::spawn(async move {
-            let _ = http
+            impatient
                 .post(format!("{url}/api/v1/campaigns/{c}/claims"))
                 .bearer_auth(token)
                 .header("idempotency-key", "k")
                 .header("content-type", "application/json")
                 .body("{}")
                 .send()
-                .await;
+                .await
+                .is_ok()
         })
     }))
+    .await
+    .into_iter()
+    .map(|r| r.expect("task"))
+    .collect();
+    let answered = answered.iter().filter(|a| **a).count();
+    assert!(answered < people.len(), "no client was cut off");
+    // Proof that cut-off claims reached the handler (every answered one did): otherwise the
+    // checks below would hold with nothing tried.
+    let reached = eventually("a cut-off claim to reach the handler", WAIT, || async {
+        let reached = o.claim_requests() as usize;
+        if reached > answered {
+            Ok(reached)
+        } else {
+            Err(format!(
+                "{reached} claims reached the handler, {answered} were answered"
+            ))
+        }
+    })
     .await;
-    // Let the claims that were cut off finish on the origin's side.
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    let rows = o.claim_rows(&c, &[]).await;
-    let remaining = o.remaining(&c).await;
-    assert_eq!(
-        rows + remaining,
-        20,
-        "every unit is either remaining or claimed"
-    );
+    let keys = Keys::of(&c);
     let mut r = redis_conn().await;
-    let gate: i64 = redis::cmd("GET")
-        .arg(format!("fg:{{{c}}}:remaining"))
-        .query_async(&mut r)
-        .await
-        .unwrap();
-    assert_eq!(gate, remaining, "the gate agrees with PostgreSQL");
-    let pending: i64 = redis::cmd("ZCARD")
-        .arg(format!("fg:{{{c}}}:pending"))
-        .query_async(&mut r)
-        .await
-        .unwrap();
-    assert_eq!(pending, 0);
+    // The claims cut off mid-way finish (or are settled) on the origin's side.
+    let (rows, remaining) = eventually(
+        "every unit remaining or claimed, gate = PostgreSQL",
+        WAIT,
+        || {
+            let (o, c, keys, mut r) = (&o, &c, &keys, r.clone());
+            async move {
+                let rows = o.claim_rows(c, &[]).await;
+                let remaining = o.remaining(c).await;
+                let gate: i64 = r.get(&keys.remaining).await.expect("gate remaining");
+                let pending: i64 = r.zcard(&keys.pending).await.expect("pending takes");
+                if rows + remaining == 20 && gate == remaining && pending == 0 {
+                    Ok((rows, remaining))
+                } else {
+                    Err(format!(
+                        "rows {rows}, remaining {remaining}, gate {gate}, pending {pending}"
+                    ))
+                }
+            }
+        },
+    )
+    .await;
+    assert!(
+        rows > 0,
+        "units were taken ({reached} claims reached the handler, {remaining} remaining)"
+    );
+    let holders: i64 = r.hlen(&keys.holders).await.unwrap();
+    assert_eq!(holders, rows, "one gate holder per claim row");
     // A pooled connection left inside a transaction would sit "idle in transaction"; other
     // tests' live transactions pass through that state only for moments.
     let idle_in_tx: i64 = sqlx::query_scalar(
@@ -298,8 +341,8 @@ async fn a_released_customer_whose_gate_give_back_was_lost_can_claim_again() {
         .rows_affected();
     let mut r = redis_conn().await;
     let _: () = redis::pipe()
-        .hset(format!("fg:{{{c}}}:holders"), &ana, &claim_id)
-        .decr(format!("fg:{{{c}}}:remaining"), 1)
+        .hset(Keys::of(&c).holders, &ana, &claim_id)
+        .decr(Keys::of(&c).remaining, 1)
         .query_async(&mut r)
         .await
         .unwrap();
@@ -311,31 +354,37 @@ async fn a_released_customer_whose_gate_give_back_was_lost_can_claim_again() {
     o.stop().await;
 }
 
+/// `GET /readyz` status of `o`.
+async fn ready(o: &TestOrigin) -> u16 {
+    let url = format!("{}/readyz", o.url);
+    o.http.get(url).send().await.unwrap().status().as_u16()
+}
+
+/// Polls `/readyz` of `o` until it answers 200.
+async fn until_ready(o: &TestOrigin, what: &str) {
+    eventually(what, WAIT, || async {
+        match ready(o).await {
+            200 => Ok(()),
+            s => Err(format!("readyz {s}")),
+        }
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_reports_a_lost_gate_and_reloads_it_without_any_claim() {
     let mut config = test_config();
     config.redis_url = redis_url_with_db(6);
     let o = TestOrigin::start_with(config.clone()).await;
     let c = o.campaign("sale", 4).await;
-    let ready = |o: &TestOrigin| {
-        let (http, url) = (o.http.clone(), format!("{}/readyz", o.url));
-        async move { http.get(url).send().await.unwrap().status().as_u16() }
-    };
-    assert_eq!(ready(&o).await, 200);
+    // Ready first: campaigns that tests running alongside create in the shared database reach
+    // this origin's own Redis database only through its background reload.
+    until_ready(&o, "readyz before the loss").await;
     lose_redis_state(&config, &[&c], &[]).await;
     let mut r = redis_of(&config).await;
     assert_eq!(ready(&o).await, 503, "a lost gate is not ready");
-    let mut waited = 0;
-    while ready(&o).await != 200 {
-        waited += 1;
-        assert!(waited < 100, "readyz never recovered");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    let remaining: i64 = redis::cmd("GET")
-        .arg(format!("fg:{{{c}}}:remaining"))
-        .query_async(&mut r)
-        .await
-        .unwrap();
+    until_ready(&o, "readyz to recover").await;
+    let remaining: i64 = r.get(Keys::of(&c).remaining).await.unwrap();
     assert_eq!(remaining, 4, "the gate was reloaded from PostgreSQL");
     let (s, _) = o.claim(&c, &unique("ana"), "k").await;
     assert_eq!(s, 201);

@@ -134,7 +134,7 @@ async fn oversold_and_gate_drift_are_reported() {
 
     // The gate lost a unit: PostgreSQL has 2 remaining, the gate 1 → 1 stranded.
     let mut redis = o.origin.state.redis.clone();
-    let key = format!("fg:{{{c}}}:remaining");
+    let key = flashgate_origin::gate::Keys::of(&c).remaining;
     let _: i64 = redis::cmd("DECR")
         .arg(&key)
         .query_async(&mut redis)

@@ -3,6 +3,7 @@
 //! bad input, and the coupon with its QR payload. Reads the database back and reconciles.
 
 use flashgate_shared::api::RedeemRequest;
+use flashgate_tests::support::assert_reconciled;
 use flashgate_tests::support::{unique, TestOrigin};
 use futures::future::join_all;
 use serde_json::Value;
@@ -52,15 +53,6 @@ async fn redeemed_events(o: &TestOrigin, code: &str) -> i64 {
     .fetch_one(&o.db)
     .await
     .expect("ledger")
-}
-
-async fn assert_reconciled(o: &TestOrigin, c: &str) {
-    let mut redis = o.origin.state.redis.clone();
-    let r = flashgate_origin::reconcile::reconcile(&o.db, &mut redis, c)
-        .await
-        .expect("reconcile runs")
-        .expect("campaign exists");
-    assert!(r.ok, "{r:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -15,6 +15,7 @@ use axum::{Json, Router};
 use flashgate_shared::admission::{mint_admission, sign_ticket, Place, Ticket};
 use flashgate_shared::queue::{ADMISSION_HEADER, TICKET_HEADER};
 use flashgate_shared::ANSWERED_BY_HEADER;
+use flashgate_tests::support::eventually;
 use flashgate_tests::support::{test_config, token_for, unique, TestEdge};
 use futures::future::join_all;
 use serde_json::{json, Value};
@@ -136,7 +137,7 @@ async fn stack(statuses: Vec<Value>, extra: &[(&str, &str)]) -> (Shared, TestEdg
 
 struct Answer {
     status: u16,
-    headers: reqwest::header::HeaderMap,
+    headers: HeaderMap,
     text: String,
 }
 
@@ -378,20 +379,24 @@ async fn a_sold_out_status_answers_sold_out_to_every_ticket() {
         status_body("drop", "sold_out", 0, Some(queue_fields(10))),
     );
     let flipped = Instant::now();
-    let deadline = flipped + Duration::from_secs(5);
-    loop {
-        let a = poll(&http, &edge.url, "drop", Some(&near)).await;
-        if a.json()["state"] == "sold_out" {
-            assert_eq!(
-                a.json(),
-                json!({"position": 5, "eta_seconds": 0, "state": "sold_out", "admitted": false})
-            );
-            assert_eq!(a.header("retry-after"), "30");
-            break;
-        }
-        assert!(Instant::now() < deadline, "still {} after 5 s", a.text);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let a = eventually(
+        "the room to show sold_out",
+        Duration::from_secs(5),
+        || async {
+            let a = poll(&http, &edge.url, "drop", Some(&near)).await;
+            if a.json()["state"] == "sold_out" {
+                Ok(a)
+            } else {
+                Err(a.text.clone())
+            }
+        },
+    )
+    .await;
+    assert_eq!(
+        a.json(),
+        json!({"position": 5, "eta_seconds": 0, "state": "sold_out", "admitted": false})
+    );
+    assert_eq!(a.header("retry-after"), "30");
     // Within the staleness bound (TTL 300 ms + a loopback round trip).
     assert!(
         flipped.elapsed() < Duration::from_millis(1_000),

@@ -44,8 +44,7 @@ use crate::state::AppState;
 /// status, the dashboard's static files and the health endpoints keep their own caching.
 pub fn router(state: AppState) -> Router {
     // Admin writes accept an Idempotency-Key (admin::idempotency); reads pass through it.
-    let once =
-        || axum::middleware::from_fn_with_state(state.clone(), admin::idempotency::replay_writes);
+    let once = || middleware::from_fn_with_state(state.clone(), admin::idempotency::replay_writes);
     let body_timeout = Duration::from_millis(state.config.body_read_timeout_ms);
     let request_timeout = Duration::from_millis(state.config.request_timeout_ms);
     let public = Router::new()

@@ -211,7 +211,7 @@ async fn use_recorded(svc: &PromoService, rules: &CodeRules, call: &UseCall) -> 
 
 async fn decide_use(
     svc: &PromoService,
-    redis: &mut crate::redis_conn::RedisConn,
+    redis: &mut RedisConn,
     rules: &CodeRules,
     call: &UseCall,
     fp: &str,

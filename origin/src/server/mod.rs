@@ -56,7 +56,7 @@ impl RunningOrigin {
 
 /// Connects, applies migrations, loads the gates and starts serving on `config.listen`.
 pub async fn spawn(config: Config) -> anyhow::Result<RunningOrigin> {
-    let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    let listener = TcpListener::bind(config.listen).await?;
     let addr = listener.local_addr()?;
     let state = AppState::connect(config).await?;
     let stop = CancellationToken::new();

@@ -250,6 +250,7 @@ mod tests {
             ends_at: t("2026-01-01T13:00:00Z"),
             hold_seconds: None,
             gate_shards: None,
+            waiting_room: None,
         };
         assert_eq!((c.validate(), c.shards()), (Ok(()), 16));
         for (n, ok) in [

@@ -103,7 +103,7 @@ impl<'de> Deserialize<'de> for ClaimRequest {
         struct EmptyObject;
         impl<'de> serde::de::Visitor<'de> for EmptyObject {
             type Value = ClaimRequest;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("the empty JSON object {}")
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(

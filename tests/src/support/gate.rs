@@ -1,0 +1,55 @@
+//! Looking inside the gate and checking it against PostgreSQL: the Redis keys come from the
+//! origin's own definitions ([`Keys`]), never rebuilt by hand.
+
+use flashgate_origin::gate::Keys;
+use flashgate_shared::api::ReconcileReport;
+
+use super::{unique, TestOrigin};
+
+/// Whether the gate's sold-out flag of campaign `c` is set, in the Redis of origin `o`.
+pub async fn sold_out_flag_set(o: &TestOrigin, c: &str) -> bool {
+    let mut r = o.origin.state.redis.clone();
+    redis::cmd("EXISTS")
+        .arg(Keys::of(c).sold_out)
+        .query_async(&mut r)
+        .await
+        .expect("sold-out flag")
+}
+
+/// `n` new customer ids (unique to this run), `<run>-0` .. `<run>-(n-1)`.
+pub fn customers(n: usize) -> Vec<String> {
+    let run = unique("cust");
+    (0..n).map(|i| format!("{run}-{i}")).collect()
+}
+
+/// The gate's `remaining` of campaign `c` in the Redis of origin `o`; `None` when the gate is
+/// not loaded.
+pub async fn gate_remaining(o: &TestOrigin, c: &str) -> Option<i64> {
+    let mut r = o.origin.state.redis.clone();
+    redis::cmd("GET")
+        .arg(Keys::of(c).remaining)
+        .query_async(&mut r)
+        .await
+        .expect("gate remaining")
+}
+
+/// Runs the origin's reconcile of campaign `c` (PostgreSQL against the gate) and asserts it
+/// found nothing: no fault, nothing oversold, no stranded unit. Returns the report.
+pub async fn assert_reconciled(o: &TestOrigin, c: &str) -> ReconcileReport {
+    let mut redis = o.origin.state.redis.clone();
+    let report = flashgate_origin::reconcile::reconcile(&o.db, &mut redis, c)
+        .await
+        .expect("reconcile runs")
+        .expect("campaign exists");
+    assert!(report.ok, "reconcile found faults: {report:#?}");
+    assert_eq!((report.oversold, report.stranded), (0, 0));
+    report
+}
+
+/// The Redis key of the idempotency record of `customer`'s key `key`, as the origin's
+/// idempotency module writes it (`fg:idem:<customer length>:<customer>:<key>`; the length
+/// prefix keeps every pair apart). The origin keeps its builder private; a test that drops a
+/// record on purpose uses this one.
+pub fn idempotency_record_key(customer: &str, key: &str) -> String {
+    format!("fg:idem:{}:{customer}:{key}", customer.len())
+}
