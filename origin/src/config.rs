@@ -55,6 +55,27 @@ pub struct Config {
     #[arg(long, env = "FLASHGATE_EDGE_SECRET", hide_env_values = true)]
     pub edge_secret: Option<Secret>,
 
+    /// What sits between the origin and PostgreSQL: `none` (a direct connection, the default)
+    /// or `transaction`, a pooler in transaction pooling mode (PgBouncer `pool_mode =
+    /// transaction`, RDS Proxy and the like). With `transaction` the origin keeps no prepared
+    /// statement on a connection (sqlx's statement cache off; its own statements unnamed),
+    /// sends no start-up parameter a pooler refuses (`extra_float_digits`, `options`, so
+    /// `statement_timeout` comes from the server: `ALTER ROLE … SET statement_timeout`), and
+    /// takes transaction-scoped locks only. See README, "Behind a connection pooler".
+    #[arg(long, env = "FLASHGATE_DB_POOLER", value_enum, default_value_t = DbPooler::None)]
+    pub db_pooler: DbPooler,
+
+    /// Applies the pending migrations at start-up (`true`, the default). With `false` the
+    /// origin migrates nothing and refuses to start on a schema older than it needs (run
+    /// `flashgate migrate` first); a newer schema is accepted (rolling upgrades).
+    #[arg(long, env = "FLASHGATE_MIGRATE", default_value_t = true, action = clap::ArgAction::Set)]
+    pub migrate: bool,
+
+    /// PostgreSQL URL migrations run against, direct to the server (not through a pooler);
+    /// DATABASE_URL when unset.
+    #[arg(long, env = "FLASHGATE_MIGRATION_DATABASE_URL")]
+    pub migration_database_url: Option<String>,
+
     /// Largest PostgreSQL pool size.
     #[arg(long, env = "FLASHGATE_DB_MAX_CONNECTIONS", default_value_t = 16)]
     pub db_max_connections: u32,
@@ -152,6 +173,17 @@ pub struct Config {
     pub debug_panic_route: bool,
 }
 
+/// What sits between the origin and PostgreSQL (`FLASHGATE_DB_POOLER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum DbPooler {
+    /// A direct connection (or a pooler in session mode): prepared statements are cached per
+    /// connection.
+    #[default]
+    None,
+    /// A pooler in transaction mode: a connection is someone else's between two transactions.
+    Transaction,
+}
+
 /// The manager token of [`Config::for_tests`] (named `admin`).
 pub const TEST_MANAGER_TOKEN: &str = "test-admin-token-0123456789abcdef";
 /// The viewer token of [`Config::for_tests`] (named `viewer`).
@@ -239,6 +271,9 @@ impl Config {
             customer_token_secret: Secret::new("test-customer-secret-0123456789abcdef"),
             service_token: Secret::new("test-service-token-0123456789abcdef"),
             edge_secret: None,
+            db_pooler: DbPooler::None,
+            migrate: true,
+            migration_database_url: None,
             db_max_connections: 16,
             commit_batch_max: 512,
             campaign_cache_ms: 100,

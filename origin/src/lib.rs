@@ -22,6 +22,8 @@
 //! - [`http`]: routes and request checks;
 //! - [`server`]: start-up, background tasks, graceful shutdown;
 //! - [`config`], [`secret`]: settings from flags / env vars, and secrets kept out of logs;
+//! - [`migrate`]: schema migrations as their own step, and the schema check of `serve`;
+//! - [`panics`]: a panic inside a background task becomes a logged error;
 //! - [`cli`]: the `flashgate admin …` client of the admin API.
 
 pub mod admin;
@@ -37,6 +39,8 @@ pub mod holds;
 pub mod http;
 pub mod idempotency;
 pub mod metrics;
+pub mod migrate;
+pub mod panics;
 pub mod promo;
 pub mod queue;
 pub mod reconcile;
@@ -46,5 +50,3 @@ pub mod secret;
 pub mod server;
 pub mod state;
 
-/// The PostgreSQL migrations of `migrations/`, embedded in the binary.
-pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");

@@ -18,12 +18,18 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the origin service (applies migrations first). Stops gracefully on SIGTERM/SIGINT.
+    /// Run the origin service (applies migrations first unless FLASHGATE_MIGRATE=false). Stops
+    /// gracefully on SIGTERM/SIGINT.
     Serve(Box<Config>),
-    /// Apply the PostgreSQL migrations and exit.
+    /// Apply the pending PostgreSQL migrations and exit (one transaction holding a
+    /// transaction-scoped lock: runs started at once apply each migration once).
     Migrate {
+        /// Direct URL of the server (not a transaction pooler's).
+        #[arg(long, env = "FLASHGATE_MIGRATION_DATABASE_URL")]
+        migration_database_url: Option<String>,
+        /// Used when FLASHGATE_MIGRATION_DATABASE_URL is unset.
         #[arg(long, env = "DATABASE_URL")]
-        database_url: String,
+        database_url: Option<String>,
     },
     /// Campaign managers' operations over the origin's admin API (list, show, create, pause,
     /// resume, close, restock, set-stock, set-ends-at, audit, reconcile).
@@ -85,10 +91,22 @@ async fn main() -> anyhow::Result<()> {
                 std::process::exit(code);
             }
         }
-        Command::Migrate { database_url } => {
-            let db = sqlx::PgPool::connect(&database_url).await?;
-            flashgate_origin::MIGRATOR.run(&db).await?;
-            println!("migrations applied");
+        Command::Migrate {
+            migration_database_url,
+            database_url,
+        } => {
+            let url = migration_database_url.or(database_url).ok_or_else(|| {
+                anyhow::anyhow!("set FLASHGATE_MIGRATION_DATABASE_URL (or DATABASE_URL)")
+            })?;
+            let done = flashgate_origin::migrate::run(&url.parse()?).await?;
+            if done.applied.is_empty() {
+                println!("schema current at version {}; nothing applied", done.current);
+            } else {
+                println!(
+                    "applied migration(s) {:?}; schema at version {}",
+                    done.applied, done.current
+                );
+            }
         }
         Command::Token {
             sub,

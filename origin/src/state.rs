@@ -11,7 +11,7 @@ use tokio_util::task::TaskTracker;
 use crate::campaigns::CampaignCache;
 use crate::claims::commit::Committer;
 use crate::claims::service::ClaimService;
-use crate::config::Config;
+use crate::config::{Config, DbPooler};
 use crate::gate::flags::SoldOutFlags;
 use crate::holds::returns::GateReturns;
 use crate::metrics::Metrics;
@@ -66,37 +66,91 @@ impl GateLoader {
         let c = c.to_string();
         self.tasks.spawn(async move {
             let mut redis = this.redis.clone();
-            if let Err(e) = crate::gate::load::load(&this.db, &mut redis, &c).await {
+            let load = crate::gate::load::load(&this.db, &mut redis, &c);
+            if let Some(Err(e)) = crate::panics::catch("gate load", load).await {
                 tracing::warn!(campaign = %c, error = %e, "gate load failed; will retry on next claim");
             }
+            // Also after a panic, so that the next claim can try again.
             this.loading.lock().expect("loading lock").remove(&c);
         });
     }
 }
 
-/// The connection options of `config.database_url` with the `statement_timeout` of
-/// `config.db_statement_timeout_ms` set on every connection (a run-time parameter sent at
-/// connection start-up).
+/// The connection options of `config.database_url` (TLS from its `sslmode` / `sslrootcert`
+/// parameters). Direct ([`DbPooler::None`]): the `statement_timeout` of
+/// `config.db_statement_timeout_ms` is set on every connection (a run-time parameter sent at
+/// connection start-up). Behind a transaction pooler ([`DbPooler::Transaction`]): no statement
+/// cache and no start-up parameter PgBouncer refuses (`options`, `extra_float_digits`).
 pub fn pg_options(config: &Config) -> Result<PgConnectOptions, sqlx::Error> {
     let options: PgConnectOptions = config.database_url.parse()?;
-    Ok(options.options([(
-        "statement_timeout",
-        config.db_statement_timeout_ms.to_string(),
-    )]))
+    Ok(match config.db_pooler {
+        DbPooler::None => options.options([(
+            "statement_timeout",
+            config.db_statement_timeout_ms.to_string(),
+        )]),
+        DbPooler::Transaction => options
+            .statement_cache_capacity(0)
+            .extra_float_digits(None),
+    })
+}
+
+/// The connection options migrations run with: `FLASHGATE_MIGRATION_DATABASE_URL`, else
+/// `DATABASE_URL` (behind a transaction pooler with the pooler's settings of [`pg_options`]).
+/// No `statement_timeout`: a migration may take longer than a request.
+pub fn migration_options(config: &Config) -> Result<PgConnectOptions, sqlx::Error> {
+    if let Some(url) = &config.migration_database_url {
+        return url.parse();
+    }
+    let options: PgConnectOptions = config.database_url.parse()?;
+    Ok(match config.db_pooler {
+        DbPooler::None => options,
+        DbPooler::Transaction => options
+            .statement_cache_capacity(0)
+            .extra_float_digits(None),
+    })
+}
+
+/// Applies the migrations, or checks the schema when `FLASHGATE_MIGRATE=false`; behind a
+/// transaction pooler, logs the server's `statement_timeout` (not set by the origin there).
+async fn prepare_schema(config: &Config, db: &PgPool) -> anyhow::Result<()> {
+    if config.migrate {
+        let done = crate::migrate::run(&migration_options(config)?)
+            .await
+            .map_err(|e| anyhow::anyhow!("migrations failed: {e}"))?;
+        tracing::info!(applied = ?done.applied, schema = done.current, "migrations checked");
+    } else {
+        let current = crate::migrate::check_schema(db).await?;
+        tracing::info!(schema = current, "schema is current (FLASHGATE_MIGRATE=false)");
+    }
+    if config.db_pooler == DbPooler::Transaction {
+        let timeout: String = sqlx::query_scalar("SELECT current_setting('statement_timeout')")
+            .persistent(false)
+            .fetch_one(db)
+            .await?;
+        tracing::info!(
+            statement_timeout = %timeout,
+            "behind a transaction pooler: statement_timeout is the server's (ALTER ROLE … SET statement_timeout)"
+        );
+    }
+    Ok(())
 }
 
 /// Commit workers (concurrent transactions of grouped claims).
 const COMMIT_WORKERS: usize = 4;
 
 impl AppState {
-    /// Connects to PostgreSQL and Redis, applies migrations and starts the commit workers.
+    /// Connects to PostgreSQL and Redis, applies migrations (or, with `FLASHGATE_MIGRATE=false`,
+    /// checks that the schema is current) and starts the commit workers. Errors: a service
+    /// that cannot be reached (its TLS certificate refused included), a failed migration,
+    /// [`crate::migrate::SchemaTooOld`].
     pub async fn connect(config: Config) -> anyhow::Result<Self> {
         let db = PgPoolOptions::new()
             .max_connections(config.db_max_connections)
             .acquire_timeout(Duration::from_secs(3))
             .connect_with(pg_options(&config)?)
-            .await?;
-        crate::MIGRATOR.run(&db).await?;
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL (DATABASE_URL): {e}"))?;
+        prepare_schema(&config, &db).await?;
         let redis =
             RedisConn::open(&config.redis_url, config.redis_cluster_nodes.as_deref()).await?;
         let cache_ttl = Duration::from_millis(config.campaign_cache_ms);

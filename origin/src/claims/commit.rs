@@ -87,7 +87,9 @@ impl Committer {
                         }
                         batch
                     };
-                    run_batch(&db, batch).await;
+                    // A panic inside the driver drops the batch's reply senders (each waiting
+                    // request answers 503; its transaction rolled back) and the worker goes on.
+                    crate::panics::catch("commit batch", run_batch(&db, batch)).await;
                 }
             });
         }

@@ -18,7 +18,8 @@ pub async fn healthz() -> impl IntoResponse {
 /// "gate_loaded":bool}` otherwise. A missing gate (Redis restarted empty) is also reloaded from
 /// here, so an origin that a load balancer took out of rotation gets ready again by itself.
 pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
-    let postgres = sqlx::query("SELECT 1").execute(&state.db).await.is_ok();
+    // The simple query protocol: no prepared statement, so nothing a pooler can mix up.
+    let postgres = sqlx::raw_sql("SELECT 1").execute(&state.db).await.is_ok();
     let mut redis = state.redis.clone();
     let redis_ok = redis::cmd("PING")
         .query_async::<String>(&mut redis)

@@ -55,7 +55,8 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
     );
 }
 
-/// Runs `task` every `every` until `stop` is cancelled, logging its failures as `what failed`.
+/// Runs `task` every `every` until `stop` is cancelled, logging its failures as `what failed`
+/// and its panics as `what panicked` (the next run comes all the same).
 /// A run that overruns delays the next one (no burst of catch-up runs); a run under way when
 /// `stop` is cancelled finishes. The task is spawned on `state.tasks`.
 pub fn spawn_every<F, Fut>(
@@ -76,8 +77,9 @@ pub fn spawn_every<F, Fut>(
         loop {
             tokio::select! {
                 _ = tick.tick() => {
-                    if let Err(e) = task(s.clone()).await {
-                        tracing::warn!(error = %e, "{what} failed");
+                    // A driver error is logged; a panic too, and the loop goes on.
+                    if let Some(Err(e)) = crate::panics::catch(what, task(s.clone())).await {
+                        tracing::error!(error = %e, "{what} failed");
                     }
                 }
                 _ = stop.cancelled() => return,

@@ -116,7 +116,9 @@ async fn main() {
         .connect(&args.database_url)
         .await
         .expect("connect");
-    flashgate_origin::MIGRATOR.run(&db).await.expect("migrate");
+    flashgate_origin::migrate::run(&db.connect_options())
+        .await
+        .expect("migrate");
     exec(
         &db,
         "DROP TABLE IF EXISTS bench_plain_bare, bench_plain_keyed;
