@@ -22,6 +22,7 @@
 //! - [`http`]: routes and request checks;
 //! - [`server`]: start-up, background tasks, graceful shutdown;
 //! - [`config`], [`secret`]: settings from flags / env vars, and secrets kept out of logs;
+//! - [`db`]: named or unnamed statements (direct connection or transaction pooler);
 //! - [`migrate`]: schema migrations as their own step, and the schema check of `serve`;
 //! - [`panics`]: a panic inside a background task becomes a logged error;
 //! - [`cli`]: the `flashgate admin …` client of the admin API.
@@ -32,6 +33,7 @@ pub mod campaigns;
 pub mod claims;
 pub mod cli;
 pub mod config;
+pub mod db;
 pub mod error;
 pub mod gate;
 pub mod giveaway;
@@ -49,4 +51,3 @@ pub mod reply;
 pub mod secret;
 pub mod server;
 pub mod state;
-

@@ -100,7 +100,10 @@ async fn main() -> anyhow::Result<()> {
             })?;
             let done = flashgate_origin::migrate::run(&url.parse()?).await?;
             if done.applied.is_empty() {
-                println!("schema current at version {}; nothing applied", done.current);
+                println!(
+                    "schema current at version {}; nothing applied",
+                    done.current
+                );
             } else {
                 println!(
                     "applied migration(s) {:?}; schema at version {}",

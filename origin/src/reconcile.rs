@@ -71,10 +71,12 @@ pub async fn reconcile(
 async fn pg_facts(db: &PgPool, c: &str) -> sqlx::Result<Option<PgFacts>> {
     let mut tx = db.begin().await?;
     sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .persistent(crate::db::keep_statements())
         .execute(&mut *tx)
         .await?;
     let row: Option<(CampaignKind, i64, i64)> =
         sqlx::query_as("SELECT kind, stock, remaining FROM campaigns WHERE id = $1")
+            .persistent(crate::db::keep_statements())
             .bind(c)
             .fetch_optional(&mut *tx)
             .await?;
@@ -84,6 +86,7 @@ async fn pg_facts(db: &PgPool, c: &str) -> sqlx::Result<Option<PgFacts>> {
     let by_status: Vec<(String, i64)> = sqlx::query_as(
         "SELECT status, count(*) FROM claims WHERE campaign_id = $1 GROUP BY status",
     )
+    .persistent(crate::db::keep_statements())
     .bind(c)
     .fetch_all(&mut *tx)
     .await?;
@@ -107,6 +110,7 @@ async fn pg_facts(db: &PgPool, c: &str) -> sqlx::Result<Option<PgFacts>> {
                     AND NOT EXISTS (SELECT 1 FROM claims x WHERE x.id = l.claim_id))
            FROM ledger WHERE campaign_id = $1",
     )
+    .persistent(crate::db::keep_statements())
     .bind(c)
     .fetch_one(&mut *tx)
     .await?;
@@ -116,6 +120,7 @@ async fn pg_facts(db: &PgPool, c: &str) -> sqlx::Result<Option<PgFacts>> {
             "SELECT customer_id, id FROM claims
               WHERE campaign_id = $1 AND status = ANY($2)",
         )
+        .persistent(crate::db::keep_statements())
         .bind(c)
         .bind(&ClaimStatus::active_names()[..])
         .fetch_all(&mut *tx)

@@ -88,9 +88,7 @@ pub fn pg_options(config: &Config) -> Result<PgConnectOptions, sqlx::Error> {
             "statement_timeout",
             config.db_statement_timeout_ms.to_string(),
         )]),
-        DbPooler::Transaction => options
-            .statement_cache_capacity(0)
-            .extra_float_digits(None),
+        DbPooler::Transaction => options.statement_cache_capacity(0).extra_float_digits(None),
     })
 }
 
@@ -104,9 +102,7 @@ pub fn migration_options(config: &Config) -> Result<PgConnectOptions, sqlx::Erro
     let options: PgConnectOptions = config.database_url.parse()?;
     Ok(match config.db_pooler {
         DbPooler::None => options,
-        DbPooler::Transaction => options
-            .statement_cache_capacity(0)
-            .extra_float_digits(None),
+        DbPooler::Transaction => options.statement_cache_capacity(0).extra_float_digits(None),
     })
 }
 
@@ -120,7 +116,10 @@ async fn prepare_schema(config: &Config, db: &PgPool) -> anyhow::Result<()> {
         tracing::info!(applied = ?done.applied, schema = done.current, "migrations checked");
     } else {
         let current = crate::migrate::check_schema(db).await?;
-        tracing::info!(schema = current, "schema is current (FLASHGATE_MIGRATE=false)");
+        tracing::info!(
+            schema = current,
+            "schema is current (FLASHGATE_MIGRATE=false)"
+        );
     }
     if config.db_pooler == DbPooler::Transaction {
         let timeout: String = sqlx::query_scalar("SELECT current_setting('statement_timeout')")
@@ -144,6 +143,7 @@ impl AppState {
     /// that cannot be reached (its TLS certificate refused included), a failed migration,
     /// [`crate::migrate::SchemaTooOld`].
     pub async fn connect(config: Config) -> anyhow::Result<Self> {
+        crate::db::set_pooler(config.db_pooler);
         let db = PgPoolOptions::new()
             .max_connections(config.db_max_connections)
             .acquire_timeout(Duration::from_secs(3))

@@ -120,11 +120,23 @@ pub fn queue_config() -> Config {
     config
 }
 
-/// The configuration the tests run origins with.
+/// The configuration the tests run origins with. Behind a connection pooler (the PgBouncer
+/// leg of scripts/test) `FLASHGATE_DB_POOLER=transaction` and `FLASHGATE_MIGRATION_DATABASE_URL`
+/// (the direct URL) are taken from the environment.
 pub fn test_config() -> Config {
     let mut config = Config::for_tests(&database_url(), &redis_url());
     config.redis_cluster_nodes = cluster_nodes();
+    if std::env::var("FLASHGATE_DB_POOLER").as_deref() == Ok("transaction") {
+        config.db_pooler = flashgate_origin::config::DbPooler::Transaction;
+    }
+    config.migration_database_url = std::env::var("FLASHGATE_MIGRATION_DATABASE_URL").ok();
     config
+}
+
+/// The URL the tests check PostgreSQL with: the direct one (`FLASHGATE_MIGRATION_DATABASE_URL`)
+/// when the origin runs behind a pooler, else [`database_url`].
+pub fn direct_database_url() -> String {
+    std::env::var("FLASHGATE_MIGRATION_DATABASE_URL").unwrap_or_else(|_| database_url())
 }
 
 /// [`test_config`] with the edge secret [`TEST_EDGE_SECRET`]: the origin then takes only
@@ -160,9 +172,13 @@ impl TestOrigin {
     pub async fn start_with(config: Config) -> Self {
         ensure_database(&config.database_url).await;
         let origin = server::spawn(config.clone()).await.expect("origin starts");
-        let db = PgPool::connect(&config.database_url)
-            .await
-            .expect("test pool");
+        // The test's own checks go straight to the server (sqlx's named statements would not
+        // survive a transaction pooler).
+        let direct = match &config.migration_database_url {
+            Some(url) => url.clone(),
+            None => config.database_url.clone(),
+        };
+        let db = PgPool::connect(&direct).await.expect("test pool");
         TestOrigin {
             url: origin.url(),
             origin,

@@ -18,6 +18,7 @@ pub async fn list(db: &PgPool, c: &str) -> sqlx::Result<Vec<AuditEntry>> {
            FROM admin_audit WHERE campaign_id = $1
           ORDER BY seq DESC LIMIT $2",
     )
+    .persistent(crate::db::keep_statements())
     .bind(c)
     .bind(MAX_ENTRIES)
     .fetch_all(db)

@@ -64,7 +64,7 @@ async fn query(db: &PgPool, only: Option<&str>) -> sqlx::Result<Vec<CampaignView
           WHERE $1::text IS NULL OR c.id = $1
           ORDER BY c.created_at DESC, c.id
           LIMIT $2",
-    )
+    ).persistent(crate::db::keep_statements())
     .bind(only)
     .bind(MAX_LISTED)
     .fetch_all(db)

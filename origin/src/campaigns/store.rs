@@ -69,6 +69,7 @@ const COLUMNS: &str =
 /// Loads one campaign; `None` when the id is unknown.
 pub async fn find(db: &PgPool, id: &str) -> sqlx::Result<Option<CampaignRow>> {
     sqlx::query_as(&format!("SELECT {COLUMNS} FROM campaigns WHERE id = $1"))
+        .persistent(crate::db::keep_statements())
         .bind(id)
         .fetch_optional(db)
         .await
@@ -79,6 +80,7 @@ pub async fn live(db: &PgPool) -> sqlx::Result<Vec<CampaignRow>> {
     sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM campaigns WHERE ends_at > now() ORDER BY starts_at"
     ))
+    .persistent(crate::db::keep_statements())
     .fetch_all(db)
     .await
 }
@@ -116,7 +118,7 @@ pub async fn insert(
                FROM created
          )
          SELECT {COLUMNS} FROM created"
-    ))
+    )).persistent(crate::db::keep_statements())
     .bind(&c.id)
     .bind(&c.name)
     .bind(c.kind.as_str())

@@ -191,6 +191,7 @@ async fn try_commit(db: &PgPool, claims: &[&NewClaim]) -> sqlx::Result<Option<Ve
          RETURNING {}",
         store::COLUMNS
     ))
+    .persistent(crate::db::keep_statements())
     .bind(c)
     .bind(status)
     .bind(hold)
@@ -210,6 +211,7 @@ async fn try_commit(db: &PgPool, claims: &[&NewClaim]) -> sqlx::Result<Option<Ve
                 AND starts_at <= now() AND ends_at > now()
               RETURNING remaining",
         )
+        .persistent(crate::db::keep_statements())
         .bind(c)
         .bind(n)
         .fetch_optional(&mut *tx)
@@ -230,6 +232,7 @@ async fn try_commit(db: &PgPool, claims: &[&NewClaim]) -> sqlx::Result<Option<Ve
              SELECT t.id, $1, t.customer_id, $2, 'customer', 'claim request'
                FROM UNNEST($3::text[], $4::text[]) AS t(id, customer_id)",
         )
+        .persistent(crate::db::keep_statements())
         .bind(c)
         .bind(event)
         .bind(&won_ids)

@@ -45,6 +45,7 @@ impl ClaimRow {
 /// A claim by id.
 pub async fn find<'e>(db: impl PgExecutor<'e>, id: &str) -> sqlx::Result<Option<ClaimRow>> {
     sqlx::query_as(&format!("SELECT {COLUMNS} FROM claims WHERE id = $1"))
+        .persistent(crate::db::keep_statements())
         .bind(id)
         .fetch_optional(db)
         .await
@@ -61,6 +62,7 @@ pub async fn find_active<'e>(
           WHERE campaign_id = $1 AND customer_id = $2
             AND status = ANY($3)"
     ))
+    .persistent(crate::db::keep_statements())
     .bind(c)
     .bind(customer)
     .bind(&ClaimStatus::active_names()[..])

@@ -38,6 +38,7 @@ pub async fn redeem(
         "INSERT INTO redeem_requests (idempotency_key, code, status, body)
          VALUES ($1, $2, 0, '') ON CONFLICT DO NOTHING RETURNING idempotency_key",
     )
+    .persistent(crate::db::keep_statements())
     .bind(key)
     .bind(code)
     .fetch_optional(&mut *tx)
@@ -47,6 +48,7 @@ pub async fn redeem(
         let (first_code, status, body): (String, i16, String) = sqlx::query_as(
             "SELECT code, status, body FROM redeem_requests WHERE idempotency_key = $1",
         )
+        .persistent(crate::db::keep_statements())
         .bind(key)
         .fetch_one(db)
         .await?;
@@ -70,6 +72,7 @@ pub async fn redeem(
          )
          SELECT redeemed_at FROM r",
     )
+    .persistent(crate::db::keep_statements())
     .bind(code)
     .bind(actor)
     .bind(reason)
@@ -83,6 +86,7 @@ pub async fn redeem(
         None => {
             let first: Option<(Option<DateTime<Utc>>,)> =
                 sqlx::query_as("SELECT redeemed_at FROM claims WHERE code = $1")
+                    .persistent(crate::db::keep_statements())
                     .bind(code)
                     .fetch_optional(&mut *tx)
                     .await?;
@@ -98,6 +102,7 @@ pub async fn redeem(
     let reply = Reply::with_status(reply.http_status(), Outcome::Redeem, &reply);
     let body = std::str::from_utf8(&reply.body).expect("JSON is UTF-8");
     sqlx::query("UPDATE redeem_requests SET status = $2, body = $3 WHERE idempotency_key = $1")
+        .persistent(crate::db::keep_statements())
         .bind(key)
         .bind(reply.status.as_u16() as i16)
         .bind(body)
@@ -125,6 +130,7 @@ pub async fn coupon(
         "SELECT campaign_id, customer_id, status, created_at, redeemed_at
            FROM claims WHERE code = $1",
     )
+    .persistent(crate::db::keep_statements())
     .bind(code)
     .fetch_optional(db)
     .await?;

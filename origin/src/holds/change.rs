@@ -18,6 +18,7 @@ async fn find_life(db: &PgPool, claim_id: &str) -> sqlx::Result<Option<LifeRow>>
     sqlx::query_as(&format!(
         "SELECT {COLUMNS}, payment_ref FROM claims WHERE id = $1"
     ))
+    .persistent(crate::db::keep_statements())
     .bind(claim_id)
     .fetch_optional(db)
     .await
@@ -50,6 +51,7 @@ pub async fn pay(
          )
          SELECT {COLUMNS} FROM p"
     ))
+    .persistent(crate::db::keep_statements())
     .bind(claim_id)
     .bind(payment_ref)
     .bind(actor)
@@ -113,6 +115,7 @@ pub async fn release(
          )
          SELECT {COLUMNS} FROM r"
     ))
+    .persistent(crate::db::keep_statements())
     .bind(claim_id)
     .bind(actor)
     .bind(reason)

@@ -38,6 +38,7 @@ pub async fn expire_due(db: &PgPool, c: &str, limit: i64) -> sqlx::Result<Vec<Re
          )
          SELECT id AS claim_id, campaign_id, customer_id FROM x",
     )
+    .persistent(crate::db::keep_statements())
     .bind(c)
     .bind(limit)
     .bind(SWEEPER_ACTOR)
@@ -50,6 +51,7 @@ pub async fn campaigns_with_due_holds(db: &PgPool) -> sqlx::Result<Vec<String>> 
     sqlx::query_scalar(
         "SELECT DISTINCT campaign_id FROM claims WHERE status = 'held' AND held_until <= now()",
     )
+    .persistent(crate::db::keep_statements())
     .fetch_all(db)
     .await
 }

@@ -79,6 +79,7 @@ pub async fn drain_gate_returns(returns: &GateReturns, limit: i64) -> anyhow::Re
           LIMIT $2
           FOR UPDATE SKIP LOCKED",
     )
+    .persistent(crate::db::keep_statements())
     .bind(GATE_RETURN_SETTLE_SECONDS)
     .bind(limit)
     .fetch_all(&mut *tx)
@@ -121,6 +122,7 @@ pub async fn drain_gate_returns(returns: &GateReturns, limit: i64) -> anyhow::Re
     }
     let ids: Vec<&str> = ready.iter().map(|r| r.claim_id.as_str()).collect();
     sqlx::query("DELETE FROM gate_returns WHERE claim_id = ANY($1)")
+        .persistent(crate::db::keep_statements())
         .bind(&ids)
         .execute(&mut *tx)
         .await?;

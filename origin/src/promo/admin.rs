@@ -109,6 +109,7 @@ pub async fn switch(
                     (SELECT to_jsonb(a) FROM after a)
                FROM before b",
     )
+    .persistent(crate::db::keep_statements())
     .bind(code)
     .bind(actor)
     .bind(action.as_str())
@@ -145,6 +146,7 @@ pub async fn audit_export(
          )
          SELECT b.rules_id, (SELECT to_jsonb(x) FROM audit x) FROM b",
     )
+    .persistent(crate::db::keep_statements())
     .bind(id)
     .bind(actor)
     .fetch_optional(db)
@@ -160,6 +162,7 @@ pub async fn code_audit(db: &PgPool, code: &str) -> sqlx::Result<Vec<AuditEntry>
            FROM admin_audit WHERE code = $1
           ORDER BY seq DESC LIMIT $2",
     )
+    .persistent(crate::db::keep_statements())
     .bind(code)
     .bind(crate::admin::audit::MAX_ENTRIES)
     .fetch_all(db)

@@ -92,6 +92,7 @@ pub async fn generate_with(
     let mut tx = db.begin().await?;
     let rules_id = store::insert_rules(&mut tx, rules).await?;
     sqlx::query("INSERT INTO coupon_batches (id, rules_id, count) VALUES ($1, $2, $3)")
+        .persistent(crate::db::keep_statements())
         .bind(&id)
         .bind(rules_id)
         .bind(count as i64)
@@ -147,6 +148,7 @@ pub async fn generate_with(
                     "INSERT INTO coupon_codes (code, rules_id, uses_left)
                      SELECT unnest($1::text[]), $2, 1 ON CONFLICT (code) DO NOTHING",
                 )
+                .persistent(crate::db::keep_statements())
                 .bind(&texts)
                 .bind(rules_id)
                 .execute(&mut *tx)

@@ -38,6 +38,7 @@ pub async fn insert_rules(tx: &mut sqlx::PgConnection, r: &NewRules) -> Result<i
              starts_at, ends_at, use_limit, once_per_customer)
          VALUES ($1, $2::integer, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
     )
+    .persistent(crate::db::keep_statements())
     .bind(r.kind.as_str())
     .bind(r.percent_off_bp)
     .bind(r.amount_off)
@@ -63,6 +64,7 @@ pub async fn insert_shared(
         "INSERT INTO coupon_codes (code, rules_id, uses_left) VALUES ($1, $2, $3)
          ON CONFLICT (code) DO NOTHING",
     )
+    .persistent(crate::db::keep_statements())
     .bind(code)
     .bind(rules_id)
     .bind(r.use_limit)
@@ -84,6 +86,7 @@ pub async fn find_rules(db: &PgPool, code: &str) -> Result<Option<CodeRules>, sq
            LEFT JOIN coupon_batches b ON b.rules_id = r.id
           WHERE c.code = $1"
     ))
+    .persistent(crate::db::keep_statements())
     .bind(code)
     .fetch_optional(db)
     .await?;
@@ -102,6 +105,7 @@ pub async fn find_with_uses_left(
            LEFT JOIN coupon_batches b ON b.rules_id = r.id
           WHERE c.code = $1"
     ))
+    .persistent(crate::db::keep_statements())
     .bind(code)
     .fetch_optional(db)
     .await?;
@@ -175,6 +179,7 @@ pub async fn take(db: &PgPool, u: &NewUse<'_>) -> Result<Take, sqlx::Error> {
          )
          SELECT used.held_until, take.uses_left, take.version FROM used, take",
     )
+    .persistent(crate::db::keep_statements())
     .bind(u.id)
     .bind(u.code)
     .bind(u.customer)
@@ -256,6 +261,7 @@ pub async fn refusal(
             AND status IN ('held', 'used')
           LIMIT 1"
     ))
+    .persistent(crate::db::keep_statements())
     .bind(code)
     .bind(customer)
     .fetch_optional(db)
@@ -265,6 +271,7 @@ pub async fn refusal(
           WHERE code = $1 AND order_ref = $2 AND status IN ('held', 'used')
           LIMIT 1"
     ))
+    .persistent(crate::db::keep_statements())
     .bind(code)
     .bind(order)
     .fetch_optional(db)
@@ -272,6 +279,7 @@ pub async fn refusal(
     let (uses_left, version, disabled): (i64, i64, bool) = sqlx::query_as(
         "SELECT uses_left, version, disabled_at IS NOT NULL FROM coupon_codes WHERE code = $1",
     )
+    .persistent(crate::db::keep_statements())
     .bind(code)
     .fetch_optional(db)
     .await?
@@ -290,6 +298,7 @@ pub async fn find_use(db: &PgPool, id: &str) -> Result<Option<UseRow>, sqlx::Err
     let row = sqlx::query(&format!(
         "SELECT {USE_COLUMNS} FROM coupon_uses WHERE id = $1"
     ))
+    .persistent(crate::db::keep_statements())
     .bind(id)
     .fetch_optional(db)
     .await?;
@@ -303,6 +312,7 @@ pub async fn confirm(db: &PgPool, id: &str) -> Result<Option<UseRow>, sqlx::Erro
         "UPDATE coupon_uses SET status = 'used', updated_at = now()
           WHERE id = $1 AND status = 'held'",
     )
+    .persistent(crate::db::keep_statements())
     .bind(id)
     .execute(db)
     .await?;
@@ -350,7 +360,7 @@ pub async fn release(db: &PgPool, id: &str) -> Result<Option<Released>, sqlx::Er
                       coupon_codes.disabled_at IS NOT NULL AS disabled
          )
          SELECT u.id, u.code, u.customer_id, c.uses_left, c.version, c.disabled FROM u JOIN c ON c.code = u.code",
-    )
+    ).persistent(crate::db::keep_statements())
     .bind(id)
     .fetch_optional(db)
     .await?;
@@ -380,7 +390,7 @@ pub async fn sweep(db: &PgPool, limit: i64) -> Result<Vec<Released>, sqlx::Error
                       coupon_codes.disabled_at IS NOT NULL AS disabled
          )
          SELECT u.id, u.code, u.customer_id, c.uses_left, c.version, c.disabled FROM u JOIN c ON c.code = u.code",
-    )
+    ).persistent(crate::db::keep_statements())
     .bind(limit)
     .fetch_all(db)
     .await?;
