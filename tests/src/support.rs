@@ -170,14 +170,14 @@ impl TestOrigin {
 
     /// Starts an origin with `config`.
     pub async fn start_with(config: Config) -> Self {
-        ensure_database(&config.database_url).await;
-        let origin = server::spawn(config.clone()).await.expect("origin starts");
-        // The test's own checks go straight to the server (sqlx's named statements would not
-        // survive a transaction pooler).
+        // The test's own statements go straight to the server (sqlx's named statements would
+        // not survive a transaction pooler).
         let direct = match &config.migration_database_url {
             Some(url) => url.clone(),
             None => config.database_url.clone(),
         };
+        ensure_database(&direct).await;
+        let origin = server::spawn(config.clone()).await.expect("origin starts");
         let db = PgPool::connect(&direct).await.expect("test pool");
         TestOrigin {
             url: origin.url(),
