@@ -151,8 +151,9 @@ impl AppState {
             .await
             .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL (DATABASE_URL): {e}"))?;
         prepare_schema(&config, &db).await?;
-        let redis =
-            RedisConn::open(&config.redis_url, config.redis_cluster_nodes.as_deref()).await?;
+        let redis = RedisConn::open(&config.redis_url, config.redis_cluster_nodes.as_deref())
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot connect to Redis (REDIS_URL): {e}"))?;
         let cache_ttl = Duration::from_millis(config.campaign_cache_ms);
         let tasks = TaskTracker::new();
         Ok(AppState {
