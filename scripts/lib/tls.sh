@@ -33,7 +33,7 @@ tls_ca() {
 tls_pg_up() {
   local state="$1" db="$2" bin dir port
   tls_ca "$state"
-  if [ -s "$state/tls-pg.port" ] && psql "postgres://postgres@127.0.0.1:$(cat "$state/tls-pg.port")/postgres?sslmode=require" -Atqc 'select 1' >/dev/null 2>&1; then
+  if [ -s "$state/tls-pg.port" ] && [ -s "$state/tls-pg.dir" ] && psql "postgres://postgres@127.0.0.1:$(cat "$state/tls-pg.port")/postgres?sslmode=require" -Atqc 'select 1' >/dev/null 2>&1; then
     port="$(cat "$state/tls-pg.port")"
   else
     bin="$(_svc_pg_bindir)" || fg_die "no initdb (install postgresql)"

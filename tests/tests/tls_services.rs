@@ -64,8 +64,10 @@ async fn claims_work_over_tls_to_postgres_and_redis() {
 }
 
 #[tokio::test]
-#[ignore = "needs TLS services: scripts/test-tls"]
+#[ignore = "needs TLS services: scripts/test-tls (SSL_CERT_FILE = the other CA)"]
 async fn a_postgres_certificate_from_an_untrusted_ca_is_refused_at_startup() {
+    // sqlx trusts the system's roots (SSL_CERT_FILE included) plus sslrootcert: the script
+    // runs this test with SSL_CERT_FILE naming the other CA.
     let mut config = tls_config();
     let url = config.database_url.clone();
     let (head, _) = url
@@ -95,4 +97,16 @@ async fn a_plain_connection_to_a_tls_only_postgres_is_refused() {
         Err(e) => e.to_string(),
     };
     assert!(err.contains("cannot connect to PostgreSQL"), "{err}");
+}
+
+#[tokio::test]
+#[ignore = "needs TLS services: scripts/test-tls (SSL_CERT_FILE = the other CA)"]
+async fn a_redis_certificate_from_an_untrusted_ca_is_refused_at_startup() {
+    // PostgreSQL trusts the CA through sslrootcert; Redis trusts SSL_CERT_FILE, which the
+    // script points at the other CA for this test.
+    let err = match server::spawn(tls_config()).await {
+        Ok(_) => panic!("an origin must refuse a Redis certificate that does not verify"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("cannot connect to Redis"), "{err}");
 }
