@@ -15,6 +15,8 @@
 # FLASHGATE_ORIGINS=N (default 1) starts N origins (origin-1 ... origin-N, each on a free
 # loopback port) behind HAProxy (scripts/lib/balancer.sh); FLASHGATE_ORIGIN_URL is then the
 # balancer's URL and the edge points at it. With 1 there is no balancer.
+# FLASHGATE_PGBOUNCER=1 puts PgBouncer in transaction pooling mode between the origins and
+# PostgreSQL (scripts/lib/pgbouncer.sh; README "Behind a connection pooler").
 
 if [ -f "$FG_ROOT/scripts/lib/edge.sh" ]; then
   # shellcheck disable=SC1091
@@ -23,6 +25,21 @@ fi
 
 # shellcheck source=balancer.sh
 . "$FG_ROOT/scripts/lib/balancer.sh"
+# shellcheck source=pgbouncer.sh
+. "$FG_ROOT/scripts/lib/pgbouncer.sh"
+
+# stack_pooler STATE: with FLASHGATE_PGBOUNCER=1, starts PgBouncer (transaction pooling) in
+# front of DATABASE_URL; the origins then use it (DATABASE_URL, FLASHGATE_DB_POOLER=transaction)
+# and migrate over the direct URL (FLASHGATE_MIGRATION_DATABASE_URL).
+stack_pooler() {
+  local state="$1"
+  [ "${FLASHGATE_PGBOUNCER:-0}" = "1" ] || return 0
+  pgbouncer_up "$state" "$DATABASE_URL"
+  export FLASHGATE_MIGRATION_DATABASE_URL="$DATABASE_URL"
+  export DATABASE_URL="$PGBOUNCER_URL"
+  export FLASHGATE_DB_POOLER=transaction
+  fg_log "PostgreSQL through PgBouncer $PGBOUNCER_URL (transaction pooling)"
+}
 
 stack_edge_available() {
   [ "${FLASHGATE_NO_EDGE:-0}" != "1" ] && declare -F edge_start >/dev/null && declare -F edge_build >/dev/null
@@ -162,6 +179,10 @@ FLASHGATE_EDGE_SECRET=$FLASHGATE_EDGE_SECRET
 DATABASE_URL=$DATABASE_URL
 REDIS_URL=$REDIS_URL
 ENV
+  if [ "${FLASHGATE_PGBOUNCER:-0}" = "1" ]; then
+    printf 'FLASHGATE_DB_POOLER=transaction\nFLASHGATE_MIGRATION_DATABASE_URL=%s\n' \
+      "$FLASHGATE_MIGRATION_DATABASE_URL" >>"$state/env"
+  fi
   umask 022
 }
 
@@ -169,6 +190,7 @@ stack_up() {
   local state="$1" profile="$2" db="$3"
   mkdir -p "$state"
   services_up "$state" "$db"
+  stack_pooler "$state"
   stack_secrets "$state"
   fg_log "building the origin and the stampede generator ($profile)"
   stack_build "$profile"
@@ -207,6 +229,7 @@ stack_down() {
   local state="$1"
   [ -d "$state" ] || { fg_log "nothing to stop ($state does not exist)"; return 0; }
   stack_stop_servers "$state"
+  pgbouncer_down "$state"
   services_down "$state"
   rm -f "$state/env"
 }
