@@ -35,6 +35,10 @@ struct Args {
     /// Concurrent submitters of the grouped-commit leg.
     #[arg(long, default_value_t = 512)]
     commit_clients: usize,
+    /// PgBouncer (transaction pooling) in front of the same database: the grouped-commit leg
+    /// runs again through it, with the origin's pooler settings (`FLASHGATE_DB_POOLER=transaction`).
+    #[arg(long, env = "FLASHGATE_BENCH_PGBOUNCER_URL")]
+    pgbouncer_url: Option<String>,
 }
 
 struct Leg {
@@ -256,6 +260,35 @@ async fn winners_over_http(o: &TestOrigin, clients: usize, secs: u64, label: &st
     .await
 }
 
+/// Leg 1c: the grouped commit with unnamed statements, direct and through PgBouncer, against
+/// `direct` (leg 1b, named statements, direct).
+async fn through_pooler(o: &TestOrigin, db: &PgPool, url: &str, args: &Args, direct: &Leg) {
+    use flashgate_origin::config::{Config, DbPooler};
+    flashgate_origin::db::set_pooler(DbPooler::Transaction);
+    let c = stock_campaign(o, 10_000_000).await;
+    let mut unnamed = grouped(db, &c, args.commit_clients, args.seconds).await;
+    unnamed.name = "  same, unnamed statements, direct".into();
+    unnamed.print();
+    let mut config = Config::for_tests(url, "redis://unused");
+    config.db_pooler = DbPooler::Transaction;
+    let options = flashgate_origin::state::pg_options(&config).expect("PgBouncer URL parses");
+    let pooled = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(16)
+        .connect_with(options)
+        .await
+        .expect("connect through PgBouncer");
+    let c = stock_campaign(o, 10_000_000).await;
+    let mut bouncer = grouped(&pooled, &c, args.commit_clients, args.seconds).await;
+    bouncer.name = "  same, through PgBouncer (transaction mode)".into();
+    bouncer.print();
+    flashgate_origin::db::set_pooler(DbPooler::None);
+    println!(
+        "ratio through PgBouncer / direct: {:.2}x (unnamed direct / named direct: {:.2}x)\n",
+        bouncer.rate() / direct.rate(),
+        unnamed.rate() / direct.rate()
+    );
+}
+
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
@@ -279,6 +312,9 @@ async fn main() {
         "ratio grouped / hot row: {:.1}x (target >= 10x)\n",
         grp.rate() / hot.rate()
     );
+    if let Some(url) = &args.pgbouncer_url {
+        through_pooler(&o, &db, url, &args, &grp).await;
+    }
 
     println!(
         "## 2. winners/s end to end over HTTP ({} clients)",
