@@ -58,9 +58,9 @@ pub async fn run(options: &PgConnectOptions) -> Result<Migrated, MigrateError> {
         .persistent(false)
         .execute(&mut *tx)
         .await?;
-    let before = applied_versions(&mut *tx).await?;
+    let before = applied_versions(&mut tx).await?;
     migrator().run_direct(&mut *tx).await?;
-    let after = applied_versions(&mut *tx).await?;
+    let after = applied_versions(&mut tx).await?;
     tx.commit().await?;
     conn.close().await?;
     let mut applied: Vec<i64> = after.difference(&before).copied().collect();

@@ -76,7 +76,7 @@ pub async fn find(db: &PgPool, id: &str) -> sqlx::Result<Option<CampaignRow>> {
 }
 
 /// Campaigns that have not ended at `now` (the ones whose gate must be loaded).
-pub async fn live(db: &PgPool) -> sqlx::Result<Vec<CampaignRow>> {
+pub async fn live<'e>(db: impl sqlx::PgExecutor<'e>) -> sqlx::Result<Vec<CampaignRow>> {
     sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM campaigns WHERE ends_at > now() ORDER BY starts_at"
     ))

@@ -53,7 +53,10 @@ async fn load_locked(
     c: &str,
     k: &Keys,
 ) -> Result<bool, LoadError> {
-    // One statement: remaining and the active claims come from the same snapshot.
+    // One statement: remaining and the active claims come from the same snapshot. In a
+    // transaction, so that behind a transaction pooler its parse and execution stay on one
+    // server connection (see crate::db).
+    let mut tx = db.begin().await?;
     let rows: Vec<(i64, i32, Option<String>, Option<String>)> = sqlx::query_as(
         "SELECT c.remaining, c.gate_shards, a.customer_id, a.id
            FROM campaigns c
@@ -63,8 +66,9 @@ async fn load_locked(
     )
     .persistent(crate::db::keep_statements())
     .bind(c)
-    .fetch_all(db)
+    .fetch_all(&mut *tx)
     .await?;
+    tx.commit().await?;
     let Some((remaining, n)) = rows.first().map(|r| (r.0, r.1)) else {
         return Ok(false);
     };
