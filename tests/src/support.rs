@@ -33,8 +33,8 @@ pub use gate::{
 };
 pub use poll::{eventually, eventually_blocking, until_state, POLL_STEP_MS};
 pub use promo::{
-    check_at, enc, fresh_code_name, fresh_ip, new_batch, new_code, post_raw, use_at, use_body,
-    Shopper,
+    check_at, enc, fresh_code_name, fresh_ip, new_batch, new_code, one_time_rules, post_raw,
+    use_at, use_body, Shopper,
 };
 pub use raw::{claim_at, claim_via, edge_headers, send_raw, token_for, RawReply, TEST_EDGE_SECRET};
 pub use redis_handle::{cluster_nodes, lose_redis_state, redis_conn, redis_is_cluster, redis_of};

@@ -9,7 +9,7 @@ use flashgate_shared::api::coupons::NewCode;
 use flashgate_shared::CLIENT_IP_HEADER;
 use flashgate_tests::support::fresh_code_name as fresh_code;
 use flashgate_tests::support::{
-    fresh_ip, new_code, post_raw, signed_test_config, RawReply, TestOrigin,
+    fresh_ip, new_code, one_time_rules, post_raw, signed_test_config, RawReply, TestOrigin,
 };
 use serde_json::json;
 
@@ -181,20 +181,8 @@ async fn ends_at_as_local_time_in_a_daylight_saving_zone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repeated_code_is_redrawn() {
     use flashgate_origin::promo::batch;
-    use flashgate_origin::promo::rules::NewRules;
-    use flashgate_shared::api::coupons::CodeKind;
     let o = TestOrigin::start_with(signed_test_config()).await;
-    let rules = NewRules {
-        kind: CodeKind::OneTime,
-        percent_off_bp: None,
-        amount_off: Some(2000),
-        currency: "USD".into(),
-        min_order: 0,
-        starts_at: Utc::now(),
-        ends_at: Utc::now() + chrono::Duration::days(1),
-        use_limit: 1,
-        once_per_customer: true,
-    };
+    let rules = one_time_rules(2000);
     let first = batch::generate(&o.db, &rules, 3).await.unwrap();
     let stored: Vec<String> =
         sqlx::query_scalar("SELECT code FROM coupon_codes WHERE rules_id = $1")

@@ -178,6 +178,22 @@ pub fn new_batch(count: i64, amount_off: i64) -> NewCodeBatch {
     }
 }
 
+/// One-time code rules of the tests and benchmarks, as the batch generator takes them:
+/// `amount_off` minor units off in USD, valid from now for 30 days.
+pub fn one_time_rules(amount_off: i64) -> flashgate_origin::promo::rules::NewRules {
+    flashgate_origin::promo::rules::NewRules {
+        kind: flashgate_shared::api::coupons::CodeKind::OneTime,
+        percent_off_bp: None,
+        amount_off: Some(amount_off),
+        currency: "USD".into(),
+        min_order: 0,
+        starts_at: Utc::now(),
+        ends_at: Utc::now() + Duration::days(30),
+        use_limit: 1,
+        once_per_customer: true,
+    }
+}
+
 impl TestOrigin {
     /// A new shopper of this origin: a unique customer id, her token and a fresh IP.
     pub fn shopper(&self) -> Shopper {
