@@ -62,7 +62,12 @@ async fn tokens_roles_and_unknown_campaigns() {
         assert_error_body(s, &b, 403, "forbidden");
     }
     let (s, b) = o
-        .admin(Method::PATCH, &one, None, Some(json!({"action":"pause"})))
+        .admin(
+            Method::PATCH,
+            &one,
+            None,
+            Some(json!(ChangeRequest::action(ChangeAction::Pause))),
+        )
         .await;
     assert_error_body(s, &b, 401, "unauthorized");
 
@@ -123,7 +128,10 @@ async fn tokens_roles_and_unknown_campaigns() {
         let path = format!("/admin/v1/campaigns/{id}");
         for (m, body) in [
             (Method::GET, None),
-            (Method::PATCH, Some(json!({"action":"pause"}))),
+            (
+                Method::PATCH,
+                Some(json!(ChangeRequest::action(ChangeAction::Pause))),
+            ),
         ] {
             let (s, b) = o.admin(m, &path, Some(&manager), body).await;
             assert_error_body(s, &b, 404, "not_found");
