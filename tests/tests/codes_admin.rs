@@ -42,6 +42,16 @@ struct Write {
 }
 
 impl Write {
+    /// A write of `body` (a wire type) to `path`.
+    fn new(method: Method, path: &str, key: Option<&str>, body: impl serde::Serialize) -> Self {
+        Write {
+            method,
+            path: path.into(),
+            key: key.map(str::to_string),
+            body: serde_json::to_value(body).expect("body"),
+        }
+    }
+
     /// Sends it with `token`: status, JSON body and whether it was a replay.
     async fn send(&self, o: &TestOrigin, token: &str) -> (u16, Value, bool) {
         let (method, path, body) = (self.method.clone(), &self.path, self.body.clone());
@@ -196,12 +206,8 @@ async fn a_restock_sent_twice_with_one_key_adds_once_and_audits_once() {
                 .unwrap()
         }
     };
-    let patch = |key: Option<&str>, body: ChangeRequest| Write {
-        method: Method::PATCH,
-        path: path.clone(),
-        key: key.map(str::to_string),
-        body: serde_json::to_value(body).unwrap(),
-    };
+    let patch =
+        |key: Option<&str>, body: ChangeRequest| Write::new(Method::PATCH, &path, key, body);
 
     // The same restock sent twice with one key (the first reply was lost).
     let [(st1, first, replayed1), (st2, second, replayed2)] =
@@ -245,28 +251,12 @@ async fn a_restock_sent_twice_with_one_key_adds_once_and_audits_once() {
     let mut new_code = support::new_code(&code, 3);
     new_code.offer.currency = "EUR".into();
     new_code.offer.percent_off = Some(500);
-    let post = |path: &str, key: &str, body: Value| Write {
-        method: Method::POST,
-        path: path.into(),
-        key: Some(key.to_string()),
-        body,
-    };
-    let replies = post(
-        "/admin/v1/codes",
-        &c1,
-        serde_json::to_value(new_code).unwrap(),
-    )
-    .twice(&o, &manager)
-    .await;
-    assert_eq!(
-        replies.map(|(st, _, r)| (st, r)),
-        [(201, false), (201, true)]
-    );
     let new_batch = support::new_batch(2, 100);
-    let [(st1, batch1, _), (st2, batch2, _)] = post(
+    let [(st1, batch1, _), (st2, batch2, _)] = Write::new(
+        Method::POST,
         "/admin/v1/codes/batches",
-        &b1,
-        serde_json::to_value(new_batch).unwrap(),
+        Some(&b1),
+        new_batch,
     )
     .twice(&o, &manager)
     .await;
@@ -284,17 +274,14 @@ async fn a_restock_sent_twice_with_one_key_adds_once_and_audits_once() {
         gate_shards: None,
         waiting_room: None,
     };
-    let replies = post(
-        "/admin/v1/campaigns",
-        &n1,
-        serde_json::to_value(new_campaign).unwrap(),
-    )
-    .twice(&o, &manager)
-    .await;
-    assert_eq!(
-        replies.map(|(st, _, r)| (st, r)),
-        [(201, false), (201, true)]
-    );
+    for write in [
+        Write::new(Method::POST, "/admin/v1/codes", Some(&c1), new_code),
+        Write::new(Method::POST, "/admin/v1/campaigns", Some(&n1), new_campaign),
+    ] {
+        let replies = write.twice(&o, &manager).await;
+        let replays = replies.map(|(st, _, r)| (st, r));
+        assert_eq!(replays, [(201, false), (201, true)], "{}", write.path);
+    }
     assert_eq!(audit_rows(&o, "campaign_id", &id, "create").await.len(), 1);
     // Keys are per admin principal, and a viewer cannot write with one.
     let (st, _, _) = patch(Some(&r1), restock(3))
