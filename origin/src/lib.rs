@@ -33,7 +33,6 @@ pub mod campaigns;
 pub mod claims;
 pub mod cli;
 pub mod config;
-pub mod db;
 pub mod error;
 pub mod gate;
 pub mod giveaway;

@@ -70,62 +70,61 @@ pub async fn reconcile(
 
 async fn pg_facts(db: &PgPool, c: &str) -> sqlx::Result<Option<PgFacts>> {
     let mut tx = db.begin().await?;
-    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        .persistent(crate::db::keep_statements())
+    sqlx::query!("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         .execute(&mut *tx)
         .await?;
-    let row: Option<(CampaignKind, i64, i64)> =
-        sqlx::query_as("SELECT kind, stock, remaining FROM campaigns WHERE id = $1")
-            .persistent(crate::db::keep_statements())
-            .bind(c)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let Some((kind, stock, remaining)) = row else {
+    let row = sqlx::query!(
+        r#"SELECT kind AS "kind: CampaignKind", stock, remaining FROM campaigns WHERE id = $1"#,
+        c
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = row else {
         return Ok(None);
     };
-    let by_status: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT status, count(*) FROM claims WHERE campaign_id = $1 GROUP BY status",
+    let (kind, stock, remaining) = (row.kind, row.stock, row.remaining);
+    let by_status = sqlx::query!(
+        r#"SELECT status AS "status: ClaimStatus", count(*) AS "n!"
+             FROM claims WHERE campaign_id = $1 GROUP BY status"#,
+        c
     )
-    .persistent(crate::db::keep_statements())
-    .bind(c)
     .fetch_all(&mut *tx)
     .await?;
     let mut claims = StatusCounts::default();
-    for (status, n) in by_status {
-        match status.as_str() {
-            "held" => claims.held = n,
-            "paid" => claims.paid = n,
-            "released" => claims.released = n,
-            "expired" => claims.expired = n,
-            "issued" => claims.issued = n,
-            "redeemed" => claims.redeemed = n,
-            _ => {}
+    for row in by_status {
+        let n = row.n;
+        match row.status {
+            ClaimStatus::Held => claims.held = n,
+            ClaimStatus::Paid => claims.paid = n,
+            ClaimStatus::Released => claims.released = n,
+            ClaimStatus::Expired => claims.expired = n,
+            ClaimStatus::Issued => claims.issued = n,
+            ClaimStatus::Redeemed => claims.redeemed = n,
         }
     }
-    let (ledger_active, ledger_orphans): (i64, i64) = sqlx::query_as(
-        "SELECT (count(*) FILTER (WHERE event IN ('claimed', 'issued'))
-               - count(*) FILTER (WHERE event IN ('released', 'expired')))::bigint,
+    let ledger = sqlx::query!(
+        r#"SELECT (count(*) FILTER (WHERE event IN ('claimed', 'issued'))
+               - count(*) FILTER (WHERE event IN ('released', 'expired')))::bigint AS "active!",
                 (SELECT count(DISTINCT l.claim_id) FROM ledger l
                   WHERE l.campaign_id = $1
-                    AND NOT EXISTS (SELECT 1 FROM claims x WHERE x.id = l.claim_id))
-           FROM ledger WHERE campaign_id = $1",
+                    AND NOT EXISTS (SELECT 1 FROM claims x WHERE x.id = l.claim_id)) AS "orphans!"
+           FROM ledger WHERE campaign_id = $1"#,
+        c
     )
-    .persistent(crate::db::keep_statements())
-    .bind(c)
     .fetch_one(&mut *tx)
     .await?;
+    let (ledger_active, ledger_orphans) = (ledger.active, ledger.orphans);
     let active = claims.held + claims.paid + claims.issued + claims.redeemed;
     let active_holders = if active <= HOLDER_CHECK_MAX {
-        let rows: Vec<(String, String)> = sqlx::query_as(
+        let rows = sqlx::query!(
             "SELECT customer_id, id FROM claims
               WHERE campaign_id = $1 AND status = ANY($2)",
+            c,
+            &ClaimStatus::active_names()[..] as &[&str],
         )
-        .persistent(crate::db::keep_statements())
-        .bind(c)
-        .bind(&ClaimStatus::active_names()[..])
         .fetch_all(&mut *tx)
         .await?;
-        Some(rows.into_iter().collect())
+        Some(rows.into_iter().map(|r| (r.customer_id, r.id)).collect())
     } else {
         None
     };

@@ -79,8 +79,9 @@ impl GateLoader {
 /// The connection options of `config.database_url` (TLS from its `sslmode` / `sslrootcert`
 /// parameters). Direct ([`DbPooler::None`]): the `statement_timeout` of
 /// `config.db_statement_timeout_ms` is set on every connection (a run-time parameter sent at
-/// connection start-up). Behind a transaction pooler ([`DbPooler::Transaction`]): no statement
-/// cache and no start-up parameter PgBouncer refuses (`options`, `extra_float_digits`).
+/// connection start-up). Behind a transaction pooler ([`DbPooler::Transaction`]): no start-up
+/// parameter PgBouncer refuses (`options`, `extra_float_digits`); prepared statements stay
+/// named and cached, which a pooler must carry (PgBouncer 1.21+ `max_prepared_statements`).
 pub fn pg_options(config: &Config) -> Result<PgConnectOptions, sqlx::Error> {
     let options: PgConnectOptions = config.database_url.parse()?;
     Ok(match config.db_pooler {
@@ -88,7 +89,7 @@ pub fn pg_options(config: &Config) -> Result<PgConnectOptions, sqlx::Error> {
             "statement_timeout",
             config.db_statement_timeout_ms.to_string(),
         )]),
-        DbPooler::Transaction => options.statement_cache_capacity(0).extra_float_digits(None),
+        DbPooler::Transaction => options.extra_float_digits(None),
     })
 }
 
@@ -102,7 +103,7 @@ pub fn migration_options(config: &Config) -> Result<PgConnectOptions, sqlx::Erro
     let options: PgConnectOptions = config.database_url.parse()?;
     Ok(match config.db_pooler {
         DbPooler::None => options,
-        DbPooler::Transaction => options.statement_cache_capacity(0).extra_float_digits(None),
+        DbPooler::Transaction => options.extra_float_digits(None),
     })
 }
 
@@ -143,7 +144,6 @@ impl AppState {
     /// that cannot be reached (its TLS certificate refused included), a failed migration,
     /// [`crate::migrate::SchemaTooOld`].
     pub async fn connect(config: Config) -> anyhow::Result<Self> {
-        crate::db::set_pooler(config.db_pooler);
         let db = PgPoolOptions::new()
             .max_connections(config.db_max_connections)
             .acquire_timeout(Duration::from_secs(3))

@@ -14,6 +14,8 @@
 //! - [`admission`]: the waiting room's signed ticket and admission token (HMAC-SHA256).
 //! - [`text`]: the one definition of acceptable text in request fields.
 
+#![warn(missing_docs)]
+
 pub mod admission;
 pub mod api;
 pub mod code;

@@ -21,9 +21,15 @@ pub const BASIS_POINTS_PER_WHOLE: i64 = 10_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Discount {
     /// A percentage in basis points (1..=10 000).
-    Percent { basis_points: i64 },
+    Percent {
+        /// 1..=10 000 (10 000 = 100 %).
+        basis_points: i64,
+    },
     /// A fixed amount in minor units (> 0).
-    Amount { minor_units: i64 },
+    Amount {
+        /// Minor units, > 0.
+        minor_units: i64,
+    },
 }
 
 /// The result of applying a discount to a cart, in minor units.

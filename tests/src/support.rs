@@ -11,9 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use chrono::{DateTime, Duration, Utc};
 use flashgate_origin::config::Config;
 use flashgate_origin::server::{self, RunningOrigin};
-use flashgate_shared::api::coupons::{CheckRequest, NewCode, Offer, UseRequest};
 use flashgate_shared::api::{CampaignKind, NewCampaign};
-use flashgate_shared::token::{mint, CustomerClaims};
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::PgPool;
@@ -22,6 +20,8 @@ mod edge;
 mod edge_calls;
 mod gate;
 mod poll;
+mod promo;
+mod raw;
 mod redis_handle;
 pub use edge::{ensure_edge_built, repo_root, TestEdge};
 pub use edge_calls::{
@@ -32,6 +32,11 @@ pub use gate::{
     assert_reconciled, customers, gate_remaining, idempotency_record_key, sold_out_flag_set,
 };
 pub use poll::{eventually, eventually_blocking, until_state, POLL_STEP_MS};
+pub use promo::{
+    check_at, enc, fresh_code_name, fresh_ip, new_batch, new_code, one_time_rules, post_raw,
+    use_at, use_body, Shopper,
+};
+pub use raw::{claim_at, claim_via, edge_headers, send_raw, token_for, RawReply, TEST_EDGE_SECRET};
 pub use redis_handle::{cluster_nodes, lose_redis_state, redis_conn, redis_is_cluster, redis_of};
 
 /// Default PostgreSQL URL of the tests.
@@ -255,7 +260,7 @@ impl TestOrigin {
         path: &str,
         token: &str,
         key: Option<&str>,
-        body: Value,
+        body: impl Serialize,
     ) -> (u16, Value, bool) {
         let mut req = self
             .http
@@ -272,100 +277,6 @@ impl TestOrigin {
             .get("idempotent-replayed")
             .is_some_and(|v| v == "true");
         (status, res.json().await.unwrap_or(Value::Null), replayed)
-    }
-
-    /// Creates a shared coupon code through the admin API (10 % off, currency USD, active for
-    /// an hour, `limit` uses, `once_per_customer` as given) and returns its name; panics
-    /// unless 201.
-    pub async fn shared_code(&self, limit: i64, once_per_customer: bool) -> String {
-        let code = fresh_code_name("T");
-        let body = NewCode {
-            code: code.clone(),
-            offer: Offer {
-                percent_off: Some(1000),
-                amount_off: None,
-                currency: "USD".into(),
-                min_order: 0,
-                starts_at: None,
-                ends_at: (Utc::now() + Duration::hours(1)).to_rfc3339(),
-            },
-            limit,
-            once_per_customer,
-        };
-        let token = self.manager_token().to_string();
-        let (status, reply) = self
-            .admin(
-                reqwest::Method::POST,
-                "/admin/v1/codes",
-                Some(&token),
-                Some(serde_json::to_value(body).expect("body")),
-            )
-            .await;
-        assert_eq!(status, 201, "create code: {reply}");
-        code
-    }
-
-    /// `coupon_codes.uses_left` of `code` in PostgreSQL.
-    pub async fn uses_left(&self, code: &str) -> i64 {
-        sqlx::query_scalar("SELECT uses_left FROM coupon_codes WHERE code = $1")
-            .bind(code)
-            .fetch_one(&self.db)
-            .await
-            .expect("uses_left")
-    }
-
-    /// `POST /api/v1/codes/{code}/use` for `customer` on `order` with `key`, cart total 6000;
-    /// returns status and JSON body.
-    pub async fn use_code(
-        &self,
-        code: &str,
-        customer: &str,
-        order: &str,
-        key: &str,
-    ) -> (u16, Value) {
-        self.shop(
-            code,
-            "use",
-            customer,
-            Some(key),
-            UseRequest {
-                order: order.into(),
-                cart_total: 6000,
-                currency: None,
-            },
-        )
-        .await
-    }
-
-    /// `POST /api/v1/codes/{code}/check` for `customer`, cart total 6000; returns status and
-    /// JSON body.
-    pub async fn check_code(&self, code: &str, customer: &str) -> (u16, Value) {
-        let body = CheckRequest {
-            cart_total: 6000,
-            currency: None,
-        };
-        self.shop(code, "check", customer, None, body).await
-    }
-
-    async fn shop(
-        &self,
-        code: &str,
-        what: &str,
-        customer: &str,
-        key: Option<&str>,
-        body: impl Serialize,
-    ) -> (u16, Value) {
-        let mut req = self
-            .http
-            .post(format!("{}/api/v1/codes/{code}/{what}", self.url))
-            .bearer_auth(self.token(customer))
-            .json(&body);
-        if let Some(k) = key {
-            req = req.header("idempotency-key", k);
-        }
-        let res = req.send().await.expect("code request");
-        let status = res.status().as_u16();
-        (status, res.json().await.unwrap_or(Value::Null))
     }
 
     /// `PATCH /admin/v1/campaigns/{campaign}` with the manager token; returns status and body.
@@ -631,144 +542,4 @@ impl TestOrigin {
         .await
         .expect("count claims")
     }
-}
-
-/// An HTTP answer: status, headers and JSON body (`Value::Null` when not JSON).
-pub struct RawReply {
-    pub status: u16,
-    pub headers: reqwest::header::HeaderMap,
-    pub body: Value,
-}
-
-impl RawReply {
-    /// The value of header `name`, when present and text.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
-    }
-}
-
-/// Sends `method url` with an optional bearer token, extra headers and a raw body (no
-/// `Content-Type` unless `headers` gives one); returns the whole answer.
-pub async fn send_raw(
-    http: &reqwest::Client,
-    method: reqwest::Method,
-    url: &str,
-    bearer: Option<&str>,
-    headers: &[(&str, String)],
-    body: impl Into<reqwest::Body>,
-) -> RawReply {
-    let mut req = http.request(method, url).body(body);
-    if let Some(t) = bearer {
-        req = req.bearer_auth(t);
-    }
-    for (k, v) in headers {
-        req = req.header(*k, v);
-    }
-    let res = req.send().await.expect("request");
-    let status = res.status().as_u16();
-    let headers = res.headers().clone();
-    let bytes = res.bytes().await.unwrap_or_default();
-    RawReply {
-        status,
-        headers,
-        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    }
-}
-
-/// A fresh coupon-code name (letters and digits, 24 characters).
-pub fn fresh_code_name(prefix: &str) -> String {
-    let mut code = format!(
-        "{prefix}{}",
-        uuid::Uuid::new_v4().simple().to_string().to_uppercase()
-    );
-    code.truncate(24);
-    code
-}
-
-/// An edge secret for tests (32 bytes or more, as the origin and the edge require).
-pub const TEST_EDGE_SECRET: &str = "test-edge-secret-0123456789abcdef";
-
-/// The headers the edge adds to a request it forwards: `Flashgate-Client-Ip` (when
-/// `client_ip` is given) and `Flashgate-Edge-Signature` under `secret`, signed now over the
-/// method, `path` (as sent, without query), `body`, the `Authorization` value and the
-/// `Idempotency-Key` the request carries, and the client IP.
-pub fn edge_headers(
-    secret: &str,
-    method: &str,
-    path: &str,
-    body: &[u8],
-    authorization: Option<&str>,
-    idempotency_key: Option<&str>,
-    client_ip: Option<&str>,
-) -> Vec<(&'static str, String)> {
-    let signed = flashgate_shared::signature::Signed {
-        method,
-        path,
-        body,
-        authorization: authorization.map(str::as_bytes),
-        idempotency_key: idempotency_key.map(str::as_bytes),
-        client_ip: client_ip.map(str::as_bytes),
-    };
-    let now = Utc::now().timestamp();
-    let mut headers = vec![(
-        flashgate_shared::EDGE_SIGNATURE_HEADER,
-        flashgate_shared::signature::sign(secret.as_bytes(), now, &signed),
-    )];
-    if let Some(ip) = client_ip {
-        headers.push((flashgate_shared::CLIENT_IP_HEADER, ip.to_string()));
-    }
-    headers
-}
-
-/// A customer token for `customer` under `config`'s secret, valid for an hour.
-pub fn token_for(config: &Config, customer: &str) -> String {
-    let exp = Utc::now().timestamp() + 3600;
-    mint(
-        &CustomerClaims {
-            sub: customer.into(),
-            exp: exp.into(),
-            nbf: None,
-        },
-        config.customer_token_secret.expose().as_bytes(),
-    )
-}
-
-/// Sends a claim to `base_url`; returns status and JSON body (`Value::Null` when not JSON).
-pub async fn claim_at(
-    http: &reqwest::Client,
-    base_url: &str,
-    token: &str,
-    campaign: &str,
-    key: &str,
-) -> (u16, Value) {
-    let (status, _, body) = claim_via(http, base_url, token, campaign, key).await;
-    (status, body)
-}
-
-/// Sends a claim to `base_url` (an origin or an edge); returns status, who answered (the
-/// `Flashgate-Answered-By` header: `edge` / `origin`, empty when absent) and JSON body.
-pub async fn claim_via(
-    http: &reqwest::Client,
-    base_url: &str,
-    token: &str,
-    campaign: &str,
-    key: &str,
-) -> (u16, String, Value) {
-    let res = http
-        .post(format!("{base_url}/api/v1/campaigns/{campaign}/claims"))
-        .bearer_auth(token)
-        .header("idempotency-key", key)
-        .header("content-type", "application/json")
-        .body("{}")
-        .send()
-        .await
-        .expect("claim request");
-    let status = res.status().as_u16();
-    let by = res
-        .headers()
-        .get(flashgate_shared::ANSWERED_BY_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    (status, by, res.json().await.unwrap_or(Value::Null))
 }

@@ -4,8 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use flashgate_tests::support::eventually;
-use flashgate_tests::support::{unique, TestOrigin};
+use flashgate_shared::api::coupons::CodeChange;
+use flashgate_shared::api::{CampaignKind, ChangeRequest, NewCampaign};
+use flashgate_tests::support::{self, eventually, unique, TestOrigin};
 use futures::future::join_all;
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -21,6 +22,47 @@ async fn audit_rows(o: &TestOrigin, column: &str, subject: &str, action: &str) -
     .fetch_all(&o.db)
     .await
     .expect("audit rows")
+}
+
+/// `PATCH {path}` of a code with `{"action": action}` (a [`CodeChange`]) and `token`, no
+/// idempotency key: status, JSON body and whether it was a replay.
+async fn code_change(o: &TestOrigin, path: &str, token: &str, action: &str) -> (u16, Value, bool) {
+    let body = CodeChange {
+        action: action.into(),
+    };
+    o.admin_keyed(Method::PATCH, path, token, None, body).await
+}
+
+/// One admin write: method, path, `Idempotency-Key` (when given) and JSON body.
+struct Write {
+    method: Method,
+    path: String,
+    key: Option<String>,
+    body: Value,
+}
+
+impl Write {
+    /// A write of `body` (a wire type) to `path`.
+    fn new(method: Method, path: &str, key: Option<&str>, body: impl serde::Serialize) -> Self {
+        Write {
+            method,
+            path: path.into(),
+            key: key.map(str::to_string),
+            body: serde_json::to_value(body).expect("body"),
+        }
+    }
+
+    /// Sends it with `token`: status, JSON body and whether it was a replay.
+    async fn send(&self, o: &TestOrigin, token: &str) -> (u16, Value, bool) {
+        let (method, path, body) = (self.method.clone(), &self.path, self.body.clone());
+        o.admin_keyed(method, path, token, self.key.as_deref(), body)
+            .await
+    }
+
+    /// Sends it twice, one after the other (as a client whose first reply was lost).
+    async fn twice(&self, o: &TestOrigin, token: &str) -> [(u16, Value, bool); 2] {
+        [self.send(o, token).await, self.send(o, token).await]
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -106,8 +148,7 @@ async fn concurrent_uses_of_one_code_and_order_with_different_keys_give_exactly_
 async fn exporting_a_batch_needs_a_manager_and_writes_an_audit_row() {
     let o = TestOrigin::start().await;
     let manager = o.manager_token().to_string();
-    let body = json!({"count": 7, "amount_off": 2000, "currency": "USD",
-                      "ends_at": chrono::Utc::now() + chrono::Duration::days(1)});
+    let body = support::new_batch(7, 2000);
     let (st, batch, _) = o
         .admin_keyed(
             Method::POST,
@@ -154,7 +195,7 @@ async fn a_restock_sent_twice_with_one_key_adds_once_and_audits_once() {
     let path = format!("/admin/v1/campaigns/{c}");
     // Keys are kept a day per admin principal: fresh ones per run.
     let [r1, r2, c1, b1, n1] = ["r-1", "r-2", "c-1", "b-1", "n-1"].map(unique);
-    let restock = |add: i64| json!({"action": "restock", "add": add});
+    let restock = ChangeRequest::restock;
     let stock = |o: &TestOrigin, c: String| {
         let db = o.db.clone();
         async move {
@@ -165,30 +206,19 @@ async fn a_restock_sent_twice_with_one_key_adds_once_and_audits_once() {
                 .unwrap()
         }
     };
+    let patch =
+        |key: Option<&str>, body: ChangeRequest| Write::new(Method::PATCH, &path, key, body);
 
     // The same restock sent twice with one key (the first reply was lost).
-    let mut replies = Vec::new();
-    for _ in 0..2 {
-        let (st, body, replayed) = o
-            .admin_keyed(Method::PATCH, &path, &manager, Some(&r1), restock(3))
-            .await;
-        assert_eq!(st, 200, "{body}");
-        replies.push((body, replayed));
-    }
-    assert_eq!((replies[0].1, replies[1].1), (false, true));
-    assert_eq!(replies[0].0, replies[1].0);
+    let [(st1, first, replayed1), (st2, second, replayed2)] =
+        patch(Some(&r1), restock(3)).twice(&o, &manager).await;
+    assert_eq!((st1, st2), (200, 200), "{first} {second}");
+    assert_eq!((replayed1, replayed2), (false, true));
+    assert_eq!(first, second);
     assert_eq!(stock(&o, c.clone()).await, 8);
     assert_eq!(audit_rows(&o, "campaign_id", &c, "restock").await.len(), 1);
     // The same key with another body: 422, nothing changes.
-    let (st, reused, _) = o
-        .admin_keyed(
-            Method::PATCH,
-            &path,
-            &manager,
-            Some(r1.as_str()),
-            restock(4),
-        )
-        .await;
+    let (st, reused, _) = patch(Some(&r1), restock(4)).send(&o, &manager).await;
     assert_eq!(
         (st, reused["result"].as_str()),
         (422, Some("idempotency_key_reused"))
@@ -196,16 +226,8 @@ async fn a_restock_sent_twice_with_one_key_adds_once_and_audits_once() {
     assert_eq!(stock(&o, c.clone()).await, 8);
 
     // Concurrent duplicates: one applies, the others replay it or are told it is in progress.
-    let replies = join_all((0..10).map(|_| {
-        o.admin_keyed(
-            Method::PATCH,
-            &path,
-            &manager,
-            Some(r2.as_str()),
-            restock(2),
-        )
-    }))
-    .await;
+    let dup = patch(Some(&r2), restock(2));
+    let replies = join_all((0..10).map(|_| dup.send(&o, &manager))).await;
     for (st, body, _) in &replies {
         assert!(
             *st == 200 || (*st == 409 && body["result"] == "in_progress"),
@@ -218,72 +240,52 @@ async fn a_restock_sent_twice_with_one_key_adds_once_and_audits_once() {
     assert_eq!(audit_rows(&o, "campaign_id", &c, "restock").await.len(), 2);
 
     // Without the header, writes behave as before: each one applies.
-    for _ in 0..2 {
-        let (st, _, _) = o
-            .admin_keyed(Method::PATCH, &path, &manager, None, restock(1))
-            .await;
-        assert_eq!(st, 200);
+    for (st, body, _) in patch(None, restock(1)).twice(&o, &manager).await {
+        assert_eq!(st, 200, "{body}");
     }
     assert_eq!(stock(&o, c.clone()).await, 12);
 
     // The other admin writes replay too: creating a code, a batch, a campaign.
+    let in_an_hour = chrono::Utc::now() + chrono::Duration::hours(1);
     let code = unique("K").replace('-', "").to_uppercase();
-    let new_code = json!({"code": code, "percent_off": 500, "currency": "EUR", "limit": 3,
-                          "ends_at": chrono::Utc::now() + chrono::Duration::hours(1)});
-    for replay in [false, true] {
-        let (st, _, r) = o
-            .admin_keyed(
-                Method::POST,
-                "/admin/v1/codes",
-                &manager,
-                Some(c1.as_str()),
-                new_code.clone(),
-            )
-            .await;
-        assert_eq!((st, r), (201, replay));
-    }
-    let new_batch = json!({"count": 2, "amount_off": 100, "currency": "EUR",
-                           "ends_at": chrono::Utc::now() + chrono::Duration::hours(1)});
-    let mut ids = Vec::new();
-    for _ in 0..2 {
-        let (st, b, _) = o
-            .admin_keyed(
-                Method::POST,
-                "/admin/v1/codes/batches",
-                &manager,
-                Some(b1.as_str()),
-                new_batch.clone(),
-            )
-            .await;
-        assert_eq!(st, 201, "{b}");
-        ids.push(b["id"].clone());
-    }
-    assert_eq!(ids[0], ids[1]);
+    let mut new_code = support::new_code(&code, 3);
+    new_code.offer.currency = "EUR".into();
+    new_code.offer.percent_off = Some(500);
+    let new_batch = support::new_batch(2, 100);
+    let [(st1, batch1, _), (st2, batch2, _)] = Write::new(
+        Method::POST,
+        "/admin/v1/codes/batches",
+        Some(&b1),
+        new_batch,
+    )
+    .twice(&o, &manager)
+    .await;
+    assert_eq!((st1, st2), (201, 201), "{batch1} {batch2}");
+    assert_eq!(batch1["id"], batch2["id"]);
     let id = unique("camp");
-    let new_campaign = json!({"id": id, "name": "N", "kind": "sale", "stock": 4,
-        "starts_at": chrono::Utc::now(), "ends_at": chrono::Utc::now() + chrono::Duration::hours(1)});
-    for replay in [false, true] {
-        let (st, _, r) = o
-            .admin_keyed(
-                Method::POST,
-                "/admin/v1/campaigns",
-                &manager,
-                Some(n1.as_str()),
-                new_campaign.clone(),
-            )
-            .await;
-        assert_eq!((st, r), (201, replay));
+    let new_campaign = NewCampaign {
+        id: id.clone(),
+        name: "N".into(),
+        kind: CampaignKind::Sale,
+        stock: 4,
+        starts_at: chrono::Utc::now(),
+        ends_at: in_an_hour,
+        hold_seconds: None,
+        gate_shards: None,
+        waiting_room: None,
+    };
+    for write in [
+        Write::new(Method::POST, "/admin/v1/codes", Some(&c1), new_code),
+        Write::new(Method::POST, "/admin/v1/campaigns", Some(&n1), new_campaign),
+    ] {
+        let replies = write.twice(&o, &manager).await;
+        let replays = replies.map(|(st, _, r)| (st, r));
+        assert_eq!(replays, [(201, false), (201, true)], "{}", write.path);
     }
     assert_eq!(audit_rows(&o, "campaign_id", &id, "create").await.len(), 1);
     // Keys are per admin principal, and a viewer cannot write with one.
-    let (st, _, _) = o
-        .admin_keyed(
-            Method::PATCH,
-            &path,
-            o.viewer_token(),
-            Some(r1.as_str()),
-            restock(3),
-        )
+    let (st, _, _) = patch(Some(&r1), restock(3))
+        .send(&o, o.viewer_token())
         .await;
     assert_eq!(st, 403);
     o.stop().await;
@@ -318,15 +320,7 @@ async fn a_code_disabled_through_one_origin_is_refused_by_another_within_the_bou
     assert_eq!(b.check_code(&code, &ana).await.0, 200);
     let path = format!("/admin/v1/codes/{code}");
 
-    let (st, reply, _) = a
-        .admin_keyed(
-            Method::PATCH,
-            &path,
-            &manager,
-            None,
-            json!({"action": "disable"}),
-        )
-        .await;
+    let (st, reply, _) = code_change(&a, &path, &manager, "disable").await;
     assert_eq!(st, 200, "{reply}");
     assert_eq!(reply["changed"], true);
     assert!(reply["code"]["disabled_at"].is_string());
@@ -343,26 +337,10 @@ async fn a_code_disabled_through_one_origin_is_refused_by_another_within_the_bou
     );
     assert_eq!(a.uses_left(&code).await, 10);
     // Disabling again changes nothing and writes no audit row.
-    let (st, reply, _) = a
-        .admin_keyed(
-            Method::PATCH,
-            &path,
-            &manager,
-            None,
-            json!({"action": "disable"}),
-        )
-        .await;
+    let (st, reply, _) = code_change(&a, &path, &manager, "disable").await;
     assert_eq!((st, &reply["changed"]), (200, &json!(false)));
 
-    let (st, reply, _) = a
-        .admin_keyed(
-            Method::PATCH,
-            &path,
-            &manager,
-            None,
-            json!({"action": "enable"}),
-        )
-        .await;
+    let (st, reply, _) = code_change(&a, &path, &manager, "enable").await;
     assert_eq!((st, &reply["code"]["disabled_at"]), (200, &Value::Null));
     until_check(&b, &code, &bob, 200).await;
     let (st, body) = b.use_code(&code, &bob, &unique("o"), "k2").await;
@@ -373,38 +351,14 @@ async fn a_code_disabled_through_one_origin_is_refused_by_another_within_the_bou
     assert_eq!(audit_rows(&a, "code", &code, "enable").await.len(), 1);
 
     // Bad input: unknown action 422, unknown code 404, a viewer 403; nothing changes.
-    let (st, body, _) = a
-        .admin_keyed(
-            Method::PATCH,
-            &path,
-            &manager,
-            None,
-            json!({"action": "delete"}),
-        )
-        .await;
+    let (st, body, _) = code_change(&a, &path, &manager, "delete").await;
     assert_eq!(
         (st, body["result"].as_str()),
         (422, Some("validation_failed"))
     );
-    let (st, body, _) = a
-        .admin_keyed(
-            Method::PATCH,
-            "/admin/v1/codes/NOSUCHCODE42",
-            &manager,
-            None,
-            json!({"action": "disable"}),
-        )
-        .await;
+    let (st, body, _) = code_change(&a, "/admin/v1/codes/NOSUCHCODE42", &manager, "disable").await;
     assert_eq!((st, body["result"].as_str()), (404, Some("not_found")));
-    let (st, body, _) = a
-        .admin_keyed(
-            Method::PATCH,
-            &path,
-            a.viewer_token(),
-            None,
-            json!({"action": "disable"}),
-        )
-        .await;
+    let (st, body, _) = code_change(&a, &path, a.viewer_token(), "disable").await;
     assert_eq!((st, body["result"].as_str()), (403, Some("forbidden")));
     assert_eq!(b.check_code(&code, &ana).await.0, 200);
     a.stop().await;

@@ -7,12 +7,24 @@
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
+use flashgate_shared::api::coupons::{CheckRequest, UseRequest};
+use flashgate_shared::api::{
+    CampaignKind, ChangeRequest, ClaimRequest, NewCampaign, PayRequest, RedeemRequest,
+    ReleaseRequest,
+};
 use flashgate_tests::fuzz::{self, Auth, Case, Endpoint, Target};
-use flashgate_tests::support::{send_raw, unique, TestEdge, TestOrigin};
+use flashgate_tests::support::{
+    fresh_code_name, new_batch, new_code, send_raw, unique, TestEdge, TestOrigin,
+};
 use futures::StreamExt;
 use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::Method;
 use serde_json::{json, Value};
+
+/// A valid body the fuzzer varies field by field: a wire type, as JSON.
+fn body(b: impl serde::Serialize) -> Option<Value> {
+    Some(serde_json::to_value(b).expect("body"))
+}
 
 /// Seed of the random pairs of odd fields.
 const SEED: u64 = 23;
@@ -56,8 +68,8 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
     )
     .await;
     let use_id = used.body["use"].as_str().expect("use id").to_string();
-    let later = (Utc::now() + chrono::Duration::hours(2)).to_rfc3339();
-    let now = Utc::now().to_rfc3339();
+    let now = Utc::now();
+    let later = now + chrono::Duration::hours(2);
     let ep = |name, method, path: &str, param: &str, auth, keyed, body: Option<Value>| Endpoint {
         name,
         method,
@@ -85,7 +97,7 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
             &sale,
             Customer,
             true,
-            Some(json!({})),
+            body(ClaimRequest {}),
         ),
         ep(
             "mine",
@@ -103,7 +115,9 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
             &hold,
             Service,
             false,
-            Some(json!({"payment_ref": "p-1"})),
+            body(PayRequest {
+                payment_ref: "p-1".into(),
+            }),
         ),
         ep(
             "release",
@@ -112,7 +126,9 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
             &hold,
             Service,
             false,
-            Some(json!({"reason": "payment_failed"})),
+            body(ReleaseRequest {
+                reason: Some("payment_failed".into()),
+            }),
         ),
         ep(
             "coupon",
@@ -130,7 +146,9 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
             &coupon,
             Service,
             true,
-            Some(json!({"store": "s-1"})),
+            body(RedeemRequest {
+                store: Some("s-1".into()),
+            }),
         ),
         ep(
             "check",
@@ -139,7 +157,10 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
             &code,
             Customer,
             false,
-            Some(json!({"cart_total": 6000, "currency": "USD"})),
+            body(CheckRequest {
+                cart_total: 6000,
+                currency: Some("USD".into()),
+            }),
         ),
         ep(
             "use",
@@ -148,7 +169,11 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
             &code,
             Customer,
             true,
-            Some(json!({"order": "o-2", "cart_total": 6000, "currency": "USD"})),
+            body(UseRequest {
+                order: "o-2".into(),
+                cart_total: 6000,
+                currency: Some("USD".into()),
+            }),
         ),
         ep(
             "use confirm",
@@ -175,9 +200,17 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
             "",
             Admin,
             false,
-            Some(json!({
-            "id": created, "name": "Fuzz drop", "kind": "sale", "stock": 5,
-            "starts_at": now, "ends_at": later, "hold_seconds": 60})),
+            body(NewCampaign {
+                id: created.clone(),
+                name: "Fuzz drop".into(),
+                kind: CampaignKind::Sale,
+                stock: 5,
+                starts_at: now,
+                ends_at: later,
+                hold_seconds: Some(60),
+                gate_shards: Option::None,
+                waiting_room: Option::None,
+            }),
         ),
         ep(
             "list",
@@ -204,7 +237,7 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
             &patched,
             Admin,
             false,
-            Some(json!({"action": "restock", "add": 1})),
+            body(ChangeRequest::restock(1)),
         ),
         ep(
             "patch stock",
@@ -213,7 +246,7 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
             &patched,
             Admin,
             false,
-            Some(json!({"set_stock": 2000})),
+            body(ChangeRequest::set_stock(2000)),
         ),
         ep(
             "patch end",
@@ -222,7 +255,7 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
             &patched,
             Admin,
             false,
-            Some(json!({"ends_at": later})),
+            body(ChangeRequest::ends_at(later)),
         ),
         ep(
             "audit",
@@ -249,10 +282,13 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
             "",
             Admin,
             false,
-            Some(json!({
-            "code": flashgate_tests::support::fresh_code_name("FZ"), "percent_off": 1000, "currency": "EUR",
-            "min_order": 0, "starts_at": now, "ends_at": "Sunday 23:59 Europe/Paris", "limit": 10,
-            "once_per_customer": true})),
+            body({
+                let mut code = new_code(&fresh_code_name("FZ"), 10);
+                code.offer.currency = "EUR".into();
+                code.offer.starts_at = Some(now.to_rfc3339());
+                code.offer.ends_at = "Sunday 23:59 Europe/Paris".into();
+                code
+            }),
         ),
         ep(
             "show code",
@@ -270,8 +306,12 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
             "",
             Admin,
             false,
-            Some(json!({
-            "count": 2, "amount_off": 500, "currency": "EUR", "ends_at": later})),
+            body({
+                let mut batch = new_batch(2, 500);
+                batch.offer.currency = "EUR".into();
+                batch.offer.ends_at = later.to_rfc3339();
+                batch
+            }),
         ),
         ep(
             "batch csv",

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use chrono::Utc;
 use flashgate_origin::gate;
-use flashgate_shared::api::{CampaignKind, NewCampaign, ReleaseRequest};
+use flashgate_shared::api::{CampaignKind, ChangeRequest, NewCampaign, ReleaseRequest};
 use flashgate_tests::support::{count_replies, customers, redis_conn, unique, TestOrigin};
 use futures::future::join_all;
 use reqwest::Method;
@@ -182,7 +182,7 @@ async fn returned_units_are_taken_again_and_reconcile_reports_each_shard() {
     assert_eq!(o.remaining(&c).await, 0);
     assert!(shard_remaining(&c).await.iter().all(|u| *u == 0));
     // A restock of the sold-out campaign spreads its units over the shards and clears the flag.
-    let (s, b) = o.change(&c, json!({"action": "restock", "add": 4})).await;
+    let (s, b) = o.change(&c, ChangeRequest::restock(4)).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["gate"], "updated", "{b}");
     assert_eq!(shard_remaining(&c).await.iter().sum::<i64>(), 4);

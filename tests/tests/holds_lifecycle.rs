@@ -111,6 +111,20 @@ async fn wait_no_holds(o: &TestOrigin, c: &str, secs: u64) {
     .await
 }
 
+/// The id of claim `cl` (a claim reply's `claim`) and its `held_until`.
+fn hold_of(cl: &Value) -> (String, DateTime<Utc>) {
+    let id = cl["id"].as_str().expect("claim id").to_string();
+    let until = cl["held_until"].as_str().expect("held_until");
+    (id, until.parse().expect("RFC 3339 held_until"))
+}
+
+/// Sleeps until `offset_ms` after `until` (at once when that is past): the races below send
+/// each request at a set moment around a hold's end, so these waits are the scenario.
+async fn sleep_until(until: DateTime<Utc>, offset_ms: i64) {
+    let at = until + chrono::Duration::milliseconds(offset_ms);
+    tokio::time::sleep((at - Utc::now()).to_std().unwrap_or_default()).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn expired_hold_goes_to_the_next_customer_and_the_late_pay_is_refused() {
     let o = TestOrigin::start().await;
@@ -186,25 +200,19 @@ async fn releases_racing_the_sweeper_return_each_unit_once() {
     let o = TestOrigin::start().await;
     let stock = 20;
     let c = sale(&o, stock, 1).await;
-    let claims = o.winners(&c, stock as usize).await;
-    let until: Vec<DateTime<Utc>> = claims
+    let holds: Vec<_> = o
+        .winners(&c, stock as usize)
+        .await
         .iter()
-        .map(|cl| cl["held_until"].as_str().unwrap().parse().unwrap())
+        .map(hold_of)
         .collect();
     let second_sweeper = second_sweeper(&o, &c, 1_600, 5);
     let oref = &o;
-    let releases = join_all(claims.iter().zip(&until).flat_map(|(cl, t)| {
-        let id = cl["id"].as_str().unwrap().to_string();
-        let t = *t;
-        (0..3).map(move |n| {
-            let (id, o) = (id.clone(), oref);
-            async move {
-                // The scenario: each release lands at its hold's end, racing the sweepers.
-                let wait =
-                    (t - Utc::now()).to_std().unwrap_or_default() + Duration::from_millis(n * 5);
-                tokio::time::sleep(wait).await;
-                release(o, &id).await
-            }
+    // Each release lands at its hold's end (three, 5 ms apart), racing the sweepers.
+    let releases = join_all(holds.iter().flat_map(|(id, until)| {
+        (0..3).map(move |n| async move {
+            sleep_until(*until, n * 5).await;
+            release(oref, id).await
         })
     }));
     let (replies, _) = tokio::join!(releases, second_sweeper);
@@ -216,8 +224,7 @@ async fn releases_racing_the_sweeper_return_each_unit_once() {
         );
     }
     wait_no_holds(&o, &c, 5).await;
-    for cl in &claims {
-        let id = cl["id"].as_str().unwrap();
+    for (id, _) in &holds {
         let ends = ledger(&o, id, "released").await + ledger(&o, id, "expired").await;
         assert_eq!(ends, 1, "claim {id} left its hold {ends} times");
     }
@@ -238,19 +245,20 @@ async fn pay_at_the_last_instant_racing_the_sweeper_200_rounds() {
     // Each pay is sent between 300 ms before and 100 ms after its own held_until, while this
     // origin's sweeper (every 200 ms) and a second sweeper (here, every few ms) expire due holds.
     let second_sweeper = second_sweeper(&o, &c, 1_800, 10);
-    let pays = join_all(claims.iter().enumerate().map(|(i, cl)| {
-        let id = cl["id"].as_str().unwrap().to_string();
-        let until: DateTime<Utc> = cl["held_until"].as_str().unwrap().parse().unwrap();
-        let offset = (i as i64 % 21 - 15) * 20;
-        let o = &o;
-        async move {
-            let at = until + chrono::Duration::milliseconds(offset);
-            // The scenario: the pay is sent at a set moment around held_until.
-            tokio::time::sleep((at - Utc::now()).to_std().unwrap_or_default()).await;
-            let reply = pay(o, &id, &format!("psp-{id}")).await;
-            (id, reply)
-        }
-    }));
+    let pays = join_all(
+        claims
+            .iter()
+            .map(hold_of)
+            .enumerate()
+            .map(|(i, (id, until))| {
+                let o = &o;
+                async move {
+                    sleep_until(until, (i as i64 % 21 - 15) * 20).await;
+                    let reply = pay(o, &id, &format!("psp-{id}")).await;
+                    (id, reply)
+                }
+            }),
+    );
     let (replies, by_second_sweeper) = tokio::join!(pays, second_sweeper);
     wait_no_holds(&o, &c, 5).await;
 

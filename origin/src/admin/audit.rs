@@ -13,14 +13,14 @@ pub const MAX_ENTRIES: i64 = 1_000;
 
 /// The newest [`MAX_ENTRIES`] entries of campaign `c`, newest first.
 pub async fn list(db: &PgPool, c: &str) -> sqlx::Result<Vec<AuditEntry>> {
-    sqlx::query_as(
-        "SELECT seq, campaign_id, actor, action, params, before, after, at
+    sqlx::query_as!(
+        AuditEntry,
+        "SELECT seq, campaign_id, code, batch_id, actor, action, params, before, after, at
            FROM admin_audit WHERE campaign_id = $1
           ORDER BY seq DESC LIMIT $2",
+        c,
+        MAX_ENTRIES,
     )
-    .persistent(crate::db::keep_statements())
-    .bind(c)
-    .bind(MAX_ENTRIES)
     .fetch_all(db)
     .await
 }

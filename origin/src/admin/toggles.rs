@@ -238,7 +238,6 @@ pub async fn apply(db: &PgPool, id: &str, who: &Admin, change: Change) -> sqlx::
            FROM before b"
     );
     let row: Option<(Value, Option<Value>)> = sqlx::query_as(&sql)
-        .persistent(crate::db::keep_statements())
         .bind(id)
         .bind(&who.name)
         .bind(change.action())

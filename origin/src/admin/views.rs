@@ -3,7 +3,9 @@
 
 use chrono::{DateTime, Utc};
 pub use flashgate_shared::api::admin::{CampaignView, Counts};
-use flashgate_shared::api::AdminCampaign;
+use flashgate_shared::api::{AdminCampaign, CampaignKind};
+use flashgate_shared::queue::WaitingRoom;
+use sqlx::types::Json;
 use sqlx::PgPool;
 
 use crate::campaigns::CampaignRow;
@@ -11,11 +13,9 @@ use crate::campaigns::CampaignRow;
 /// Most campaigns one `GET /admin/v1/campaigns` lists (the newest).
 pub const MAX_LISTED: i64 = 500;
 
-#[derive(sqlx::FromRow)]
+/// A campaign row with its live counts and times, as one statement read them.
 struct ViewRow {
-    #[sqlx(flatten)]
     row: CampaignRow,
-    #[sqlx(flatten)]
     counts: Counts,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
@@ -44,11 +44,14 @@ impl From<ViewRow> for CampaignView {
 /// Campaign `only` (or the newest [`MAX_LISTED`] when `None`) with live counts, in one
 /// statement (one snapshot).
 async fn query(db: &PgPool, only: Option<&str>) -> sqlx::Result<Vec<CampaignView>> {
-    let rows: Vec<ViewRow> = sqlx::query_as(
-        "SELECT c.id, c.name, c.kind, c.stock, c.remaining, c.starts_at, c.ends_at,
-                c.hold_seconds, c.paused, c.gate_shards, c.waiting_room, c.queue_paused, c.created_at, c.updated_at, clock_timestamp() AS as_of,
-                k.held, k.paid, k.issued, k.redeemed, k.returned, k.claims_total,
-                k.claims_last_minute
+    let rows = sqlx::query!(
+        r#"SELECT c.id, c.name, c.kind AS "kind: CampaignKind", c.stock, c.remaining,
+                c.starts_at, c.ends_at, c.hold_seconds, c.paused, c.gate_shards,
+                c.waiting_room AS "waiting_room: Json<WaitingRoom>", c.queue_paused,
+                c.created_at, c.updated_at, clock_timestamp() AS "as_of!",
+                k.held AS "held!", k.paid AS "paid!", k.issued AS "issued!",
+                k.redeemed AS "redeemed!", k.returned AS "returned!",
+                k.claims_total AS "claims_total!", k.claims_last_minute AS "claims_last_minute!"
            FROM campaigns c
            CROSS JOIN LATERAL (
                SELECT count(*) FILTER (WHERE status = 'held') AS held,
@@ -63,13 +66,41 @@ async fn query(db: &PgPool, only: Option<&str>) -> sqlx::Result<Vec<CampaignView
            ) k
           WHERE $1::text IS NULL OR c.id = $1
           ORDER BY c.created_at DESC, c.id
-          LIMIT $2",
-    ).persistent(crate::db::keep_statements())
-    .bind(only)
-    .bind(MAX_LISTED)
+          LIMIT $2"#,
+        only,
+        MAX_LISTED,
+    )
     .fetch_all(db)
     .await?;
-    Ok(rows.into_iter().map(CampaignView::from).collect())
+    let rows = rows.into_iter().map(|r| ViewRow {
+        row: CampaignRow {
+            id: r.id,
+            name: r.name,
+            kind: r.kind,
+            stock: r.stock,
+            remaining: r.remaining,
+            starts_at: r.starts_at,
+            ends_at: r.ends_at,
+            hold_seconds: r.hold_seconds,
+            paused: r.paused,
+            gate_shards: r.gate_shards,
+            waiting_room: r.waiting_room,
+            queue_paused: r.queue_paused,
+        },
+        counts: Counts {
+            held: r.held,
+            paid: r.paid,
+            issued: r.issued,
+            redeemed: r.redeemed,
+            returned: r.returned,
+            claims_total: r.claims_total,
+            claims_last_minute: r.claims_last_minute,
+        },
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+        as_of: r.as_of,
+    });
+    Ok(rows.map(CampaignView::from).collect())
 }
 
 /// The newest campaigns with live counts.

@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::{CampaignKind, CampaignState, CampaignStatus, NewCampaign};
 use flashgate_shared::queue::WaitingRoom;
+use sqlx::types::Json;
 use sqlx::PgPool;
 
 /// One row of `campaigns`.
@@ -20,7 +21,7 @@ pub struct CampaignRow {
     /// Shards of the Redis gate (1..=1024).
     pub gate_shards: i32,
     /// The waiting room option; `None` without one.
-    pub waiting_room: Option<sqlx::types::Json<WaitingRoom>>,
+    pub waiting_room: Option<Json<WaitingRoom>>,
     /// True while a manager has paused the waiting room's admission.
     pub queue_paused: bool,
 }
@@ -62,25 +63,29 @@ impl CampaignRow {
     }
 }
 
-const COLUMNS: &str =
-    "id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds, paused, gate_shards, \
-                       waiting_room, queue_paused";
-
 /// Loads one campaign; `None` when the id is unknown.
 pub async fn find(db: &PgPool, id: &str) -> sqlx::Result<Option<CampaignRow>> {
-    sqlx::query_as(&format!("SELECT {COLUMNS} FROM campaigns WHERE id = $1"))
-        .persistent(crate::db::keep_statements())
-        .bind(id)
-        .fetch_optional(db)
-        .await
+    sqlx::query_as!(
+        CampaignRow,
+        r#"SELECT id, name, kind AS "kind: CampaignKind", stock, remaining, starts_at, ends_at,
+                  hold_seconds, paused, gate_shards,
+                  waiting_room AS "waiting_room: Json<WaitingRoom>", queue_paused
+             FROM campaigns WHERE id = $1"#,
+        id
+    )
+    .fetch_optional(db)
+    .await
 }
 
 /// Campaigns that have not ended at `now` (the ones whose gate must be loaded).
 pub async fn live<'e>(db: impl sqlx::PgExecutor<'e>) -> sqlx::Result<Vec<CampaignRow>> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM campaigns WHERE ends_at > now() ORDER BY starts_at"
-    ))
-    .persistent(crate::db::keep_statements())
+    sqlx::query_as!(
+        CampaignRow,
+        r#"SELECT id, name, kind AS "kind: CampaignKind", stock, remaining, starts_at, ends_at,
+                  hold_seconds, paused, gate_shards,
+                  waiting_room AS "waiting_room: Json<WaitingRoom>", queue_paused
+             FROM campaigns WHERE ends_at > now() ORDER BY starts_at"#
+    )
     .fetch_all(db)
     .await
 }
@@ -100,13 +105,14 @@ pub async fn insert(
         ),
         CampaignKind::Giveaway => None,
     };
-    sqlx::query_as(&format!(
-        "WITH created AS (
+    sqlx::query_as!(
+        CampaignRow,
+        r#"WITH created AS (
              INSERT INTO campaigns (id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds,
                                     gate_shards, waiting_room)
              VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $9, $10)
              ON CONFLICT (id) DO NOTHING
-             RETURNING {COLUMNS}
+             RETURNING *
          ), audit AS (
              INSERT INTO admin_audit (campaign_id, actor, action, params, before, after)
              SELECT id, $8, 'create', jsonb_build_object('name', name, 'kind', kind,
@@ -117,18 +123,22 @@ pub async fn insert(
                                        'waiting_room', waiting_room)
                FROM created
          )
-         SELECT {COLUMNS} FROM created"
-    )).persistent(crate::db::keep_statements())
-    .bind(&c.id)
-    .bind(&c.name)
-    .bind(c.kind.as_str())
-    .bind(c.stock)
-    .bind(c.starts_at)
-    .bind(c.ends_at)
-    .bind(hold)
-    .bind(actor)
-    .bind(c.shards() as i32)
-    .bind(c.waiting_room.map(sqlx::types::Json))
+         SELECT id AS "id!", name AS "name!", kind AS "kind!: CampaignKind", stock AS "stock!",
+                remaining AS "remaining!", starts_at AS "starts_at!", ends_at AS "ends_at!",
+                hold_seconds, paused AS "paused!", gate_shards AS "gate_shards!",
+                waiting_room AS "waiting_room: Json<WaitingRoom>", queue_paused AS "queue_paused!"
+           FROM created"#,
+        c.id,
+        c.name,
+        c.kind.as_str(),
+        c.stock,
+        c.starts_at,
+        c.ends_at,
+        hold,
+        actor,
+        c.shards() as i32,
+        c.waiting_room.map(Json) as Option<Json<WaitingRoom>>,
+    )
     .fetch_optional(db)
     .await
 }

@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use flashgate_shared::api::CampaignKind;
+use flashgate_shared::api::{CampaignKind, ClaimStatus};
 use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot, Mutex};
 
@@ -173,13 +173,14 @@ async fn try_commit(db: &PgPool, claims: &[&NewClaim]) -> sqlx::Result<Option<Ve
     let keys: Vec<&str> = claims.iter().map(|x| x.idempotency_key.as_str()).collect();
     let fps: Vec<&str> = claims.iter().map(|x| x.request_fp.as_str()).collect();
     let status = match kind {
-        CampaignKind::Sale => "held",
-        CampaignKind::Giveaway => "issued",
+        CampaignKind::Sale => ClaimStatus::Held,
+        CampaignKind::Giveaway => ClaimStatus::Issued,
     };
 
     let mut tx = db.begin().await?;
-    let inserted: Vec<ClaimRow> = sqlx::query_as(&format!(
-        "INSERT INTO claims (id, campaign_id, customer_id, status, held_until, code,
+    let inserted = sqlx::query_as!(
+        ClaimRow,
+        r#"INSERT INTO claims (id, campaign_id, customer_id, status, held_until, code,
                              idempotency_key, request_fp)
          SELECT t.id, $1, t.customer_id, $2,
                 CASE WHEN $3::int IS NULL THEN NULL
@@ -188,32 +189,30 @@ async fn try_commit(db: &PgPool, claims: &[&NewClaim]) -> sqlx::Result<Option<Ve
            FROM UNNEST($4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
                 AS t(id, customer_id, code, idem, fp)
          ON CONFLICT DO NOTHING
-         RETURNING {}",
-        store::COLUMNS
-    ))
-    .persistent(crate::db::keep_statements())
-    .bind(c)
-    .bind(status)
-    .bind(hold)
-    .bind(&ids)
-    .bind(&customers)
-    .bind(&codes)
-    .bind(&keys)
-    .bind(&fps)
+         RETURNING id, campaign_id, customer_id, status AS "status: ClaimStatus", held_until,
+                   code, idempotency_key, request_fp, created_at"#,
+        c,
+        status.as_str(),
+        hold,
+        &ids[..] as &[&str],
+        &customers[..] as &[&str],
+        &codes[..] as &[Option<&str>],
+        &keys[..] as &[&str],
+        &fps[..] as &[&str],
+    )
     .fetch_all(&mut *tx)
     .await?;
 
     if !inserted.is_empty() {
         let n = inserted.len() as i64;
-        let took: Option<(i64,)> = sqlx::query_as(
+        let took = sqlx::query_scalar!(
             "UPDATE campaigns SET remaining = remaining - $2, updated_at = now()
               WHERE id = $1 AND remaining >= $2 AND NOT paused
                 AND starts_at <= now() AND ends_at > now()
               RETURNING remaining",
+            c,
+            n,
         )
-        .persistent(crate::db::keep_statements())
-        .bind(c)
-        .bind(n)
         .fetch_optional(&mut *tx)
         .await?;
         if took.is_none() {
@@ -227,16 +226,15 @@ async fn try_commit(db: &PgPool, claims: &[&NewClaim]) -> sqlx::Result<Option<Ve
         } else {
             "issued"
         };
-        sqlx::query(
+        sqlx::query!(
             "INSERT INTO ledger (claim_id, campaign_id, customer_id, event, actor, reason)
              SELECT t.id, $1, t.customer_id, $2, 'customer', 'claim request'
                FROM UNNEST($3::text[], $4::text[]) AS t(id, customer_id)",
+            c,
+            event,
+            &won_ids[..] as &[&str],
+            &won_customers[..] as &[&str],
         )
-        .persistent(crate::db::keep_statements())
-        .bind(c)
-        .bind(event)
-        .bind(&won_ids)
-        .bind(&won_customers)
         .execute(&mut *tx)
         .await?;
     }

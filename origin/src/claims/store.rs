@@ -18,10 +18,6 @@ pub struct ClaimRow {
     pub created_at: DateTime<Utc>,
 }
 
-/// Columns selected into a [`ClaimRow`].
-pub const COLUMNS: &str =
-    "id, campaign_id, customer_id, status, held_until, code, idempotency_key, request_fp, created_at";
-
 impl ClaimRow {
     /// The claim as the API shows it.
     pub fn to_claim(&self) -> Claim {
@@ -44,11 +40,15 @@ impl ClaimRow {
 
 /// A claim by id.
 pub async fn find<'e>(db: impl PgExecutor<'e>, id: &str) -> sqlx::Result<Option<ClaimRow>> {
-    sqlx::query_as(&format!("SELECT {COLUMNS} FROM claims WHERE id = $1"))
-        .persistent(crate::db::keep_statements())
-        .bind(id)
-        .fetch_optional(db)
-        .await
+    sqlx::query_as!(
+        ClaimRow,
+        r#"SELECT id, campaign_id, customer_id, status AS "status: ClaimStatus", held_until,
+                  code, idempotency_key, request_fp, created_at
+             FROM claims WHERE id = $1"#,
+        id
+    )
+    .fetch_optional(db)
+    .await
 }
 
 /// The active claim of `customer` on campaign `c`, if any.
@@ -57,15 +57,16 @@ pub async fn find_active<'e>(
     c: &str,
     customer: &str,
 ) -> sqlx::Result<Option<ClaimRow>> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM claims
-          WHERE campaign_id = $1 AND customer_id = $2
-            AND status = ANY($3)"
-    ))
-    .persistent(crate::db::keep_statements())
-    .bind(c)
-    .bind(customer)
-    .bind(&ClaimStatus::active_names()[..])
+    sqlx::query_as!(
+        ClaimRow,
+        r#"SELECT id, campaign_id, customer_id, status AS "status: ClaimStatus", held_until,
+                  code, idempotency_key, request_fp, created_at
+             FROM claims
+            WHERE campaign_id = $1 AND customer_id = $2 AND status = ANY($3)"#,
+        c,
+        customer,
+        &ClaimStatus::active_names()[..] as &[&str],
+    )
     .fetch_optional(db)
     .await
 }

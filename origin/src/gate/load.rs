@@ -64,7 +64,6 @@ async fn load_locked(
                              AND a.status IN ('held', 'paid', 'issued', 'redeemed')
           WHERE c.id = $1",
     )
-    .persistent(crate::db::keep_statements())
     .bind(c)
     .fetch_all(&mut *tx)
     .await?;

@@ -1,6 +1,5 @@
 //! Redeem in store of a giveaway coupon, and the coupon lookup.
 
-use chrono::{DateTime, Utc};
 use flashgate_shared::api::{ClaimStatus, RedeemReply};
 use sqlx::PgPool;
 
@@ -34,35 +33,33 @@ pub async fn redeem(
     reason: &str,
 ) -> sqlx::Result<Redeem> {
     let mut tx = db.begin().await?;
-    let fresh: Option<(String,)> = sqlx::query_as(
+    let fresh = sqlx::query_scalar!(
         "INSERT INTO redeem_requests (idempotency_key, code, status, body)
          VALUES ($1, $2, 0, '') ON CONFLICT DO NOTHING RETURNING idempotency_key",
+        key,
+        code,
     )
-    .persistent(crate::db::keep_statements())
-    .bind(key)
-    .bind(code)
     .fetch_optional(&mut *tx)
     .await?;
     if fresh.is_none() {
         tx.rollback().await?;
-        let (first_code, status, body): (String, i16, String) = sqlx::query_as(
+        let first = sqlx::query!(
             "SELECT code, status, body FROM redeem_requests WHERE idempotency_key = $1",
+            key
         )
-        .persistent(crate::db::keep_statements())
-        .bind(key)
         .fetch_one(db)
         .await?;
-        if first_code != code {
+        if first.code != code {
             return Ok(Redeem::KeyReused);
         }
         return Ok(Redeem::Reply(Reply {
-            status: status_code(status as u16),
-            body: body.into(),
+            status: status_code(first.status as u16),
+            body: first.body.into(),
             outcome: Outcome::Replay,
         }));
     }
-    let redeemed: Option<(DateTime<Utc>,)> = sqlx::query_as(
-        "WITH r AS (
+    let redeemed = sqlx::query_scalar!(
+        r#"WITH r AS (
             UPDATE claims SET status = 'redeemed', redeemed_at = now(), updated_at = now()
              WHERE code = $1 AND status = 'issued'
             RETURNING id, campaign_id, customer_id, redeemed_at
@@ -70,28 +67,24 @@ pub async fn redeem(
             INSERT INTO ledger (claim_id, campaign_id, customer_id, event, actor, reason)
             SELECT id, campaign_id, customer_id, 'redeemed', $2, $3 FROM r
          )
-         SELECT redeemed_at FROM r",
+         SELECT redeemed_at AS "redeemed_at!" FROM r"#,
+        code,
+        actor,
+        reason,
     )
-    .persistent(crate::db::keep_statements())
-    .bind(code)
-    .bind(actor)
-    .bind(reason)
     .fetch_optional(&mut *tx)
     .await?;
     let reply = match redeemed {
-        Some((at,)) => RedeemReply::Redeemed {
+        Some(at) => RedeemReply::Redeemed {
             code: code.to_string(),
             redeemed_at: at,
         },
         None => {
-            let first: Option<(Option<DateTime<Utc>>,)> =
-                sqlx::query_as("SELECT redeemed_at FROM claims WHERE code = $1")
-                    .persistent(crate::db::keep_statements())
-                    .bind(code)
-                    .fetch_optional(&mut *tx)
-                    .await?;
+            let first = sqlx::query_scalar!("SELECT redeemed_at FROM claims WHERE code = $1", code)
+                .fetch_optional(&mut *tx)
+                .await?;
             match first {
-                Some((Some(at),)) => RedeemReply::AlreadyRedeemed { redeemed_at: at },
+                Some(Some(at)) => RedeemReply::AlreadyRedeemed { redeemed_at: at },
                 _ => {
                     tx.rollback().await?;
                     return Ok(Redeem::NotFound);
@@ -101,50 +94,38 @@ pub async fn redeem(
     };
     let reply = Reply::with_status(reply.http_status(), Outcome::Redeem, &reply);
     let body = std::str::from_utf8(&reply.body).expect("JSON is UTF-8");
-    sqlx::query("UPDATE redeem_requests SET status = $2, body = $3 WHERE idempotency_key = $1")
-        .persistent(crate::db::keep_statements())
-        .bind(key)
-        .bind(reply.status.as_u16() as i16)
-        .bind(body)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "UPDATE redeem_requests SET status = $2, body = $3 WHERE idempotency_key = $1",
+        key,
+        reply.status.as_u16() as i16,
+        body,
+    )
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(Redeem::Reply(reply))
 }
-
-/// Campaign, customer, status, issued and redeemed times of a coupon.
-type CouponRow = (
-    String,
-    String,
-    ClaimStatus,
-    DateTime<Utc>,
-    Option<DateTime<Utc>>,
-);
 
 /// A coupon by code, with its QR payload. `Ok(None)`: no coupon with this code.
 pub async fn coupon(
     db: &PgPool,
     code: &str,
 ) -> sqlx::Result<Option<flashgate_shared::api::Coupon>> {
-    let row: Option<CouponRow> = sqlx::query_as(
-        "SELECT campaign_id, customer_id, status, created_at, redeemed_at
-           FROM claims WHERE code = $1",
+    let row = sqlx::query!(
+        r#"SELECT campaign_id, customer_id, status AS "status: ClaimStatus", created_at,
+                  redeemed_at
+             FROM claims WHERE code = $1"#,
+        code
     )
-    .persistent(crate::db::keep_statements())
-    .bind(code)
     .fetch_optional(db)
     .await?;
-    Ok(
-        row.map(|(campaign, customer, status, issued_at, redeemed_at)| {
-            flashgate_shared::api::Coupon {
-                code: code.to_string(),
-                campaign,
-                customer,
-                status,
-                issued_at,
-                redeemed_at,
-                qr: flashgate_shared::api::coupon_qr_payload(code),
-            }
-        }),
-    )
+    Ok(row.map(|r| flashgate_shared::api::Coupon {
+        code: code.to_string(),
+        campaign: r.campaign_id,
+        customer: r.customer_id,
+        status: r.status,
+        issued_at: r.created_at,
+        redeemed_at: r.redeemed_at,
+        qr: flashgate_shared::api::coupon_qr_payload(code),
+    }))
 }

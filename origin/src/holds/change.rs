@@ -4,24 +4,38 @@ use flashgate_shared::api::{ClaimStatus, HoldReply};
 use sqlx::PgPool;
 
 use super::Returned;
-use crate::claims::store::{ClaimRow, COLUMNS};
+use crate::claims::store::ClaimRow;
 
 /// A claim row with the lifecycle facts the API rows do not carry.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 struct LifeRow {
-    #[sqlx(flatten)]
     row: ClaimRow,
     payment_ref: Option<String>,
 }
 
 async fn find_life(db: &PgPool, claim_id: &str) -> sqlx::Result<Option<LifeRow>> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS}, payment_ref FROM claims WHERE id = $1"
-    ))
-    .persistent(crate::db::keep_statements())
-    .bind(claim_id)
+    let r = sqlx::query!(
+        r#"SELECT id, campaign_id, customer_id, status AS "status: ClaimStatus", held_until,
+                  code, idempotency_key, request_fp, created_at, payment_ref
+             FROM claims WHERE id = $1"#,
+        claim_id
+    )
     .fetch_optional(db)
-    .await
+    .await?;
+    Ok(r.map(|r| LifeRow {
+        row: ClaimRow {
+            id: r.id,
+            campaign_id: r.campaign_id,
+            customer_id: r.customer_id,
+            status: r.status,
+            held_until: r.held_until,
+            code: r.code,
+            idempotency_key: r.idempotency_key,
+            request_fp: r.request_fp,
+            created_at: r.created_at,
+        },
+        payment_ref: r.payment_ref,
+    }))
 }
 
 fn status_of(row: &ClaimRow) -> Option<ClaimStatus> {
@@ -40,21 +54,25 @@ pub async fn pay(
     payment_ref: &str,
     actor: &str,
 ) -> sqlx::Result<Option<HoldReply>> {
-    let paid: Option<ClaimRow> = sqlx::query_as(&format!(
-        "WITH p AS (
+    let paid = sqlx::query_as!(
+        ClaimRow,
+        r#"WITH p AS (
             UPDATE claims SET status = 'paid', payment_ref = $2, updated_at = now()
              WHERE id = $1 AND status = 'held' AND held_until > now()
-            RETURNING {COLUMNS}
+            RETURNING *
          ), l AS (
             INSERT INTO ledger (claim_id, campaign_id, customer_id, event, actor, reason)
             SELECT id, campaign_id, customer_id, 'paid', $3, 'payment confirmed' FROM p
          )
-         SELECT {COLUMNS} FROM p"
-    ))
-    .persistent(crate::db::keep_statements())
-    .bind(claim_id)
-    .bind(payment_ref)
-    .bind(actor)
+         SELECT id AS "id!", campaign_id AS "campaign_id!", customer_id AS "customer_id!",
+                status AS "status!: ClaimStatus", held_until, code,
+                idempotency_key AS "idempotency_key!", request_fp AS "request_fp!",
+                created_at AS "created_at!"
+           FROM p"#,
+        claim_id,
+        payment_ref,
+        actor,
+    )
     .fetch_optional(db)
     .await?;
     if let Some(row) = paid {
@@ -98,11 +116,12 @@ pub async fn release(
     actor: &str,
     reason: &str,
 ) -> sqlx::Result<Option<(HoldReply, Option<Returned>)>> {
-    let released: Option<ClaimRow> = sqlx::query_as(&format!(
-        "WITH r AS (
+    let released = sqlx::query_as!(
+        ClaimRow,
+        r#"WITH r AS (
             UPDATE claims SET status = 'released', updated_at = now()
              WHERE id = $1 AND status = 'held'
-            RETURNING {COLUMNS}
+            RETURNING *
          ), back AS (
             UPDATE campaigns k SET remaining = k.remaining + 1, updated_at = now()
               FROM r WHERE k.id = r.campaign_id
@@ -113,12 +132,15 @@ pub async fn release(
             INSERT INTO ledger (claim_id, campaign_id, customer_id, event, actor, reason)
             SELECT id, campaign_id, customer_id, 'released', $2, $3 FROM r
          )
-         SELECT {COLUMNS} FROM r"
-    ))
-    .persistent(crate::db::keep_statements())
-    .bind(claim_id)
-    .bind(actor)
-    .bind(reason)
+         SELECT id AS "id!", campaign_id AS "campaign_id!", customer_id AS "customer_id!",
+                status AS "status!: ClaimStatus", held_until, code,
+                idempotency_key AS "idempotency_key!", request_fp AS "request_fp!",
+                created_at AS "created_at!"
+           FROM r"#,
+        claim_id,
+        actor,
+        reason,
+    )
     .fetch_optional(db)
     .await?;
     if let Some(row) = released {

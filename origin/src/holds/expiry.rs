@@ -14,8 +14,9 @@ pub const SWEEPER_ACTOR: &str = "sweeper";
 /// `remaining`, their gate returns queued and their `expired` ledger rows appended. One
 /// campaign per statement, so two sweepers never lock campaign rows in opposite orders.
 pub async fn expire_due(db: &PgPool, c: &str, limit: i64) -> sqlx::Result<Vec<Returned>> {
-    sqlx::query_as(
-        "WITH due AS (
+    sqlx::query_as!(
+        Returned,
+        r#"WITH due AS (
             SELECT id FROM claims
              WHERE campaign_id = $1 AND status = 'held' AND held_until <= now()
              ORDER BY held_until
@@ -36,22 +37,21 @@ pub async fn expire_due(db: &PgPool, c: &str, limit: i64) -> sqlx::Result<Vec<Re
             INSERT INTO ledger (claim_id, campaign_id, customer_id, event, actor, reason)
             SELECT id, campaign_id, customer_id, 'expired', $3, 'hold passed held_until' FROM x
          )
-         SELECT id AS claim_id, campaign_id, customer_id FROM x",
+         SELECT id AS "claim_id!", campaign_id AS "campaign_id!", customer_id AS "customer_id!"
+           FROM x"#,
+        c,
+        limit,
+        SWEEPER_ACTOR,
     )
-    .persistent(crate::db::keep_statements())
-    .bind(c)
-    .bind(limit)
-    .bind(SWEEPER_ACTOR)
     .fetch_all(db)
     .await
 }
 
 /// Campaigns with at least one hold past `held_until`.
 pub async fn campaigns_with_due_holds(db: &PgPool) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "SELECT DISTINCT campaign_id FROM claims WHERE status = 'held' AND held_until <= now()",
     )
-    .persistent(crate::db::keep_statements())
     .fetch_all(db)
     .await
 }

@@ -72,16 +72,16 @@ pub async fn return_to_gate(returns: &GateReturns, returned: &[Returned]) -> usi
 /// only when a first give-back had been lost.
 pub async fn drain_gate_returns(returns: &GateReturns, limit: i64) -> anyhow::Result<usize> {
     let mut tx = returns.db.begin().await?;
-    let rows: Vec<Returned> = sqlx::query_as(
+    let rows = sqlx::query_as!(
+        Returned,
         "SELECT claim_id, campaign_id, customer_id FROM gate_returns
           WHERE created_at < now() - make_interval(secs => $1)
           ORDER BY created_at
           LIMIT $2
           FOR UPDATE SKIP LOCKED",
+        f64::from(GATE_RETURN_SETTLE_SECONDS),
+        limit,
     )
-    .persistent(crate::db::keep_statements())
-    .bind(GATE_RETURN_SETTLE_SECONDS)
-    .bind(limit)
     .fetch_all(&mut *tx)
     .await?;
     if rows.is_empty() {
@@ -121,11 +121,12 @@ pub async fn drain_gate_returns(returns: &GateReturns, limit: i64) -> anyhow::Re
         }
     }
     let ids: Vec<&str> = ready.iter().map(|r| r.claim_id.as_str()).collect();
-    sqlx::query("DELETE FROM gate_returns WHERE claim_id = ANY($1)")
-        .persistent(crate::db::keep_statements())
-        .bind(&ids)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "DELETE FROM gate_returns WHERE claim_id = ANY($1)",
+        &ids[..] as &[&str]
+    )
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     if back > 0 {
         for c in ready

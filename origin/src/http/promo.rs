@@ -34,8 +34,8 @@
 
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, State};
-use axum::http::{header, Extensions, HeaderMap, StatusCode, Uri};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 pub use flashgate_shared::api::admin::CodeChangeReply;
 use flashgate_shared::api::coupons::{
@@ -75,81 +75,78 @@ fn check_cart(cart_total: i64, currency: Option<&str>) -> ApiResult<()> {
     Ok(())
 }
 
-/// The common checks of check and use, in order: customer token (401), `Content-Type` (415),
-/// size ≤ 4 KiB (413), edge signature when present (403 when invalid,
-/// [`extract::edge_proof`]). Returns who calls — the customer and the client IP of
-/// [`extract::client_ip`] — and the body bytes.
-async fn shopper_call(
-    state: &AppState,
-    uri: &Uri,
-    headers: &HeaderMap,
-    ext: &Extensions,
-    body: Body,
-) -> ApiResult<(Trier, axum::body::Bytes)> {
-    let customer = extract::customer(headers, &state.config.customer_token_secret)?;
-    extract::require_json(headers)?;
-    let bytes = extract::read_body(headers, body, MAX_CLAIM_BODY_BYTES).await?;
-    let proof = extract::edge_proof(
-        headers,
-        state.config.edge_secret.as_ref(),
-        "POST",
-        uri.path(),
-        &bytes,
-    )?;
-    let who = Trier {
-        customer,
-        ip: extract::client_ip(proof, headers, ext).map(|ip| ip.to_string()),
-    };
-    Ok((who, bytes))
+/// The common part of check and use, read as an extractor so both handlers take the same
+/// request: the raw code of the path and, after the checks in order — customer token (401),
+/// `Content-Type` (415), size ≤ 4 KiB (413), edge signature when present (403 when invalid,
+/// [`extract::edge_proof`]) — who calls (the customer and the client IP of
+/// [`extract::client_ip`]), the headers and the body bytes.
+pub struct ShopperCall {
+    code: String,
+    who: Trier,
+    headers: HeaderMap,
+    bytes: axum::body::Bytes,
 }
 
-/// `POST /api/v1/codes/{code}/check`. Checks in order: customer token (401), `Content-Type`
-/// (415), size ≤ 4 KiB (413), edge signature when present (403), body (400 / 422), then
-/// [`service::check`].
-pub async fn check(
-    State(state): State<AppState>,
-    path: Result<Path<String>, PathRejection>,
-    uri: Uri,
-    ext: Extensions,
-    headers: HeaderMap,
-    body: Body,
-) -> ApiResult<Response> {
-    let (who, bytes) = shopper_call(&state, &uri, &headers, &ext, body).await?;
-    let req: CheckRequest = extract::parse_json(&bytes)?;
+impl FromRequest<AppState> for ShopperCall {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let (mut parts, body) = req.into_parts();
+        let code = raw_code(Path::<String>::from_request_parts(&mut parts, state).await);
+        let headers = &parts.headers;
+        let customer = extract::customer(headers, &state.config.customer_token_secret)?;
+        extract::require_json(headers)?;
+        let bytes = extract::read_body(headers, body, MAX_CLAIM_BODY_BYTES).await?;
+        let proof = extract::edge_proof(
+            headers,
+            state.config.edge_secret.as_ref(),
+            "POST",
+            parts.uri.path(),
+            &bytes,
+        )?;
+        let who = Trier {
+            customer,
+            ip: extract::client_ip(proof, headers, &parts.extensions).map(|ip| ip.to_string()),
+        };
+        Ok(ShopperCall {
+            code,
+            who,
+            headers: parts.headers,
+            bytes,
+        })
+    }
+}
+
+/// `POST /api/v1/codes/{code}/check`. Checks in order: the [`ShopperCall`] checks (401, 415,
+/// 413, 403), body (400 / 422), then [`service::check`].
+pub async fn check(State(state): State<AppState>, call: ShopperCall) -> ApiResult<Response> {
+    let req: CheckRequest = extract::parse_json(&call.bytes)?;
     check_cart(req.cart_total, req.currency.as_deref())?;
-    let reply = service::check(&state.promo(), &raw_code(path), &who, &req).await?;
+    let reply = service::check(&state.promo(), &call.code, &call.who, &req).await?;
     Ok(reply.into_response())
 }
 
-/// `POST /api/v1/codes/{code}/use`. Checks in order: customer token (401), `Content-Type`
-/// (415), size ≤ 4 KiB (413), edge signature when present (403), `Idempotency-Key` (400),
-/// body (400 / 422), then [`service::use_code`].
+/// `POST /api/v1/codes/{code}/use`. Checks in order: the [`ShopperCall`] checks (401, 415,
+/// 413, 403), `Idempotency-Key` (400), body (400 / 422), then [`service::use_code`].
 ///
 /// Retries with the same `Idempotency-Key`: once the first request has answered, its reply
 /// again, byte for byte; while it is still running, 409 `{"result":"in_progress"}` with
 /// `Retry-After: 1` (the claim path's answer), which changes nothing: retry with the same key
 /// to get the first reply.
-pub async fn use_code(
-    State(state): State<AppState>,
-    path: Result<Path<String>, PathRejection>,
-    uri: Uri,
-    ext: Extensions,
-    headers: HeaderMap,
-    body: Body,
-) -> ApiResult<Response> {
-    let (who, bytes) = shopper_call(&state, &uri, &headers, &ext, body).await?;
-    let key = extract::idempotency_key(&headers)?;
-    let req: UseRequest = extract::parse_json(&bytes)?;
+pub async fn use_code(State(state): State<AppState>, call: ShopperCall) -> ApiResult<Response> {
+    let key = extract::idempotency_key(&call.headers)?;
+    let req: UseRequest = extract::parse_json(&call.bytes)?;
     check_cart(req.cart_total, req.currency.as_deref())?;
     flashgate_shared::text::check_visible_ascii("order", &req.order, MAX_ORDER_LEN)
         .map_err(ApiError::validation)?;
+    let code = call.code;
     let call = UseCall {
-        who,
+        who: call.who,
         idempotency_key: key,
-        body: bytes.to_vec(),
+        body: call.bytes.to_vec(),
         req,
     };
-    let reply = service::use_code(&state.promo(), &raw_code(path), call).await?;
+    let reply = service::use_code(&state.promo(), &code, call).await?;
     Ok(reply.into_response())
 }
 
@@ -168,14 +165,25 @@ fn use_id(path: Result<Path<String>, PathRejection>) -> ApiResult<String> {
     }
 }
 
+/// The common checks of confirm and release, in order: service token (401; `action` names
+/// the call in the error), then the use id of the path (404).
+fn service_use(
+    state: &AppState,
+    path: Result<Path<String>, PathRejection>,
+    headers: &HeaderMap,
+    action: &str,
+) -> ApiResult<String> {
+    extract::require_token(headers, &state.config.service_token, action)?;
+    use_id(path)
+}
+
 /// `POST /api/v1/uses/{id}/confirm` (service token): the payment went through.
 pub async fn confirm(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    extract::require_token(&headers, &state.config.service_token, "confirm")?;
-    let id = use_id(path)?;
+    let id = service_use(&state, path, &headers, "confirm")?;
     Ok(service::confirm(&state.promo(), &id).await?.into_response())
 }
 
@@ -185,8 +193,7 @@ pub async fn release(
     path: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    extract::require_token(&headers, &state.config.service_token, "release")?;
-    let id = use_id(path)?;
+    let id = service_use(&state, path, &headers, "release")?;
     Ok(service::release(&state.promo(), &id).await?.into_response())
 }
 

@@ -57,16 +57,6 @@ pub struct Switched {
     pub audit: Option<AuditEntry>,
 }
 
-/// A switch statement's row: `disabled_at`, `uses_left`, `version`, the audit row and the
-/// changed row (both `null` when nothing changed).
-type SwitchRow = (
-    Option<DateTime<Utc>>,
-    i64,
-    i64,
-    Option<Value>,
-    Option<Value>,
-);
-
 fn decode<T: serde::de::DeserializeOwned>(v: Value) -> sqlx::Result<T> {
     serde_json::from_value(v).map_err(|e| sqlx::Error::Decode(Box::new(e)))
 }
@@ -79,8 +69,8 @@ pub async fn switch(
     actor: &str,
     action: CodeAction,
 ) -> sqlx::Result<Option<Switched>> {
-    let row: Option<SwitchRow> = sqlx::query_as(
-        "WITH before AS (
+    let row = sqlx::query!(
+        r#"WITH before AS (
                  SELECT code, disabled_at, uses_left, version
                    FROM coupon_codes WHERE code = $1 FOR UPDATE
              ), after AS (
@@ -102,28 +92,28 @@ pub async fn switch(
                            after, at
              )
              SELECT CASE WHEN EXISTS (SELECT 1 FROM after)
-                         THEN (SELECT disabled_at FROM after) ELSE b.disabled_at END,
-                    coalesce((SELECT uses_left FROM after), b.uses_left),
-                    coalesce((SELECT version FROM after), b.version),
-                    (SELECT to_jsonb(x) FROM audit x),
-                    (SELECT to_jsonb(a) FROM after a)
-               FROM before b",
+                         THEN (SELECT disabled_at FROM after) ELSE b.disabled_at END
+                        AS disabled_at,
+                    coalesce((SELECT uses_left FROM after), b.uses_left) AS "uses_left!",
+                    coalesce((SELECT version FROM after), b.version) AS "version!",
+                    (SELECT to_jsonb(x) FROM audit x) AS audit,
+                    (SELECT to_jsonb(a) FROM after a) AS after
+               FROM before b"#,
+        code,
+        actor,
+        action.as_str(),
     )
-    .persistent(crate::db::keep_statements())
-    .bind(code)
-    .bind(actor)
-    .bind(action.as_str())
     .fetch_optional(db)
     .await?;
-    let Some((disabled_at, uses_left, version, audit, after)) = row else {
+    let Some(row) = row else {
         return Ok(None);
     };
     Ok(Some(Switched {
-        changed: after.is_some(),
-        disabled_at,
-        uses_left,
-        version,
-        audit: audit.map(decode).transpose()?,
+        changed: row.after.is_some(),
+        disabled_at: row.disabled_at,
+        uses_left: row.uses_left,
+        version: row.version,
+        audit: row.audit.map(decode).transpose()?,
     }))
 }
 
@@ -134,8 +124,8 @@ pub async fn audit_export(
     id: &str,
     actor: &str,
 ) -> sqlx::Result<Option<(i64, AuditEntry)>> {
-    let row: Option<(i64, Value)> = sqlx::query_as(
-        "WITH b AS (SELECT id, rules_id, count FROM coupon_batches WHERE id = $1),
+    let row = sqlx::query!(
+        r#"WITH b AS (SELECT id, rules_id, count FROM coupon_batches WHERE id = $1),
          audit AS (
              INSERT INTO admin_audit (batch_id, actor, action, params, before, after)
              SELECT id, $2, 'export', jsonb_build_object('count', count), 'null'::jsonb,
@@ -144,27 +134,12 @@ pub async fn audit_export(
              RETURNING seq, campaign_id, code, batch_id, actor, action, params, before, after,
                        at
          )
-         SELECT b.rules_id, (SELECT to_jsonb(x) FROM audit x) FROM b",
+         SELECT b.rules_id AS "rules_id!", (SELECT to_jsonb(x) FROM audit x) AS "audit!"
+           FROM b"#,
+        id,
+        actor,
     )
-    .persistent(crate::db::keep_statements())
-    .bind(id)
-    .bind(actor)
     .fetch_optional(db)
     .await?;
-    row.map(|(rules_id, audit)| Ok((rules_id, decode(audit)?)))
-        .transpose()
-}
-
-/// The newest [`crate::admin::audit::MAX_ENTRIES`] audit rows of `code`, newest first.
-pub async fn code_audit(db: &PgPool, code: &str) -> sqlx::Result<Vec<AuditEntry>> {
-    sqlx::query_as(
-        "SELECT seq, campaign_id, code, batch_id, actor, action, params, before, after, at
-           FROM admin_audit WHERE code = $1
-          ORDER BY seq DESC LIMIT $2",
-    )
-    .persistent(crate::db::keep_statements())
-    .bind(code)
-    .bind(crate::admin::audit::MAX_ENTRIES)
-    .fetch_all(db)
-    .await
+    row.map(|r| Ok((r.rules_id, decode(r.audit)?))).transpose()
 }

@@ -91,13 +91,14 @@ pub async fn generate_with(
     let id = format!("b_{}", uuid::Uuid::now_v7().simple());
     let mut tx = db.begin().await?;
     let rules_id = store::insert_rules(&mut tx, rules).await?;
-    sqlx::query("INSERT INTO coupon_batches (id, rules_id, count) VALUES ($1, $2, $3)")
-        .persistent(crate::db::keep_statements())
-        .bind(&id)
-        .bind(rules_id)
-        .bind(count as i64)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "INSERT INTO coupon_batches (id, rules_id, count) VALUES ($1, $2, $3)",
+        id,
+        rules_id,
+        count as i64,
+    )
+    .execute(&mut *tx)
+    .await?;
 
     let suffix = format!("\t{rules_id}\t1\n");
     let copied = {
@@ -144,13 +145,12 @@ pub async fn generate_with(
                     .iter()
                     .map(|c| std::str::from_utf8(c).unwrap_or_default())
                     .collect();
-                let inserted = sqlx::query(
+                let inserted = sqlx::query!(
                     "INSERT INTO coupon_codes (code, rules_id, uses_left)
                      SELECT unnest($1::text[]), $2, 1 ON CONFLICT (code) DO NOTHING",
+                    &texts[..] as &[&str],
+                    rules_id,
                 )
-                .persistent(crate::db::keep_statements())
-                .bind(&texts)
-                .bind(rules_id)
                 .execute(&mut *tx)
                 .await?
                 .rows_affected() as usize;

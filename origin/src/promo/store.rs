@@ -2,52 +2,27 @@
 //! PostgreSQL is the truth: every take, release and confirm is one conditional statement.
 
 use chrono::{DateTime, Utc};
-use flashgate_shared::api::coupons::UseStatus;
-use sqlx::{PgPool, Row};
+use flashgate_shared::api::coupons::{CodeKind, UseStatus};
+use sqlx::PgPool;
 
 use super::rules::{CodeRules, NewRules};
 
-const RULES_COLUMNS: &str =
-    "c.code, c.rules_id, r.kind, r.percent_off_bp::bigint AS percent_off_bp,
-    r.amount_off, r.currency, r.min_order, r.starts_at, r.ends_at, r.use_limit,
-    r.once_per_customer, b.id AS batch";
-
-fn rules_of(row: &sqlx::postgres::PgRow) -> sqlx::Result<CodeRules> {
-    Ok(CodeRules {
-        code: row.try_get("code")?,
-        rules_id: row.try_get("rules_id")?,
-        rules: NewRules {
-            kind: row.try_get("kind")?,
-            percent_off_bp: row.try_get("percent_off_bp")?,
-            amount_off: row.try_get("amount_off")?,
-            currency: row.try_get("currency")?,
-            min_order: row.try_get("min_order")?,
-            starts_at: row.try_get("starts_at")?,
-            ends_at: row.try_get("ends_at")?,
-            use_limit: row.try_get("use_limit")?,
-            once_per_customer: row.try_get("once_per_customer")?,
-        },
-        batch: row.try_get("batch")?,
-    })
-}
-
 /// Inserts a rules row in `tx`; returns its id.
 pub async fn insert_rules(tx: &mut sqlx::PgConnection, r: &NewRules) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "INSERT INTO coupon_rules (kind, percent_off_bp, amount_off, currency, min_order,
              starts_at, ends_at, use_limit, once_per_customer)
-         VALUES ($1, $2::integer, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+         VALUES ($1, $2::bigint::integer, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+        r.kind.as_str(),
+        r.percent_off_bp,
+        r.amount_off,
+        r.currency,
+        r.min_order,
+        r.starts_at,
+        r.ends_at,
+        r.use_limit,
+        r.once_per_customer,
     )
-    .persistent(crate::db::keep_statements())
-    .bind(r.kind.as_str())
-    .bind(r.percent_off_bp)
-    .bind(r.amount_off)
-    .bind(&r.currency)
-    .bind(r.min_order)
-    .bind(r.starts_at)
-    .bind(r.ends_at)
-    .bind(r.use_limit)
-    .bind(r.once_per_customer)
     .fetch_one(tx)
     .await
 }
@@ -60,14 +35,13 @@ pub async fn insert_shared(
 ) -> Result<Option<CodeRules>, sqlx::Error> {
     let mut tx = db.begin().await?;
     let rules_id = insert_rules(&mut tx, r).await?;
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "INSERT INTO coupon_codes (code, rules_id, uses_left) VALUES ($1, $2, $3)
          ON CONFLICT (code) DO NOTHING",
+        code,
+        rules_id,
+        r.use_limit,
     )
-    .persistent(crate::db::keep_statements())
-    .bind(code)
-    .bind(rules_id)
-    .bind(r.use_limit)
     .execute(&mut *tx)
     .await?;
     if done.rows_affected() == 0 {
@@ -80,17 +54,9 @@ pub async fn insert_shared(
 
 /// The code's rules, `None` when no such code.
 pub async fn find_rules(db: &PgPool, code: &str) -> Result<Option<CodeRules>, sqlx::Error> {
-    let row = sqlx::query(&format!(
-        "SELECT {RULES_COLUMNS} FROM coupon_codes c
-           JOIN coupon_rules r ON r.id = c.rules_id
-           LEFT JOIN coupon_batches b ON b.rules_id = r.id
-          WHERE c.code = $1"
-    ))
-    .persistent(crate::db::keep_statements())
-    .bind(code)
-    .fetch_optional(db)
-    .await?;
-    row.as_ref().map(rules_of).transpose()
+    Ok(find_with_uses_left(db, code)
+        .await?
+        .map(|(rules, _, _)| rules))
 }
 
 /// The code's rules, its uses left and when it was disabled (admin view; reads the counter
@@ -99,24 +65,38 @@ pub async fn find_with_uses_left(
     db: &PgPool,
     code: &str,
 ) -> Result<Option<(CodeRules, i64, Option<DateTime<Utc>>)>, sqlx::Error> {
-    let row = sqlx::query(&format!(
-        "SELECT {RULES_COLUMNS}, c.uses_left, c.disabled_at FROM coupon_codes c
-           JOIN coupon_rules r ON r.id = c.rules_id
-           LEFT JOIN coupon_batches b ON b.rules_id = r.id
-          WHERE c.code = $1"
-    ))
-    .persistent(crate::db::keep_statements())
-    .bind(code)
+    let row = sqlx::query!(
+        r#"SELECT c.code, c.rules_id, r.kind AS "kind: CodeKind",
+                  r.percent_off_bp::bigint AS percent_off_bp, r.amount_off, r.currency,
+                  r.min_order, r.starts_at, r.ends_at, r.use_limit, r.once_per_customer,
+                  b.id AS "batch?", c.uses_left, c.disabled_at
+             FROM coupon_codes c
+             JOIN coupon_rules r ON r.id = c.rules_id
+             LEFT JOIN coupon_batches b ON b.rules_id = r.id
+            WHERE c.code = $1"#,
+        code
+    )
     .fetch_optional(db)
     .await?;
-    row.map(|row| {
-        Ok((
-            rules_of(&row)?,
-            row.try_get("uses_left")?,
-            row.try_get("disabled_at")?,
-        ))
-    })
-    .transpose()
+    Ok(row.map(|row| {
+        let rules = CodeRules {
+            code: row.code,
+            rules_id: row.rules_id,
+            rules: NewRules {
+                kind: row.kind,
+                percent_off_bp: row.percent_off_bp,
+                amount_off: row.amount_off,
+                currency: row.currency,
+                min_order: row.min_order,
+                starts_at: row.starts_at,
+                ends_at: row.ends_at,
+                use_limit: row.use_limit,
+                once_per_customer: row.once_per_customer,
+            },
+            batch: row.batch,
+        };
+        (rules, row.uses_left, row.disabled_at)
+    }))
 }
 
 /// A use to take.
@@ -156,8 +136,8 @@ pub enum Take {
 /// that slips past the `NOT EXISTS` checks (two at once) fails the insert, which undoes the
 /// take of the same statement.
 pub async fn take(db: &PgPool, u: &NewUse<'_>) -> Result<Take, sqlx::Error> {
-    let row = sqlx::query(
-        "WITH take AS (
+    let row = sqlx::query!(
+        r#"WITH take AS (
             UPDATE coupon_codes c SET uses_left = c.uses_left - 1, version = c.version + 1
               FROM coupon_rules r
              WHERE c.code = $2 AND r.id = c.rules_id AND c.uses_left > 0
@@ -177,25 +157,26 @@ pub async fn take(db: &PgPool, u: &NewUse<'_>) -> Result<Take, sqlx::Error> {
               FROM take
             RETURNING held_until
          )
-         SELECT used.held_until, take.uses_left, take.version FROM used, take",
+         SELECT used.held_until AS "held_until!", take.uses_left AS "uses_left!",
+                take.version AS "version!"
+           FROM used, take"#,
+        u.id,
+        u.code,
+        u.customer,
+        u.order,
+        u.cart_total,
+        u.discount,
+        u.hold_seconds as f64,
+        u.idempotency_key,
+        u.request_fp,
     )
-    .persistent(crate::db::keep_statements())
-    .bind(u.id)
-    .bind(u.code)
-    .bind(u.customer)
-    .bind(u.order)
-    .bind(u.cart_total)
-    .bind(u.discount)
-    .bind(u.hold_seconds as f64)
-    .bind(u.idempotency_key)
-    .bind(u.request_fp)
     .fetch_optional(db)
     .await;
     match row {
         Ok(Some(row)) => Ok(Take::Taken {
-            held_until: row.get("held_until"),
-            uses_left: row.get("uses_left"),
-            version: row.get("version"),
+            held_until: row.held_until,
+            uses_left: row.uses_left,
+            version: row.version,
         }),
         Ok(None) => Ok(Take::Refused),
         Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("23505") => Ok(Take::Refused),
@@ -216,23 +197,6 @@ pub struct UseRow {
     pub idempotency_key: String,
     pub request_fp: String,
 }
-
-fn use_of(row: &sqlx::postgres::PgRow) -> sqlx::Result<UseRow> {
-    Ok(UseRow {
-        id: row.try_get("id")?,
-        code: row.try_get("code")?,
-        customer_id: row.try_get("customer_id")?,
-        cart_total: row.try_get("cart_total")?,
-        discount: row.try_get("discount")?,
-        status: row.try_get("status")?,
-        held_until: row.try_get("held_until")?,
-        idempotency_key: row.try_get("idempotency_key")?,
-        request_fp: row.try_get("request_fp")?,
-    })
-}
-
-const USE_COLUMNS: &str =
-    "id, code, customer_id, cart_total, discount, status, held_until, idempotency_key, request_fp";
 
 /// Why a take was refused, read after it.
 #[derive(Debug, Clone)]
@@ -255,38 +219,43 @@ pub async fn refusal(
     customer: &str,
     order: &str,
 ) -> Result<Refusal, sqlx::Error> {
-    let mine = sqlx::query(&format!(
-        "SELECT {USE_COLUMNS} FROM coupon_uses
-          WHERE code = $1 AND customer_id = $2 AND once_per_customer
-            AND status IN ('held', 'used')
-          LIMIT 1"
-    ))
-    .persistent(crate::db::keep_statements())
-    .bind(code)
-    .bind(customer)
-    .fetch_optional(db)
-    .await?;
-    let order_use = sqlx::query(&format!(
-        "SELECT {USE_COLUMNS} FROM coupon_uses
-          WHERE code = $1 AND order_ref = $2 AND status IN ('held', 'used')
-          LIMIT 1"
-    ))
-    .persistent(crate::db::keep_statements())
-    .bind(code)
-    .bind(order)
-    .fetch_optional(db)
-    .await?;
-    let (uses_left, version, disabled): (i64, i64, bool) = sqlx::query_as(
-        "SELECT uses_left, version, disabled_at IS NOT NULL FROM coupon_codes WHERE code = $1",
+    let mine = sqlx::query_as!(
+        UseRow,
+        r#"SELECT id, code, customer_id, cart_total, discount, status AS "status: UseStatus",
+                  held_until, idempotency_key, request_fp
+             FROM coupon_uses
+            WHERE code = $1 AND customer_id = $2 AND once_per_customer
+              AND status IN ('held', 'used')
+            LIMIT 1"#,
+        code,
+        customer,
     )
-    .persistent(crate::db::keep_statements())
-    .bind(code)
     .fetch_optional(db)
-    .await?
-    .unwrap_or((0, 0, false));
+    .await?;
+    let order_use = sqlx::query_as!(
+        UseRow,
+        r#"SELECT id, code, customer_id, cart_total, discount, status AS "status: UseStatus",
+                  held_until, idempotency_key, request_fp
+             FROM coupon_uses
+            WHERE code = $1 AND order_ref = $2 AND status IN ('held', 'used')
+            LIMIT 1"#,
+        code,
+        order,
+    )
+    .fetch_optional(db)
+    .await?;
+    let counter = sqlx::query!(
+        r#"SELECT uses_left, version, disabled_at IS NOT NULL AS "disabled!"
+             FROM coupon_codes WHERE code = $1"#,
+        code
+    )
+    .fetch_optional(db)
+    .await?;
+    let (uses_left, version, disabled) =
+        counter.map_or((0, 0, false), |c| (c.uses_left, c.version, c.disabled));
     Ok(Refusal {
-        mine: mine.as_ref().map(use_of).transpose()?,
-        order_use: order_use.as_ref().map(use_of).transpose()?,
+        mine,
+        order_use,
         uses_left,
         version,
         disabled,
@@ -295,25 +264,25 @@ pub async fn refusal(
 
 /// A use by id.
 pub async fn find_use(db: &PgPool, id: &str) -> Result<Option<UseRow>, sqlx::Error> {
-    let row = sqlx::query(&format!(
-        "SELECT {USE_COLUMNS} FROM coupon_uses WHERE id = $1"
-    ))
-    .persistent(crate::db::keep_statements())
-    .bind(id)
+    sqlx::query_as!(
+        UseRow,
+        r#"SELECT id, code, customer_id, cart_total, discount, status AS "status: UseStatus",
+                  held_until, idempotency_key, request_fp
+             FROM coupon_uses WHERE id = $1"#,
+        id
+    )
     .fetch_optional(db)
-    .await?;
-    row.as_ref().map(use_of).transpose()
+    .await
 }
 
 /// Marks a held use as used (payment went through). Returns the use after the call, whether
 /// this call confirmed it or it already was; `None` when no such use.
 pub async fn confirm(db: &PgPool, id: &str) -> Result<Option<UseRow>, sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE coupon_uses SET status = 'used', updated_at = now()
           WHERE id = $1 AND status = 'held'",
+        id
     )
-    .persistent(crate::db::keep_statements())
-    .bind(id)
     .execute(db)
     .await?;
     find_use(db, id).await
@@ -331,40 +300,12 @@ pub struct Released {
     pub disabled: bool,
 }
 
-fn released_of(row: &sqlx::postgres::PgRow) -> Released {
-    Released {
-        use_id: row.get("id"),
-        code: row.get("code"),
-        customer_id: row.get("customer_id"),
-        uses_left: row.get("uses_left"),
-        version: row.get("version"),
-        disabled: row.get("disabled"),
-    }
-}
-
 /// Releases a held use (payment failed): in one statement her use becomes `released` and the
 /// count goes back up by 1. Exactly once: only a `held` use is released, and a concurrent
 /// release or sweep waits for the row and then finds it released. `None` when this call
 /// released nothing (look at the use to say why).
 pub async fn release(db: &PgPool, id: &str) -> Result<Option<Released>, sqlx::Error> {
-    let row = sqlx::query(
-        "WITH u AS (
-            UPDATE coupon_uses SET status = 'released', released_by = 'service', updated_at = now()
-             WHERE id = $1 AND status = 'held'
-            RETURNING id, code, customer_id
-         ), c AS (
-            UPDATE coupon_codes SET uses_left = coupon_codes.uses_left + 1,
-                   version = coupon_codes.version + 1
-              FROM u WHERE coupon_codes.code = u.code
-            RETURNING coupon_codes.code, coupon_codes.uses_left, coupon_codes.version,
-                      coupon_codes.disabled_at IS NOT NULL AS disabled
-         )
-         SELECT u.id, u.code, u.customer_id, c.uses_left, c.version, c.disabled FROM u JOIN c ON c.code = u.code",
-    ).persistent(crate::db::keep_statements())
-    .bind(id)
-    .fetch_optional(db)
-    .await?;
-    Ok(row.as_ref().map(released_of))
+    Ok(release_held(db, Some(id), 1).await?.pop())
 }
 
 /// Releases up to `limit` held uses past `held_until` (the sweeper), in one statement: rows
@@ -372,13 +313,33 @@ pub async fn release(db: &PgPool, id: &str) -> Result<Option<Released>, sqlx::Er
 /// still `held`, so a use is released exactly once even when the release call and sweepers
 /// of several origins race.
 pub async fn sweep(db: &PgPool, limit: i64) -> Result<Vec<Released>, sqlx::Error> {
-    let rows = sqlx::query(
-        "WITH u AS (
-            UPDATE coupon_uses SET status = 'released', released_by = 'sweeper', updated_at = now()
-             WHERE id IN (SELECT id FROM coupon_uses
-                           WHERE status = 'held' AND held_until < now()
-                           ORDER BY held_until LIMIT $1
-                           FOR UPDATE SKIP LOCKED)
+    release_held(db, None, limit).await
+}
+
+/// The one release statement of [`release`] (`id` given: that use, waiting for its row lock;
+/// `released_by = 'service'`) and [`sweep`] (`id` `None`: up to `limit` uses past
+/// `held_until`, skipping locked rows; `released_by = 'sweeper'`). Each released use gives
+/// its unit back to its code's `uses_left` and bumps the code's `version`, in the same
+/// statement.
+async fn release_held(
+    db: &PgPool,
+    id: Option<&str>,
+    limit: i64,
+) -> Result<Vec<Released>, sqlx::Error> {
+    sqlx::query_as!(
+        Released,
+        r#"WITH one AS (
+            SELECT id FROM coupon_uses WHERE id = $1 AND status = 'held' FOR UPDATE
+         ), due AS (
+            SELECT id FROM coupon_uses
+             WHERE $1::text IS NULL AND status = 'held' AND held_until < now()
+             ORDER BY held_until LIMIT $2
+             FOR UPDATE SKIP LOCKED
+         ), u AS (
+            UPDATE coupon_uses
+               SET status = 'released', updated_at = now(),
+                   released_by = CASE WHEN $1::text IS NULL THEN 'sweeper' ELSE 'service' END
+             WHERE id IN (SELECT id FROM one UNION ALL SELECT id FROM due)
                AND status = 'held'
             RETURNING id, code, customer_id
          ), n AS (SELECT code, count(*) AS n FROM u GROUP BY code),
@@ -389,10 +350,12 @@ pub async fn sweep(db: &PgPool, limit: i64) -> Result<Vec<Released>, sqlx::Error
             RETURNING coupon_codes.code, coupon_codes.uses_left, coupon_codes.version,
                       coupon_codes.disabled_at IS NOT NULL AS disabled
          )
-         SELECT u.id, u.code, u.customer_id, c.uses_left, c.version, c.disabled FROM u JOIN c ON c.code = u.code",
-    ).persistent(crate::db::keep_statements())
-    .bind(limit)
+         SELECT u.id AS "use_id!", u.code AS "code!", u.customer_id AS "customer_id!",
+                c.uses_left AS "uses_left!", c.version AS "version!", c.disabled AS "disabled!"
+           FROM u JOIN c ON c.code = u.code"#,
+        id,
+        limit,
+    )
     .fetch_all(db)
-    .await?;
-    Ok(rows.iter().map(released_of).collect())
+    .await
 }

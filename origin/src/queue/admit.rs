@@ -75,7 +75,6 @@ pub async fn tick(state: &AppState, budgets: &Budgets) -> anyhow::Result<usize> 
           WHERE waiting_room IS NOT NULL AND NOT paused AND NOT queue_paused
             AND starts_at <= now() AND ends_at > now()",
     )
-    .persistent(crate::db::keep_statements())
     .fetch_all(&state.db)
     .await?;
     let mut redis = state.redis.clone();

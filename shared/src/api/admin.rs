@@ -15,6 +15,7 @@ use super::promo::AdminCode;
 /// A campaign as the admin API shows it: the public status plus the settings managers see.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdminCampaign {
+    /// The public status (flattened: its fields stand at the top level).
     #[serde(flatten)]
     pub status: CampaignStatus,
     /// Sale: hold length in seconds; `null` for a giveaway.
@@ -56,10 +57,14 @@ pub struct Counts {
 /// plus live counts and times (RFC 3339 UTC).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CampaignView {
+    /// The campaign's status and settings (flattened).
     #[serde(flatten)]
     pub campaign: AdminCampaign,
+    /// Live claim counts.
     pub counts: Counts,
+    /// When the campaign was created (RFC 3339 UTC).
     pub created_at: DateTime<Utc>,
+    /// When the campaign row last changed (RFC 3339 UTC).
     pub updated_at: DateTime<Utc>,
     /// The origin's clock when the view was read.
     pub as_of: DateTime<Utc>,
@@ -68,6 +73,7 @@ pub struct CampaignView {
 /// `GET /admin/v1/campaigns` body: the newest campaigns, newest first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CampaignList {
+    /// Newest first, at most 500.
     pub campaigns: Vec<CampaignView>,
 }
 
@@ -113,6 +119,7 @@ impl ChangeAction {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChangeRequest {
+    /// The action (see [`ChangeAction::as_str`]); an unknown one is a 422 `validation_failed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
     /// With `"action":"restock"`: units to add (1..=[`MAX_STOCK`](super::campaigns::MAX_STOCK)).
@@ -234,6 +241,7 @@ pub struct AuditEntry {
 /// `GET /admin/v1/campaigns/{id}/audit` body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditList {
+    /// The campaign id.
     pub campaign: String,
     /// Newest first, at most 1,000 entries.
     pub entries: Vec<AuditEntry>,
@@ -266,11 +274,17 @@ pub struct CodeChangeReply {
 /// Units of a campaign by claim status, from PostgreSQL.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatusCounts {
+    /// Sale: units held, waiting for payment.
     pub held: i64,
+    /// Sale: units paid.
     pub paid: i64,
+    /// Sale: holds released (their units went back).
     pub released: i64,
+    /// Sale: holds expired unpaid (their units went back).
     pub expired: i64,
+    /// Giveaway: coupons issued, not yet redeemed.
     pub issued: i64,
+    /// Giveaway: coupons redeemed.
     pub redeemed: i64,
 }
 
@@ -315,8 +329,11 @@ pub struct GateShardView {
 /// (giveaway), the ledger against the claims, and the Redis gate against PostgreSQL.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReconcileReport {
+    /// The campaign id.
     pub campaign: String,
+    /// Sale or giveaway (which statuses count as units out).
     pub kind: CampaignKind,
+    /// `campaigns.stock` in PostgreSQL: total units.
     pub stock: i64,
     /// `campaigns.remaining` in PostgreSQL.
     pub remaining: i64,

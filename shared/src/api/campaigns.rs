@@ -96,8 +96,11 @@ impl CampaignState {
 pub struct CampaignStatus {
     /// Slug `[a-z0-9-]{1,64}`.
     pub id: String,
+    /// Display name, 1..=[`MAX_NAME_LEN`] characters.
     pub name: String,
+    /// Sale or giveaway.
     pub kind: CampaignKind,
+    /// The state by the origin's clock when the status was read.
     pub state: CampaignState,
     /// Total units of the campaign.
     pub stock: i64,
@@ -113,12 +116,17 @@ pub struct CampaignStatus {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewCampaign {
+    /// Slug `[a-z0-9-]{1,64}`, unique.
     pub id: String,
+    /// Display name, 1..=[`MAX_NAME_LEN`] characters.
     pub name: String,
+    /// Sale or giveaway.
     pub kind: CampaignKind,
     /// 1..=[`MAX_STOCK`].
     pub stock: i64,
+    /// First instant claims are taken (RFC 3339 UTC).
     pub starts_at: DateTime<Utc>,
+    /// First instant claims are refused (RFC 3339 UTC), after `starts_at`.
     pub ends_at: DateTime<Utc>,
     /// Sale only: how long a hold lasts, in seconds (1..=86,400; default 600). Rejected for a
     /// giveaway.

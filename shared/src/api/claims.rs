@@ -84,6 +84,7 @@ pub struct Claim {
     pub campaign: String,
     /// Customer id (the `sub` of the customer token).
     pub customer: String,
+    /// The claim's status.
     pub status: ClaimStatus,
     /// Sale: end of the hold, RFC 3339 UTC. `null` for a giveaway.
     pub held_until: Option<DateTime<Utc>>,
@@ -125,13 +126,22 @@ impl<'de> Deserialize<'de> for ClaimRequest {
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum ClaimReply {
     /// 201: she won a unit.
-    Claimed { claim: Claim },
+    Claimed {
+        /// Her new claim.
+        claim: Claim,
+    },
     /// 409: no unit left.
     SoldOut,
     /// 409: she already holds an active claim on this campaign; it is returned.
-    AlreadyClaimed { claim: Claim },
+    AlreadyClaimed {
+        /// Her active claim.
+        claim: Claim,
+    },
     /// 409: the campaign has not started; RFC 3339 UTC start.
-    NotStarted { starts_at: DateTime<Utc> },
+    NotStarted {
+        /// When claims open (RFC 3339 UTC).
+        starts_at: DateTime<Utc>,
+    },
     /// 409: the campaign ended.
     Ended,
     /// 409: a manager paused the campaign.

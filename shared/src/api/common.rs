@@ -70,6 +70,7 @@ pub mod codes {
 pub struct ErrorBody {
     /// One of [`codes`].
     pub result: String,
+    /// A human-readable explanation (never internal error text).
     pub message: String,
 }
 

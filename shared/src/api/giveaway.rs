@@ -11,6 +11,7 @@ use super::claims::ClaimStatus;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RedeemRequest {
+    /// The store redeeming it, for the ledger (optional).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<String>,
 }
@@ -21,11 +22,16 @@ pub struct RedeemRequest {
 pub enum RedeemReply {
     /// 200: redeemed now, at `redeemed_at` (RFC 3339 UTC, origin clock).
     Redeemed {
+        /// The coupon's code.
         code: String,
+        /// When it was redeemed (RFC 3339 UTC, origin clock).
         redeemed_at: DateTime<Utc>,
     },
     /// 409: the coupon was redeemed before, at `redeemed_at`.
-    AlreadyRedeemed { redeemed_at: DateTime<Utc> },
+    AlreadyRedeemed {
+        /// When it was first redeemed (RFC 3339 UTC, origin clock).
+        redeemed_at: DateTime<Utc>,
+    },
 }
 
 impl RedeemReply {
@@ -43,7 +49,9 @@ impl RedeemReply {
 pub struct Coupon {
     /// The 12-symbol code.
     pub code: String,
+    /// The campaign that issued it.
     pub campaign: String,
+    /// The customer it was issued to (the `sub` of her token).
     pub customer: String,
     /// `issued` or `redeemed`.
     pub status: ClaimStatus,

@@ -13,6 +13,7 @@ pub const MAX_PAYMENT_REF_LEN: usize = 255;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PayRequest {
+    /// The payment service's reference of the payment: 1..=[`MAX_PAYMENT_REF_LEN`] visible ASCII characters.
     pub payment_ref: String,
 }
 
@@ -22,6 +23,7 @@ pub struct PayRequest {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReleaseRequest {
+    /// Why the hold is released, for the ledger (free text); absent: a default reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
@@ -32,15 +34,26 @@ pub struct ReleaseRequest {
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum HoldReply {
     /// 200: the hold is paid with `payment_ref` (also the answer to the same pay again).
-    Paid { claim: Claim, payment_ref: String },
+    Paid {
+        /// The claim, now `paid`.
+        claim: Claim,
+        /// The payment's reference, as sent.
+        payment_ref: String,
+    },
     /// 200: the hold is released and its unit is back (also the answer to a repeated release).
-    Released { claim: Claim },
+    Released {
+        /// The claim, now `released`.
+        claim: Claim,
+    },
     /// 409: the hold is over — past `held_until`, expired by the sweeper, or released. Its unit
     /// is back (or goes back at the next sweep); it cannot be paid any more.
     HoldExpired,
     /// 409: the claim is already paid (with another `payment_ref`, or a release came after the
     /// payment); it keeps its unit.
-    AlreadyPaid { claim: Claim },
+    AlreadyPaid {
+        /// The paid claim.
+        claim: Claim,
+    },
     /// 409: the claim is not a sale hold (a giveaway coupon cannot be paid or released).
     NotAHold,
 }

@@ -47,8 +47,10 @@ pub struct Offer {
     /// Minor units; the pre-discount cart total must be at least this (inclusive).
     #[serde(default)]
     pub min_order: i64,
+    /// First instant of the code, as `ends_at`; absent: now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub starts_at: Option<String>,
+    /// Last instant of the code: RFC 3339, or a local date-time or weekday with an IANA zone.
     pub ends_at: String,
 }
 
@@ -60,6 +62,7 @@ pub struct Offer {
 pub struct NewCode {
     /// Normalised (trim, NFKC, uppercase) to `A–Z0–9`, 1..=64 characters.
     pub code: String,
+    /// The offer (flattened: its fields stand at the top level).
     #[serde(flatten)]
     pub offer: Offer,
     /// Total uses, 1..=[`MAX_CODE_LIMIT`].
@@ -78,6 +81,7 @@ pub struct NewCode {
 pub struct NewCodeBatch {
     /// 1..=[`MAX_BATCH_COUNT`].
     pub count: i64,
+    /// The offer every code of the batch gives (flattened).
     #[serde(flatten)]
     pub offer: Offer,
 }
@@ -125,7 +129,9 @@ pub fn is_currency(s: &str) -> bool {
     sqlx(type_name = "text", rename_all = "snake_case")
 )]
 pub enum CodeKind {
+    /// A named code many customers use, up to its limit.
     Shared,
+    /// One of a batch of generated codes, valid once.
     OneTime,
 }
 
@@ -142,20 +148,27 @@ impl CodeKind {
 /// `GET /admin/v1/codes/{code}` body (also the 201 body of `POST /admin/v1/codes`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdminCode {
+    /// The normalised code (`A–Z0–9`).
     pub code: String,
+    /// Shared or one-time.
     pub kind: CodeKind,
     /// Basis points, or `null`.
     pub percent_off: Option<i64>,
     /// Minor units, or `null`.
     pub amount_off: Option<i64>,
+    /// ISO 4217 code.
     pub currency: String,
     /// Minor units.
     pub min_order: i64,
+    /// First instant of the code (RFC 3339 UTC).
     pub starts_at: DateTime<Utc>,
+    /// Last instant of the code (RFC 3339 UTC).
     pub ends_at: DateTime<Utc>,
+    /// Total uses.
     pub limit: i64,
     /// Uses not taken (held or used uses are taken; released ones came back).
     pub uses_left: i64,
+    /// True when each customer may hold or have used the code once.
     pub once_per_customer: bool,
     /// The batch of a one-time code, else `null`.
     pub batch: Option<String>,
@@ -178,6 +191,7 @@ pub struct CodeChange {
 pub struct CodeBatch {
     /// `b_` + 32 hex digits.
     pub id: String,
+    /// Codes generated.
     pub count: i64,
     /// Path of the CSV of its codes (`GET`, admin token).
     pub csv: String,
@@ -192,6 +206,7 @@ pub struct CodeBatch {
 pub struct CheckRequest {
     /// Pre-discount cart total in minor units, 0..=[`MAX_CART_TOTAL`].
     pub cart_total: i64,
+    /// ISO 4217 code of the cart; when given it must be the code's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub currency: Option<String>,
 }
@@ -213,6 +228,7 @@ pub struct UseRequest {
     pub order: String,
     /// Minor units, 0..=[`MAX_CART_TOTAL`].
     pub cart_total: i64,
+    /// ISO 4217 code of the cart; when given it must be the code's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub currency: Option<String>,
 }
@@ -266,16 +282,22 @@ pub enum NotApplicable {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum CodeRefusal {
+    /// 404: no such code (a guess; counts against the guess limit).
     InvalidCode,
+    /// 422: the code exists but does not apply to this cart now, for `reason`.
     NotApplicable {
+        /// Why the code does not apply.
         reason: NotApplicable,
     },
+    /// 409: no use left.
     UsedUp,
+    /// 409: she or the order has a held or used use of the code already.
     AlreadyUsed {
         /// The earlier use's id (`u_` + 32 hex digits), when known.
         #[serde(rename = "use", default, skip_serializing_if = "Option::is_none")]
         use_id: Option<String>,
     },
+    /// 409: the first use with this `Idempotency-Key` is still running.
     InProgress,
 }
 
@@ -310,9 +332,12 @@ pub enum UseStatus {
 /// `POST /api/v1/uses/{id}/confirm` and `/release` 200 body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UseState {
+    /// The use id (`u_` + 32 hex digits).
     #[serde(rename = "use")]
     pub use_id: String,
+    /// The code used.
     pub code: String,
+    /// The state after the call.
     pub status: UseStatus,
 }
 
@@ -321,7 +346,9 @@ pub struct UseState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum UseConflict {
+    /// Confirm of a released use.
     UseReleased,
+    /// Release of a confirmed use.
     UseConfirmed,
 }
 

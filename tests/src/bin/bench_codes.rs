@@ -16,11 +16,9 @@
 
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
 use clap::Parser;
 use flashgate_origin::promo::batch;
-use flashgate_origin::promo::rules::NewRules;
-use flashgate_shared::api::coupons::CodeKind;
+use flashgate_tests::support::one_time_rules;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 
@@ -74,17 +72,7 @@ async fn one_batch(db: &PgPool, count: usize, drawing: &mut Vec<Duration>) -> Du
     )
     .await;
     exec(db, "CHECKPOINT").await;
-    let rules = NewRules {
-        kind: CodeKind::OneTime,
-        percent_off_bp: None,
-        amount_off: Some(2000),
-        currency: "USD".into(),
-        min_order: 0,
-        starts_at: Utc::now(),
-        ends_at: Utc::now() + chrono::Duration::days(30),
-        use_limit: 1,
-        once_per_customer: true,
-    };
+    let rules = one_time_rules(2000);
     let started = Instant::now();
     let b = batch::generate(db, &rules, count).await.unwrap();
     let took = started.elapsed();

@@ -71,36 +71,25 @@ async fn stock_campaign(o: &TestOrigin, stock: i64) -> String {
     o.campaign("sale", stock).await
 }
 
-/// Leg 1a: one claim per transaction, `clients` at once, for `secs`.
-async fn hot_row(db: &PgPool, campaign: &str, clients: usize, secs: u64) -> Leg {
+/// Runs `clients` loops of `round(client, i)` (`i` counts each loop's rounds from 1) for
+/// `secs`; returns the rounds finished and the seconds taken (until every loop stopped).
+async fn for_secs<F, Fut>(clients: usize, secs: u64, round: F) -> (u64, f64)
+where
+    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let round = Arc::new(round);
     let stop = Arc::new(AtomicBool::new(false));
     let ops = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let tasks: Vec<_> = (0..clients)
         .map(|w| {
-            let (db, c, stop, ops) = (db.clone(), campaign.to_string(), stop.clone(), ops.clone());
+            let (round, stop, ops) = (round.clone(), stop.clone(), ops.clone());
             tokio::spawn(async move {
                 let mut i = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     i += 1;
-                    let mut tx = db.begin().await.expect("begin");
-                    let took = sqlx::query("UPDATE campaigns SET remaining = remaining - 1 WHERE id = $1 AND remaining > 0")
-                        .bind(&c)
-                        .execute(&mut *tx)
-                        .await
-                        .expect("update");
-                    assert_eq!(took.rows_affected(), 1, "bench stock ran out");
-                    sqlx::query(
-                        "INSERT INTO claims (id, campaign_id, customer_id, status, held_until, idempotency_key, request_fp)
-                         VALUES ($1, $2, $3, 'held', now() + interval '10 minutes', 'k', 'fp')",
-                    )
-                    .bind(flashgate_origin::claims::store::new_claim_id())
-                    .bind(&c)
-                    .bind(format!("hot-{w}-{i}"))
-                    .execute(&mut *tx)
-                    .await
-                    .expect("insert");
-                    tx.commit().await.expect("commit");
+                    round(w, i).await;
                     ops.fetch_add(1, Ordering::Relaxed);
                 }
             })
@@ -111,10 +100,40 @@ async fn hot_row(db: &PgPool, campaign: &str, clients: usize, secs: u64) -> Leg 
     for t in tasks {
         t.await.expect("task");
     }
+    (ops.load(Ordering::Relaxed), start.elapsed().as_secs_f64())
+}
+
+/// Leg 1a: one claim per transaction, `clients` at once, for `secs`.
+async fn hot_row(db: &PgPool, campaign: &str, clients: usize, secs: u64) -> Leg {
+    let (db, c) = (db.clone(), campaign.to_string());
+    let (ops, secs) = for_secs(clients, secs, move |w, i| {
+        let (db, c) = (db.clone(), c.clone());
+        async move {
+            let mut tx = db.begin().await.expect("begin");
+            let took = sqlx::query("UPDATE campaigns SET remaining = remaining - 1 WHERE id = $1 AND remaining > 0")
+                .bind(&c)
+                .execute(&mut *tx)
+                .await
+                .expect("update");
+            assert_eq!(took.rows_affected(), 1, "bench stock ran out");
+            sqlx::query(
+                "INSERT INTO claims (id, campaign_id, customer_id, status, held_until, idempotency_key, request_fp)
+                 VALUES ($1, $2, $3, 'held', now() + interval '10 minutes', 'k', 'fp')",
+            )
+            .bind(flashgate_origin::claims::store::new_claim_id())
+            .bind(&c)
+            .bind(format!("hot-{w}-{i}"))
+            .execute(&mut *tx)
+            .await
+            .expect("insert");
+            tx.commit().await.expect("commit");
+        }
+    })
+    .await;
     Leg {
         name: format!("hot row: 1 claim/tx, {clients} clients"),
-        ops: ops.load(Ordering::Relaxed),
-        secs: start.elapsed().as_secs_f64(),
+        ops,
+        secs,
         hist: None,
     }
 }
@@ -122,50 +141,31 @@ async fn hot_row(db: &PgPool, campaign: &str, clients: usize, secs: u64) -> Leg 
 /// Leg 1b: claims submitted to the grouped committer by `clients` at once.
 async fn grouped(db: &PgPool, campaign: &str, clients: usize, secs: u64) -> Leg {
     let committer = Committer::start(db.clone(), 4, 512);
-    let stop = Arc::new(AtomicBool::new(false));
-    let ops = Arc::new(AtomicU64::new(0));
-    let start = Instant::now();
-    let tasks: Vec<_> = (0..clients)
-        .map(|w| {
-            let (committer, c, stop, ops) = (
-                committer.clone(),
-                campaign.to_string(),
-                stop.clone(),
-                ops.clone(),
-            );
-            tokio::spawn(async move {
-                let mut i = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    i += 1;
-                    let claim = NewClaim {
-                        id: flashgate_origin::claims::store::new_claim_id(),
-                        campaign_id: c.clone(),
-                        customer_id: format!("grp-{w}-{i}"),
-                        kind: CampaignKind::Sale,
-                        hold_seconds: Some(600),
-                        code: None,
-                        idempotency_key: "k".into(),
-                        request_fp: "fp".into(),
-                    };
-                    match committer.commit(claim).await.expect("commit") {
-                        flashgate_origin::claims::commit::Outcome::Committed(_) => {
-                            ops.fetch_add(1, Ordering::Relaxed);
-                        }
-                        other => panic!("unexpected outcome {other:?}"),
-                    }
-                }
-            })
-        })
-        .collect();
-    tokio::time::sleep(Duration::from_secs(secs)).await;
-    stop.store(true, Ordering::Relaxed);
-    for t in tasks {
-        t.await.expect("task");
-    }
+    let c = campaign.to_string();
+    let (ops, secs) = for_secs(clients, secs, move |w, i| {
+        let claim = NewClaim {
+            id: flashgate_origin::claims::store::new_claim_id(),
+            campaign_id: c.clone(),
+            customer_id: format!("grp-{w}-{i}"),
+            kind: CampaignKind::Sale,
+            hold_seconds: Some(600),
+            code: None,
+            idempotency_key: "k".into(),
+            request_fp: "fp".into(),
+        };
+        let committer = committer.clone();
+        async move {
+            match committer.commit(claim).await.expect("commit") {
+                flashgate_origin::claims::commit::Outcome::Committed(_) => {}
+                other => panic!("unexpected outcome {other:?}"),
+            }
+        }
+    })
+    .await;
     Leg {
         name: format!("grouped commit, {clients} submitters"),
-        ops: ops.load(Ordering::Relaxed),
-        secs: start.elapsed().as_secs_f64(),
+        ops,
+        secs,
         hist: None,
     }
 }
@@ -180,48 +180,37 @@ where
         .pool_max_idle_per_host(clients)
         .build()
         .expect("client");
-    let make = Arc::new(make);
-    let stop = Arc::new(AtomicBool::new(false));
-    let ops = Arc::new(AtomicU64::new(0));
+    // One histogram per client (its lock is never contended), merged at the end.
+    let hists: Arc<Vec<Mutex<Histogram<u64>>>> = Arc::new(
+        (0..clients)
+            .map(|_| Mutex::new(Histogram::new(3).expect("histogram")))
+            .collect(),
+    );
     let counter = Arc::new(AtomicU64::new(0));
-    let hist = Arc::new(Mutex::new(Histogram::<u64>::new(3).expect("histogram")));
-    let start = Instant::now();
-    let tasks: Vec<_> = (0..clients)
-        .map(|_| {
-            let (http, make, stop, ops, counter, hist) = (
-                http.clone(),
-                make.clone(),
-                stop.clone(),
-                ops.clone(),
-                counter.clone(),
-                hist.clone(),
-            );
-            tokio::spawn(async move {
-                let mut local = Histogram::<u64>::new(3).expect("histogram");
-                while !stop.load(Ordering::Relaxed) {
-                    let i = counter.fetch_add(1, Ordering::Relaxed);
-                    let t0 = Instant::now();
-                    let res = make(&http, i).send().await.expect("request");
-                    let status = res.status().as_u16();
-                    let _ = res.bytes().await;
-                    local.record(t0.elapsed().as_micros() as u64).ok();
-                    assert_eq!(status, want, "unexpected status in leg");
-                    ops.fetch_add(1, Ordering::Relaxed);
-                }
-                hist.lock().expect("hist").add(&local).expect("merge");
-            })
-        })
-        .collect();
-    tokio::time::sleep(Duration::from_secs(secs)).await;
-    stop.store(true, Ordering::Relaxed);
-    for t in tasks {
-        t.await.expect("task");
+    let per_client = hists.clone();
+    let (ops, secs) = for_secs(clients, secs, move |w, _| {
+        let i = counter.fetch_add(1, Ordering::Relaxed);
+        let req = make(&http, i);
+        let hists = per_client.clone();
+        async move {
+            let t0 = Instant::now();
+            let res = req.send().await.expect("request");
+            let status = res.status().as_u16();
+            let _ = res.bytes().await;
+            let took = t0.elapsed().as_micros() as u64;
+            hists[w].lock().expect("hist").record(took).ok();
+            assert_eq!(status, want, "unexpected status in leg");
+        }
+    })
+    .await;
+    let mut hist = Histogram::<u64>::new(3).expect("histogram");
+    for h in hists.iter() {
+        hist.add(&*h.lock().expect("hist")).expect("merge");
     }
-    let hist = hist.lock().expect("hist").clone();
     Leg {
         name,
-        ops: ops.load(Ordering::Relaxed),
-        secs: start.elapsed().as_secs_f64(),
+        ops,
+        secs,
         hist: Some(hist),
     }
 }
@@ -262,13 +251,8 @@ async fn winners_over_http(o: &TestOrigin, clients: usize, secs: u64, label: &st
 
 /// Leg 1c: the grouped commit with unnamed statements, direct and through PgBouncer, against
 /// `direct` (leg 1b, named statements, direct).
-async fn through_pooler(o: &TestOrigin, db: &PgPool, url: &str, args: &Args, direct: &Leg) {
+async fn through_pooler(o: &TestOrigin, url: &str, args: &Args, direct: &Leg) {
     use flashgate_origin::config::{Config, DbPooler};
-    flashgate_origin::db::set_pooler(DbPooler::Transaction);
-    let c = stock_campaign(o, 10_000_000).await;
-    let mut unnamed = grouped(db, &c, args.commit_clients, args.seconds).await;
-    unnamed.name = "  same, unnamed statements, direct".into();
-    unnamed.print();
     let mut config = Config::for_tests(url, "redis://unused");
     config.db_pooler = DbPooler::Transaction;
     let options = flashgate_origin::state::pg_options(&config).expect("PgBouncer URL parses");
@@ -279,13 +263,11 @@ async fn through_pooler(o: &TestOrigin, db: &PgPool, url: &str, args: &Args, dir
         .expect("connect through PgBouncer");
     let c = stock_campaign(o, 10_000_000).await;
     let mut bouncer = grouped(&pooled, &c, args.commit_clients, args.seconds).await;
-    bouncer.name = "  same, through PgBouncer (transaction mode)".into();
+    bouncer.name = "  same, through PgBouncer".into();
     bouncer.print();
-    flashgate_origin::db::set_pooler(DbPooler::None);
     println!(
-        "ratio through PgBouncer / direct: {:.2}x (unnamed direct / named direct: {:.2}x)\n",
-        bouncer.rate() / direct.rate(),
-        unnamed.rate() / direct.rate()
+        "ratio through PgBouncer / direct: {:.2}x\n",
+        bouncer.rate() / direct.rate()
     );
 }
 
@@ -313,7 +295,7 @@ async fn main() {
         grp.rate() / hot.rate()
     );
     if let Some(url) = &args.pgbouncer_url {
-        through_pooler(&o, &db, url, &args, &grp).await;
+        through_pooler(&o, url, &args, &grp).await;
     }
 
     println!(
