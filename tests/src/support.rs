@@ -539,10 +539,22 @@ impl TestOrigin {
         customer: &str,
         admission: Option<&str>,
     ) -> RawReply {
+        self.signed_claim_with_key(campaign, customer, admission, &unique("k"))
+            .await
+    }
+
+    /// [`TestOrigin::signed_claim`] with the `Idempotency-Key` `key` (a retry sends the same).
+    pub async fn signed_claim_with_key(
+        &self,
+        campaign: &str,
+        customer: &str,
+        admission: Option<&str>,
+        key: &str,
+    ) -> RawReply {
         let secret = self.config.edge_secret.as_ref().expect("an edge secret");
         let path = format!("/api/v1/campaigns/{campaign}/claims");
         let auth = format!("Bearer {}", self.token(customer));
-        let key = unique("k");
+        let key = key.to_string();
         let mut headers = vec![
             ("authorization", auth.clone()),
             ("idempotency-key", key.clone()),

@@ -60,6 +60,7 @@ pub async fn join(
         seq,
         created,
         issued_at_s,
+        drawn_waiting_at_issue,
         drawn,
         admitted,
         now_serving,
@@ -77,7 +78,7 @@ pub async fn join(
         ..Default::default()
     };
     let status = figures.status(w, row.queue_paused);
-    let position = status.position(seq);
+    let position = status.position_of(seq, drawn_waiting_at_issue);
     let queue_state = status.state(row.state_at(now), position);
     let to_start_ms = (row.starts_at - now).num_milliseconds();
     let ticket = Ticket {
@@ -87,6 +88,7 @@ pub async fn join(
             sequence: seq,
         },
         issued_at_s,
+        drawn_waiting_at_issue,
     };
     Ok((
         JoinReply {
