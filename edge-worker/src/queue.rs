@@ -337,6 +337,22 @@ mod tests {
     }
 
     #[test]
+    fn a_drawn_ticket_polled_before_the_status_knows_its_draw() {
+        use flashgate_shared::queue::RANDOM_BLOCK;
+        // The cached status predates every draw (now_serving 0, drawn 0); her ticket was drawn
+        // halfway through the block with 600 drawn customers waiting (her included).
+        let e = entry(CampaignState::Scheduled, 5, 0, false);
+        let mut drawn = ticket(RANDOM_BLOCK / 2);
+        drawn.drawn_waiting_at_issue = 600;
+        let before = t("2026-03-01T09:59:00Z").timestamp_millis();
+        let p = poll(&e, &drawn, K, before).unwrap();
+        assert_eq!(
+            (p.reply.state, p.reply.position, p.reply.eta_seconds),
+            (QueueState::Waiting, 300, 60 + 30)
+        );
+    }
+
+    #[test]
     fn no_waiting_room_and_unknown_campaign() {
         let plain = crate::status::tests::entry(CampaignState::Active, 0);
         assert!(!has_waiting_room(Some(&plain)));

@@ -211,22 +211,22 @@ impl QueueStatus {
     }
 
     /// [`QueueStatus::position`] of a ticket whose number is `seq` and which carries
-    /// `drawn_waiting_at_issue` ([`crate::admission::Ticket::drawn_waiting_at_issue`]). When
+    /// `drawn_waiting_at_issue` ([`crate::admission::Ticket::drawn_waiting_at_issue`], ≥ 1
+    /// for a drawn number, 0 for an arrival number or a ticket issued before it existed). When
     /// `seq` is a drawn number still waiting but this status knows of no drawn customer still
     /// waiting, the status is older than her draw (an edge's cached status from before her
-    /// join): the ticket's count stands in for it (at least 1), so the estimate is the one her
-    /// join answered, never `seq − now_serving` (about 2^40).
+    /// join): the ticket's count stands in for it, so the estimate is the one her join
+    /// answered, never `seq − now_serving` (about 2^40).
     pub fn position_of(&self, seq: u64, drawn_waiting_at_issue: u64) -> u64 {
-        let stale = seq < RANDOM_BLOCK
+        let stale = drawn_waiting_at_issue > 0
+            && seq < RANDOM_BLOCK
             && seq > self.now_serving
             && self.drawn.saturating_sub(self.admitted) == 0;
         if !stale {
             return self.position(seq);
         }
         let known = QueueStatus {
-            drawn: self
-                .admitted
-                .saturating_add(drawn_waiting_at_issue.max(1)),
+            drawn: self.admitted.saturating_add(drawn_waiting_at_issue),
             ..*self
         };
         known.position(seq)
@@ -354,8 +354,10 @@ mod tests {
         let mid = RANDOM_BLOCK / 2;
         assert_eq!(before.position(mid), mid);
         assert_eq!(before.position_of(mid, 800), 400);
-        assert_eq!(before.position_of(mid, 0), 1);
-        assert_eq!(q(RANDOM_BLOCK / 4, 4, 4).position_of(mid, 0), 1);
+        assert_eq!(before.position_of(mid, 1), 1);
+        assert_eq!(q(RANDOM_BLOCK / 4, 4, 4).position_of(mid, 3), 1);
+        // Without the count (an arrival number, or a ticket from before it): the status alone.
+        assert_eq!(before.position_of(mid, 0), mid);
         // A status that knows the draw, or an arrival number: the status alone decides.
         assert_eq!(s.position_of(RANDOM_BLOCK / 4 + 1, 5_000), 1);
         assert_eq!(s.position_of(RANDOM_BLOCK + 1, 5_000), 7);
