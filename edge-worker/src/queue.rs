@@ -296,7 +296,12 @@ mod tests {
             forbidden("admission token belongs to another campaign")
         );
         assert_eq!(
-            refused(Some(&token), "spring", "ana", now() + (120 + REPLAY_GRACE_S) * 1000),
+            refused(
+                Some(&token),
+                "spring",
+                "ana",
+                now() + (120 + REPLAY_GRACE_S) * 1000
+            ),
             forbidden("admission token has expired")
         );
         let forged = admission::mint_admission(b"guess", &ticket(100), now() / 1000, 120);

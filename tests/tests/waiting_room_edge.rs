@@ -376,13 +376,14 @@ async fn an_expired_token_carries_only_a_bounded_retry_to_the_origin() {
     assert_eq!((st, by.as_str()), (201, "origin"));
     // Four more at once: the replay bucket (1 per second, spent by the first) lets at most
     // one more through per whole second since; the others are 429 at the edge.
-    let burst = join_all(
-        (0..4).map(|_| claim(&http, &edge.url, "drop", "cara", Some(&recent))),
-    )
-    .await;
+    let burst =
+        join_all((0..4).map(|_| claim(&http, &edge.url, "drop", "cara", Some(&recent)))).await;
     let elapsed_s = started.elapsed().as_secs() as usize;
     let forwarded = burst.iter().filter(|(_, by, _, _)| by == "origin").count();
-    assert!(forwarded <= elapsed_s, "{forwarded} forwarded in {elapsed_s} s");
+    assert!(
+        forwarded <= elapsed_s,
+        "{forwarded} forwarded in {elapsed_s} s"
+    );
     for (st, by, body, retry) in burst.iter().filter(|(_, by, _, _)| by != "origin") {
         assert_eq!(
             (*st, by.as_str(), body["result"].as_str(), retry.as_str()),
@@ -402,7 +403,10 @@ async fn an_expired_token_carries_only_a_bounded_retry_to_the_origin() {
     );
     let claims = fake.lock().unwrap().claims.clone();
     assert_eq!(claims.len(), 1 + forwarded);
-    assert!(claims.iter().all(|c| *c == recent), "the token is passed on");
+    assert!(
+        claims.iter().all(|c| *c == recent),
+        "the token is passed on"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -95,7 +95,10 @@ pub async fn begin(
     if out.first().map(Vec::as_slice) == Some(b"new".as_slice()) {
         return Ok(Begin::New);
     }
-    Ok(existing(out.get(1).map(Vec::as_slice).unwrap_or_default(), fp))
+    Ok(existing(
+        out.get(1).map(Vec::as_slice).unwrap_or_default(),
+        fp,
+    ))
 }
 
 /// The record of `key` for `customer`, read without writing: `None` when there is none (never
