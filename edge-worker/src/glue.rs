@@ -410,9 +410,23 @@ async fn claim(
         return answer(&a);
     }
     if waiting_room {
-        let checked = glue_queue::queue_secret(cfg).and_then(|secret| {
-            crate::queue::check_claim_admission(secret, admission.as_deref(), id, &customer, now)
-        });
+        let checked = glue_queue::queue_secret(cfg)
+            .and_then(|secret| {
+                crate::queue::check_claim_admission(
+                    secret,
+                    admission.as_deref(),
+                    id,
+                    &customer,
+                    now,
+                )
+            })
+            .and_then(|admitted| match admitted {
+                crate::queue::Admitted::Now => Ok(()),
+                // An expired token: only the origin knows whether this key was decided.
+                crate::queue::Admitted::ReplayOnly => {
+                    glue_queue::limit(cfg, Action::Replay, Some(&customer), None)
+                }
+            });
         if let Err(a) = checked {
             return answer(&a);
         }

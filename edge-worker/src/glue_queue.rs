@@ -43,6 +43,7 @@ pub(super) fn limit(
         Action::Join => cfg.limits.joins_per_s,
         Action::Poll => cfg.limits.polls_per_s,
         Action::Claim => cfg.limits.claims_per_s,
+        Action::Replay => queue::REPLAY_PER_S,
         Action::AnyPerIp => cfg.limits.ip_per_s,
     };
     LIMITER.with(|l| {

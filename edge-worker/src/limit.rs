@@ -18,6 +18,9 @@ pub enum Action {
     Poll,
     /// A claim on a campaign with a waiting room, per customer.
     Claim,
+    /// A claim carried by an expired admission token (a retry the origin answers from its
+    /// record), per customer.
+    Replay,
     /// Any of them, per client IP (`CF-Connecting-IP`).
     AnyPerIp,
 }

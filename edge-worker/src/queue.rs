@@ -95,7 +95,7 @@ pub fn poll(
     now_ms: i64,
 ) -> Result<Poll, Answer> {
     let (status, queue) = waiting_room(entry)?;
-    let position = queue.position(ticket.place.sequence);
+    let position = queue.position_of(ticket.place.sequence, ticket.drawn_waiting_at_issue);
     let state = queue.state(status.state, position);
     let to_start_ms = status.starts_at.timestamp_millis().saturating_sub(now_ms);
     let eta_seconds = queue.eta_seconds(state, position, to_start_ms);
@@ -140,6 +140,27 @@ fn clamp_retry(s: u64) -> u32 {
     u32::try_from(s.clamp(1, u64::from(MAX_RETRY_AFTER_S))).unwrap_or(MAX_RETRY_AFTER_S)
 }
 
+/// How long after its expiry a genuine admission token still carries a claim to the origin,
+/// seconds: long enough for a client to retry a claim whose reply it lost, short enough that a
+/// token does not become a standing pass. Only the recorded answer of an already decided claim
+/// comes back (the origin refuses a new key 403), so this bounds load, not correctness.
+pub const REPLAY_GRACE_S: i64 = 600;
+/// Claims with an expired admission token forwarded per customer per second (the bucket of
+/// [`crate::limit::Action::Replay`]).
+pub const REPLAY_PER_S: u32 = 1;
+
+/// What a claim's admission token lets through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admitted {
+    /// A valid token: the claim goes to the origin.
+    Now,
+    /// A genuine token (signed, this customer's and campaign's) that expired less than
+    /// [`REPLAY_GRACE_S`] ago: the claim may only be a retry of a decided one, which the origin
+    /// answers from its record (403 there for a new key). Forwarded at most [`REPLAY_PER_S`]
+    /// per customer per second.
+    ReplayOnly,
+}
+
 /// True when claims on this cached campaign need an admission token.
 pub fn has_waiting_room(entry: Option<&StatusEntry>) -> bool {
     entry
@@ -149,14 +170,15 @@ pub fn has_waiting_room(entry: Option<&StatusEntry>) -> bool {
 
 /// Checks the admission token of a checked claim by `customer` on campaign `id`: 429
 /// `{"result":"queued"}` + `Retry-After` without one, 400 `invalid_request` when malformed,
-/// 403 `forbidden` when forged, expired, or another customer's or campaign's.
+/// 403 `forbidden` when forged, another customer's or campaign's, or expired more than
+/// [`REPLAY_GRACE_S`] ago; [`Admitted::ReplayOnly`] when expired within it.
 pub fn check_claim_admission(
     secret: &[u8],
     token: Option<&str>,
     id: &str,
     customer: &str,
     now_ms: i64,
-) -> Result<(), Answer> {
+) -> Result<Admitted, Answer> {
     let Some(token) = token.filter(|t| !t.trim().is_empty()) else {
         return Err(Answer {
             status: 429,
@@ -164,9 +186,16 @@ pub fn check_claim_admission(
             retry_after_s: Some(QUEUED_RETRY_AFTER_S),
         });
     };
-    admission::check_admission(secret, token, id, customer, now_ms.div_euclid(1000))
-        .map(|_| ())
-        .map_err(|e| refusal(e, "admission token"))
+    let a = admission::open_admission(secret, token, id, customer)
+        .map_err(|e| refusal(e, "admission token"))?;
+    let now_s = now_ms.div_euclid(1000);
+    if now_s < a.expires_at_s {
+        Ok(Admitted::Now)
+    } else if now_s.saturating_sub(a.expires_at_s) < REPLAY_GRACE_S {
+        Ok(Admitted::ReplayOnly)
+    } else {
+        Err(refusal(AdmissionError::Expired, "admission token"))
+    }
 }
 
 #[cfg(test)]
@@ -195,6 +224,7 @@ mod tests {
                 sequence: seq,
             },
             issued_at_s: 0,
+            drawn_waiting_at_issue: 0,
         }
     }
 
@@ -239,8 +269,15 @@ mod tests {
         );
         assert_eq!(
             check_claim_admission(K, Some(&token), "spring", "ana", now()),
-            Ok(())
+            Ok(Admitted::Now)
         );
+        // Expired: within the grace only a retry the origin answers from its record.
+        for after_s in [120, 120 + REPLAY_GRACE_S - 1] {
+            assert_eq!(
+                check_claim_admission(K, Some(&token), "spring", "ana", now() + after_s * 1000),
+                Ok(Admitted::ReplayOnly)
+            );
+        }
         let refused = |tok: Option<&str>, id, who, at| {
             let a = check_claim_admission(K, tok, id, who, at).unwrap_err();
             (a.status, a.body)
@@ -259,7 +296,12 @@ mod tests {
             forbidden("admission token belongs to another campaign")
         );
         assert_eq!(
-            refused(Some(&token), "spring", "ana", now() + 120_000),
+            refused(
+                Some(&token),
+                "spring",
+                "ana",
+                now() + (120 + REPLAY_GRACE_S) * 1000
+            ),
             forbidden("admission token has expired")
         );
         let forged = admission::mint_admission(b"guess", &ticket(100), now() / 1000, 120);
@@ -296,6 +338,22 @@ mod tests {
         assert_eq!(
             (p.reply.state, p.reply.eta_seconds),
             (QueueState::Waiting, 62)
+        );
+    }
+
+    #[test]
+    fn a_drawn_ticket_polled_before_the_status_knows_its_draw() {
+        use flashgate_shared::queue::RANDOM_BLOCK;
+        // The cached status predates every draw (now_serving 0, drawn 0); her ticket was drawn
+        // halfway through the block with 600 drawn customers waiting (her included).
+        let e = entry(CampaignState::Scheduled, 5, 0, false);
+        let mut drawn = ticket(RANDOM_BLOCK / 2);
+        drawn.drawn_waiting_at_issue = 600;
+        let before = t("2026-03-01T09:59:00Z").timestamp_millis();
+        let p = poll(&e, &drawn, K, before).unwrap();
+        assert_eq!(
+            (p.reply.state, p.reply.position, p.reply.eta_seconds),
+            (QueueState::Waiting, 300, 60 + 30)
         );
     }
 

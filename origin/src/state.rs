@@ -38,6 +38,9 @@ pub struct AppState {
     pub tasks: TaskTracker,
     /// Loads campaign gates in the background, single-flight per campaign.
     pub gate_loader: GateLoader,
+    /// Joins in their Redis step at once ([`crate::queue::join::JOIN_CONCURRENCY`]); the
+    /// others wait their turn in arrival order.
+    pub join_permits: Arc<tokio::sync::Semaphore>,
 }
 
 /// Loads the gate of a campaign in the background unless this origin is already doing so.
@@ -172,6 +175,9 @@ impl AppState {
             config: Arc::new(config),
             db,
             redis,
+            join_permits: Arc::new(tokio::sync::Semaphore::new(
+                crate::queue::join::JOIN_CONCURRENCY,
+            )),
         })
     }
 

@@ -36,7 +36,7 @@ pub struct Place {
     pub sequence: u64,
 }
 
-/// A place in a campaign's queue. Payload `{"c","u","n","iat"}`.
+/// A place in a campaign's queue. Payload `{"c","u","n","iat"}`, plus `"w"` for a drawn number.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ticket {
     /// Campaign, customer and sequence number.
@@ -45,6 +45,16 @@ pub struct Ticket {
     /// When the ticket was issued, seconds since the Unix epoch.
     #[serde(rename = "iat")]
     pub issued_at_s: i64,
+    /// For a number drawn at random: the drawn customers not yet admitted when it was issued,
+    /// her included (payload key `"w"`, absent when 0, as for arrival numbers). Lets the edge
+    /// estimate her position from a cached status older than her draw
+    /// ([`crate::queue::QueueStatus::position_of`]).
+    #[serde(rename = "w", default, skip_serializing_if = "is_zero")]
+    pub drawn_waiting_at_issue: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Permission to claim. Payload `{"c","u","n","exp"}`.
@@ -156,15 +166,28 @@ pub fn check_admission(
     customer: &str,
     now_s: i64,
 ) -> Result<Admission, AdmissionError> {
+    let a = open_admission(secret, s, campaign, customer)?;
+    if now_s >= a.expires_at_s {
+        return Err(AdmissionError::Expired);
+    }
+    Ok(a)
+}
+
+/// Opens an admission token presented by `customer` on `campaign` without looking at its
+/// expiry (for a caller that treats an expired but genuine token apart). Errors, in this
+/// order: `Malformed`, `Forged`, `WrongCampaign`, `WrongCustomer`.
+pub fn open_admission(
+    secret: &[u8],
+    s: &str,
+    campaign: &str,
+    customer: &str,
+) -> Result<Admission, AdmissionError> {
     let a: Admission = open(secret, ADMISSION_LABEL, s)?;
     if a.place.campaign != campaign {
         return Err(AdmissionError::WrongCampaign);
     }
     if a.place.customer != customer {
         return Err(AdmissionError::WrongCustomer);
-    }
-    if now_s >= a.expires_at_s {
-        return Err(AdmissionError::Expired);
     }
     Ok(a)
 }
@@ -184,6 +207,7 @@ mod tests {
                 sequence: n,
             },
             issued_at_s: 1_900_000_000,
+            drawn_waiting_at_issue: 0,
         }
     }
 

@@ -210,6 +210,28 @@ impl QueueStatus {
         }
     }
 
+    /// [`QueueStatus::position`] of a ticket whose number is `seq` and which carries
+    /// `drawn_waiting_at_issue` ([`crate::admission::Ticket::drawn_waiting_at_issue`], ≥ 1
+    /// for a drawn number, 0 for an arrival number or a ticket issued before it existed). When
+    /// `seq` is a drawn number still waiting but this status knows of no drawn customer still
+    /// waiting, the status is older than her draw (an edge's cached status from before her
+    /// join): the ticket's count stands in for it, so the estimate is the one her join
+    /// answered, never `seq − now_serving` (about 2^40).
+    pub fn position_of(&self, seq: u64, drawn_waiting_at_issue: u64) -> u64 {
+        let stale = drawn_waiting_at_issue > 0
+            && seq < RANDOM_BLOCK
+            && seq > self.now_serving
+            && self.drawn.saturating_sub(self.admitted) == 0;
+        if !stale {
+            return self.position(seq);
+        }
+        let known = QueueStatus {
+            drawn: self.admitted.saturating_add(drawn_waiting_at_issue),
+            ..*self
+        };
+        known.position(seq)
+    }
+
     /// The queue state of a customer at `position` ([`QueueStatus::position`]) on a campaign in
     /// `campaign` state: `sold_out`, `ended` or `paused` when the campaign is (or admission is
     /// paused); on an active campaign `admitted` at position 0, else `waiting`; `waiting`
@@ -326,6 +348,20 @@ mod tests {
         // Past the drawn block: arrival order again.
         assert_eq!(q(RANDOM_BLOCK + 2, 12, 10).position(RANDOM_BLOCK + 5), 3);
         assert_eq!(s.eta_seconds(QueueState::Waiting, 11, 1_500), 4);
+        // A status older than the ticket's draw (no drawn customer waiting as far as it
+        // knows): the ticket's count at issue stands in, never seq − now_serving.
+        let before = q(0, 0, 0);
+        let mid = RANDOM_BLOCK / 2;
+        assert_eq!(before.position(mid), mid);
+        assert_eq!(before.position_of(mid, 800), 400);
+        assert_eq!(before.position_of(mid, 1), 1);
+        assert_eq!(q(RANDOM_BLOCK / 4, 4, 4).position_of(mid, 3), 1);
+        // Without the count (an arrival number, or a ticket from before it): the status alone.
+        assert_eq!(before.position_of(mid, 0), mid);
+        // A status that knows the draw, or an arrival number: the status alone decides.
+        assert_eq!(s.position_of(RANDOM_BLOCK / 4 + 1, 5_000), 1);
+        assert_eq!(s.position_of(RANDOM_BLOCK + 1, 5_000), 7);
+        assert_eq!(s.position_of(RANDOM_BLOCK / 8, 5_000), 0);
         assert_eq!(s.eta_seconds(QueueState::Admitted, 0, 0), 0);
     }
 

@@ -122,6 +122,10 @@ pub fn unique(prefix: &str) -> String {
 pub fn queue_config() -> Config {
     let mut config = test_config();
     config.edge_secret = Some(flashgate_origin::secret::Secret::new(TEST_EDGE_SECRET));
+    // The tests' client and origin share one process: 5,000 connections opened at once on a
+    // loaded 2-core machine left some requests unread past the 10 s slow-client bound, and
+    // those connections were closed unanswered; 60 s keeps that bound out of these tests.
+    config.header_read_timeout_ms = 60_000;
     config
 }
 
@@ -466,10 +470,22 @@ impl TestOrigin {
         customer: &str,
         admission: Option<&str>,
     ) -> RawReply {
+        self.signed_claim_with_key(campaign, customer, admission, &unique("k"))
+            .await
+    }
+
+    /// [`TestOrigin::signed_claim`] with the `Idempotency-Key` `key` (a retry sends the same).
+    pub async fn signed_claim_with_key(
+        &self,
+        campaign: &str,
+        customer: &str,
+        admission: Option<&str>,
+        key: &str,
+    ) -> RawReply {
         let secret = self.config.edge_secret.as_ref().expect("an edge secret");
         let path = format!("/api/v1/campaigns/{campaign}/claims");
         let auth = format!("Bearer {}", self.token(customer));
-        let key = unique("k");
+        let key = key.to_string();
         let mut headers = vec![
             ("authorization", auth.clone()),
             ("idempotency-key", key.clone()),

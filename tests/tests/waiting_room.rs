@@ -363,7 +363,7 @@ async fn the_origin_checks_admission_tokens_on_claims() {
     other_campaign.place.campaign = "elsewhere".into();
     for tok in [
         forged,
-        expired,
+        expired.clone(),
         mint_admission(K, &other_campaign, now, 60),
         sign_ticket(K, &t),
     ] {
@@ -378,11 +378,40 @@ async fn the_origin_checks_admission_tokens_on_claims() {
     assert_eq!(o.claim_rows(&id, &[]).await, 0);
     assert_eq!(o.remaining(&id).await, 5);
     // Her own token: claimed, and her admission is marked used.
+    let key = unique("k");
     let r = o
-        .signed_claim(&id, &ana, Some(&mint_admission(K, &t, now, 60)))
+        .signed_claim_with_key(&id, &ana, Some(&mint_admission(K, &t, now, 60)), &key)
         .await;
     assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(o.claim_rows(&id, &["held"]).await, 1);
+
+    // Her token has expired since: a retry with the same key replays the recorded answer
+    // byte for byte; a new key is still refused; nothing more is taken.
+    let replayed = o
+        .signed_claim_with_key(&id, &ana, Some(&expired), &key)
+        .await;
+    assert_eq!((replayed.status, &replayed.body), (201, &r.body));
+    let r2 = o.signed_claim(&id, &ana, Some(&expired)).await;
+    assert_eq!(refused(&r2), (403, "forbidden".into()), "{}", r2.body);
+    // Another customer cannot ride on her key with her expired token.
+    let r3 = o
+        .signed_claim_with_key(&id, &bob, Some(&expired), &key)
+        .await;
+    assert_eq!(refused(&r3), (403, "forbidden".into()), "{}", r3.body);
+    // Redis lost the record: her claim row (same key and body) still answers the retry.
+    let mut redis = o.origin.state.redis.clone();
+    let _: i64 = redis::cmd("DEL")
+        .arg(flashgate_tests::support::idempotency_record_key(&ana, &key))
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    let rebuilt = o
+        .signed_claim_with_key(&id, &ana, Some(&expired), &key)
+        .await;
+    assert_eq!(rebuilt.status, 201, "{}", rebuilt.body);
+    assert_eq!(rebuilt.body["claim"]["id"], r.body["claim"]["id"]);
+    assert_eq!(o.claim_rows(&id, &[]).await, 1);
+    assert_eq!(o.remaining(&id).await, 4);
     o.stop().await;
 }
 
@@ -513,7 +542,9 @@ async fn through_the_edge_claims_keep_to_the_rate_and_sold_out_reaches_every_pol
             &people[0].1,
             mint_admission(b"forged-secret-0123456789abcdefghij", &t, now, 60),
         ),
-        (&people[0].1, mint_admission(K, &t, now - 600, 60)),
+        // Expired past the edge's replay grace (a recent one would be passed on, for the
+        // origin to answer from its record).
+        (&people[0].1, mint_admission(K, &t, now - 1_000, 60)),
         (&people[1].1, mint_admission(K, &t, now, 60)),
     ] {
         let res = http

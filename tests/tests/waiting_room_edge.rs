@@ -107,6 +107,7 @@ fn ticket(campaign: &str, customer: &str, sequence: u64) -> Ticket {
             sequence,
         },
         issued_at_s: chrono::Utc::now().timestamp(),
+        drawn_waiting_at_issue: 0,
     }
 }
 
@@ -353,6 +354,59 @@ async fn bad_tokens_and_tickets_are_refused_at_the_edge() {
     let (st, by, _, _) = claim(&http, &edge.url, "plain", "ana", None).await;
     assert_eq!((st, by.as_str()), (201, "origin"));
     assert_eq!(fake.lock().unwrap().other, 0);
+}
+
+/// A genuine admission token that expired less than the grace ago carries a claim to the
+/// origin (which answers a retried key from its record and refuses a new one), at most one per
+/// customer per second; past the grace it is refused at the edge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_expired_token_carries_only_a_bounded_retry_to_the_origin() {
+    let (fake, edge) = stack(
+        vec![status_body("drop", "active", 100, Some(queue_fields(10)))],
+        &[("FLASHGATE_LIMIT_CLAIMS_PER_S", "100")],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let now = chrono::Utc::now().timestamp();
+    let cara = ticket("drop", "cara", 3);
+    // Expired 10 s ago (issued 130 s ago with a 120 s TTL).
+    let recent = mint_admission(K, &cara, now - 130, 120);
+    let started = Instant::now();
+    let (st, by, _, _) = claim(&http, &edge.url, "drop", "cara", Some(&recent)).await;
+    assert_eq!((st, by.as_str()), (201, "origin"));
+    // Four more at once: the replay bucket (1 per second, spent by the first) lets at most
+    // one more through per whole second since; the others are 429 at the edge.
+    let burst =
+        join_all((0..4).map(|_| claim(&http, &edge.url, "drop", "cara", Some(&recent)))).await;
+    let elapsed_s = started.elapsed().as_secs() as usize;
+    let forwarded = burst.iter().filter(|(_, by, _, _)| by == "origin").count();
+    assert!(
+        forwarded <= elapsed_s,
+        "{forwarded} forwarded in {elapsed_s} s"
+    );
+    for (st, by, body, retry) in burst.iter().filter(|(_, by, _, _)| by != "origin") {
+        assert_eq!(
+            (*st, by.as_str(), body["result"].as_str(), retry.as_str()),
+            (429, "edge", Some("rate_limited"), "1")
+        );
+    }
+    // Expired past the grace: 403 at the edge, like a forged one.
+    let old = mint_admission(K, &cara, now - 120 - 600 - 5, 120);
+    let (st, by, body, _) = claim(&http, &edge.url, "drop", "cara", Some(&old)).await;
+    assert_eq!(
+        (st, by.as_str(), body),
+        (
+            403,
+            "edge",
+            json!({"result": "forbidden", "message": "admission token has expired"})
+        )
+    );
+    let claims = fake.lock().unwrap().claims.clone();
+    assert_eq!(claims.len(), 1 + forwarded);
+    assert!(
+        claims.iter().all(|c| *c == recent),
+        "the token is passed on"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

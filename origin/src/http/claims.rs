@@ -16,7 +16,9 @@ use crate::state::AppState;
 /// body is read with its size bound (413 past 4 KiB), then edge signature over that body (403,
 /// when configured), `Content-Type` (415), customer token (401), `Idempotency-Key` (400), body
 /// `{}` (400), campaign id shape (404, without a query), the admission token on a campaign
-/// with a waiting room ([`crate::queue::check_claim`]: 429 `queued`, 400, 403). Then the claim path of
+/// with a waiting room ([`crate::queue::check_claim`]: 429 `queued`, 400, 403; a genuine
+/// expired token gets the recorded answer of a retried key instead, see
+/// [`crate::queue::replay`]). Then the claim path of
 /// [`service::claim`]: 201 `claimed`, 409 business results, 422 `idempotency_key_reused`, 503.
 pub async fn create(
     State(state): State<AppState>,
@@ -47,7 +49,21 @@ pub async fn create(
     let admitted = match state.campaigns.get(&state.db, &campaign).await? {
         Some(row) => match crate::queue::check_claim(&state, &row, &customer, &headers) {
             Ok(seq) => seq,
-            Err(refusal) => return Ok(*refusal),
+            Err(refusal) => {
+                // A genuine but expired token: a retry of a decided claim gets its recorded
+                // answer; anything else stays refused.
+                if refusal.expired {
+                    let recorded = crate::queue::replay::recorded_answer(
+                        &state, &campaign, &customer, &key, &body,
+                    )
+                    .await;
+                    if let Some(reply) = recorded {
+                        span.record("outcome", reply.outcome.as_str());
+                        return Ok(reply.into_response());
+                    }
+                }
+                return Ok(*refusal.response);
+            }
         },
         None => None,
     };

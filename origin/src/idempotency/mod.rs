@@ -95,23 +95,47 @@ pub async fn begin(
     if out.first().map(Vec::as_slice) == Some(b"new".as_slice()) {
         return Ok(Begin::New);
     }
-    let value = out.get(1).map(Vec::as_slice).unwrap_or_default();
+    Ok(existing(
+        out.get(1).map(Vec::as_slice).unwrap_or_default(),
+        fp,
+    ))
+}
+
+/// The record of `key` for `customer`, read without writing: `None` when there is none (never
+/// used, expired or lost), else what a retry with fingerprint `fp` would get from [`begin`]
+/// (`Replay`, `InProgress` or `Reused`). For a retry that may only be answered from the
+/// record (a claim whose admission token expired, see [`crate::queue`]).
+pub async fn peek(
+    redis: &mut RedisConn,
+    customer: &str,
+    key: &str,
+    fp: &str,
+) -> redis::RedisResult<Option<Begin>> {
+    let v: Option<Vec<u8>> = redis::cmd("GET")
+        .arg(record_key(customer, key))
+        .query_async(redis)
+        .await?;
+    Ok(v.map(|v| existing(&v, fp)))
+}
+
+/// What an existing record `value` (`fp \n state [\n body]`) says to a request with `fp`.
+fn existing(value: &[u8], fp: &str) -> Begin {
     let mut parts = value.splitn(3, |b| *b == b'\n');
     let (stored_fp, state, body) = (parts.next(), parts.next(), parts.next());
     if stored_fp != Some(fp.as_bytes()) {
-        return Ok(Begin::Reused);
+        return Begin::Reused;
     }
     let status = state
         .and_then(|s| std::str::from_utf8(s).ok())
         .and_then(|s| s.parse::<u16>().ok());
-    Ok(match (status, body) {
+    match (status, body) {
         (Some(status), Some(body)) => Begin::Replay(Reply {
             status: status_code(status),
             body: axum::body::Bytes::copy_from_slice(body),
             outcome: Outcome::Replay,
         }),
         _ => Begin::InProgress,
-    })
+    }
 }
 
 /// Stores `reply` (status and exact body bytes) as the answer of a finished request for

@@ -5,6 +5,7 @@
 
 pub mod admit;
 pub mod join;
+pub mod replay;
 pub mod store;
 
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -58,39 +59,62 @@ pub fn queued() -> Response {
     res
 }
 
+/// A claim refused by [`check_claim`].
+#[derive(Debug)]
+pub struct Refusal {
+    /// The answer (429 `queued`, 400, 403 or 503).
+    pub response: Box<Response>,
+    /// True when the token was genuine (signed, this customer's, this campaign's) but expired:
+    /// a retry of a decided claim may still be answered from its record ([`replay`]).
+    pub expired: bool,
+}
+
+impl From<Response> for Refusal {
+    fn from(response: Response) -> Self {
+        Refusal {
+            response: Box::new(response),
+            expired: false,
+        }
+    }
+}
+
 /// The admission check of a claim by `customer` on campaign `row` (defence in depth: the edge
 /// checks first). `Ok(None)`: no waiting room, nothing to check; `Ok(Some(seq))`: admitted
 /// with the token of sequence `seq`. Refusals: 429 `queued` without a token ([`queued`]),
 /// 400 `invalid_request` for a malformed one, 403 `forbidden` for a forged, expired, or
-/// another customer's or campaign's token, 503 without the edge secret.
+/// another customer's or campaign's token (`expired` set for a genuine expired one), 503
+/// without the edge secret.
 pub fn check_claim(
     state: &AppState,
     row: &CampaignRow,
     customer: &str,
     headers: &HeaderMap,
-) -> Result<Option<u64>, Box<Response>> {
+) -> Result<Option<u64>, Refusal> {
     if row.waiting_room.is_none() {
         return Ok(None);
     }
-    let secret = secret(state).map_err(|e| Box::new(e.into_response()))?;
+    let secret = secret(state).map_err(|e| Refusal::from(e.into_response()))?;
     let Some(token) = headers
         .get(ADMISSION_HEADER)
         .map(|v| v.to_str().unwrap_or("\u{0}"))
         .filter(|t| !t.trim().is_empty())
     else {
-        return Err(Box::new(queued()));
+        return Err(queued().into());
     };
     let now_s = chrono::Utc::now().timestamp();
     admission::check_admission(secret, token, &row.id, customer, now_s)
         .map(|a| Some(a.place.sequence))
         .map_err(|e| {
             let message = e.message("admission token");
-            match e {
+            let response = match e {
                 AdmissionError::Malformed => ApiError::BadRequest(codes::INVALID_REQUEST, message),
                 _ => ApiError::Forbidden(message),
             }
-            .into_response()
-            .into()
+            .into_response();
+            Refusal {
+                response: Box::new(response),
+                expired: e == AdmissionError::Expired,
+            }
         })
 }
 

@@ -7,7 +7,8 @@
 //!   by a manager). Every step refuses without it: when Redis loses the queue, joins answer 503
 //!   and nobody is admitted (fail closed) until a manager sets the waiting room again, which
 //!   opens an empty queue.
-//! - `fg:{c}:q:seq`      — hash customer → sequence number (one place per customer).
+//! - `fg:{c}:q:seq`      — hash customer → `seq:issued_at:drawn_waiting_at_issue` (one place
+//!   per customer).
 //! - `fg:{c}:q:drawn`    — sorted set of the sequence numbers drawn at random below
 //!   [`RANDOM_BLOCK`] (score = member = the number), walked in order by admission.
 //! - `fg:{c}:q:arrivals` — counter of the arrival-ordered joins (`RANDOM_BLOCK + n`).
@@ -69,21 +70,23 @@ const CANDIDATES: usize = 8;
 
 // KEYS: open, seq, drawn, arrivals, serving, admitted. ARGV: customer, 'arrival' | 'random',
 // then CANDIDATES fractions in [0, 1), RANDOM_BLOCK, now (Unix s). The hash keeps
-// '<seq>:<issued at>', so a re-join gets the same ticket. Returns {seq, created 0/1, issued at,
-// drawn, admitted, serving}, -1 when the queue is not open, -2 when every candidate collided.
+// '<seq>:<issued at>:<drawn waiting at issue>' (the last 0 for arrival numbers; absent in
+// places written before it existed), so a re-join gets the same ticket. Returns {seq, created
+// 0/1, issued at, drawn, admitted, serving, drawn waiting at issue}, -1 when the queue is not
+// open, -2 when every candidate collided.
 static JOIN: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local function figures(seq, created, iat)
+local function figures(seq, created, iat, w)
   return {seq, created, iat, redis.call('ZCARD', KEYS[3]),
           tonumber(redis.call('GET', KEYS[6]) or '0'),
-          tonumber(redis.call('GET', KEYS[5]) or '0')}
+          tonumber(redis.call('GET', KEYS[5]) or '0'), w}
 end
 local had = redis.call('HGET', KEYS[2], ARGV[1])
 if had then
-  local s, t = string.match(had, '^(%d+):(%d+)$')
-  return figures(tonumber(s), 0, tonumber(t))
+  local s, t, w = string.match(had, '^(%d+):(%d+):?(%d*)$')
+  return figures(tonumber(s), 0, tonumber(t), tonumber(w) or 0)
 end
 local B = tonumber(ARGV[3 + 8])
 local seq
@@ -97,8 +100,13 @@ else
   end
   if not seq then return -2 end
 end
-redis.call('HSET', KEYS[2], ARGV[1], seq .. ':' .. ARGV[12])
-return figures(tonumber(seq), 1, tonumber(ARGV[12]))
+local w = 0
+if ARGV[2] ~= 'arrival' then
+  w = redis.call('ZCARD', KEYS[3]) - tonumber(redis.call('GET', KEYS[6]) or '0')
+  if w < 1 then w = 1 end
+end
+redis.call('HSET', KEYS[2], ARGV[1], seq .. ':' .. ARGV[12] .. ':' .. w)
+return figures(tonumber(seq), 1, tonumber(ARGV[12]), w)
 ",
     )
 });
@@ -112,6 +120,9 @@ pub enum Joined {
         created: bool,
         /// When her ticket was first issued, Unix seconds.
         issued_at_s: i64,
+        /// Drawn customers not yet admitted when her drawn number was issued, herself
+        /// included (0 for an arrival number); carried by the ticket.
+        drawn_waiting_at_issue: u64,
         drawn: u64,
         admitted: u64,
         now_serving: u64,
@@ -152,10 +163,11 @@ pub async fn join(
             redis::Value::Int(-1) => return Ok(Joined::NotOpen),
             redis::Value::Int(_) => continue,
             other => {
-                let (seq, created, issued_at_s, drawn, admitted, now_serving): (
+                let (seq, created, issued_at_s, drawn, admitted, now_serving, w): (
                     u64,
                     u8,
                     i64,
+                    u64,
                     u64,
                     u64,
                     u64,
@@ -164,6 +176,7 @@ pub async fn join(
                     seq,
                     created: created == 1,
                     issued_at_s,
+                    drawn_waiting_at_issue: w,
                     drawn,
                     admitted,
                     now_serving,

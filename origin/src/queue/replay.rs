@@ -1,0 +1,60 @@
+//! Retries of decided claims after their admission token expired.
+//!
+//! A customer whose claim was decided (won, sold out, already claimed...) and whose reply was
+//! lost retries with the same `Idempotency-Key`; by then her admission token may have expired.
+//! Refusing her 403 would hide an answer that already exists, so a claim whose token is genuine
+//! (signed, hers, this campaign's) but expired is answered from what was recorded for that key,
+//! and only from it: it never reaches the gate, so it can never win a unit the queue did not
+//! admit her for. A new key with an expired token stays 403. The edge's side of the rule is in
+//! docs/WAITING-ROOM.md ("Retries after the admission token expired").
+
+use flashgate_shared::api::ClaimReply;
+
+use crate::claims::store;
+use crate::idempotency::{self, Begin};
+use crate::metrics::Metrics;
+use crate::reply::Reply;
+use crate::state::AppState;
+
+/// The recorded answer to a retry of `customer`'s claim on `campaign` with `key` and `body`,
+/// when there is one: the first reply byte for byte (Redis' idempotency record), `in_progress`
+/// while the first request still runs, or her winning claim rebuilt from PostgreSQL when Redis
+/// lost the record but her active claim was made with this very key and body. `None`
+/// otherwise (no record, the key used with another body, or a lookup failed, logged): the
+/// caller refuses 403.
+pub async fn recorded_answer(
+    state: &AppState,
+    campaign: &str,
+    customer: &str,
+    key: &str,
+    body: &[u8],
+) -> Option<Reply> {
+    let fp = idempotency::fingerprint(campaign, body);
+    let mut redis = state.redis.clone();
+    match idempotency::peek(&mut redis, customer, key, &fp).await {
+        Ok(Some(Begin::Replay(reply))) => {
+            Metrics::inc(&state.metrics.replays);
+            return Some(reply);
+        }
+        Ok(Some(Begin::InProgress)) => return Some(Reply::claim(&ClaimReply::InProgress)),
+        Ok(Some(Begin::Reused | Begin::New)) => return None,
+        Ok(None) => {}
+        Err(e) => {
+            tracing::warn!(error = %e, "idempotency record unreadable; expired admission refused");
+            return None;
+        }
+    }
+    match store::find_active(&state.db, campaign, customer).await {
+        Ok(Some(row)) if row.idempotency_key == key && row.request_fp == fp => {
+            Metrics::inc(&state.metrics.replays);
+            Some(Reply::claim(&ClaimReply::Claimed {
+                claim: row.to_claim(),
+            }))
+        }
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(error = %e, "claim lookup failed; expired admission refused");
+            None
+        }
+    }
+}
