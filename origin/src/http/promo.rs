@@ -86,7 +86,7 @@ async fn shopper_call(
     ext: &Extensions,
     body: Body,
 ) -> ApiResult<(Trier, axum::body::Bytes)> {
-    let customer = extract::customer(headers, &state.config.customer_token_secret)?;
+    let customer = extract::customer(headers, state).await?;
     extract::require_json(headers)?;
     let bytes = extract::read_body(headers, body, MAX_CLAIM_BODY_BYTES).await?;
     let proof = extract::edge_proof(
