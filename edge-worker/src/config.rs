@@ -165,12 +165,15 @@ impl EdgeConfig {
     }
 }
 
+/// Reads an integer binding: name, default, least and largest value.
+type IntSetting<'a> = &'a dyn Fn(&str, i64, i64, i64) -> Result<i64, String>;
+
 /// The customer-token verifier and the JWKS endpoint of the settings (`get` reads a binding,
 /// `int` an integer binding with a default and bounds).
 fn token_settings(
     get: &dyn Fn(&str) -> Option<String>,
     secret: &[u8],
-    int: &dyn Fn(&str, i64, i64, i64) -> Result<i64, String>,
+    int: IntSetting<'_>,
 ) -> Result<(Verifier, Option<JwksFetch>), String> {
     let mut keys = KeySet::new();
     keys.push(VerifyKey::hs256(None, secret))?;
