@@ -3,7 +3,6 @@
 use clap::{Parser, Subcommand};
 use flashgate_origin::cli::token::TokenArgs;
 use flashgate_origin::config::Config;
-use flashgate_origin::secret::Secret;
 
 #[derive(Parser)]
 #[command(
