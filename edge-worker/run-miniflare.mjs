@@ -10,7 +10,10 @@
 //                     FLASHGATE_STATUS_TTL_MS, FLASHGATE_STATUS_MAX_STALE_MS,
 //                     FLASHGATE_NOT_STARTED_SKEW_MS, FLASHGATE_ORIGIN_TIMEOUT_MS,
 //                     FLASHGATE_LIMIT_{CLAIMS,JOINS,POLLS,IP}_PER_S and the
-//                     secrets FLASHGATE_CUSTOMER_TOKEN_SECRET, FLASHGATE_EDGE_SECRET.
+//                     secrets FLASHGATE_CUSTOMER_TOKEN_SECRET, FLASHGATE_EDGE_SECRET,
+//                     and the customer-token settings FLASHGATE_CUSTOMER_TOKEN_SECRETS,
+//                     FLASHGATE_JWT_{ISSUER,AUDIENCE,LEEWAY_SECONDS},
+//                     FLASHGATE_JWKS{,_URL,_TTL_SECONDS,_MIN_REFRESH_SECONDS}.
 // Prints "edge listening on <url>" on stdout. SIGTERM / SIGINT dispose Miniflare and exit 0.
 import { Log, LogLevel, Miniflare } from "miniflare";
 import { readFileSync, writeFileSync, renameSync } from "node:fs";
@@ -39,6 +42,14 @@ const NAMES = [
   "FLASHGATE_LIMIT_IP_PER_S",
   "FLASHGATE_CUSTOMER_TOKEN_SECRET",
   "FLASHGATE_EDGE_SECRET",
+  "FLASHGATE_CUSTOMER_TOKEN_SECRETS",
+  "FLASHGATE_JWT_ISSUER",
+  "FLASHGATE_JWT_AUDIENCE",
+  "FLASHGATE_JWT_LEEWAY_SECONDS",
+  "FLASHGATE_JWKS_URL",
+  "FLASHGATE_JWKS",
+  "FLASHGATE_JWKS_TTL_SECONDS",
+  "FLASHGATE_JWKS_MIN_REFRESH_SECONDS",
 ];
 const bindings = {};
 for (const name of NAMES) {

@@ -9,11 +9,24 @@
 //! | `FLASHGATE_NOT_STARTED_SKEW_MS` | var | 2000 | clock-skew allowance before `starts_at`, ms |
 //! | `FLASHGATE_ORIGIN_TIMEOUT_MS` | var | 5000 | origin round-trip timeout, ms |
 //! | `FLASHGATE_CUSTOMER_TOKEN_SECRET` | secret | required | HS256 key of customer tokens, ≥ 32 bytes |
+//! | `FLASHGATE_CUSTOMER_TOKEN_SECRETS` | secret | optional | more HS256 keys with key ids, `kid:secret[,kid:secret...]` (rotation) |
+//! | `FLASHGATE_JWT_ISSUER` | var | unchecked | the `iss` customer tokens must carry |
+//! | `FLASHGATE_JWT_AUDIENCE` | var | unchecked | the audience customer tokens' `aud` must contain |
+//! | `FLASHGATE_JWT_LEEWAY_SECONDS` | var | 30 | clock-skew leeway on `exp`/`nbf`/`iat`, s (0..=300) |
+//! | `FLASHGATE_JWKS_URL` | var | optional | the identity provider's JWKS (RS256/ES256 keys) |
+//! | `FLASHGATE_JWKS` | var | optional | a JWKS inline (offline deployments) |
+//! | `FLASHGATE_JWKS_TTL_SECONDS` | var | 600 | age at which the JWKS is fetched again, s |
+//! | `FLASHGATE_JWKS_MIN_REFRESH_SECONDS` | var | 30 | least time between two JWKS fetches (unknown key ids), s |
 //! | `FLASHGATE_EDGE_SECRET` | secret | optional | key of the edge signature, ≥ 32 bytes; also keys the waiting room's tickets and admission tokens; unset or empty = requests are forwarded unsigned and queue polls answer 503 |
 //! | `FLASHGATE_LIMIT_CLAIMS_PER_S` | var | 5 | claims per second per customer on a campaign with a waiting room (0 = off) |
 //! | `FLASHGATE_LIMIT_JOINS_PER_S` | var | 2 | queue joins per second per customer (0 = off) |
 //! | `FLASHGATE_LIMIT_POLLS_PER_S` | var | 2 | queue polls per second per customer (0 = off) |
 //! | `FLASHGATE_LIMIT_IP_PER_S` | var | 50 | joins, polls and waiting-room claims per second per client IP (0 = off) |
+
+use flashgate_shared::token::refresh::Schedule;
+use flashgate_shared::token::{
+    KeySet, Verifier, VerifyKey, DEFAULT_LEEWAY_SECONDS, MAX_LEEWAY_SECONDS,
+};
 
 /// Default status TTL, ms.
 pub const DEFAULT_STATUS_TTL_MS: i64 = 1_000;
@@ -49,8 +62,17 @@ pub struct Limits {
     pub ip_per_s: u32,
 }
 
-/// The worker's settings. Build one with [`EdgeConfig::from_lookup`].
+/// Where the worker fetches the identity provider's JWKS, and how often.
 #[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JwksFetch {
+    /// `FLASHGATE_JWKS_URL`.
+    pub url: String,
+    /// TTL and least interval between fetches.
+    pub schedule: Schedule,
+}
+
+/// The worker's settings. Build one with [`EdgeConfig::from_lookup`].
+#[derive(Debug, Clone)]
 pub struct EdgeConfig {
     /// Origin base URL without a trailing slash (`http` or `https`).
     pub origin_url: String,
@@ -64,6 +86,11 @@ pub struct EdgeConfig {
     pub origin_timeout_ms: i64,
     /// Secret of the customer token (HS256).
     pub customer_token_secret: Vec<u8>,
+    /// Verifies customer tokens: the secret above, the secrets with key ids, the inline JWKS,
+    /// issuer, audience and leeway (the fetched JWKS is added by the glue).
+    pub tokens: Verifier,
+    /// The JWKS endpoint, when set.
+    pub jwks: Option<JwksFetch>,
     /// Secret of the edge signature and of the waiting room's tickets and admission tokens;
     /// `None` forwards claims without a signature (and queue polls answer 503).
     pub edge_secret: Option<Vec<u8>>,
@@ -105,6 +132,7 @@ impl EdgeConfig {
             .ok_or("FLASHGATE_CUSTOMER_TOKEN_SECRET is not set")?
             .into_bytes();
         flashgate_shared::check_secret("FLASHGATE_CUSTOMER_TOKEN_SECRET", &customer_token_secret)?;
+        let (tokens, jwks) = token_settings(&get, &customer_token_secret, &int)?;
         let edge_secret = get("FLASHGATE_EDGE_SECRET").map(String::into_bytes);
         if let Some(s) = &edge_secret {
             flashgate_shared::check_secret("FLASHGATE_EDGE_SECRET", s)?;
@@ -124,6 +152,8 @@ impl EdgeConfig {
             )?,
             origin_timeout_ms: ms("FLASHGATE_ORIGIN_TIMEOUT_MS", DEFAULT_ORIGIN_TIMEOUT_MS, 1)?,
             customer_token_secret,
+            tokens,
+            jwks,
             edge_secret,
             limits: Limits {
                 claims_per_s: rate("FLASHGATE_LIMIT_CLAIMS_PER_S", DEFAULT_LIMIT_CLAIMS_PER_S)?,
@@ -133,6 +163,61 @@ impl EdgeConfig {
             },
         })
     }
+}
+
+/// Reads an integer binding: name, default, least and largest value.
+type IntSetting<'a> = &'a dyn Fn(&str, i64, i64, i64) -> Result<i64, String>;
+
+/// The customer-token verifier and the JWKS endpoint of the settings (`get` reads a binding,
+/// `int` an integer binding with a default and bounds).
+fn token_settings(
+    get: &dyn Fn(&str) -> Option<String>,
+    secret: &[u8],
+    int: IntSetting<'_>,
+) -> Result<(Verifier, Option<JwksFetch>), String> {
+    let mut keys = KeySet::new();
+    keys.push(VerifyKey::hs256(None, secret))?;
+    if let Some(list) = get("FLASHGATE_CUSTOMER_TOKEN_SECRETS") {
+        keys.extend(KeySet::parse_hs256_secrets(
+            "FLASHGATE_CUSTOMER_TOKEN_SECRETS",
+            &list,
+        )?)
+        .map_err(|e| format!("FLASHGATE_CUSTOMER_TOKEN_SECRETS: {e}"))?;
+    }
+    if let Some(jwks) = get("FLASHGATE_JWKS") {
+        KeySet::parse_jwks(jwks.as_bytes())
+            .and_then(|set| keys.extend(set))
+            .map_err(|e| format!("FLASHGATE_JWKS: {e}"))?;
+    }
+    let leeway = int(
+        "FLASHGATE_JWT_LEEWAY_SECONDS",
+        DEFAULT_LEEWAY_SECONDS.into(),
+        0,
+        MAX_LEEWAY_SECONDS.into(),
+    )?;
+    let verifier = Verifier::new(keys)
+        .with_issuer(get("FLASHGATE_JWT_ISSUER"))
+        .with_audience(get("FLASHGATE_JWT_AUDIENCE"))
+        .with_leeway_seconds(u32::try_from(leeway).unwrap_or(DEFAULT_LEEWAY_SECONDS));
+    let jwks = match get("FLASHGATE_JWKS_URL") {
+        None => None,
+        Some(url) => {
+            let url = url.trim().to_string();
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                return Err("FLASHGATE_JWKS_URL must start with https:// or http://".into());
+            }
+            let day_s = MAX_SETTING_MS / 1_000;
+            Some(JwksFetch {
+                url,
+                schedule: Schedule {
+                    ttl_ms: int("FLASHGATE_JWKS_TTL_SECONDS", 600, 1, day_s)? * 1_000,
+                    min_interval_ms: int("FLASHGATE_JWKS_MIN_REFRESH_SECONDS", 30, 1, day_s)?
+                        * 1_000,
+                },
+            })
+        }
+    };
+    Ok((verifier, jwks))
 }
 
 #[cfg(test)]

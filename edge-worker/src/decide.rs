@@ -235,9 +235,11 @@ fn is_json_media_type(value: Option<&str>) -> bool {
 }
 
 /// Customer tokens this isolate has verified, so that a customer's retries (a stampede is
-/// mostly retries and double taps) skip the HMAC and the JSON parsing. A hit is only the very
-/// same token string whose signature was checked under this secret; its `exp` and `nbf` are
-/// checked again on every use. Holds at most `capacity` tokens and starts over when full.
+/// mostly retries and double taps) skip the signature check (HMAC, or the far costlier RSA /
+/// ECDSA of an identity provider's token) and the JSON parsing. A hit is only the very same
+/// token string whose signature, issuer and audience were checked; its `exp` and `nbf` are
+/// checked again on every use. Holds at most `capacity` tokens and starts over when full; the
+/// glue empties it when the key set changes (a removed key's tokens are verified again).
 #[derive(Debug, Default)]
 pub struct TokenCache {
     verified: std::collections::HashMap<String, token::CustomerClaims>,
@@ -253,18 +255,18 @@ impl TokenCache {
         }
     }
 
-    /// Same result as [`token::verify`] for the same token, secret and clock.
+    /// Same result as [`token::Verifier::verify`] for the same token, verifier and clock.
     pub fn verify(
         &mut self,
         tok: &str,
-        secret: &[u8],
+        verifier: &token::Verifier,
         now: token::NumericDate,
     ) -> Result<String, token::TokenError> {
         if let Some(c) = self.verified.get(tok) {
-            c.check_times(now)?;
+            c.check_times(now, verifier.leeway_seconds())?;
             return Ok(c.sub.clone());
         }
-        let claims = token::verify(tok, secret, now)?;
+        let claims = verifier.verify(tok, now)?;
         if self.capacity > 0 {
             if self.verified.len() >= self.capacity {
                 self.verified.clear();
@@ -272,6 +274,11 @@ impl TokenCache {
             self.verified.insert(tok.to_string(), claims.clone());
         }
         Ok(claims.sub)
+    }
+
+    /// Forgets every token (the key set changed).
+    pub fn clear(&mut self) {
+        self.verified.clear();
     }
 
     /// Number of tokens held.
@@ -293,7 +300,7 @@ impl TokenCache {
 pub fn check_claim(
     input: &ClaimInput<'_>,
     tokens: &mut TokenCache,
-    token_secret: &[u8],
+    verifier: &token::Verifier,
     now: token::NumericDate,
 ) -> Result<String, Answer> {
     check_content_length(input.content_length)?;
@@ -323,7 +330,7 @@ pub fn check_claim(
         ));
     };
     let customer = tokens
-        .verify(tok, token_secret, now)
+        .verify(tok, verifier, now)
         .map_err(|e| Answer::error(401, codes::UNAUTHORIZED, e.message()))?;
     if !input.idempotency_key.is_some_and(idempotency::is_valid_key) {
         return Err(Answer::error(

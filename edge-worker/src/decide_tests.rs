@@ -7,6 +7,11 @@ use flashgate_shared::token::{mint, CustomerClaims};
 const SECRET: &[u8] = b"k";
 const NOW: i64 = 1_900_000_000;
 
+/// Today's verifier of [`SECRET`], exact time checks (no leeway).
+fn v() -> token::Verifier {
+    token::Verifier::hs256(SECRET).with_leeway_seconds(0)
+}
+
 fn at(seconds: i64) -> token::NumericDate {
     seconds.into()
 }
@@ -100,7 +105,7 @@ fn accepts_a_good_claim() {
     let r = check_claim(
         &input(Some(&a), Some(b"k-1"), b"{}"),
         &mut TokenCache::new(8),
-        SECRET,
+        &v(),
         at(NOW),
     );
     assert_eq!(r, Ok("cust-7".to_string()));
@@ -168,7 +173,7 @@ fn refuses_bad_claims_with_origin_codes() {
     cases.push((plain, 415, "unsupported_media_type"));
     cases.push((none, 415, "unsupported_media_type"));
     for (i, (inp, status, code)) in cases.into_iter().enumerate() {
-        let a = check_claim(&inp, &mut TokenCache::new(8), SECRET, at(NOW)).unwrap_err();
+        let a = check_claim(&inp, &mut TokenCache::new(8), &v(), at(NOW)).unwrap_err();
         let body: ErrorBody = serde_json::from_str(&a.body).unwrap();
         assert_eq!((a.status, body.result.as_str()), (status, code), "case {i}");
     }
@@ -186,30 +191,30 @@ fn token_cache_gives_the_same_results_as_verify() {
     let later = mint(&c(NOW + 60, Some(NOW + 30)), SECRET);
     for _ in 0..2 {
         // First round fills the cache, the second answers from it.
-        assert_eq!(cache.verify(&live, SECRET, at(NOW)), Ok("cust-7".into()));
+        assert_eq!(cache.verify(&live, &v(), at(NOW)), Ok("cust-7".into()));
         assert_eq!(
-            cache.verify(&later, SECRET, at(NOW)),
+            cache.verify(&later, &v(), at(NOW)),
             Err(token::TokenError::NotYetValid)
         );
     }
     assert_eq!(cache.len(), 1);
     // Expiry is checked on every use of a cached token.
     assert_eq!(
-        cache.verify(&live, SECRET, at(NOW + 60)),
+        cache.verify(&live, &v(), at(NOW + 60)),
         Err(token::TokenError::Expired)
     );
     // Another secret never hits: the token is verified again and refused.
     let mut fresh = TokenCache::new(2);
     assert_eq!(
-        fresh.verify(&live, b"other", at(NOW)),
+        fresh.verify(&live, &token::Verifier::hs256(b"other"), at(NOW)),
         Err(token::TokenError::BadSignature)
     );
     assert!(fresh.is_empty());
     // Full: starts over.
     let a = mint(&c(NOW + 61, None), SECRET);
     let b = mint(&c(NOW + 62, None), SECRET);
-    cache.verify(&a, SECRET, at(NOW)).unwrap();
-    cache.verify(&b, SECRET, at(NOW)).unwrap();
+    cache.verify(&a, &v(), at(NOW)).unwrap();
+    cache.verify(&b, &v(), at(NOW)).unwrap();
     assert_eq!(cache.len(), 1);
 }
 
@@ -229,7 +234,7 @@ fn content_length_is_checked_before_reading() {
             ..input(Some(&good), Some(b"k"), b"")
         };
         assert_eq!(
-            check_claim(&inp, &mut TokenCache::new(8), SECRET, at(NOW))
+            check_claim(&inp, &mut TokenCache::new(8), &v(), at(NOW))
                 .unwrap_err()
                 .status,
             status,

@@ -27,6 +27,8 @@ use worker::{
     Request, RequestInit, Response, Result,
 };
 
+#[path = "glue_jwks.rs"]
+mod glue_jwks;
 #[path = "glue_queue.rs"]
 mod glue_queue;
 
@@ -379,12 +381,16 @@ async fn claim(
         content_length: None,
         body: Some(&body),
     };
+    let bearer = authorization
+        .as_deref()
+        .and_then(flashgate_shared::token::bearer);
+    let verifier = glue_jwks::verifier(cfg, bearer).await;
     let now = now_ms();
     let checked = TOKENS.with(|t| {
         decide::check_claim(
             &input,
             &mut t.borrow_mut(),
-            &cfg.customer_token_secret,
+            &verifier,
             flashgate_shared::token::NumericDate::from_unix_ms(now),
         )
     });

@@ -130,15 +130,13 @@ async fn poll_answer(
 pub(super) async fn join(req: Request, cfg: &EdgeConfig, url: &worker::Url) -> Result<Response> {
     let ip = client_ip(&req);
     let auth = req.headers().get("authorization")?;
+    let bearer = auth.as_deref().and_then(token::bearer);
+    let verifier = super::glue_jwks::verifier(cfg, bearer).await;
     let now = now_ms();
-    let customer = auth.as_deref().and_then(token::bearer).and_then(|t| {
+    let customer = bearer.and_then(|t| {
         TOKENS.with(|c| {
             c.borrow_mut()
-                .verify(
-                    t,
-                    &cfg.customer_token_secret,
-                    token::NumericDate::from_unix_ms(now),
-                )
+                .verify(t, &verifier, token::NumericDate::from_unix_ms(now))
                 .ok()
         })
     });

@@ -46,6 +46,10 @@ pub struct Config {
     #[arg(long, env = "FLASHGATE_CUSTOMER_TOKEN_SECRET", hide_env_values = true)]
     pub customer_token_secret: Secret,
 
+    /// Issuer, audience, leeway, key ids and JWKS of customer tokens (docs/AUTH.md).
+    #[command(flatten)]
+    pub tokens: crate::customer_tokens::TokenSettings,
+
     /// Bearer token for server-to-server calls (pay, release, redeem).
     #[arg(long, env = "FLASHGATE_SERVICE_TOKEN", hide_env_values = true)]
     pub service_token: Secret,
@@ -233,6 +237,7 @@ impl Config {
             "FLASHGATE_CUSTOMER_TOKEN_SECRET",
             &self.customer_token_secret,
         )?;
+        self.tokens.base_verifier(&self.customer_token_secret)?;
         secret("FLASHGATE_SERVICE_TOKEN", &self.service_token)?;
         if let Some(s) = &self.edge_secret {
             secret("FLASHGATE_EDGE_SECRET", s)?;
@@ -269,6 +274,7 @@ impl Config {
             admin_tokens: Some(Secret::new(format!("viewer:viewer:{TEST_VIEWER_TOKEN}"))),
             parsed_admin_tokens: Default::default(),
             customer_token_secret: Secret::new("test-customer-secret-0123456789abcdef"),
+            tokens: crate::customer_tokens::TokenSettings::for_tests(),
             service_token: Secret::new("test-service-token-0123456789abcdef"),
             edge_secret: None,
             db_pooler: DbPooler::None,

@@ -21,6 +21,8 @@
 //!   kept by the idempotency records for replays;
 //! - [`http`]: routes and request checks;
 //! - [`server`]: start-up, background tasks, graceful shutdown;
+//! - [`customer_tokens`]: customer token settings and the verifier that keeps the identity
+//!   provider's JWKS fresh;
 //! - [`config`], [`secret`]: settings from flags / env vars, and secrets kept out of logs;
 //! - [`db`]: named or unnamed statements (direct connection or transaction pooler);
 //! - [`migrate`]: schema migrations as their own step, and the schema check of `serve`;
@@ -33,6 +35,7 @@ pub mod campaigns;
 pub mod claims;
 pub mod cli;
 pub mod config;
+pub mod customer_tokens;
 pub mod error;
 pub mod gate;
 pub mod giveaway;

@@ -1,9 +1,8 @@
 //! The `flashgate` command: run the origin, apply migrations, mint customer tokens.
 
 use clap::{Parser, Subcommand};
+use flashgate_origin::cli::token::TokenArgs;
 use flashgate_origin::config::Config;
-use flashgate_origin::secret::Secret;
-use flashgate_shared::token::{mint, CustomerClaims};
 
 #[derive(Parser)]
 #[command(
@@ -34,17 +33,9 @@ enum Command {
     /// Campaign managers' operations over the origin's admin API (list, show, create, pause,
     /// resume, close, restock, set-stock, set-ends-at, audit, reconcile).
     Admin(flashgate_origin::cli::admin::AdminArgs),
-    /// Print a customer token (HS256 JWT) for tests and demos.
-    Token {
-        /// Customer id (`sub`).
-        #[arg(long)]
-        sub: String,
-        /// Lifetime in seconds.
-        #[arg(long, default_value_t = 3600)]
-        ttl_seconds: i64,
-        #[arg(long, env = "FLASHGATE_CUSTOMER_TOKEN_SECRET", hide_env_values = true)]
-        customer_token_secret: Secret,
-    },
+    /// Print a customer token (a JWT) for tests and demos: HS256 under
+    /// FLASHGATE_CUSTOMER_TOKEN_SECRET, or RS256 / ES256 under a PEM private key (`--key`).
+    Token(TokenArgs),
     /// Reconcile one campaign: print the JSON report (units, ledger, Redis gate vs PostgreSQL,
     /// oversold and stranded units); exit status 1 when it found a fault.
     Reconcile {
@@ -111,33 +102,7 @@ async fn main() -> anyhow::Result<()> {
                 );
             }
         }
-        Command::Token {
-            sub,
-            ttl_seconds,
-            customer_token_secret,
-        } => {
-            flashgate_shared::check_secret(
-                "FLASHGATE_CUSTOMER_TOKEN_SECRET",
-                customer_token_secret.expose().as_bytes(),
-            )
-            .map_err(anyhow::Error::msg)?;
-            anyhow::ensure!(
-                flashgate_shared::token::is_valid_customer_id(&sub),
-                "sub must be 1..=128 visible ASCII characters"
-            );
-            let exp = chrono::Utc::now().timestamp() + ttl_seconds;
-            println!(
-                "{}",
-                mint(
-                    &CustomerClaims {
-                        sub,
-                        exp: exp.into(),
-                        nbf: None
-                    },
-                    customer_token_secret.expose().as_bytes()
-                )
-            );
-        }
+        Command::Token(args) => println!("{}", args.run()?),
     }
     Ok(())
 }

@@ -36,6 +36,8 @@ pub struct AppState {
     /// Every task spawned by the origin past a request (background loops, gate loads, claim
     /// and code-use tasks), joined at shutdown.
     pub tasks: TaskTracker,
+    /// Verifies customer tokens (keys, issuer, audience; the JWKS kept fresh).
+    pub customer_tokens: Arc<crate::customer_tokens::CustomerTokens>,
     /// Loads campaign gates in the background, single-flight per campaign.
     pub gate_loader: GateLoader,
     /// Joins in their Redis step at once ([`crate::queue::join::JOIN_CONCURRENCY`]); the
@@ -172,6 +174,13 @@ impl AppState {
             metrics: Arc::new(Metrics::default()),
             code_rules: RulesCache::default(),
             tasks,
+            customer_tokens: Arc::new(
+                crate::customer_tokens::CustomerTokens::new(
+                    &config.tokens,
+                    &config.customer_token_secret,
+                )
+                .map_err(anyhow::Error::msg)?,
+            ),
             config: Arc::new(config),
             db,
             redis,

@@ -4,7 +4,8 @@
 //!
 //! - [`api`]: request and response bodies, one file per API area, result codes, the campaign
 //!   state machine.
-//! - [`token`]: the customer token (an HS256 JWT, RFC 7519 / RFC 7515).
+//! - [`token`]: the customer token (a JWT, RFC 7519 / RFC 7515: HS256, RS256 and ES256 with
+//!   key ids, issuer and audience checks, the JWKS refresh schedule).
 //! - [`signature`]: the edge signature the worker adds to the requests it forwards
 //!   (HMAC-SHA256 over method, path, body, token, idempotency key and client IP).
 //! - [`idempotency`]: the `Idempotency-Key` header rule.

@@ -1,4 +1,5 @@
 //! Test support shared by the integration tests, and the stampede load generator.
 pub mod fuzz;
+pub mod idp;
 pub mod stampede;
 pub mod support;

@@ -26,7 +26,8 @@ async fn bad_claims_are_refused_at_the_edge_with_the_origins_bodies() {
     let expired = {
         let claims = flashgate_shared::token::CustomerClaims {
             sub: carol.clone(),
-            exp: (chrono::Utc::now().timestamp() - 10).into(),
+            // Past the 30 s clock-skew leeway.
+            exp: (chrono::Utc::now().timestamp() - 120).into(),
             nbf: None,
         };
         flashgate_shared::token::mint(

@@ -1,4 +1,5 @@
 //! Command-line clients of the origin's HTTP API (the `flashgate` binary's subcommands that do
-//! not run a server).
+//! not run a server), and `flashgate token`.
 
 pub mod admin;
+pub mod token;

@@ -38,7 +38,7 @@ pub async fn create(
     )
     .await?;
     extract::require_json(&headers)?;
-    let customer = extract::customer(&headers, &state.config.customer_token_secret)?;
+    let customer = extract::customer(&headers, &state).await?;
     let key = extract::idempotency_key(&headers)?;
     parse_claim_body(&body).map_err(|e| ApiError::BadRequest(codes::INVALID_JSON, e.message))?;
     if !is_valid_slug(&campaign) {
@@ -96,7 +96,7 @@ pub async fn mine(
     Path(campaign): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let customer = extract::customer(&headers, &state.config.customer_token_secret)?;
+    let customer = extract::customer(&headers, &state).await?;
     if !is_valid_slug(&campaign) {
         return Err(ApiError::NotFound(
             "no active claim on this campaign".into(),

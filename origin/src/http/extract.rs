@@ -29,11 +29,14 @@ fn bearer_of(headers: &HeaderMap) -> ApiResult<&str> {
         .ok_or_else(|| ApiError::Unauthorized("Authorization must be 'Bearer <token>'".into()))
 }
 
-/// The customer id from a valid customer token (HS256 JWT). 401 otherwise.
-pub fn customer(headers: &HeaderMap, secret: &Secret) -> ApiResult<String> {
+/// The customer id from a valid customer token (HS256 / RS256 / ES256 JWT, issuer and
+/// audience as configured). 401 otherwise.
+pub async fn customer(headers: &HeaderMap, state: &AppState) -> ApiResult<String> {
     let jwt = bearer_of(headers)?;
-    let now = token::NumericDate::from_unix_ms(chrono::Utc::now().timestamp_millis());
-    token::verify(jwt, secret.expose().as_bytes(), now)
+    state
+        .customer_tokens
+        .verify(jwt)
+        .await
         .map(|c| c.sub)
         .map_err(|e| ApiError::Unauthorized(e.message().into()))
 }

@@ -94,7 +94,7 @@ impl FromRequest<AppState> for ShopperCall {
         let (mut parts, body) = req.into_parts();
         let code = raw_code(Path::<String>::from_request_parts(&mut parts, state).await);
         let headers = &parts.headers;
-        let customer = extract::customer(headers, &state.config.customer_token_secret)?;
+        let customer = extract::customer(headers, state).await?;
         extract::require_json(headers)?;
         let bytes = extract::read_body(headers, body, MAX_CLAIM_BODY_BYTES).await?;
         let proof = extract::edge_proof(

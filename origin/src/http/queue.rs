@@ -47,7 +47,7 @@ pub async fn join(
         body,
     )
     .await?;
-    let customer = extract::customer(&headers, &state.config.customer_token_secret)?;
+    let customer = extract::customer(&headers, &state).await?;
     let not_found = || ApiError::NotFound(format!("no campaign {campaign}"));
     if !is_valid_slug(&campaign) {
         return Err(not_found());

@@ -1,0 +1,92 @@
+//! `flashgate token`: mints a customer token for tests and demos, HS256 under the shared
+//! secret or RS256 / ES256 under a PEM private key (an identity provider's role in
+//! production). `--jwks` prints the public key as a JWKS instead, to serve or to put in
+//! `FLASHGATE_JWKS`.
+
+use anyhow::{bail, ensure, Context};
+use flashgate_shared::token::{is_valid_customer_id, Algorithm, SigningKey};
+
+use crate::secret::Secret;
+
+/// The arguments of `flashgate token`.
+#[derive(Debug, clap::Args)]
+pub struct TokenArgs {
+    /// Customer id (`sub`).
+    #[arg(long, required_unless_present = "jwks")]
+    pub sub: Option<String>,
+    /// Lifetime in seconds.
+    #[arg(long, default_value_t = 3600)]
+    pub ttl_seconds: i64,
+    /// Algorithm: HS256 (shared secret), RS256 or ES256 (`--key`).
+    #[arg(long, default_value = "HS256")]
+    pub alg: String,
+    /// PEM private key file for RS256 (RSA, PKCS#8 or PKCS#1) or ES256 (P-256, PKCS#8 or SEC1).
+    #[arg(long)]
+    pub key: Option<std::path::PathBuf>,
+    /// Key id written into the header (`kid`).
+    #[arg(long)]
+    pub kid: Option<String>,
+    /// Issuer (`iss`).
+    #[arg(long)]
+    pub iss: Option<String>,
+    /// Audience (`aud`).
+    #[arg(long)]
+    pub aud: Option<String>,
+    /// Print the public key of `--key` as a JWKS (`{"keys":[...]}`) instead of a token.
+    #[arg(long)]
+    pub jwks: bool,
+    /// The HS256 secret (needed for HS256 only).
+    #[arg(long, env = "FLASHGATE_CUSTOMER_TOKEN_SECRET", hide_env_values = true)]
+    pub customer_token_secret: Option<Secret>,
+}
+
+impl TokenArgs {
+    /// The token (or the JWKS with `--jwks`). Errors: an unknown algorithm, a missing or
+    /// unreadable key or secret, a bad `sub`.
+    pub fn run(&self) -> anyhow::Result<String> {
+        let alg = Algorithm::parse(&self.alg.to_ascii_uppercase())
+            .with_context(|| format!("--alg must be HS256, RS256 or ES256, not {:?}", self.alg))?;
+        let key = match (alg, &self.key) {
+            (Algorithm::Hs256, _) => {
+                let secret = self
+                    .customer_token_secret
+                    .as_ref()
+                    .context("HS256 needs FLASHGATE_CUSTOMER_TOKEN_SECRET")?;
+                flashgate_shared::check_secret(
+                    "FLASHGATE_CUSTOMER_TOKEN_SECRET",
+                    secret.expose().as_bytes(),
+                )
+                .map_err(anyhow::Error::msg)?;
+                SigningKey::hs256(self.kid.clone(), secret.expose().as_bytes())
+            }
+            (_, None) => bail!("{} needs --key <PEM file>", alg.as_str()),
+            (_, Some(path)) => {
+                let pem = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                SigningKey::from_pem(alg, self.kid.clone(), &pem).map_err(anyhow::Error::msg)?
+            }
+        };
+        if self.jwks {
+            let jwk = key
+                .public_jwk()
+                .context("an HS256 secret has no public key to publish")?;
+            return Ok(serde_json::json!({ "keys": [jwk] }).to_string());
+        }
+        let sub = self.sub.clone().unwrap_or_default();
+        ensure!(
+            is_valid_customer_id(&sub),
+            "sub must be 1..=128 visible ASCII characters"
+        );
+        let mut claims = serde_json::json!({
+            "sub": sub,
+            "exp": chrono::Utc::now().timestamp() + self.ttl_seconds,
+        });
+        if let Some(iss) = &self.iss {
+            claims["iss"] = iss.clone().into();
+        }
+        if let Some(aud) = &self.aud {
+            claims["aud"] = aud.clone().into();
+        }
+        Ok(key.sign(&claims))
+    }
+}

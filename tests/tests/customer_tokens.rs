@@ -1,0 +1,244 @@
+//! Customer tokens from an identity provider at the origin (issue 22): RS256 / ES256 keys from
+//! a JWKS served by a local stand-in provider, issuer and audience checks, HS256 key ids,
+//! rotation, the fetch bound under a flood of unknown key ids, algorithm confusion, the
+//! leeway, and a JWKS endpoint that is down.
+
+use std::time::Duration;
+
+use flashgate_origin::config::Config;
+use flashgate_origin::secret::Secret;
+use flashgate_shared::token::SigningKey;
+use flashgate_tests::idp::{self, claim_with, Idp};
+use flashgate_tests::support::{eventually, test_config, unique, TestOrigin};
+
+const ISS: &str = "https://idp.flashgate.test/";
+const AUD: &str = "flashgate-shop";
+
+/// The test configuration checking [`ISS`] and [`AUD`], with the JWKS at `jwks_url`.
+fn config(jwks_url: Option<&str>, min_refresh_s: u64, ttl_s: u64) -> Config {
+    let mut c = test_config();
+    c.tokens.jwt_issuer = Some(ISS.into());
+    c.tokens.jwt_audience = Some(AUD.into());
+    c.tokens.jwks_url = jwks_url.map(Into::into);
+    c.tokens.jwks_min_refresh_seconds = min_refresh_s;
+    c.tokens.jwks_ttl_seconds = ttl_s;
+    c
+}
+
+fn secret(o: &TestOrigin) -> Vec<u8> {
+    o.config.customer_token_secret.expose().as_bytes().to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_tokens_are_accepted_and_every_bad_one_is_refused_with_401() {
+    let (rs, es) = (idp::rsa_key("rs-1"), idp::ec_key("ec-1"));
+    let provider = Idp::start(&[&rs, &es]).await;
+    let o = TestOrigin::start_with(config(Some(&provider.url), 30, 600)).await;
+    let c = o.campaign("sale", 1_000).await;
+    for (case, token) in idp::acceptances(&rs, &es, ISS, AUD, &secret(&o)) {
+        assert_eq!(
+            claim_with(&o.http, &o.url, &c, &token).await.0,
+            201,
+            "{case}"
+        );
+    }
+    for (case, token, message) in idp::refusals(&rs, &es, ISS, AUD, &secret(&o)) {
+        assert_eq!(
+            claim_with(&o.http, &o.url, &c, &token).await,
+            (401, message.to_string()),
+            "{case}"
+        );
+    }
+    let accepted = idp::acceptances(&rs, &es, ISS, AUD, &secret(&o)).len() as i64;
+    assert_eq!(
+        o.claim_rows(&c, &[]).await,
+        accepted,
+        "refusals change nothing"
+    );
+    // One fetch served every key id.
+    assert_eq!(provider.fetches(), 1);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_issuer_and_audience_settings_todays_tokens_work_as_before() {
+    let o = TestOrigin::start().await;
+    let c = o.campaign("sale", 10).await;
+    let t = o.token(&unique("ana"));
+    assert_eq!(claim_with(&o.http, &o.url, &c, &t).await.0, 201);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotation_the_old_kid_works_until_removed_and_a_new_kid_is_fetched_once() {
+    let (old, new) = (idp::ec_key("2026-old"), idp::rsa_key("2026-new"));
+    let provider = Idp::start(&[&old]).await;
+    // Unknown kids refetch at once (no interval); the TTL makes removals show within 1 s.
+    let o = TestOrigin::start_with(config(Some(&provider.url), 0, 1)).await;
+    let c = o.campaign("sale", 1_000).await;
+    let token = |k: &SigningKey| k.sign(&idp::claims(&unique("cust"), ISS, AUD));
+    assert_eq!(claim_with(&o.http, &o.url, &c, &token(&old)).await.0, 201);
+    assert_eq!(provider.fetches(), 1);
+    provider.publish(&[&old, &new]);
+    assert_eq!(claim_with(&o.http, &o.url, &c, &token(&new)).await.0, 201);
+    assert_eq!(provider.fetches(), 2, "the new kid was fetched");
+    for _ in 0..5 {
+        assert_eq!(claim_with(&o.http, &o.url, &c, &token(&new)).await.0, 201);
+        assert_eq!(claim_with(&o.http, &o.url, &c, &token(&old)).await.0, 201);
+    }
+    assert!(provider.fetches() <= 3, "known kids fetch only on the TTL");
+    provider.publish(&[&new]);
+    eventually(
+        "the removed kid is refused",
+        Duration::from_secs(10),
+        || {
+            let (o, c, t) = (&o, &c, token(&old));
+            async move {
+                match claim_with(&o.http, &o.url, c, &t).await {
+                    (401, m) if m == "customer token key id is unknown" => Ok(()),
+                    other => Err(format!("{other:?}")),
+                }
+            }
+        },
+    )
+    .await;
+    assert_eq!(claim_with(&o.http, &o.url, &c, &token(&new)).await.0, 201);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_unknown_kids_causes_one_fetch_per_interval() {
+    let known = idp::ec_key("known");
+    let provider = Idp::start(&[&known]).await;
+    let o = TestOrigin::start_with(config(Some(&provider.url), 30, 600)).await;
+    let c = o.campaign("sale", 10).await;
+    let forged: Vec<String> = (0..200)
+        .map(|i| idp::ec_key(&format!("made-up-{i}")).sign(&idp::claims("m", ISS, AUD)))
+        .collect();
+    let replies =
+        futures::future::join_all(forged.iter().map(|t| claim_with(&o.http, &o.url, &c, t))).await;
+    for r in &replies {
+        assert_eq!(r, &(401, "customer token key id is unknown".to_string()));
+    }
+    assert_eq!(
+        provider.fetches(),
+        1,
+        "one fetch for 200 concurrent unknown kids"
+    );
+    let t = known.sign(&idp::claims(&unique("cust"), ISS, AUD));
+    assert_eq!(claim_with(&o.http, &o.url, &c, &t).await.0, 201);
+    assert_eq!(provider.fetches(), 1);
+    assert_eq!(o.claim_rows(&c, &[]).await, 1);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jwks_outage_keeps_the_cached_keys() {
+    let key = idp::rsa_key("rs-outage");
+    let provider = Idp::start(&[&key]).await;
+    let o = TestOrigin::start_with(config(Some(&provider.url), 1, 1)).await;
+    let c = o.campaign("sale", 1_000).await;
+    let token = || key.sign(&idp::claims(&unique("cust"), ISS, AUD));
+    assert_eq!(claim_with(&o.http, &o.url, &c, &token()).await.0, 201);
+    provider.set_down(true);
+    let before = provider.fetches();
+    // Past the TTL the origin tries again, fails, and goes on with the keys it holds.
+    eventually("a refetch was tried", Duration::from_secs(10), || {
+        let (o, c, t) = (&o, &c, token());
+        let provider = &provider;
+        async move {
+            let r = claim_with(&o.http, &o.url, c, &t).await;
+            if r.0 != 201 {
+                return Err(format!("refused during the outage: {r:?}"));
+            }
+            if provider.fetches() > before {
+                Ok(())
+            } else {
+                Err("no refetch yet".into())
+            }
+        }
+    })
+    .await;
+    assert_eq!(claim_with(&o.http, &o.url, &c, &token()).await.0, 201);
+    o.stop().await;
+
+    // An origin that never got the JWKS refuses provider tokens with 401, not 5xx.
+    let o = TestOrigin::start_with(config(Some(&provider.url), 30, 600)).await;
+    let c = o.campaign("sale", 10).await;
+    assert_eq!(
+        claim_with(&o.http, &o.url, &c, &token()).await,
+        (401, "customer token key id is unknown".to_string())
+    );
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hs256_secrets_with_key_ids_and_an_inline_jwks_work_offline() {
+    let es = idp::ec_key("inline-ec");
+    let mut cfg = config(None, 30, 600);
+    cfg.tokens.jwks = Some(idp::jwks(&[&es]).to_string());
+    cfg.tokens.customer_token_secrets =
+        Some(Secret::new("next:next-customer-secret-0123456789abcdefgh"));
+    let o = TestOrigin::start_with(cfg).await;
+    let c = o.campaign("sale", 10).await;
+    let claims = || idp::claims(&unique("cust"), ISS, AUD);
+    let next = SigningKey::hs256(
+        Some("next".into()),
+        b"next-customer-secret-0123456789abcdefgh",
+    );
+    let today = SigningKey::hs256(None, &secret(&o));
+    for (case, t) in [
+        ("inline ES256", es.sign(&claims())),
+        ("HS256 kid next", next.sign(&claims())),
+        ("HS256 single secret", today.sign(&claims())),
+    ] {
+        assert_eq!(claim_with(&o.http, &o.url, &c, &t).await.0, 201, "{case}");
+    }
+    // The next secret under another kid, or the old secret naming kid "next": refused.
+    let wrong = SigningKey::hs256(Some("next".into()), &secret(&o));
+    assert_eq!(
+        claim_with(&o.http, &o.url, &c, &wrong.sign(&claims())).await,
+        (401, "customer token signature is invalid".into())
+    );
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flashgate_token_mints_es256_tokens_from_a_pem_key() {
+    use p256::pkcs8::{EncodePrivateKey, LineEnding};
+    let dir = std::env::temp_dir().join(unique("pem"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pem_path = dir.join("ec.pem");
+    let key = p256::ecdsa::SigningKey::random(&mut rand_core::OsRng);
+    std::fs::write(
+        &pem_path,
+        key.to_pkcs8_pem(LineEnding::LF).unwrap().as_bytes(),
+    )
+    .unwrap();
+    let args = |jwks: bool, sub: &str| flashgate_origin::cli::token::TokenArgs {
+        sub: Some(sub.into()),
+        ttl_seconds: 600,
+        alg: "ES256".into(),
+        key: Some(pem_path.clone()),
+        kid: Some("demo".into()),
+        iss: Some(ISS.into()),
+        aud: Some(AUD.into()),
+        jwks,
+        customer_token_secret: None,
+    };
+    let mut cfg = config(None, 30, 600);
+    cfg.tokens.jwks = Some(args(true, "x").run().unwrap());
+    let o = TestOrigin::start_with(cfg).await;
+    let c = o.campaign("sale", 10).await;
+    let t = args(false, &unique("cust")).run().unwrap();
+    assert_eq!(claim_with(&o.http, &o.url, &c, &t).await.0, 201);
+    let e = flashgate_origin::cli::token::TokenArgs {
+        key: None,
+        ..args(false, "x")
+    }
+    .run()
+    .unwrap_err();
+    assert_eq!(e.to_string(), "ES256 needs --key <PEM file>");
+    o.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,183 @@
+//! Customer tokens from an identity provider at the edge (issue 22), the worker running in
+//! workerd: the same accept / refuse list as the origin, answered by the edge; rotation with
+//! one fetch for a new key id; at most one JWKS fetch per interval under a flood of unknown
+//! key ids; a JWKS outage keeping the cached keys. The origin behind it holds every key inline
+//! (it never fetches), so the stand-in provider counts the edge's fetches alone.
+
+use std::time::Duration;
+
+use flashgate_shared::token::SigningKey;
+use flashgate_tests::idp::{self, Idp};
+use flashgate_tests::support::{
+    claim_via, eventually, signed_test_config, unique, TestEdge, TestOrigin, TEST_EDGE_SECRET,
+};
+
+const ISS: &str = "https://idp.flashgate.test/";
+const AUD: &str = "flashgate-shop";
+
+/// An origin checking [`ISS`] / [`AUD`] with `keys` inline, and an edge in front of it
+/// fetching the JWKS from `provider` (least interval `min_refresh_s`, TTL `ttl_s`).
+async fn start(
+    provider: &Idp,
+    keys: &[&SigningKey],
+    min_refresh_s: u64,
+    ttl_s: u64,
+) -> (TestOrigin, TestEdge) {
+    let mut c = signed_test_config();
+    c.tokens.jwt_issuer = Some(ISS.into());
+    c.tokens.jwt_audience = Some(AUD.into());
+    c.tokens.jwks = Some(idp::jwks(keys).to_string());
+    let o = TestOrigin::start_with(c).await;
+    let e = TestEdge::start(
+        &o.url,
+        &[
+            ("FLASHGATE_EDGE_SECRET", TEST_EDGE_SECRET.into()),
+            ("FLASHGATE_JWT_ISSUER", ISS.into()),
+            ("FLASHGATE_JWT_AUDIENCE", AUD.into()),
+            ("FLASHGATE_JWKS_URL", provider.url.clone()),
+            (
+                "FLASHGATE_JWKS_MIN_REFRESH_SECONDS",
+                min_refresh_s.to_string(),
+            ),
+            ("FLASHGATE_JWKS_TTL_SECONDS", ttl_s.to_string()),
+        ],
+    );
+    (o, e)
+}
+
+/// Status, who answered and the error message of one claim with `token`.
+async fn claim(o: &TestOrigin, e: &TestEdge, c: &str, token: &str) -> (u16, String, String) {
+    let (status, by, body) = claim_via(&o.http, &e.url, token, c, &unique("k")).await;
+    let message = body["message"].as_str().unwrap_or_default().to_string();
+    (status, by, message)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_edge_accepts_provider_tokens_and_refuses_every_bad_one_itself() {
+    let (rs, es) = (idp::rsa_key("rs-1"), idp::ec_key("ec-1"));
+    let provider = Idp::start(&[&rs, &es]).await;
+    let (o, e) = start(&provider, &[&rs, &es], 30, 600).await;
+    let c = o.campaign("sale", 1_000).await;
+    let secret = o.config.customer_token_secret.expose().as_bytes().to_vec();
+    for (case, token) in idp::acceptances(&rs, &es, ISS, AUD, &secret) {
+        let r = claim(&o, &e, &c, &token).await;
+        assert_eq!((r.0, r.1.as_str()), (201, "origin"), "{case}: {r:?}");
+    }
+    for (case, token, message) in idp::refusals(&rs, &es, ISS, AUD, &secret) {
+        let r = claim(&o, &e, &c, &token).await;
+        assert_eq!(r, (401, "edge".into(), message.into()), "{case}");
+    }
+    assert_eq!(provider.fetches(), 1);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_flood_of_unknown_kids_makes_the_edge_fetch_once() {
+    let known = idp::ec_key("known");
+    let provider = Idp::start(&[&known]).await;
+    let (o, e) = start(&provider, &[&known], 30, 600).await;
+    let c = o.campaign("sale", 10).await;
+    let forged: Vec<String> = (0..100)
+        .map(|i| idp::ec_key(&format!("made-up-{i}")).sign(&idp::claims("m", ISS, AUD)))
+        .collect();
+    let replies = futures::future::join_all(forged.iter().map(|t| claim(&o, &e, &c, t))).await;
+    for r in &replies {
+        assert_eq!(
+            r,
+            &(
+                401,
+                "edge".into(),
+                "customer token key id is unknown".into()
+            )
+        );
+    }
+    assert_eq!(
+        provider.fetches(),
+        1,
+        "one fetch for 100 concurrent unknown kids"
+    );
+    let t = known.sign(&idp::claims(&unique("cust"), ISS, AUD));
+    assert_eq!(claim(&o, &e, &c, &t).await.0, 201);
+    assert_eq!(provider.fetches(), 1);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rotation_at_the_edge_fetches_a_new_kid_once_and_drops_a_removed_one() {
+    let (old, new) = (idp::ec_key("old"), idp::rsa_key("new"));
+    let provider = Idp::start(&[&old]).await;
+    let (o, e) = start(&provider, &[&old, &new], 1, 2).await;
+    let c = o.campaign("sale", 1_000).await;
+    let token = |k: &SigningKey| k.sign(&idp::claims(&unique("cust"), ISS, AUD));
+    assert_eq!(claim(&o, &e, &c, &token(&old)).await.0, 201);
+    assert_eq!(provider.fetches(), 1);
+    provider.publish(&[&old, &new]);
+    // Within a second of the last fetch the new kid is refused without a fetch; then fetched.
+    eventually("the new kid is accepted", Duration::from_secs(10), || {
+        let t = token(&new);
+        let (o, e, c) = (&o, &e, &c);
+        async move {
+            match claim(o, e, c, &t).await {
+                (201, ..) => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        }
+    })
+    .await;
+    assert_eq!(provider.fetches(), 2, "the new kid was fetched once");
+    assert_eq!(
+        claim(&o, &e, &c, &token(&old)).await.0,
+        201,
+        "the old kid still works"
+    );
+    provider.publish(&[&new]);
+    eventually(
+        "the removed kid is refused",
+        Duration::from_secs(15),
+        || {
+            let t = token(&old);
+            let (o, e, c) = (&o, &e, &c);
+            async move {
+                match claim(o, e, c, &t).await {
+                    (401, by, m) if by == "edge" && m == "customer token key id is unknown" => {
+                        Ok(())
+                    }
+                    other => Err(format!("{other:?}")),
+                }
+            }
+        },
+    )
+    .await;
+    assert_eq!(claim(&o, &e, &c, &token(&new)).await.0, 201);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_jwks_outage_keeps_the_edges_cached_keys() {
+    let key = idp::rsa_key("rs-outage");
+    let provider = Idp::start(&[&key]).await;
+    let (o, e) = start(&provider, &[&key], 1, 1).await;
+    let c = o.campaign("sale", 1_000).await;
+    let token = || key.sign(&idp::claims(&unique("cust"), ISS, AUD));
+    assert_eq!(claim(&o, &e, &c, &token()).await.0, 201);
+    provider.set_down(true);
+    let before = provider.fetches();
+    eventually("a refetch was tried", Duration::from_secs(15), || {
+        let t = token();
+        let (o, e, c, p) = (&o, &e, &c, &provider);
+        async move {
+            let r = claim(o, e, c, &t).await;
+            if r.0 != 201 {
+                return Err(format!("refused during the outage: {r:?}"));
+            }
+            if p.fetches() > before {
+                Ok(())
+            } else {
+                Err("no refetch yet".into())
+            }
+        }
+    })
+    .await;
+    assert_eq!(claim(&o, &e, &c, &token()).await.0, 201);
+    o.stop().await;
+}
