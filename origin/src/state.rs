@@ -13,6 +13,7 @@ use crate::claims::commit::Committer;
 use crate::claims::service::ClaimService;
 use crate::config::Config;
 use crate::gate::flags::SoldOutFlags;
+use crate::gate::Gate;
 use crate::holds::returns::GateReturns;
 use crate::metrics::Metrics;
 use crate::promo::service::PromoService;
@@ -27,6 +28,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub db: PgPool,
     pub redis: RedisConn,
+    /// The gate's handle: the same Redis, plus each campaign's shard count once read.
+    pub gate: Gate,
     pub campaigns: Arc<CampaignCache>,
     pub flags: Arc<SoldOutFlags>,
     pub committer: Committer,
@@ -44,7 +47,7 @@ pub struct AppState {
 #[derive(Clone)]
 pub struct GateLoader {
     db: PgPool,
-    redis: RedisConn,
+    gate: Gate,
     tasks: TaskTracker,
     /// Campaigns whose gate this origin is loading right now.
     loading: Arc<Mutex<HashSet<String>>>,
@@ -65,8 +68,8 @@ impl GateLoader {
         let this = self.clone();
         let c = c.to_string();
         self.tasks.spawn(async move {
-            let mut redis = this.redis.clone();
-            if let Err(e) = crate::gate::load::load(&this.db, &mut redis, &c).await {
+            let mut gate = this.gate.clone();
+            if let Err(e) = crate::gate::load::load(&this.db, &mut gate, &c).await {
                 tracing::warn!(campaign = %c, error = %e, "gate load failed; will retry on next claim");
             }
             this.loading.lock().expect("loading lock").remove(&c);
@@ -101,10 +104,11 @@ impl AppState {
             RedisConn::open(&config.redis_url, config.redis_cluster_nodes.as_deref()).await?;
         let cache_ttl = Duration::from_millis(config.campaign_cache_ms);
         let tasks = TaskTracker::new();
+        let gate = Gate::new(redis.clone());
         Ok(AppState {
             gate_loader: GateLoader {
                 db: db.clone(),
-                redis: redis.clone(),
+                gate: gate.clone(),
                 tasks: tasks.clone(),
                 loading: Arc::new(Mutex::new(HashSet::new())),
             },
@@ -117,6 +121,7 @@ impl AppState {
             config: Arc::new(config),
             db,
             redis,
+            gate,
         })
     }
 
@@ -125,6 +130,7 @@ impl AppState {
         ClaimService {
             db: self.db.clone(),
             redis: self.redis.clone(),
+            gate: self.gate.clone(),
             campaigns: self.campaigns.clone(),
             flags: self.flags.clone(),
             committer: self.committer.clone(),
@@ -153,7 +159,7 @@ impl AppState {
     pub fn gate_returns(&self) -> GateReturns {
         GateReturns {
             db: self.db.clone(),
-            redis: self.redis.clone(),
+            gate: self.gate.clone(),
             flags: self.flags.clone(),
             campaigns: self.campaigns.clone(),
         }
