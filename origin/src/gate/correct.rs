@@ -211,7 +211,7 @@ async fn lower(gate: &mut Gate, db: &PgPool, c: &str, n: u16) -> Result<i64, Cha
     if excess <= 0 {
         return Ok(0);
     }
-    // Largest shards first, so the gate stays as even as it was.
+    // Largest shards first: the fewest moves, and the shards left stay the fullest.
     let mut order: Vec<u16> = (0..n).collect();
     order.sort_by_key(|s| std::cmp::Reverse(after.remaining[usize::from(*s)]));
     let (mut left, mut total) = (excess, 0i64);
