@@ -26,7 +26,7 @@ use flashgate_shared::api::{
 };
 use sqlx::PgPool;
 
-use crate::gate::{self, Keys, PENDING_PREFIX};
+use crate::gate::{self, Gate, Keys, PENDING_PREFIX};
 
 /// Largest number of active claims whose gate holders are compared one by one.
 pub const HOLDER_CHECK_MAX: i64 = 1_000_000;
@@ -58,7 +58,7 @@ struct PgFacts {
 /// Reconciles campaign `c`. `Ok(None)`: no such campaign.
 pub async fn reconcile(
     db: &PgPool,
-    redis: &mut RedisConn,
+    redis: &mut Gate,
     c: &str,
 ) -> Result<Option<ReconcileReport>, ReconcileError> {
     let Some(pg) = pg_facts(db, c).await? else {
@@ -142,7 +142,7 @@ async fn pg_facts(db: &PgPool, c: &str) -> sqlx::Result<Option<PgFacts>> {
 
 /// Reads the gate; `None` when it is not loaded. Compares holders with `active` when given.
 async fn gate_view(
-    redis: &mut RedisConn,
+    redis: &mut Gate,
     c: &str,
     active: Option<&HashMap<String, String>>,
 ) -> redis::RedisResult<Option<GateView>> {
@@ -306,7 +306,7 @@ fn report(c: &str, pg: PgFacts, gate: Option<GateView>) -> ReconcileReport {
 /// returns its `ok`. An unknown campaign is an error.
 pub async fn run_cli(database_url: &str, redis_url: &str, c: &str) -> anyhow::Result<bool> {
     let db = PgPool::connect(database_url).await?;
-    let mut redis = RedisConn::open_for_tool(redis_url).await?;
+    let mut redis = Gate::new(RedisConn::open_for_tool(redis_url).await?);
     let report = reconcile(&db, &mut redis, c)
         .await?
         .ok_or_else(|| anyhow::anyhow!("no campaign {c}"))?;

@@ -13,6 +13,7 @@ use crate::claims::commit::Committer;
 use crate::claims::service::ClaimService;
 use crate::config::{Config, DbPooler};
 use crate::gate::flags::SoldOutFlags;
+use crate::gate::Gate;
 use crate::holds::returns::GateReturns;
 use crate::metrics::Metrics;
 use crate::promo::service::PromoService;
@@ -27,6 +28,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub db: PgPool,
     pub redis: RedisConn,
+    /// The gate's handle: the same Redis, plus each campaign's shard count once read.
+    pub gate: Gate,
     pub campaigns: Arc<CampaignCache>,
     pub flags: Arc<SoldOutFlags>,
     pub committer: Committer,
@@ -49,7 +52,7 @@ pub struct AppState {
 #[derive(Clone)]
 pub struct GateLoader {
     db: PgPool,
-    redis: RedisConn,
+    gate: Gate,
     tasks: TaskTracker,
     /// Campaigns whose gate this origin is loading right now.
     loading: Arc<Mutex<HashSet<String>>>,
@@ -70,8 +73,8 @@ impl GateLoader {
         let this = self.clone();
         let c = c.to_string();
         self.tasks.spawn(async move {
-            let mut redis = this.redis.clone();
-            let load = crate::gate::load::load(&this.db, &mut redis, &c);
+            let mut gate = this.gate.clone();
+            let load = crate::gate::load::load(&this.db, &mut gate, &c);
             if let Some(Err(e)) = crate::panics::catch("gate load", load).await {
                 tracing::warn!(campaign = %c, error = %e, "gate load failed; will retry on next claim");
             }
@@ -161,10 +164,11 @@ impl AppState {
             .map_err(|e| anyhow::anyhow!("cannot connect to Redis (REDIS_URL): {e}"))?;
         let cache_ttl = Duration::from_millis(config.campaign_cache_ms);
         let tasks = TaskTracker::new();
+        let gate = Gate::new(redis.clone());
         Ok(AppState {
             gate_loader: GateLoader {
                 db: db.clone(),
-                redis: redis.clone(),
+                gate: gate.clone(),
                 tasks: tasks.clone(),
                 loading: Arc::new(Mutex::new(HashSet::new())),
             },
@@ -187,6 +191,7 @@ impl AppState {
             join_permits: Arc::new(tokio::sync::Semaphore::new(
                 crate::queue::join::JOIN_CONCURRENCY,
             )),
+            gate,
         })
     }
 
@@ -195,6 +200,7 @@ impl AppState {
         ClaimService {
             db: self.db.clone(),
             redis: self.redis.clone(),
+            gate: self.gate.clone(),
             campaigns: self.campaigns.clone(),
             flags: self.flags.clone(),
             committer: self.committer.clone(),
@@ -223,7 +229,7 @@ impl AppState {
     pub fn gate_returns(&self) -> GateReturns {
         GateReturns {
             db: self.db.clone(),
-            redis: self.redis.clone(),
+            gate: self.gate.clone(),
             flags: self.flags.clone(),
             campaigns: self.campaigns.clone(),
         }

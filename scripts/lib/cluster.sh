@@ -20,6 +20,9 @@
 #                              cluster_kill_primary: until the replica has taken over)
 #
 # Each node's cluster bus has its own free port (cluster-port), so any free client port works.
+# FLASHGATE_CLUSTER_PORTS="P1 P2 P3 P4 P5 P6" (or comma-separated) gives the 6 client ports
+# instead, for a machine shared by several runs; each node's bus is then its port + 10000
+# (Redis's own default).
 # A failed node is taken over by its replica after cluster-node-timeout (2,000 ms here).
 
 CLUSTER_NODES=6
@@ -77,11 +80,21 @@ cluster_up() {
   fg_need_cmd redis-server redis-server
   fg_need_cmd redis-cli redis-tools
   mkdir -p "$dir"
-  local taken=" "
+  local taken=" " given=()
+  if [ -n "${FLASHGATE_CLUSTER_PORTS:-}" ]; then
+    read -r -a given <<<"${FLASHGATE_CLUSTER_PORTS//,/ }"
+    [ "${#given[@]}" -eq "$CLUSTER_NODES" ] \
+      || fg_die "FLASHGATE_CLUSTER_PORTS names ${#given[@]} ports; the cluster has $CLUSTER_NODES nodes"
+  fi
   for i in $(seq 1 "$CLUSTER_NODES"); do
-    # Ports are only checked, not held, until the node binds them: never hand one out twice.
-    port="$(_cluster_new_port "$taken")"; taken+="$port "
-    bus="$(_cluster_new_port "$taken")"; taken+="$bus "
+    if [ "${#given[@]}" -gt 0 ]; then
+      port="${given[$((i - 1))]}"; bus=$((port + 10000))
+      fg_port_open 127.0.0.1 "$port" && fg_die "cluster port $port (FLASHGATE_CLUSTER_PORTS) is taken"
+    else
+      # Ports are only checked, not held, until the node binds them: never hand one out twice.
+      port="$(_cluster_new_port "$taken")"; taken+="$port "
+      bus="$(_cluster_new_port "$taken")"; taken+="$bus "
+    fi
     mkdir -p "$dir/$port"
     redis-server --bind 127.0.0.1 --port "$port" --cluster-enabled yes --cluster-port "$bus" \
       --cluster-config-file "$dir/$port/nodes.conf" --cluster-node-timeout "$CLUSTER_NODE_TIMEOUT_MS" \

@@ -16,10 +16,16 @@ fg_port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 # fg_free_port: prints a TCP port on 127.0.0.1 nothing listens on, below the kernel's
 # ephemeral range (32768 and up on Linux by default), so an outgoing connection cannot take it
 # between this check and the bind.
+# FLASHGATE_PORT_RANGE=LOW-HIGH (e.g. 33100-33199) limits it to that range, for a machine
+# shared by several runs that each own a range of ports.
 fg_free_port() {
-  local p i
+  local p i low=20000 span=12700
+  if [[ "${FLASHGATE_PORT_RANGE:-}" =~ ^([0-9]+)-([0-9]+)$ ]]; then
+    low="${BASH_REMATCH[1]}"; span=$(( BASH_REMATCH[2] - low + 1 ))
+    [ "$span" -gt 0 ] || { echo "FLASHGATE_PORT_RANGE: '$FLASHGATE_PORT_RANGE' is empty" >&2; return 1; }
+  fi
   for i in $(seq 1 200); do
-    p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 12700 ))
+    p=$(( low + (RANDOM * 32768 + RANDOM) % span ))
     if ! fg_port_open 127.0.0.1 "$p"; then echo "$p"; return 0; fi
   done
   return 1

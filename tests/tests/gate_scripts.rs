@@ -1,14 +1,13 @@
 //! Each gate script (origin/src/gate/lua.rs) run directly against a real Redis (one server, or
 //! the cluster when `REDIS_URL` names one), through the gate functions that call it, on gates
-//! set up by hand: take at zero, give-back exactly once, correct-down with pending takes,
-//! adjust across zero, and the take across shards.
+//! set up by hand: take at zero, give-back exactly once, adjust across zero, and the take
+//! across shards (correct-down reads PostgreSQL: `gate_shards.rs`).
 
-use flashgate_origin::gate::{self, Keys, Take};
-use flashgate_origin::redis_conn::RedisConn;
+use flashgate_origin::gate::{self, Gate, Keys, Take};
 use flashgate_tests::support::{redis_conn, unique};
 
 /// Writes a loaded gate of `remaining` units per shard for a new campaign; returns its id.
-async fn gate_of(r: &mut RedisConn, remaining: &[i64]) -> String {
+async fn gate_of(r: &mut Gate, remaining: &[i64]) -> String {
     let c = unique("lua");
     for (s, units) in (0u16..).zip(remaining) {
         let k = Keys::shard(&c, s);
@@ -28,11 +27,11 @@ async fn gate_of(r: &mut RedisConn, remaining: &[i64]) -> String {
     c
 }
 
-async fn get(r: &mut RedisConn, key: &str) -> Option<i64> {
+async fn get(r: &mut Gate, key: &str) -> Option<i64> {
     redis::cmd("GET").arg(key).query_async(r).await.unwrap()
 }
 
-async fn remaining(r: &mut RedisConn, c: &str) -> Vec<i64> {
+async fn remaining(r: &mut Gate, c: &str) -> Vec<i64> {
     gate::shard_states(r, c)
         .await
         .unwrap()
@@ -42,8 +41,8 @@ async fn remaining(r: &mut RedisConn, c: &str) -> Vec<i64> {
 }
 
 /// A gate of one shard and one unit, taken by "ana": the handle, the campaign, her token.
-async fn one_unit_taken_by_ana() -> (RedisConn, String, String) {
-    let mut r = redis_conn().await;
+async fn one_unit_taken_by_ana() -> (Gate, String, String) {
+    let mut r = Gate::new(redis_conn().await);
     let c = gate_of(&mut r, &[1]).await;
     let t = gate::pending_token();
     let took = gate::take(&mut r, &c, "ana", &t).await.unwrap();
@@ -108,38 +107,9 @@ async fn give_back_returns_a_unit_exactly_once_and_clears_the_flag() {
 }
 
 #[tokio::test]
-async fn correct_down_keeps_the_takes_still_committing() {
-    let mut r = redis_conn().await;
-    let c = gate_of(&mut r, &[10]).await;
-    let k = Keys::of(&c);
-    let tokens: Vec<String> = (0..3).map(|_| gate::pending_token()).collect();
-    for (who, t) in ["ana", "bob", "cid"].iter().zip(&tokens) {
-        assert_eq!(gate::take(&mut r, &c, who, t).await.unwrap(), Take::Taken);
-    }
-    // PostgreSQL says 5 remain: ana's take is dropped, bob's and cid's still commit → 3.
-    gate::correct_down(&mut r, &c, "ana", &tokens[0], 5)
-        .await
-        .unwrap();
-    assert_eq!(remaining(&mut r, &c).await, vec![3]);
-    assert_eq!(gate::holder(&mut r, &c, "ana").await.unwrap(), None);
-    assert_eq!(get(&mut r, &k.sold_out).await, None);
-    // PostgreSQL says 1 remains, with two takes committing: zero, never below, flag set.
-    gate::correct_down(&mut r, &c, "bob", "p:not-hers", 1)
-        .await
-        .unwrap();
-    assert_eq!(remaining(&mut r, &c).await, vec![0]);
-    assert!(get(&mut r, &k.sold_out).await.is_some());
-    assert_eq!(
-        gate::holder(&mut r, &c, "bob").await.unwrap(),
-        Some(tokens[1].clone()),
-        "a holder that is not the token is kept"
-    );
-}
-
-#[tokio::test]
 async fn adjust_across_zero_moves_the_flag_with_a_new_generation() {
     for shards in [1usize, 4] {
-        let mut r = redis_conn().await;
+        let mut r = Gate::new(redis_conn().await);
         let c = gate_of(&mut r, &vec![0; shards]).await;
         let k = Keys::of(&c);
         let t = gate::pending_token();
@@ -167,7 +137,7 @@ async fn adjust_across_zero_moves_the_flag_with_a_new_generation() {
 
 #[tokio::test]
 async fn a_take_finds_the_last_unit_on_any_shard_and_undoes_her_entry_when_none_is_left() {
-    let mut r = redis_conn().await;
+    let mut r = Gate::new(redis_conn().await);
     // 8 shards, one unit, on the last shard.
     let mut units = vec![0; 8];
     units[7] = 1;
@@ -215,7 +185,7 @@ async fn a_take_finds_the_last_unit_on_any_shard_and_undoes_her_entry_when_none_
 
 #[tokio::test]
 async fn the_last_unit_is_found_on_any_of_256_shards() {
-    let mut r = redis_conn().await;
+    let mut r = Gate::new(redis_conn().await);
     for round in 0..5u16 {
         // One unit, on a shard that is not the customer's own.
         let who = format!("solo-{round}");

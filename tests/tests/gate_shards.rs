@@ -1,8 +1,9 @@
 //! The sharded gate (`gate_shards`) against a real origin over HTTP, real PostgreSQL and real
 //! Redis (one server, or the cluster when `REDIS_URL` names one): the shard caps sum to the
 //! stock, a stampede claims exactly min(stock, customers) with nothing stranded, one claim per
-//! customer across shards under concurrent double taps, returned units are taken again, and
-//! reconciliation reports each shard.
+//! customer across shards under concurrent double taps, returned units are taken again,
+//! reconciliation reports each shard, and corrections of the gate (PostgreSQL refused a take)
+//! race claims and restocks without leaving the gate above or below PostgreSQL.
 
 use std::collections::HashMap;
 
@@ -15,7 +16,7 @@ use reqwest::Method;
 use serde_json::json;
 
 async fn shard_remaining(c: &str) -> Vec<i64> {
-    let mut r = redis_conn().await;
+    let mut r = gate::Gate::new(redis_conn().await);
     gate::shard_states(&mut r, c)
         .await
         .unwrap()
@@ -189,5 +190,108 @@ async fn returned_units_are_taken_again_and_reconcile_reports_each_shard() {
     let third = o.stampede(&c, &customers(20)).await;
     assert_eq!(count_replies(&third, 201, "claimed"), 4, "{third:?}");
     assert_eq!(o.reconcile(&c).await["ok"], true);
+    o.stop().await;
+}
+
+/// Sets PostgreSQL's `remaining` of `c` by hand (as if claims had committed that the gate
+/// does not know of).
+async fn set_pg_remaining(o: &TestOrigin, c: &str, remaining: i64) {
+    sqlx::query("UPDATE campaigns SET remaining = $2 WHERE id = $1")
+        .bind(c)
+        .bind(remaining)
+        .execute(&o.db)
+        .await
+        .unwrap();
+}
+
+async fn sold_out_flag(r: &mut gate::Gate, c: &str) -> Option<i64> {
+    redis::cmd("GET")
+        .arg(gate::Keys::of(c).sold_out)
+        .query_async(r)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn correct_down_keeps_the_takes_still_committing_on_one_or_several_shards() {
+    let o = TestOrigin::start().await;
+    for shards in [1, 4] {
+        let c = o.sharded_campaign("giveaway", 10, shards).await;
+        let mut r = gate::Gate::new(redis_conn().await);
+        let tokens: Vec<String> = (0..3).map(|_| gate::pending_token()).collect();
+        for (who, t) in ["ana", "bob", "cid"].iter().zip(&tokens) {
+            assert_eq!(
+                gate::take(&mut r, &c, who, t).await.unwrap(),
+                gate::Take::Taken
+            );
+        }
+        // PostgreSQL says 5 remain: ana's take is dropped, bob's and cid's still commit, so
+        // the gate keeps 5 - 2 = 3.
+        set_pg_remaining(&o, &c, 5).await;
+        let removed = gate::correct_down(&mut r, &o.db, &c, "ana", &tokens[0])
+            .await
+            .unwrap();
+        assert_eq!(removed, 4, "{shards} shards: 7 left + 2 committing - 5");
+        assert_eq!(shard_remaining(&c).await.iter().sum::<i64>(), 3);
+        assert_eq!(gate::holder(&mut r, &c, "ana").await.unwrap(), None);
+        assert_eq!(sold_out_flag(&mut r, &c).await, None, "{shards} shards");
+        // PostgreSQL says 1 remains with two takes committing: zero, never below, flag set.
+        set_pg_remaining(&o, &c, 1).await;
+        gate::correct_down(&mut r, &o.db, &c, "bob", "p:not-hers")
+            .await
+            .unwrap();
+        assert!(shard_remaining(&c).await.iter().all(|u| *u == 0));
+        assert!(sold_out_flag(&mut r, &c).await.is_some(), "{shards} shards");
+        assert_eq!(
+            gate::holder(&mut r, &c, "bob").await.unwrap(),
+            Some(tokens[1].clone()),
+            "a holder that is not the token is kept"
+        );
+        // A gate that promises no more than PostgreSQL is left alone.
+        set_pg_remaining(&o, &c, 7).await;
+        let removed = gate::correct_down(&mut r, &o.db, &c, "cid", "p:not-hers")
+            .await
+            .unwrap();
+        assert_eq!(removed, 0, "{shards} shards");
+    }
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn corrections_racing_claims_and_restocks_leave_the_gate_equal_to_postgresql() {
+    let o = TestOrigin::start().await;
+    let c = o.sharded_campaign("giveaway", 100, 16).await;
+    // The gate promises 32 units PostgreSQL does not have (as after a lost correction).
+    let mut r = gate::Gate::new(redis_conn().await);
+    for s in 0..16u16 {
+        let _: i64 = redis::cmd("INCRBY")
+            .arg(gate::Keys::shard(&c, s).remaining)
+            .arg(2)
+            .query_async(&mut r)
+            .await
+            .unwrap();
+    }
+    // A crowd of 200 and four restocks of 5 at once: PostgreSQL refuses the takes it cannot
+    // cover, each refusal corrects the gate while other takes, commits and restocks run.
+    let crowd = customers(200);
+    let restocks = join_all((0..4).map(|_| o.change(&c, json!({"action": "restock", "add": 5}))));
+    let (first, restocked) = tokio::join!(o.stampede(&c, &crowd), restocks);
+    assert!(restocked.iter().all(|(s, _)| *s == 200), "{restocked:?}");
+    let won_first = count_replies(&first, 201, "claimed");
+    assert!(won_first <= 120, "{won_first} claims for a stock of 120");
+    // A second crowd takes whatever PostgreSQL still has: nothing was taken off twice.
+    let late: Vec<String> = (0..200).map(|i| format!("late-{i}-{c}")).collect();
+    let second = o.stampede(&c, &late).await;
+    let won = won_first + count_replies(&second, 201, "claimed");
+    assert_eq!(won, 120, "claims = min(stock 120, customers 400)");
+    assert_eq!(o.remaining(&c).await, 0);
+    let per = claims_per_customer(&o, &c).await;
+    assert_eq!(per.values().sum::<i64>(), 120);
+    assert!(per.values().all(|n| *n == 1), "{per:?}");
+    // The gate ends equal to PostgreSQL: not above (it would allow more), not below.
+    assert!(shard_remaining(&c).await.iter().all(|u| *u == 0));
+    assert!(sold_out_flag(&mut r, &c).await.is_some());
+    let rep = o.reconcile(&c).await;
+    assert_eq!(rep["ok"], true, "{rep}");
     o.stop().await;
 }

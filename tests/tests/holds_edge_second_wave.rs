@@ -109,7 +109,7 @@ async fn second_wave_through_the_edge_sells_exactly_the_returned_units() {
     assert_eq!(o.claim_rows(&c, &["expired"]).await, 10);
     until_state(&o.http, &e.url, &c, "sold_out", Instant::now()).await;
 
-    let mut redis = o.origin.state.redis.clone();
+    let mut redis = o.origin.state.gate.clone();
     let r = flashgate_origin::reconcile::reconcile(&o.db, &mut redis, &c)
         .await
         .expect("reconcile runs")

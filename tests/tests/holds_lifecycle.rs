@@ -360,8 +360,8 @@ async fn a_released_customer_may_claim_again() {
     let first_id = first["id"].as_str().unwrap();
     let (s, _) = release(&o, first_id).await;
     assert_eq!(s, 200);
-    let mut redis = o.origin.state.redis.clone();
-    let holder: Option<String> = flashgate_origin::gate::holder(&mut redis, &c, &dee)
+    let mut gate = o.origin.state.gate.clone();
+    let holder: Option<String> = flashgate_origin::gate::holder(&mut gate, &c, &dee)
         .await
         .unwrap();
     assert_eq!(holder, None, "release drops her gate holder");

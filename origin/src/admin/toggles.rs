@@ -15,7 +15,7 @@
 //! within `FLASHGATE_CAMPAIGN_CACHE_MS`; the edge within its status TTL plus one origin round
 //! trip. A pause stops claims at once anyway: the claim commit refuses in SQL when `paused`.
 
-use crate::redis_conn::RedisConn;
+use crate::gate::Gate;
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::{check_stock, check_year, MAX_STOCK};
 pub use flashgate_shared::api::{ChangeRequest, GateFollow};
@@ -293,7 +293,7 @@ pub fn refusal(change: Change, before: &Facts) -> Result<(), String> {
 /// Makes the gate follow a committed change of campaign `c` from `before` to `after`.
 pub async fn follow(
     db: &PgPool,
-    redis: &mut RedisConn,
+    redis: &mut Gate,
     c: &str,
     change: Change,
     before: &Facts,
@@ -309,7 +309,7 @@ pub async fn follow(
                 return Ok(GateFollow::Updated);
             }
         } else if matches!(change, Change::SetWaitingRoom { .. }) {
-            crate::queue::store::open(redis, c)
+            crate::queue::store::open(&mut redis.redis(), c)
                 .await
                 .map_err(|e| e.to_string())?;
             return Ok(GateFollow::NotNeeded);

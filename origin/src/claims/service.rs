@@ -30,6 +30,8 @@ use tokio_util::task::TaskTracker;
 pub struct ClaimService {
     pub db: sqlx::PgPool,
     pub redis: RedisConn,
+    /// The gate's handle (the same Redis).
+    pub gate: gate::Gate,
     pub campaigns: Arc<CampaignCache>,
     pub flags: Arc<SoldOutFlags>,
     pub committer: Committer,
@@ -109,7 +111,8 @@ async fn claim_at_gate(
             return Ok(reply);
         }
     }
-    let result = decide(svc, &mut redis, campaign, req, &fp).await;
+    let mut gate = svc.gate.clone();
+    let result = decide(svc, &mut gate, campaign, req, &fp).await;
     match &result {
         // A pause or a schedule answer is not final for the key: a retry is decided again.
         Ok(reply)
@@ -138,7 +141,7 @@ async fn claim_at_gate(
 
 async fn decide(
     svc: &ClaimService,
-    redis: &mut RedisConn,
+    redis: &mut gate::Gate,
     campaign: &CampaignRow,
     req: &ClaimRequest,
     fp: &str,
@@ -209,7 +212,7 @@ fn existing_claim_reply(row: ClaimRow, req: &ClaimRequest, fp: &str) -> Reply {
 
 async fn commit_taken(
     svc: &ClaimService,
-    redis: &mut RedisConn,
+    redis: &mut gate::Gate,
     campaign: &CampaignRow,
     req: &ClaimRequest,
     fp: &str,
@@ -252,7 +255,11 @@ async fn commit_taken(
                 return Ok(existing_claim_reply(row, req, fp));
             }
             Committed::Refused(now) => {
-                gate::correct_down(redis, c, &req.customer, token, now.remaining).await?;
+                // PostgreSQL's answer stands whatever the correction does; a correction that
+                // failed leaves her pending holder to the stale-take settlement.
+                if let Err(e) = gate::correct_down(redis, &svc.db, c, &req.customer, token).await {
+                    tracing::warn!(campaign = %c, error = %e, "gate correction failed");
+                }
                 svc.campaigns.invalidate(c).await;
                 let at = chrono::Utc::now();
                 let reply = ClaimReply::for_state(now.state_at(at), now.starts_at)

@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::redis_conn::RedisConn;
+use super::Gate;
 
 #[derive(Clone)]
 struct Seen {
@@ -104,7 +104,7 @@ impl SoldOutFlags {
     /// [`SoldOutFlags::note`] started, whatever the outcome (a failed load may start again).
     pub async fn load_winners(
         &self,
-        redis: &mut RedisConn,
+        redis: &mut Gate,
         c: &str,
         generation: i64,
     ) -> redis::RedisResult<()> {

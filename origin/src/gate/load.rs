@@ -5,11 +5,10 @@
 //! until the `loaded` key appears. The snapshot of `remaining` and of the active claims is read
 //! in one statement, so the two agree with each other.
 
-use crate::redis_conn::RedisConn;
 use sqlx::PgPool;
 
 use super::lua::{SET_SOLD_OUT, UNLOCK};
-use super::Keys;
+use super::{Gate, Keys};
 
 /// How long the load lock is held at most, in milliseconds.
 const LOAD_LOCK_MS: u64 = 30_000;
@@ -27,7 +26,7 @@ pub enum LoadError {
 
 /// Loads (or reloads, replacing what is there) the gate of campaign `c` from PostgreSQL.
 /// Returns `Ok(false)` when another origin holds the load lock, or the campaign is unknown.
-pub async fn load(db: &PgPool, redis: &mut RedisConn, c: &str) -> Result<bool, LoadError> {
+pub async fn load(db: &PgPool, redis: &mut Gate, c: &str) -> Result<bool, LoadError> {
     let k = Keys::of(c);
     let token = format!("{:016x}", rand::random::<u64>());
     let locked: Option<String> = redis::cmd("SET")
@@ -47,15 +46,10 @@ pub async fn load(db: &PgPool, redis: &mut RedisConn, c: &str) -> Result<bool, L
     result
 }
 
-async fn load_locked(
-    db: &PgPool,
-    redis: &mut RedisConn,
-    c: &str,
-    k: &Keys,
-) -> Result<bool, LoadError> {
+async fn load_locked(db: &PgPool, redis: &mut Gate, c: &str, k: &Keys) -> Result<bool, LoadError> {
     // One statement: remaining and the active claims come from the same snapshot. In a
     // transaction, so that behind a transaction pooler its parse and execution stay on one
-    // server connection (see crate::db).
+    // server connection.
     let mut tx = db.begin().await?;
     let rows: Vec<(i64, i32, Option<String>, Option<String>)> = sqlx::query_as(
         "SELECT c.remaining, c.gate_shards, a.customer_id, a.id
@@ -130,7 +124,7 @@ async fn load_locked(
 }
 
 /// True when every shard of the gate of `c` is loaded.
-pub async fn is_loaded(redis: &mut RedisConn, c: &str) -> redis::RedisResult<bool> {
+pub async fn is_loaded(redis: &mut Gate, c: &str) -> redis::RedisResult<bool> {
     let states = super::shard_states(redis, c).await?;
     Ok(!states.is_empty() && states.iter().all(|s| s.loaded))
 }

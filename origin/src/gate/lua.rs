@@ -38,7 +38,9 @@ pub const SOLD_OUT_FN: &str = sold_out_fn!();
 /// Replies `{'not_loaded'}`, `{'holds', holder}`, `{'taken'}`, or, when this shard is empty:
 /// with the flag keys, `{'sold_out', generation}` (the flag is set; it is also set on the take
 /// of the last unit); without them, `{'empty'}` with her pending holder written all the same
-/// (her dedup entry while the origin tries the other shards, see [`TAKE_UNIT`]).
+/// (her dedup entry while the origin tries the other shards, see [`TAKE_UNIT`]), its pending
+/// score the take time + 0.5: "no unit yet", so a correction does not count it as a unit
+/// ([`super::correct`]); the origin sets it to the take time once another shard gave her one.
 pub static TAKE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(
         sold_out_fn!(),
@@ -50,8 +52,11 @@ local one = #KEYS >= 6
 local r = tonumber(redis.call('GET', KEYS[2]) or '0')
 if r <= 0 and one then return {'sold_out', sold_out(KEYS[5], KEYS[6])} end
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+if r <= 0 then
+  redis.call('ZADD', KEYS[4], ARGV[3] .. '.5', ARGV[1])
+  return {'empty'}
+end
 redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
-if r <= 0 then return {'empty'} end
 r = redis.call('DECR', KEYS[2])
 if r == 0 and one then sold_out(KEYS[5], KEYS[6]) end
 return {'taken'}
@@ -112,30 +117,6 @@ end
 return 1
 ",
     )
-});
-
-/// PostgreSQL refused a take the gate allowed: drops her holder (when it is ARGV[2]) and sets
-/// this shard's remaining to ARGV[3], minus this shard's takes still committing when ARGV[4]
-/// is '1'; never below zero. KEYS: holders, pending, remaining, loaded, and on a campaign of
-/// one shard sold_out, sold_out_gen (flag set at zero). Replies the new remaining, -1 when not
-/// loaded.
-pub static CORRECT_DOWN: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        sold_out_fn!(),
-        r"
-if redis.call('EXISTS', KEYS[4]) == 0 then return -1 end
-if ARGV[1] ~= '' and redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-  redis.call('ZREM', KEYS[2], ARGV[1])
-end
-local r = tonumber(ARGV[3])
-if ARGV[4] == '1' then r = r - redis.call('ZCARD', KEYS[2]) end
-if r < 0 then r = 0 end
-redis.call('SET', KEYS[3], r)
-if r == 0 and #KEYS >= 6 then sold_out(KEYS[5], KEYS[6]) end
-return r
-"
-    ))
 });
 
 /// Moves this shard's remaining by ARGV[1] (a committed stock change), keeping the takes in

@@ -17,16 +17,19 @@
 //! under a conditional decrement of `campaigns.remaining`. When the two disagree, the gate is
 //! corrected toward PostgreSQL.
 
+pub mod correct;
 pub mod flags;
+mod handle;
 pub mod load;
 pub mod lua;
 pub mod settle;
 mod shards;
 
-use crate::redis_conn::RedisConn;
-use lua::{ADJUST, CONFIRM, CORRECT_DOWN, FLAG, GIVE_BACK, TAKE, TAKE_UNIT};
+use lua::{CONFIRM, FLAG, GIVE_BACK, TAKE, TAKE_UNIT};
 use rand::Rng;
 
+pub use correct::{adjust, correct_down, lock_changes, ChangeError, ChangeLock};
+pub use handle::Gate;
 pub use shards::{bucket, shard_count, shard_states, winners, ShardState, MAX_GATE_SHARDS};
 
 /// The Redis keys of one shard of a campaign's gate.
@@ -40,6 +43,9 @@ pub struct Keys {
     pub sold_out_gen: String,
     /// Shard 0 only: the campaign's number of shards.
     pub shards: String,
+    /// Shard 0 only: the change lock, held by a correction or a stock change
+    /// ([`correct::lock_changes`]).
+    pub changing: String,
     /// Shard 0 only: units returned so far on a campaign of several shards (a take that found
     /// every shard empty sets the flag only if no unit came back meanwhile).
     pub returned: String,
@@ -69,6 +75,7 @@ impl Keys {
             sold_out: k("sold_out"),
             sold_out_gen: k("sold_out_gen"),
             shards: k("shards"),
+            changing: k("changing"),
             returned: k("returned"),
         }
     }
@@ -97,7 +104,7 @@ pub fn pending_token() -> String {
 
 /// The keys of `customer`'s own shard and the shard count; `None` when not loaded.
 async fn own_shard(
-    redis: &mut RedisConn,
+    redis: &mut Gate,
     c: &str,
     customer: &str,
 ) -> redis::RedisResult<Option<(u16, Keys)>> {
@@ -118,7 +125,7 @@ fn parse_generation(out: &[String], at: usize) -> i64 {
 /// sweep of every shard, so `sold_out` comes only when every shard was found empty (then her
 /// dedup entry is undone before the answer).
 pub async fn take(
-    redis: &mut RedisConn,
+    redis: &mut Gate,
     c: &str,
     customer: &str,
     token: &str,
@@ -145,7 +152,17 @@ pub async fn take(
         },
         Some("holds") => Take::AlreadyHolds(out.get(1).cloned().unwrap_or_default()),
         Some("empty") => match take_elsewhere(redis, c, n).await? {
-            Elsewhere::Taken => Take::Taken,
+            Elsewhere::Taken => {
+                // Her pending entry now stands for a unit (see [`lua::TAKE`]).
+                let _: i64 = redis::cmd("ZADD")
+                    .arg(&k.pending)
+                    .arg("XX")
+                    .arg(now_ms)
+                    .arg(customer)
+                    .query_async(redis)
+                    .await?;
+                Take::Taken
+            }
             Elsewhere::NotLoaded => {
                 undo_dedup(redis, &k, customer, token).await?;
                 Take::NotLoaded
@@ -166,7 +183,7 @@ enum Elsewhere {
 }
 
 /// The flag of a campaign of several shards: `(returns so far, generation when set)`.
-async fn read_flag(redis: &mut RedisConn, c: &str) -> redis::RedisResult<(String, Option<i64>)> {
+async fn read_flag(redis: &mut Gate, c: &str) -> redis::RedisResult<(String, Option<i64>)> {
     let k = Keys::of(c);
     let (count, generation): (String, Option<i64>) = redis::pipe()
         .get(&k.returned)
@@ -180,7 +197,7 @@ async fn read_flag(redis: &mut RedisConn, c: &str) -> redis::RedisResult<(String
 /// Sets the flag of a campaign of several shards, if no unit came back since `returns` was
 /// read (`None`: whatever came back). Returns its generation, `None` when a unit came back.
 async fn set_flag(
-    redis: &mut RedisConn,
+    redis: &mut Gate,
     c: &str,
     returns: Option<&str>,
 ) -> redis::RedisResult<Option<i64>> {
@@ -189,13 +206,13 @@ async fn set_flag(
 }
 
 /// Clears the flag of a campaign of several shards (a unit came back).
-async fn clear_flag(redis: &mut RedisConn, c: &str) -> redis::RedisResult<()> {
+async fn clear_flag(redis: &mut Gate, c: &str) -> redis::RedisResult<()> {
     flag_op(redis, c, "clear", "").await.map(|_| ())
 }
 
 /// Runs [`FLAG`] with operation `op` on the keys of shard 0 of `c`.
 async fn flag_op(
-    redis: &mut RedisConn,
+    redis: &mut Gate,
     c: &str,
     op: &str,
     arg: &str,
@@ -212,7 +229,7 @@ async fn flag_op(
 
 /// Her own shard was empty: tries the others (bounded: a random shard, a second random start,
 /// then a sweep from it), and sets the flag when every shard is empty.
-async fn take_elsewhere(redis: &mut RedisConn, c: &str, n: u16) -> redis::RedisResult<Elsewhere> {
+async fn take_elsewhere(redis: &mut Gate, c: &str, n: u16) -> redis::RedisResult<Elsewhere> {
     let (returns, flagged) = read_flag(redis, c).await?;
     if let Some(generation) = flagged {
         return Ok(Elsewhere::SoldOut(generation));
@@ -250,7 +267,7 @@ async fn take_elsewhere(redis: &mut RedisConn, c: &str, n: u16) -> redis::RedisR
 
 /// Undoes her dedup entry (pending holder `token`) on her own shard, returning no unit.
 async fn undo_dedup(
-    redis: &mut RedisConn,
+    redis: &mut Gate,
     k: &Keys,
     customer: &str,
     token: &str,
@@ -271,7 +288,7 @@ async fn undo_dedup(
 
 /// Marks her pending take `token` as committed claim `claim_id`.
 pub async fn confirm(
-    redis: &mut RedisConn,
+    redis: &mut Gate,
     c: &str,
     customer: &str,
     token: &str,
@@ -296,7 +313,7 @@ pub async fn confirm(
 /// instead. Exactly once: a second call finds the holder changed and does nothing. Clears the
 /// sold-out flag. Returns whether a unit went back.
 pub async fn give_back(
-    redis: &mut RedisConn,
+    redis: &mut Gate,
     c: &str,
     customer: &str,
     expected: &str,
@@ -331,108 +348,9 @@ pub fn split(total: i64, n: u16) -> Vec<i64> {
     (0..n64).map(|s| base + i64::from(s < extra)).collect()
 }
 
-/// PostgreSQL refused her take for lack of units: drops her pending holder and lowers the
-/// gate's remaining to `pg_remaining` minus the takes still committing (on several shards:
-/// the total, split over the shards; the flag is set when it is zero).
-pub async fn correct_down(
-    redis: &mut RedisConn,
-    c: &str,
-    customer: &str,
-    token: &str,
-    pg_remaining: i64,
-) -> redis::RedisResult<()> {
-    let Some((n, k)) = own_shard(redis, c, customer).await? else {
-        return Ok(());
-    };
-    if n == 1 {
-        let _: i64 = CORRECT_DOWN
-            .key(&k.holders)
-            .key(&k.pending)
-            .key(&k.remaining)
-            .key(&k.loaded)
-            .key(&k.sold_out)
-            .key(&k.sold_out_gen)
-            .arg(customer)
-            .arg(token)
-            .arg(pg_remaining)
-            .arg("1")
-            .invoke_async(redis)
-            .await?;
-        return Ok(());
-    }
-    undo_dedup(redis, &k, customer, token).await?;
-    let mut pending = 0i64;
-    for s in 0..n {
-        let p: i64 = redis::cmd("ZCARD")
-            .arg(Keys::shard(c, s).pending)
-            .query_async(redis)
-            .await?;
-        pending += p;
-    }
-    let target = (pg_remaining - pending).max(0);
-    for (s, part) in (0..n).zip(split(target, n)) {
-        let k = Keys::shard(c, s);
-        let _: i64 = CORRECT_DOWN
-            .key(&k.holders)
-            .key(&k.pending)
-            .key(&k.remaining)
-            .key(&k.loaded)
-            .arg("")
-            .arg("")
-            .arg(part)
-            .arg("0")
-            .invoke_async(redis)
-            .await?;
-    }
-    if target == 0 {
-        set_flag(redis, c, None).await?;
-    }
-    Ok(())
-}
-
-/// Moves the gate's remaining by `delta` (a stock change committed in PostgreSQL), keeping
-/// the takes in flight; never below zero. Clears the sold-out flag when units are left, sets
-/// it (with a new generation) when none are. On several shards, units added are split over the
-/// shards and units removed are taken from the shards in order. Returns the gate's remaining
-/// after the move, `None` when the gate is not loaded.
-pub async fn adjust(redis: &mut RedisConn, c: &str, delta: i64) -> redis::RedisResult<Option<i64>> {
-    let Some(n) = shard_count(redis, c).await? else {
-        return Ok(None);
-    };
-    let parts: Vec<i64> = if delta >= 0 {
-        split(delta, n)
-    } else {
-        vec![delta; usize::from(n)]
-    };
-    let (mut total, mut left) = (0i64, delta);
-    for (s, part) in (0..n).zip(parts) {
-        let k = Keys::shard(c, s);
-        let mut inv = ADJUST.key(&k.loaded);
-        inv.key(&k.remaining);
-        if n == 1 {
-            inv.key(&k.sold_out).key(&k.sold_out_gen);
-        }
-        let part = if delta < 0 { left } else { part };
-        let (r, moved): (i64, i64) = inv.arg(part).invoke_async(redis).await?;
-        if r < 0 {
-            return Ok(None);
-        }
-        total += r;
-        left -= moved;
-    }
-    if n > 1 {
-        if total > 0 {
-            clear_flag(redis, c).await?;
-        } else {
-            set_flag(redis, c, None).await?;
-        }
-    }
-    Ok(Some(total))
-}
-
 /// The holder value of `customer` (claim id or pending token), if any.
 pub async fn holder(
-    redis: &mut RedisConn,
+    redis: &mut Gate,
     c: &str,
     customer: &str,
 ) -> redis::RedisResult<Option<String>> {

@@ -7,13 +7,11 @@
 //! fixed at creation (`campaigns.gate_shards`) and written to shard 0's `shards` key by the
 //! gate load.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{LazyLock, Mutex};
+use std::collections::HashSet;
 
 use sha2::{Digest, Sha256};
 
-use super::Keys;
-use crate::redis_conn::RedisConn;
+use super::{Gate, Keys};
 
 /// The most shards a campaign's gate may have ([`flashgate_shared::api::MAX_GATE_SHARDS`]).
 pub const MAX_GATE_SHARDS: u16 = flashgate_shared::api::MAX_GATE_SHARDS as u16;
@@ -29,25 +27,18 @@ pub fn bucket(customer: &str, n: u16) -> u16 {
     (x % u64::from(n)) as u16
 }
 
-/// Shard counts read from Redis. A campaign's count never changes, so an entry never goes
-/// stale; one entry per campaign this origin served.
-static COUNTS: LazyLock<Mutex<HashMap<String, u16>>> = LazyLock::new(Default::default);
-
 /// The shard count of campaign `c` as its gate load wrote it; `None` when the gate is not
-/// loaded.
-pub async fn shard_count(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Option<u16>> {
-    if let Some(n) = COUNTS.lock().expect("shard counts").get(c) {
-        return Ok(Some(*n));
+/// loaded. Read from Redis once per handle ([`Gate`] remembers it).
+pub async fn shard_count(redis: &mut Gate, c: &str) -> redis::RedisResult<Option<u16>> {
+    if let Some(n) = redis.known_count(c) {
+        return Ok(Some(n));
     }
     let n: Option<u16> = redis::cmd("GET")
         .arg(Keys::of(c).shards)
         .query_async(redis)
         .await?;
     if let Some(n) = n.filter(|n| (1..=MAX_GATE_SHARDS).contains(n)) {
-        COUNTS
-            .lock()
-            .expect("shard counts")
-            .insert(c.to_string(), n);
+        redis.learn_count(c, n);
         return Ok(Some(n));
     }
     Ok(None)
@@ -65,7 +56,7 @@ pub struct ShardState {
 }
 
 /// Every shard of `c`, in order; empty when the gate is not loaded.
-pub async fn shard_states(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Vec<ShardState>> {
+pub async fn shard_states(redis: &mut Gate, c: &str) -> redis::RedisResult<Vec<ShardState>> {
     let Some(n) = shard_count(redis, c).await? else {
         return Ok(Vec::new());
     };
@@ -92,7 +83,7 @@ pub async fn shard_states(redis: &mut RedisConn, c: &str) -> redis::RedisResult<
 /// Every customer holding a unit of `c` (all shards), or `None` when there are more than
 /// `max` (or the gate is not loaded).
 pub async fn winners(
-    redis: &mut RedisConn,
+    redis: &mut Gate,
     c: &str,
     max: usize,
 ) -> redis::RedisResult<Option<HashSet<String>>> {

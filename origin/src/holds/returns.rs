@@ -8,8 +8,8 @@ use futures::future::join_all;
 use super::Returned;
 use crate::campaigns::CampaignCache;
 use crate::gate::flags::SoldOutFlags;
+use crate::gate::Gate;
 use crate::gate::{self, Keys};
-use crate::redis_conn::RedisConn;
 use std::sync::Arc;
 
 /// The handles that giving units back to the gate uses: PostgreSQL (the `gate_returns`
@@ -18,7 +18,7 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct GateReturns {
     pub db: sqlx::PgPool,
-    pub redis: RedisConn,
+    pub gate: Gate,
     pub flags: Arc<SoldOutFlags>,
     pub campaigns: Arc<CampaignCache>,
 }
@@ -37,7 +37,7 @@ pub async fn return_to_gate(returns: &GateReturns, returned: &[Returned]) -> usi
     let mut given = 0;
     for chunk in returned.chunks(GIVE_BACK_CONCURRENCY) {
         let backs = join_all(chunk.iter().cloned().map(|r| {
-            let mut redis = returns.redis.clone();
+            let mut redis = returns.gate.clone();
             async move {
                 let back = gate::give_back(
                     &mut redis,
@@ -87,7 +87,7 @@ pub async fn drain_gate_returns(returns: &GateReturns, limit: i64) -> anyhow::Re
     if rows.is_empty() {
         return Ok(0);
     }
-    let mut redis = returns.redis.clone();
+    let mut redis = returns.gate.clone();
     let mut ready = Vec::with_capacity(rows.len());
     let mut loading: BTreeSet<String> = BTreeSet::new();
     for r in rows {

@@ -103,8 +103,34 @@ pub async fn change(
     if matches!(change, Change::SetWaitingRoom { .. }) {
         crate::queue::require_secret(&state)?;
     }
-    let applied = toggles::apply(&state.db, &id, &who, change).await?;
-    let (changed, audit, gate) = match applied {
+    // A stock change holds the gate's change lock from before its commit until the gate has
+    // followed it, so a correction of the gate never sees it in PostgreSQL only (it would take
+    // the units off twice). Without Redis, or after the wait, it goes on unlocked: the claim
+    // commit still decides in SQL.
+    let mut gate_handle = state.gate.clone();
+    let lock = if change.moves_stock() {
+        crate::gate::lock_changes(&mut gate_handle, &id)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(campaign = %id, error = %e, "gate change lock not taken");
+                None
+            })
+    } else {
+        None
+    };
+    let applied = toggles::apply(&state.db, &id, &who, change).await;
+    let followed = match applied {
+        Ok(Applied::Changed {
+            ref before,
+            ref after,
+            ..
+        }) => Some(toggles::follow(&state.db, &mut gate_handle, &id, change, before, after).await),
+        _ => None,
+    };
+    if let Some(lock) = lock {
+        lock.release(&mut gate_handle).await;
+    }
+    let (changed, audit, gate) = match applied? {
         Applied::NotFound => return Err(not_found(&id)),
         Applied::Unchanged { before } => {
             toggles::refusal(change, &before).map_err(|message| match change {
@@ -113,14 +139,9 @@ pub async fn change(
             })?;
             (false, None, GateFollow::NotNeeded)
         }
-        Applied::Changed {
-            before,
-            after,
-            audit,
-        } => {
+        Applied::Changed { audit, .. } => {
             state.campaigns.invalidate(&id).await;
-            let mut redis = state.redis.clone();
-            let gate = toggles::follow(&state.db, &mut redis, &id, change, &before, &after).await;
+            let gate = followed.unwrap_or(GateFollow::Pending);
             state.flags.clear(&id);
             tracing::info!(
                 campaign = %id,

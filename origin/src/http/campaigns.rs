@@ -68,12 +68,12 @@ pub async fn create(
     let row = store::insert(&state.db, &new, &admin.name)
         .await?
         .ok_or_else(|| ApiError::Conflict(format!("campaign {} exists", new.id)))?;
-    let mut redis = state.redis.clone();
-    crate::gate::load::load(&state.db, &mut redis, &row.id)
+    let mut gate = state.gate.clone();
+    crate::gate::load::load(&state.db, &mut gate, &row.id)
         .await
         .map_err(|e| ApiError::Unavailable(e.to_string()))?;
     if row.waiting_room.is_some() {
-        crate::queue::store::open(&mut redis, &row.id).await?;
+        crate::queue::store::open(&mut state.redis.clone(), &row.id).await?;
     }
     state.campaigns.invalidate(&row.id).await;
     let body = AdminCampaign {

@@ -53,7 +53,7 @@ async fn live_gates_loaded(state: &AppState) -> bool {
     if live.is_empty() {
         return true;
     }
-    let mut redis = state.redis.clone();
+    let mut redis = state.gate.clone();
     let mut all = true;
     // One EXISTS per campaign: on a Redis Cluster each gate lives in its own slot.
     for c in &live {

@@ -23,7 +23,7 @@ pub async fn report(
     if !is_valid_slug(&id) {
         return Err(not_found());
     }
-    let mut redis = state.redis.clone();
+    let mut redis = state.gate.clone();
     let report = reconcile(&state.db, &mut redis, &id)
         .await
         .map_err(|e| ApiError::Unavailable(e.to_string()))?

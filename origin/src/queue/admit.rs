@@ -77,7 +77,7 @@ pub async fn tick(state: &AppState, budgets: &Budgets) -> anyhow::Result<usize> 
     )
     .fetch_all(&state.db)
     .await?;
-    let mut redis = state.redis.clone();
+    let mut gate = state.gate.clone();
     let mut total = 0;
     for (c, w) in live {
         let rate = f64::from(w.admit_per_second);
@@ -86,7 +86,7 @@ pub async fn tick(state: &AppState, budgets: &Budgets) -> anyhow::Result<usize> 
         let ttl_ms = u64::from(w.admission_ttl_seconds) * 1000;
         let lease_ms = LEASE.as_millis() as u64;
         match store::advance(
-            &mut redis,
+            &mut gate,
             &c,
             &budgets.holder,
             lease_ms,

@@ -251,7 +251,7 @@ pub enum Advanced {
 /// remaining units minus the admitted-but-unclaimed customers (admitted within `ttl_ms`), when
 /// `holder` has (or takes) the lease for `lease_ms`.
 pub async fn advance(
-    redis: &mut RedisConn,
+    redis: &mut crate::gate::Gate,
     c: &str,
     holder: &str,
     lease_ms: u64,

@@ -82,7 +82,7 @@ pub async fn spawn(config: Config) -> anyhow::Result<RunningOrigin> {
 /// Loads the gate of every campaign that has not ended. A campaign whose gate is already
 /// loaded (another origin did it) is left alone.
 async fn load_gates(state: &AppState) {
-    let mut redis = state.redis.clone();
+    let mut redis = state.gate.clone();
     match crate::campaigns::store::live(&state.db).await {
         Ok(live) => {
             for c in live {

@@ -31,7 +31,7 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
         stop,
         RECONCILE_EVERY,
         "settling stale takes",
-        |s| async move { settle_stale_takes(&s.db, &s.redis).await },
+        |s| async move { settle_stale_takes(&s.db, &s.gate).await },
     );
     // The hold sweeper and the promo code use sweeper run on loops of their own, so that neither
     // waits for the other.

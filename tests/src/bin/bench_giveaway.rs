@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use flashgate_origin::gate;
+use flashgate_origin::gate::Gate;
 use flashgate_origin::redis_conn::RedisConn;
 use flashgate_tests::support::{claim_at, TestOrigin};
 use hdrhistogram::Histogram;
@@ -45,7 +46,7 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-async fn used_memory(r: &mut RedisConn) -> i64 {
+async fn used_memory(r: &mut Gate) -> i64 {
     let info: String = redis::cmd("INFO")
         .arg("memory")
         .query_async(r)
@@ -69,7 +70,7 @@ async fn pg_bytes(db: &sqlx::PgPool) -> i64 {
 /// Pings Redis every 2 ms on its own connection until `stop`; latencies in µs, split at the
 /// moment `sold` turns true.
 async fn ping_probe(
-    mut r: RedisConn,
+    mut r: Gate,
     stop: Arc<AtomicBool>,
     sold: Arc<AtomicBool>,
 ) -> (Histogram<u64>, Histogram<u64>) {
@@ -93,7 +94,7 @@ async fn ping_probe(
 
 async fn giveaway(args: &Args) {
     let o = TestOrigin::start().await;
-    let mut r = flashgate_tests::support::redis_conn().await;
+    let mut r = Gate::new(flashgate_tests::support::redis_conn().await);
     let (mem0, pg0) = (used_memory(&mut r).await, pg_bytes(&o.db).await);
     let c = o
         .sharded_campaign("giveaway", args.units, args.shards)
@@ -209,7 +210,7 @@ async fn giveaway(args: &Args) {
 
 /// Takes/s straight at the gate of a campaign of `shards` shards set up by hand (units never
 /// run out), from `clients` tasks for `secs`.
-async fn takes(r: &RedisConn, shards: u16, clients: usize, secs: u64) -> f64 {
+async fn takes(r: &Gate, shards: u16, clients: usize, secs: u64) -> f64 {
     let c = flashgate_tests::support::unique("bench-take");
     let mut w = r.clone();
     for s in 0..shards {
@@ -257,7 +258,7 @@ async fn main() {
     let args = Args::parse();
     giveaway(&args).await;
     if let Some(url) = &args.cluster_url {
-        let r = RedisConn::open(url, None).await.expect("cluster");
+        let r = Gate::new(RedisConn::open(url, None).await.expect("cluster"));
         let one = takes(&r, 1, 64, args.take_seconds).await;
         let sixteen = takes(&r, 16, 64, args.take_seconds).await;
         println!(

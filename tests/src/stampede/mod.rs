@@ -137,6 +137,10 @@ pub struct Args {
     /// Waiting room: the key tickets are signed with (the edge secret), to open each ticket.
     #[arg(long, env = "FLASHGATE_EDGE_SECRET", hide_env_values = true)]
     pub edge_secret: Option<String>,
+    /// Shards of the campaign's gate (1..=1024; default: the origin's, which follows the
+    /// stock). `FLASHGATE_GATE_SHARDS` sets it for a whole script (e.g. the cluster demo).
+    #[arg(long, env = "FLASHGATE_GATE_SHARDS")]
+    pub gate_shards: Option<i64>,
 }
 
 /// Refuses any URL whose host is not a loopback address.
@@ -191,7 +195,7 @@ async fn create_campaign(
         starts_at,
         ends_at: now + chrono::Duration::hours(2),
         hold_seconds: None,
-        gate_shards: None,
+        gate_shards: args.gate_shards,
         waiting_room: waiting_room::option(args)?,
     };
     let resp = http

@@ -36,7 +36,7 @@ pub async fn gate_remaining(o: &TestOrigin, c: &str) -> Option<i64> {
 /// Runs the origin's reconcile of campaign `c` (PostgreSQL against the gate) and asserts it
 /// found nothing: no fault, nothing oversold, no stranded unit. Returns the report.
 pub async fn assert_reconciled(o: &TestOrigin, c: &str) -> ReconcileReport {
-    let mut redis = o.origin.state.redis.clone();
+    let mut redis = o.origin.state.gate.clone();
     let report = flashgate_origin::reconcile::reconcile(&o.db, &mut redis, c)
         .await
         .expect("reconcile runs")
