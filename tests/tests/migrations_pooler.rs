@@ -166,7 +166,20 @@ async fn a_panicking_background_pass_is_logged_and_the_loop_goes_on() {
 
 #[tokio::test]
 async fn readyz_stays_ready_under_concurrent_probes() {
-    let origin = TestOrigin::start().await;
+    // A database of its own (reached the way DATABASE_URL is: through the pooler in the
+    // pooler leg) with three live campaigns whose gates readyz checks on every probe: the
+    // suite database holds the campaigns of every earlier test, some with gates in another
+    // Redis (the cluster leg), which would measure those tests rather than the pooler.
+    let (name, direct) = fresh_db("readyz").await;
+    migrate::run(&direct).await.expect("migrates");
+    let mut config = test_config();
+    let url: PgConnectOptions = config.database_url.parse().expect("URL parses");
+    config.database_url = url.database(&name).to_url_lossy().to_string();
+    config.migration_database_url = None;
+    let origin = TestOrigin::start_with(config).await;
+    for stock in [5, 50, 500] {
+        origin.campaign("sale", stock).await;
+    }
     eventually("ready", Duration::from_secs(20), || async {
         let r = origin
             .http
@@ -190,4 +203,5 @@ async fn readyz_stays_ready_under_concurrent_probes() {
         }
     }
     origin.stop().await;
+    drop_db(&name).await;
 }
