@@ -42,7 +42,7 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
 /// that has not.
 async fn live_gates_loaded(state: &AppState) -> bool {
     // In a transaction: behind a transaction pooler the statement's parse and execution then
-    // stay on one server connection (see crate::db).
+    // stay on one server connection (README "Behind a connection pooler").
     let Ok(mut tx) = state.db.begin().await else {
         return false;
     };
