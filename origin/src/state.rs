@@ -91,14 +91,23 @@ impl GateLoader {
 /// parameter PgBouncer refuses (`options`, `extra_float_digits`); prepared statements stay
 /// named and cached, which a pooler must carry (PgBouncer 1.21+ `max_prepared_statements`).
 pub fn pg_options(config: &Config) -> Result<PgConnectOptions, sqlx::Error> {
-    let options: PgConnectOptions = config.database_url.parse()?;
+    let options = behind(config.database_url.parse()?, config.db_pooler);
     Ok(match config.db_pooler {
         DbPooler::None => options.options([(
             "statement_timeout",
             config.db_statement_timeout_ms.to_string(),
         )]),
-        DbPooler::Transaction => options.extra_float_digits(None),
+        DbPooler::Transaction => options,
     })
+}
+
+/// `options` without the start-up parameters a transaction pooler refuses
+/// (`extra_float_digits`; `options` is never set here), unchanged on a direct connection.
+fn behind(options: PgConnectOptions, pooler: DbPooler) -> PgConnectOptions {
+    match pooler {
+        DbPooler::None => options,
+        DbPooler::Transaction => options.extra_float_digits(None),
+    }
 }
 
 /// The connection options migrations run with: `FLASHGATE_MIGRATION_DATABASE_URL`, else
@@ -108,11 +117,7 @@ pub fn migration_options(config: &Config) -> Result<PgConnectOptions, sqlx::Erro
     if let Some(url) = &config.migration_database_url {
         return url.parse();
     }
-    let options: PgConnectOptions = config.database_url.parse()?;
-    Ok(match config.db_pooler {
-        DbPooler::None => options,
-        DbPooler::Transaction => options.extra_float_digits(None),
-    })
+    Ok(behind(config.database_url.parse()?, config.db_pooler))
 }
 
 /// Applies the migrations, or checks the schema when `FLASHGATE_MIGRATE=false`; behind a
