@@ -1,5 +1,4 @@
-//! Discount arithmetic in integer minor units (seed "Coupons": "the discount is 10% of $60 =
-//! $6"). Shared so that the origin and the edge compute the same cents.
+//! Discount arithmetic in integer minor units ("the discount is 10% of $60 = $6"). Shared so that the origin and the edge compute the same cents.
 //!
 //! Money is an `i64` count of the currency's minor unit (cents for USD/EUR): `6000` is $60.00.
 //! Percentages are basis points: `1000` is 10 %, `750` is 7.5 %, `10_000` is 100 %.

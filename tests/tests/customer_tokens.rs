@@ -1,4 +1,4 @@
-//! Customer tokens from an identity provider at the origin (issue 22): RS256 / ES256 keys from
+//! Customer tokens from an identity provider at the origin: RS256 / ES256 keys from
 //! a JWKS served by a local stand-in provider, issuer and audience checks, HS256 key ids,
 //! rotation, the fetch bound under a flood of unknown key ids, algorithm confusion, the
 //! leeway, and a JWKS endpoint that is down.

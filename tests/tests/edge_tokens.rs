@@ -1,4 +1,4 @@
-//! Customer tokens from an identity provider at the edge (issue 22), the worker running in
+//! Customer tokens from an identity provider at the edge, the worker running in
 //! workerd: the same accept / refuse list as the origin, answered by the edge; rotation with
 //! one fetch for a new key id; at most one JWKS fetch per interval under a flood of unknown
 //! key ids; a JWKS outage keeping the cached keys. The origin behind it holds every key inline
