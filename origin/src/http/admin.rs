@@ -28,10 +28,6 @@ use crate::admin::views;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
-fn not_found(id: &str) -> ApiError {
-    ApiError::NotFound(format!("no campaign {id}"))
-}
-
 /// The checks of a call on campaign `id`: an admin token of role `needed` (401/403), then the
 /// slug shape of the id (anything else cannot exist: 404). Returns who called.
 fn authorize(headers: &HeaderMap, state: &AppState, needed: Role, id: &str) -> ApiResult<Admin> {
@@ -40,7 +36,7 @@ fn authorize(headers: &HeaderMap, state: &AppState, needed: Role, id: &str) -> A
     if is_valid_slug(id) {
         Ok(who)
     } else {
-        Err(not_found(id))
+        Err(extract::no_campaign(id))
     }
 }
 
@@ -61,7 +57,7 @@ pub async fn show(
     authorize(&headers, &state, Role::Viewer, &id)?;
     let mut view = views::show(&state.db, &id)
         .await?
-        .ok_or_else(|| not_found(&id))?;
+        .ok_or_else(|| extract::no_campaign(&id))?;
     crate::queue::fill_views(&state, std::slice::from_mut(&mut view)).await;
     Ok(Json(view).into_response())
 }
@@ -77,7 +73,7 @@ pub async fn audit_trail(
         .await?
         .is_none()
     {
-        return Err(not_found(&id));
+        return Err(extract::no_campaign(&id));
     }
     let entries = audit::list(&state.db, &id).await?;
     Ok(Json(AuditList {
@@ -131,7 +127,7 @@ pub async fn change(
         lock.release(&mut gate_handle).await;
     }
     let (changed, audit, gate) = match applied? {
-        Applied::NotFound => return Err(not_found(&id)),
+        Applied::NotFound => return Err(extract::no_campaign(&id)),
         Applied::Unchanged { before } => {
             toggles::refusal(change, &before).map_err(|message| match change {
                 Change::SetEndsAt { .. } => ApiError::validation(message),
@@ -156,7 +152,7 @@ pub async fn change(
     tracing::Span::current().record("outcome", change.action());
     let mut campaign = views::show(&state.db, &id)
         .await?
-        .ok_or_else(|| not_found(&id))?;
+        .ok_or_else(|| extract::no_campaign(&id))?;
     crate::queue::fill_views(&state, std::slice::from_mut(&mut campaign)).await;
     Ok(Json(ChangeReply {
         changed,

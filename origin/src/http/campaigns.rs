@@ -4,7 +4,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use flashgate_shared::api::{is_valid_slug, AdminCampaign, NewCampaign};
+use flashgate_shared::api::{AdminCampaign, NewCampaign};
 use flashgate_shared::queue::QueueStatus;
 
 use super::extract::{self, Path};
@@ -30,15 +30,7 @@ struct StatusBody {
 pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
     Metrics::inc(&state.metrics.status_requests);
     tracing::Span::current().record("campaign", id.as_str());
-    let not_found = || ApiError::NotFound(format!("no campaign {id}"));
-    if !is_valid_slug(&id) {
-        return Err(not_found());
-    }
-    let row = state
-        .campaigns
-        .get(&state.db, &id)
-        .await?
-        .ok_or_else(not_found)?;
+    let row = extract::campaign(&state, &id).await?;
     let body = StatusBody {
         status: row.status_at(chrono::Utc::now()),
         queue: crate::queue::status(&state, &row).await?,

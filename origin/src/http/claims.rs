@@ -30,19 +30,13 @@ pub async fn create(
     Metrics::inc(&state.metrics.claim_requests);
     let span = tracing::Span::current();
     span.record("campaign", campaign.as_str());
-    let body = extract::signed_post_body(
-        &headers,
-        state.config.edge_secret.as_ref(),
-        uri.path(),
-        body,
-    )
-    .await?;
+    let body = extract::signed_post_body(&state, &uri, &headers, body).await?;
     extract::require_json(&headers)?;
     let customer = extract::customer(&headers, &state).await?;
     let key = extract::idempotency_key(&headers)?;
     parse_claim_body(&body).map_err(|e| ApiError::BadRequest(codes::INVALID_JSON, e.message))?;
     if !is_valid_slug(&campaign) {
-        return Err(ApiError::NotFound(format!("no campaign {campaign}")));
+        return Err(extract::no_campaign(&campaign));
     }
     // A campaign with a waiting room needs the admission token (the claim path answers 404
     // for an unknown campaign).

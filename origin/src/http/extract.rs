@@ -3,15 +3,18 @@
 //! Each refusal is an [`ApiError`] with the documented body; none touches a store.
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::connect_info::ConnectInfo;
-use axum::http::{header, Extensions, HeaderMap};
+use axum::http::{header, Extensions, HeaderMap, Uri};
+use flashgate_shared::api::is_valid_slug;
 use flashgate_shared::{signature, token};
 use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq;
 
 pub use crate::admin::roles::{Admin, Role};
+use crate::campaigns::store::CampaignRow;
 use crate::error::{ApiError, ApiResult};
 use crate::secret::Secret;
 use crate::state::AppState;
@@ -162,15 +165,36 @@ pub fn edge_signature(
 /// Reads a POST body of at most [`flashgate_shared::MAX_CLAIM_BODY_BYTES`] (413 past it) and
 /// requires its edge signature ([`edge_signature`], 403) over the path as sent (the edge signs
 /// it still percent-encoded). Used by the customer POSTs the edge forwards (claims, queue joins).
+/// The secret is the state's `FLASHGATE_EDGE_SECRET`.
 pub async fn signed_post_body(
+    state: &AppState,
+    uri: &Uri,
     headers: &HeaderMap,
-    secret: Option<&Secret>,
-    path: &str,
     body: Body,
 ) -> ApiResult<Bytes> {
     let body = read_body(headers, body, flashgate_shared::MAX_CLAIM_BODY_BYTES).await?;
-    edge_signature(headers, secret, "POST", path, &body)?;
+    let secret = state.config.edge_secret.as_ref();
+    edge_signature(headers, secret, "POST", uri.path(), &body)?;
     Ok(body)
+}
+
+/// 404 `not_found` naming campaign `id`.
+pub fn no_campaign(id: &str) -> ApiError {
+    ApiError::NotFound(format!("no campaign {id}"))
+}
+
+/// The campaign row of `id` from the origin's cache (at most `FLASHGATE_CAMPAIGN_CACHE_MS`
+/// old). 404 ([`no_campaign`]) when `id` is not a slug (no query is made) or no campaign has
+/// it; 503 when PostgreSQL fails.
+pub async fn campaign(state: &AppState, id: &str) -> ApiResult<Arc<CampaignRow>> {
+    if !is_valid_slug(id) {
+        return Err(no_campaign(id));
+    }
+    state
+        .campaigns
+        .get(&state.db, id)
+        .await?
+        .ok_or_else(|| no_campaign(id))
 }
 
 /// The client's IP address: the `Flashgate-Client-Ip` the edge forwarded, only on a request

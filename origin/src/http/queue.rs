@@ -5,11 +5,10 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use flashgate_shared::api::is_valid_slug;
 use flashgate_shared::queue::NO_WAITING_ROOM;
 
 use super::extract::{self, Path};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::state::AppState;
 
 /// 409 `{"result":"no_waiting_room","message":…}`.
@@ -40,23 +39,9 @@ pub async fn join(
     body: Body,
 ) -> ApiResult<Response> {
     tracing::Span::current().record("campaign", campaign.as_str());
-    extract::signed_post_body(
-        &headers,
-        state.config.edge_secret.as_ref(),
-        uri.path(),
-        body,
-    )
-    .await?;
+    extract::signed_post_body(&state, &uri, &headers, body).await?;
     let customer = extract::customer(&headers, &state).await?;
-    let not_found = || ApiError::NotFound(format!("no campaign {campaign}"));
-    if !is_valid_slug(&campaign) {
-        return Err(not_found());
-    }
-    let row = state
-        .campaigns
-        .get(&state.db, &campaign)
-        .await?
-        .ok_or_else(not_found)?;
+    let row = extract::campaign(&state, &campaign).await?;
     let Some(w) = row.waiting_room() else {
         return Ok(no_waiting_room(&campaign));
     };

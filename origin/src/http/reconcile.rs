@@ -19,7 +19,7 @@ pub async fn report(
     headers: HeaderMap,
 ) -> ApiResult<Json<ReconcileReport>> {
     extract::admin(&headers, &state, Role::Viewer)?;
-    let not_found = || ApiError::NotFound(format!("no campaign {id}"));
+    let not_found = || extract::no_campaign(&id);
     if !is_valid_slug(&id) {
         return Err(not_found());
     }
