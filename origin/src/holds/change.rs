@@ -38,8 +38,60 @@ async fn find_life(db: &PgPool, claim_id: &str) -> sqlx::Result<Option<LifeRow>>
     }))
 }
 
-fn status_of(row: &ClaimRow) -> Option<ClaimStatus> {
-    Some(row.status)
+/// How a call ends a hold: [`pay`] or [`release`].
+#[derive(Debug, Clone, Copy)]
+enum Ending<'a> {
+    /// `held → paid` while `held_until` is in the future; the ledger reason is fixed.
+    Paid { payment_ref: &'a str },
+    /// `held → released` at any time before the sweeper expires it; the unit goes back to
+    /// `campaigns.remaining` and its gate return is queued.
+    Released { reason: &'a str },
+}
+
+/// Ends hold `claim_id` as `ending` says, in one statement: the conditional update, for a
+/// release the unit back in `remaining` and the queued gate return, and the ledger row (event
+/// = the new status, by `actor`). The changed row, or `None` when the claim is not a hold that
+/// this call may end (missing, already changed, or past `held_until` for a payment).
+async fn end_hold(
+    db: &PgPool,
+    claim_id: &str,
+    ending: Ending<'_>,
+    actor: &str,
+) -> sqlx::Result<Option<ClaimRow>> {
+    let (to, payment_ref, reason) = match ending {
+        Ending::Paid { payment_ref } => (ClaimStatus::Paid, Some(payment_ref), "payment confirmed"),
+        Ending::Released { reason } => (ClaimStatus::Released, None, reason),
+    };
+    sqlx::query_as!(
+        ClaimRow,
+        r#"WITH c AS (
+            UPDATE claims
+               SET status = $2, payment_ref = COALESCE($3, payment_ref), updated_at = now()
+             WHERE id = $1 AND status = 'held' AND ($2 = 'released' OR held_until > now())
+            RETURNING *
+         ), back AS (
+            UPDATE campaigns k SET remaining = k.remaining + 1, updated_at = now()
+              FROM c WHERE k.id = c.campaign_id AND c.status = 'released'
+         ), g AS (
+            INSERT INTO gate_returns (claim_id, campaign_id, customer_id)
+            SELECT id, campaign_id, customer_id FROM c WHERE c.status = 'released'
+         ), l AS (
+            INSERT INTO ledger (claim_id, campaign_id, customer_id, event, actor, reason)
+            SELECT id, campaign_id, customer_id, status, $4, $5 FROM c
+         )
+         SELECT id AS "id!", campaign_id AS "campaign_id!", customer_id AS "customer_id!",
+                status AS "status!: ClaimStatus", held_until, code,
+                idempotency_key AS "idempotency_key!", request_fp AS "request_fp!",
+                created_at AS "created_at!"
+           FROM c"#,
+        claim_id,
+        to.as_str(),
+        payment_ref,
+        actor,
+        reason,
+    )
+    .fetch_optional(db)
+    .await
 }
 
 /// Pays hold `claim_id` with `payment_ref`: one `UPDATE … WHERE status = 'held' AND
@@ -54,27 +106,7 @@ pub async fn pay(
     payment_ref: &str,
     actor: &str,
 ) -> sqlx::Result<Option<HoldReply>> {
-    let paid = sqlx::query_as!(
-        ClaimRow,
-        r#"WITH p AS (
-            UPDATE claims SET status = 'paid', payment_ref = $2, updated_at = now()
-             WHERE id = $1 AND status = 'held' AND held_until > now()
-            RETURNING *
-         ), l AS (
-            INSERT INTO ledger (claim_id, campaign_id, customer_id, event, actor, reason)
-            SELECT id, campaign_id, customer_id, 'paid', $3, 'payment confirmed' FROM p
-         )
-         SELECT id AS "id!", campaign_id AS "campaign_id!", customer_id AS "customer_id!",
-                status AS "status!: ClaimStatus", held_until, code,
-                idempotency_key AS "idempotency_key!", request_fp AS "request_fp!",
-                created_at AS "created_at!"
-           FROM p"#,
-        claim_id,
-        payment_ref,
-        actor,
-    )
-    .fetch_optional(db)
-    .await?;
+    let paid = end_hold(db, claim_id, Ending::Paid { payment_ref }, actor).await?;
     if let Some(row) = paid {
         return Ok(Some(HoldReply::Paid {
             claim: row.to_claim(),
@@ -84,20 +116,16 @@ pub async fn pay(
     let Some(life) = find_life(db, claim_id).await? else {
         return Ok(None);
     };
-    Ok(Some(match status_of(&life.row) {
-        Some(ClaimStatus::Paid) if life.payment_ref.as_deref() == Some(payment_ref) => {
-            HoldReply::Paid {
-                claim: life.row.to_claim(),
-                payment_ref: payment_ref.to_string(),
-            }
-        }
-        Some(ClaimStatus::Paid) => HoldReply::AlreadyPaid {
+    Ok(Some(match life.row.status {
+        ClaimStatus::Paid if life.payment_ref.as_deref() == Some(payment_ref) => HoldReply::Paid {
+            claim: life.row.to_claim(),
+            payment_ref: payment_ref.to_string(),
+        },
+        ClaimStatus::Paid => HoldReply::AlreadyPaid {
             claim: life.row.to_claim(),
         },
-        Some(ClaimStatus::Issued | ClaimStatus::Redeemed) | None => HoldReply::NotAHold,
-        Some(ClaimStatus::Held | ClaimStatus::Released | ClaimStatus::Expired) => {
-            HoldReply::HoldExpired
-        }
+        ClaimStatus::Issued | ClaimStatus::Redeemed => HoldReply::NotAHold,
+        ClaimStatus::Held | ClaimStatus::Released | ClaimStatus::Expired => HoldReply::HoldExpired,
     }))
 }
 
@@ -116,33 +144,7 @@ pub async fn release(
     actor: &str,
     reason: &str,
 ) -> sqlx::Result<Option<(HoldReply, Option<Returned>)>> {
-    let released = sqlx::query_as!(
-        ClaimRow,
-        r#"WITH r AS (
-            UPDATE claims SET status = 'released', updated_at = now()
-             WHERE id = $1 AND status = 'held'
-            RETURNING *
-         ), back AS (
-            UPDATE campaigns k SET remaining = k.remaining + 1, updated_at = now()
-              FROM r WHERE k.id = r.campaign_id
-         ), g AS (
-            INSERT INTO gate_returns (claim_id, campaign_id, customer_id)
-            SELECT id, campaign_id, customer_id FROM r
-         ), l AS (
-            INSERT INTO ledger (claim_id, campaign_id, customer_id, event, actor, reason)
-            SELECT id, campaign_id, customer_id, 'released', $2, $3 FROM r
-         )
-         SELECT id AS "id!", campaign_id AS "campaign_id!", customer_id AS "customer_id!",
-                status AS "status!: ClaimStatus", held_until, code,
-                idempotency_key AS "idempotency_key!", request_fp AS "request_fp!",
-                created_at AS "created_at!"
-           FROM r"#,
-        claim_id,
-        actor,
-        reason,
-    )
-    .fetch_optional(db)
-    .await?;
+    let released = end_hold(db, claim_id, Ending::Released { reason }, actor).await?;
     if let Some(row) = released {
         let returned = Returned {
             claim_id: row.id.clone(),
@@ -157,17 +159,17 @@ pub async fn release(
     let Some(life) = find_life(db, claim_id).await? else {
         return Ok(None);
     };
-    let reply = match status_of(&life.row) {
-        Some(ClaimStatus::Released) => HoldReply::Released {
+    let reply = match life.row.status {
+        ClaimStatus::Released => HoldReply::Released {
             claim: life.row.to_claim(),
         },
-        Some(ClaimStatus::Paid) => HoldReply::AlreadyPaid {
+        ClaimStatus::Paid => HoldReply::AlreadyPaid {
             claim: life.row.to_claim(),
         },
-        Some(ClaimStatus::Issued | ClaimStatus::Redeemed) | None => HoldReply::NotAHold,
+        ClaimStatus::Issued | ClaimStatus::Redeemed => HoldReply::NotAHold,
         // `held` cannot be seen here unless the row changed between the two statements and
         // back, which no transition allows; answer as expired, changing nothing.
-        Some(ClaimStatus::Expired | ClaimStatus::Held) => HoldReply::HoldExpired,
+        ClaimStatus::Expired | ClaimStatus::Held => HoldReply::HoldExpired,
     };
     Ok(Some((reply, None)))
 }
