@@ -139,18 +139,19 @@ async fn snapshot(gate: &mut Gate, c: &str, n: u16) -> redis::RedisResult<Snapsh
 /// PostgreSQL's `remaining` of `c` and how many of `customers` hold an active claim of it,
 /// from one snapshot.
 async fn pg_view(db: &PgPool, c: &str, customers: &[String]) -> sqlx::Result<Option<(i64, i64)>> {
-    sqlx::query_as(
-        "SELECT c.remaining,
-                (SELECT count(*) FROM claims a
-                  WHERE a.campaign_id = c.id AND a.customer_id = ANY($2)
-                    AND a.status = ANY($3))::bigint
-           FROM campaigns c WHERE c.id = $1",
+    let row = sqlx::query!(
+        r#"SELECT c.remaining,
+                  (SELECT count(*) FROM claims a
+                    WHERE a.campaign_id = c.id AND a.customer_id = ANY($2)
+                      AND a.status = ANY($3)) AS "committed!"
+             FROM campaigns c WHERE c.id = $1"#,
+        c,
+        customers,
+        &ClaimStatus::active_names()[..] as &[&str],
     )
-    .bind(c)
-    .bind(customers)
-    .bind(&ClaimStatus::active_names()[..])
     .fetch_optional(db)
-    .await
+    .await?;
+    Ok(row.map(|r| (r.remaining, r.committed)))
 }
 
 /// Customers with an active claim of `c` among `customers` (a later read than [`pg_view`]).
@@ -158,13 +159,13 @@ async fn committed(db: &PgPool, c: &str, customers: &[String]) -> sqlx::Result<i
     if customers.is_empty() {
         return Ok(0);
     }
-    sqlx::query_scalar(
-        "SELECT count(*)::bigint FROM claims
-          WHERE campaign_id = $1 AND customer_id = ANY($2) AND status = ANY($3)",
+    sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM claims
+            WHERE campaign_id = $1 AND customer_id = ANY($2) AND status = ANY($3)"#,
+        c,
+        customers,
+        &ClaimStatus::active_names()[..] as &[&str],
     )
-    .bind(c)
-    .bind(customers)
-    .bind(&ClaimStatus::active_names()[..])
     .fetch_one(db)
     .await
 }

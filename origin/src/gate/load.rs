@@ -5,6 +5,7 @@
 //! until the `loaded` key appears. The snapshot of `remaining` and of the active claims is read
 //! in one statement, so the two agree with each other.
 
+use flashgate_shared::api::ClaimStatus;
 use sqlx::PgPool;
 
 use super::lua::{SET_SOLD_OUT, UNLOCK};
@@ -51,18 +52,18 @@ async fn load_locked(db: &PgPool, redis: &mut Gate, c: &str, k: &Keys) -> Result
     // transaction, so that behind a transaction pooler its parse and execution stay on one
     // server connection.
     let mut tx = db.begin().await?;
-    let rows: Vec<(i64, i32, Option<String>, Option<String>)> = sqlx::query_as(
-        "SELECT c.remaining, c.gate_shards, a.customer_id, a.id
-           FROM campaigns c
-           LEFT JOIN claims a ON a.campaign_id = c.id
-                             AND a.status IN ('held', 'paid', 'issued', 'redeemed')
-          WHERE c.id = $1",
+    let rows = sqlx::query!(
+        r#"SELECT c.remaining, c.gate_shards, a.customer_id AS "customer_id?", a.id AS "id?"
+             FROM campaigns c
+             LEFT JOIN claims a ON a.campaign_id = c.id AND a.status = ANY($2)
+            WHERE c.id = $1"#,
+        c,
+        &ClaimStatus::active_names()[..] as &[&str],
     )
-    .bind(c)
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
-    let Some((remaining, n)) = rows.first().map(|r| (r.0, r.1)) else {
+    let Some((remaining, n)) = rows.first().map(|r| (r.remaining, r.gate_shards)) else {
         return Ok(false);
     };
     let n = u16::try_from(n)
@@ -76,8 +77,8 @@ async fn load_locked(db: &PgPool, redis: &mut Gate, c: &str, k: &Keys) -> Result
             .await?;
     }
     let mut holders: Vec<Vec<(&str, &str)>> = vec![Vec::new(); usize::from(n)];
-    for (_, _, cust, id) in &rows {
-        if let (Some(cust), Some(id)) = (cust.as_deref(), id.as_deref()) {
+    for r in &rows {
+        if let (Some(cust), Some(id)) = (r.customer_id.as_deref(), r.id.as_deref()) {
             holders[usize::from(super::bucket(cust, n))].push((cust, id));
         }
     }
