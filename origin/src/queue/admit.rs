@@ -70,16 +70,18 @@ impl Budgets {
 
 /// One run of the task. Returns the customers admitted.
 pub async fn tick(state: &AppState, budgets: &Budgets) -> anyhow::Result<usize> {
-    let live: Vec<(String, sqlx::types::Json<WaitingRoom>)> = sqlx::query_as(
-        "SELECT id, waiting_room FROM campaigns
-          WHERE waiting_room IS NOT NULL AND NOT paused AND NOT queue_paused
-            AND starts_at <= now() AND ends_at > now()",
+    let live = sqlx::query!(
+        r#"SELECT id, waiting_room AS "waiting_room!: sqlx::types::Json<WaitingRoom>"
+             FROM campaigns
+            WHERE waiting_room IS NOT NULL AND NOT paused AND NOT queue_paused
+              AND starts_at <= now() AND ends_at > now()"#
     )
     .fetch_all(&state.db)
     .await?;
     let mut gate = state.gate.clone();
     let mut total = 0;
-    for (c, w) in live {
+    for row in live {
+        let (c, w) = (row.id, row.waiting_room);
         let rate = f64::from(w.admit_per_second);
         let budget = budgets.top_up(&c, rate);
         let now_ms = chrono::Utc::now().timestamp_millis();
