@@ -18,6 +18,7 @@ use crate::holds::returns::GateReturns;
 use crate::metrics::Metrics;
 use crate::promo::service::PromoService;
 use crate::promo::RulesCache;
+use crate::queue::turns::JoinTurns;
 use crate::redis_conn::RedisConn;
 
 /// The bag of handles the HTTP layer and the background tasks hold; cloned into every handler,
@@ -43,9 +44,8 @@ pub struct AppState {
     pub customer_tokens: Arc<crate::customer_tokens::CustomerTokens>,
     /// Loads campaign gates in the background, single-flight per campaign.
     pub gate_loader: GateLoader,
-    /// Joins in their Redis step at once ([`crate::queue::join::JOIN_CONCURRENCY`]); the
-    /// others wait their turn in arrival order.
-    pub join_permits: Arc<tokio::sync::Semaphore>,
+    /// The waiting room's join turns (a bounded number of joins in their Redis step at once).
+    pub join_turns: JoinTurns,
 }
 
 /// Loads the gate of a campaign in the background unless this origin is already doing so.
@@ -193,9 +193,7 @@ impl AppState {
             config: Arc::new(config),
             db,
             redis,
-            join_permits: Arc::new(tokio::sync::Semaphore::new(
-                crate::queue::join::JOIN_CONCURRENCY,
-            )),
+            join_turns: JoinTurns::default(),
             gate,
         })
     }

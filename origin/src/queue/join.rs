@@ -16,18 +16,6 @@ use crate::campaigns::CampaignRow;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Most joins of one origin in their Redis step at once. Thousands of joins sent to Redis at
-/// once on the one multiplexed connection wait there behind each other, and on a loaded
-/// machine the last ones pass the connection's response timeout (2 s) and fail 503 although
-/// Redis would have answered; in line here instead, each one's Redis step is short.
-pub const JOIN_CONCURRENCY: usize = 32;
-/// Longest wait for a turn, ms; past it the join answers 503 + `Retry-After` (the origin is
-/// truly overloaded: more joins than it can place in this time). Longer than the edge's
-/// origin timeout (5 s by default) on purpose: a join is idempotent per customer, so one that
-/// completes after the edge gave up (503 + `Retry-After` from the edge) is not lost work, her
-/// retry gets the place it made (200).
-pub const JOIN_WAIT_MS: u64 = 10_000;
-
 /// How a join at `now` on a campaign starting at `starts_at` draws its number. `Err` with the
 /// opening time when the prequeue has not opened yet (`now < starts_at - prequeue_seconds`).
 pub fn draw_at(
@@ -49,11 +37,10 @@ pub fn draw_at(
 }
 
 /// Gives `customer` her place on campaign `row` (which has the waiting room `w`). Returns the
-/// reply and whether the place is new (201) or hers already (200). At most
-/// [`JOIN_CONCURRENCY`] joins run their Redis step at once; the others wait their turn, in
-/// arrival order. Errors: 409 `conflict` before the prequeue opens, 503 without the edge
-/// secret, when no turn came within [`JOIN_WAIT_MS`], or when Redis fails or has lost the
-/// queue (fail closed).
+/// reply and whether the place is new (201) or hers already (200). The Redis step runs in a
+/// turn of [`JoinTurns`](super::turns::JoinTurns). Errors: 409 `conflict` before the prequeue
+/// opens, 503 without the edge secret, when no turn came in time, or when Redis fails or has
+/// lost the queue (fail closed).
 pub async fn join(
     state: &AppState,
     row: &CampaignRow,
@@ -69,11 +56,7 @@ pub async fn join(
         ))
     })?;
     let mut redis = state.redis.clone();
-    let wait = std::time::Duration::from_millis(JOIN_WAIT_MS);
-    let permit = tokio::time::timeout(wait, state.join_permits.acquire())
-        .await
-        .map_err(|_| ApiError::Unavailable(format!("no join turn within {JOIN_WAIT_MS} ms")))?
-        .map_err(|_| ApiError::Unavailable("joins are closed".into()))?;
+    let permit = state.join_turns.take().await?;
     let joined = store::join(&mut redis, &row.id, customer, draw, now.timestamp()).await;
     drop(permit);
     let joined = joined?;

@@ -7,6 +7,7 @@ pub mod admit;
 pub mod join;
 pub mod replay;
 pub mod store;
+pub mod turns;
 
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
