@@ -6,37 +6,13 @@ use serde::{Deserialize, Serialize};
 
 use super::common::is_valid_slug;
 
-/// What a campaign hands out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(
-    feature = "sqlx",
-    derive(sqlx::Type),
-    sqlx(type_name = "text", rename_all = "snake_case")
-)]
-pub enum CampaignKind {
-    /// A claim is a hold on one unit until it is paid or expires.
-    Sale,
-    /// A claim is an issued coupon with a redeemable code.
-    Giveaway,
-}
-
-impl CampaignKind {
-    /// The lowercase wire name (`sale` / `giveaway`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CampaignKind::Sale => "sale",
-            CampaignKind::Giveaway => "giveaway",
-        }
-    }
-
-    /// Parses the wire name; `None` for anything else.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "sale" => Some(CampaignKind::Sale),
-            "giveaway" => Some(CampaignKind::Giveaway),
-            _ => None,
-        }
+stored_enum! {
+    /// What a campaign hands out.
+    pub enum CampaignKind {
+        /// A claim is a hold on one unit until it is paid or expires.
+        Sale = "sale",
+        /// A claim is an issued coupon with a redeemable code.
+        Giveaway = "giveaway",
     }
 }
 

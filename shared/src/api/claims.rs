@@ -6,55 +6,25 @@ use serde::{Deserialize, Serialize};
 use super::campaigns::CampaignState;
 use super::common::{codes, ErrorBody};
 
-/// Status of a claim.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(
-    feature = "sqlx",
-    derive(sqlx::Type),
-    sqlx(type_name = "text", rename_all = "snake_case")
-)]
-pub enum ClaimStatus {
-    /// Sale: the unit is held for the customer until `held_until`.
-    Held,
-    /// Sale: paid within the hold.
-    Paid,
-    /// Sale: released (payment failed or cancelled); the unit went back.
-    Released,
-    /// Sale: the hold passed `held_until` unpaid; the unit went back.
-    Expired,
-    /// Giveaway: a coupon was issued.
-    Issued,
-    /// Giveaway: the coupon was redeemed in store.
-    Redeemed,
+stored_enum! {
+    /// Status of a claim.
+    pub enum ClaimStatus {
+        /// Sale: the unit is held for the customer until `held_until`.
+        Held = "held",
+        /// Sale: paid within the hold.
+        Paid = "paid",
+        /// Sale: released (payment failed or cancelled); the unit went back.
+        Released = "released",
+        /// Sale: the hold passed `held_until` unpaid; the unit went back.
+        Expired = "expired",
+        /// Giveaway: a coupon was issued.
+        Issued = "issued",
+        /// Giveaway: the coupon was redeemed in store.
+        Redeemed = "redeemed",
+    }
 }
 
 impl ClaimStatus {
-    /// The lowercase wire name (also the value stored in PostgreSQL).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ClaimStatus::Held => "held",
-            ClaimStatus::Paid => "paid",
-            ClaimStatus::Released => "released",
-            ClaimStatus::Expired => "expired",
-            ClaimStatus::Issued => "issued",
-            ClaimStatus::Redeemed => "redeemed",
-        }
-    }
-
-    /// Parses the stored name.
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "held" => ClaimStatus::Held,
-            "paid" => ClaimStatus::Paid,
-            "released" => ClaimStatus::Released,
-            "expired" => ClaimStatus::Expired,
-            "issued" => ClaimStatus::Issued,
-            "redeemed" => ClaimStatus::Redeemed,
-            _ => return None,
-        })
-    }
-
     /// The active statuses: a claim in one holds a unit and counts against one-per-customer.
     /// The one list of them (SQL binds it as `status = ANY($n)` with [`ClaimStatus::as_str`]).
     pub const ACTIVE: [ClaimStatus; 4] = [

@@ -18,6 +18,48 @@
 //!
 //! Times are RFC 3339 in UTC; counts are plain integers; money is integer minor units.
 
+/// Declares a unit enum that is sent on the wire and stored in PostgreSQL (`text`) under one
+/// name per variant, written once as `Variant = "name"`: the derives (serde with that name;
+/// `sqlx::Type` with the `sqlx` feature), `as_str` (the name) and `parse` (`None` for any
+/// other text).
+macro_rules! stored_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $text:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+        #[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(type_name = "text"))]
+        pub enum $name {
+            $(
+                $(#[$vmeta])*
+                #[serde(rename = $text)]
+                #[cfg_attr(feature = "sqlx", sqlx(rename = $text))]
+                $variant,
+            )+
+        }
+
+        impl $name {
+            /// The wire name, also the value stored in PostgreSQL.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $text, )+
+                }
+            }
+
+            /// Parses the wire (or stored) name; `None` for anything else.
+            pub fn parse(s: &str) -> Option<Self> {
+                match s {
+                    $( $text => Some($name::$variant), )+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
 pub mod admin;
 pub mod campaigns;
 pub mod claims;

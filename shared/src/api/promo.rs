@@ -120,28 +120,13 @@ pub fn is_currency(s: &str) -> bool {
     s.len() == 3 && crate::text::is_ascii_of(s, 3, |b| b.is_ascii_uppercase())
 }
 
-/// Whether a code is shared or one-time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(
-    feature = "sqlx",
-    derive(sqlx::Type),
-    sqlx(type_name = "text", rename_all = "snake_case")
-)]
-pub enum CodeKind {
-    /// A named code many customers use, up to its limit.
-    Shared,
-    /// One of a batch of generated codes, valid once.
-    OneTime,
-}
-
-impl CodeKind {
-    /// The wire and stored name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CodeKind::Shared => "shared",
-            CodeKind::OneTime => "one_time",
-        }
+stored_enum! {
+    /// Whether a code is shared or one-time.
+    pub enum CodeKind {
+        /// A named code many customers use, up to its limit.
+        Shared = "shared",
+        /// One of a batch of generated codes, valid once.
+        OneTime = "one_time",
     }
 }
 
@@ -312,21 +297,16 @@ impl CodeRefusal {
     }
 }
 
-/// State of a use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(
-    feature = "sqlx",
-    derive(sqlx::Type),
-    sqlx(type_name = "text", rename_all = "snake_case")
-)]
-pub enum UseStatus {
-    /// Taken at the order, waiting for the payment.
-    Held,
-    /// Confirmed: the payment went through.
-    Used,
-    /// Released (payment failed, or not confirmed in time): the use went back.
-    Released,
+stored_enum! {
+    /// State of a use.
+    pub enum UseStatus {
+        /// Taken at the order, waiting for the payment.
+        Held = "held",
+        /// Confirmed: the payment went through.
+        Used = "used",
+        /// Released (payment failed, or not confirmed in time): the use went back.
+        Released = "released",
+    }
 }
 
 /// `POST /api/v1/uses/{id}/confirm` and `/release` 200 body.
