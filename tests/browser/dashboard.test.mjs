@@ -7,7 +7,7 @@
 //   FLASHGATE_CHROMIUM     Chromium executable (default /usr/bin/chromium)
 //   FLASHGATE_ARTIFACTS    where screenshots go (default <repo>/artifacts)
 // Exits 0 when every step passed, 1 otherwise.
-import { chromium } from "playwright-core";
+import { launchChromium } from "./chromium.mjs";
 import { mkdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,13 +24,7 @@ if (!origin || !token || !campaign) {
 mkdirSync(artifacts, { recursive: true });
 
 const step = (m) => console.log("[dashboard] " + m);
-const browser = await chromium.launch({
-  executablePath: process.env.FLASHGATE_CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  // headless: true adds --headless; playwright gives the browser a new empty profile.
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const browser = await launchChromium();
 let failed = false;
 try {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });

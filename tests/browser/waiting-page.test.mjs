@@ -14,7 +14,7 @@
 // reload it refreshes itself until `admitted`, the claim button appears, and pressing it
 // claims (201 "claimed"). The same page without JavaScript shows the position and carries a
 // meta refresh. Exits 0 when every step passed, 1 otherwise.
-import { chromium } from "playwright-core";
+import { launchChromium } from "./chromium.mjs";
 import { mkdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -32,12 +32,7 @@ mkdirSync(dirname(shot), { recursive: true });
 const step = (m) => console.log("[waiting-page] " + m);
 const queueUrl = `${edge}/api/v1/campaigns/${campaign}/queue`;
 
-const browser = await chromium.launch({
-  executablePath: process.env.FLASHGATE_CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const browser = await launchChromium();
 let failed = false;
 try {
   step(`${tokens.length} customers join through the edge`);
