@@ -62,6 +62,17 @@ fn now_ms() -> i64 {
     i64::try_from(Date::now().as_millis()).unwrap_or(i64::MAX)
 }
 
+/// Waits on short timers of its own ([`status::wait_poll_ms`]) until `done()` or until
+/// `deadline_ms` (epoch ms) has passed: how a request waits for the one that leads a refresh
+/// (a waiter is never woken from the leader's I/O context).
+async fn wait_until(deadline_ms: i64, done: impl Fn() -> bool) {
+    let mut attempt = 0;
+    while !done() && now_ms() < deadline_ms {
+        Delay::from(Duration::from_millis(status::wait_poll_ms(attempt))).await;
+        attempt = attempt.saturating_add(1);
+    }
+}
+
 fn config(env: &Env) -> std::result::Result<Rc<EdgeConfig>, String> {
     if let Some(c) = CONFIG.with(|c| c.borrow().clone()) {
         return Ok(c);
@@ -199,21 +210,15 @@ async fn status_for(
             });
         }
         Step::Wait => {
-            let deadline = now.saturating_add(lead_timeout);
-            let mut attempt = 0;
-            loop {
-                Delay::from(Duration::from_millis(status::wait_poll_ms(attempt))).await;
-                attempt = attempt.saturating_add(1);
-                let done = SLOTS.with(|slots| {
+            wait_until(now.saturating_add(lead_timeout), || {
+                SLOTS.with(|slots| {
                     slots
                         .borrow()
                         .get(id)
                         .is_none_or(|s| s.refresh.generation != generation)
-                });
-                if done || now_ms() >= deadline {
-                    break;
-                }
-            }
+                })
+            })
+            .await;
         }
     }
     let now = now_ms();

@@ -6,14 +6,13 @@
 //! status slots: a waiter is never woken from the leader's I/O context), bounded by the
 //! origin timeout. A failed fetch keeps the keys held and is logged.
 
-use super::{now_ms, send, TOKENS};
+use super::{now_ms, send, wait_until, TOKENS};
 use crate::config::EdgeConfig;
 use flashgate_shared::token::refresh::{State, Step};
 use flashgate_shared::token::{KeySet, Verifier};
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::time::Duration;
-use worker::{Delay, Headers, Method, Request, RequestInit};
+use worker::{Headers, Method, Request, RequestInit};
 
 /// The verifier in use and the fetch state.
 #[derive(Default)]
@@ -73,12 +72,10 @@ pub(super) async fn verifier(cfg: &EdgeConfig, token: Option<&str>) -> Rc<Verifi
         }
         Step::Wait => {
             let deadline = now.saturating_add(cfg.origin_timeout_ms.saturating_add(1_000));
-            let mut attempt = 0;
-            while JWKS.with(|j| j.borrow().generation == generation) && now_ms() < deadline {
-                let ms = crate::status::wait_poll_ms(attempt);
-                Delay::from(Duration::from_millis(ms)).await;
-                attempt = attempt.saturating_add(1);
-            }
+            wait_until(deadline, || {
+                JWKS.with(|j| j.borrow().generation != generation)
+            })
+            .await;
         }
     }
     current(cfg)
