@@ -53,6 +53,18 @@ fn no_claim(id: &str) -> ApiError {
     ApiError::NotFound(format!("no claim {id}"))
 }
 
+/// The checks a hold call starts with: the service token (401/403), then the claim id's shape
+/// (404 without a query). `call` names the call in the token error and the span's outcome.
+fn authorize(state: &AppState, headers: &HeaderMap, id: &str, call: &'static str) -> ApiResult<()> {
+    extract::require_token(headers, &state.config.service_token, call)?;
+    tracing::Span::current().record("outcome", call);
+    if is_claim_id_shape(id) {
+        Ok(())
+    } else {
+        Err(no_claim(id))
+    }
+}
+
 /// Pays a hold. Body `{"payment_ref": "<1..=255 visible ASCII>"}`. 200 `paid` (the same
 /// `payment_ref` again gets the same 200); 409 `hold_expired` after `held_until` or a release;
 /// 409 `already_paid` for another `payment_ref`; 409 `not_a_hold` for a giveaway coupon.
@@ -62,11 +74,7 @@ pub async fn pay(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    extract::require_token(&headers, &state.config.service_token, "pay")?;
-    tracing::Span::current().record("outcome", "pay");
-    if !is_claim_id_shape(&id) {
-        return Err(no_claim(&id));
-    }
+    authorize(&state, &headers, &id, "pay")?;
     let req: PayRequest = extract::json_body(&headers, body).await?;
     text::check_visible_ascii("payment_ref", &req.payment_ref, MAX_PAYMENT_REF_LEN)
         .map_err(ApiError::validation)?;
@@ -86,11 +94,7 @@ pub async fn release(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    extract::require_token(&headers, &state.config.service_token, "release")?;
-    tracing::Span::current().record("outcome", "release");
-    if !is_claim_id_shape(&id) {
-        return Err(no_claim(&id));
-    }
+    authorize(&state, &headers, &id, "release")?;
     let req: ReleaseRequest = optional_json(&headers, body).await?;
     let reason = match &req.reason {
         Some(r) => {
