@@ -321,20 +321,27 @@ fn use_state(id: &str, code: &str, status: UseStatus) -> Reply {
     )
 }
 
+/// The answer of a confirm or release about use `id` as read `u`: 404 when there is no such
+/// use, 409 `conflict` when it went the other way (`other`), else 200 with its state.
+fn use_answer(
+    id: &str,
+    u: Option<store::UseRow>,
+    other: UseStatus,
+    conflict: UseConflict,
+) -> ApiResult<Reply> {
+    let u = u.ok_or_else(|| ApiError::NotFound(format!("no use {id}")))?;
+    Ok(if u.status == other {
+        Reply::json(StatusCode::CONFLICT, Outcome::UseState, &conflict)
+    } else {
+        use_state(&u.id, &u.code, u.status)
+    })
+}
+
 /// `POST /api/v1/uses/{id}/confirm`: 200 `used` (also when confirmed before), 409
 /// `use_released`, 404 when no such use.
 pub async fn confirm(svc: &PromoService, id: &str) -> ApiResult<Reply> {
-    let u = store::confirm(&svc.db, id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no use {id}")))?;
-    Ok(match u.status {
-        UseStatus::Released => Reply::json(
-            StatusCode::CONFLICT,
-            Outcome::UseState,
-            &UseConflict::UseReleased,
-        ),
-        s => use_state(&u.id, &u.code, s),
-    })
+    let u = store::confirm(&svc.db, id).await?;
+    use_answer(id, u, UseStatus::Released, UseConflict::UseReleased)
 }
 
 /// `POST /api/v1/uses/{id}/release`: 200 `released` (also when released before, by a call or
@@ -345,17 +352,8 @@ pub async fn release(svc: &PromoService, id: &str) -> ApiResult<Reply> {
         learn_release(svc, &r).await?;
         return Ok(use_state(&r.use_id, &r.code, UseStatus::Released));
     }
-    let u = store::find_use(&svc.db, id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no use {id}")))?;
-    Ok(match u.status {
-        UseStatus::Used => Reply::json(
-            StatusCode::CONFLICT,
-            Outcome::UseState,
-            &UseConflict::UseConfirmed,
-        ),
-        s => use_state(&u.id, &u.code, s),
-    })
+    let u = store::find_use(&svc.db, id).await?;
+    use_answer(id, u, UseStatus::Used, UseConflict::UseConfirmed)
 }
 
 async fn learn_release(svc: &PromoService, r: &Released) -> redis::RedisResult<()> {
