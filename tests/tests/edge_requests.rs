@@ -12,15 +12,14 @@ use std::time::{Duration, Instant};
 
 use flashgate_tests::support::{edge_headers, test_config, unique, TestOrigin};
 use flashgate_tests::support::{
-    edge_with as edge, get, reply, send_claim, status_url, ClaimReq, EdgeSettings,
+    edge_claim, edge_with as edge, get, reply, sale_behind_edge, send_claim, status_url, ClaimReq,
+    EdgeSettings,
 };
 use futures::future::join_all;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn bad_claims_are_refused_at_the_edge_with_the_origins_bodies() {
-    let o = TestOrigin::start_signed().await;
-    let c = o.campaign("sale", 5).await;
-    let e = edge(&o.url, EdgeSettings::default());
+    let (o, c, e) = sale_behind_edge(5, EdgeSettings::default()).await;
     let carol = unique("carol");
     let good = ClaimReq::good(&o, &carol, "k-bad");
     let expired = {
@@ -229,13 +228,7 @@ async fn not_started_is_answered_at_the_edge_only_when_clearly_early() {
     .await;
     let e = edge(&o.url, EdgeSettings::default());
     let before = o.claim_requests();
-    let r = send_claim(
-        &o.http,
-        &e.url,
-        &early,
-        &ClaimReq::good(&o, &fay, "k"),
-        false,
-    )
+    let r = edge_claim(&o, &e.url, &early, &fay, "k")
     .await;
     assert_eq!((r.status, r.by.as_str()), (409, "edge"));
     assert_eq!(r.json()["result"], "not_started");
@@ -252,13 +245,7 @@ async fn not_started_is_answered_at_the_edge_only_when_clearly_early() {
         None,
     )
     .await;
-    let r = send_claim(
-        &o.http,
-        &e.url,
-        &soon,
-        &ClaimReq::good(&o, &fay, "k2"),
-        false,
-    )
+    let r = edge_claim(&o, &e.url, &soon, &fay, "k2")
     .await;
     assert_eq!(r.by, "origin", "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(r.json()["result"], "not_started");

@@ -11,24 +11,20 @@ use std::time::{Duration, Instant};
 use flashgate_shared::api::ChangeRequest;
 use flashgate_tests::support::until_state;
 use flashgate_tests::support::{
-    edge_with as edge, get, sell_out_at_origin, send_claim, status_url, ClaimReq, EdgeSettings,
-    Reply,
+    claims_at_once, edge_claim, edge_with as edge, get, sale_behind_edge, sell_out_at_origin, send_claim,
+    status_url, ClaimReq, EdgeSettings, Reply,
 };
 use flashgate_tests::support::{unique, TestOrigin};
 use futures::future::join_all;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn status_is_fetched_at_most_once_per_ttl_under_concurrent_gets() {
-    let o = TestOrigin::start_signed().await;
-    let c = o.campaign("sale", 5).await;
     // A long TTL so that the burst fits in one TTL window: exactly one origin fetch.
-    let e = edge(
-        &o.url,
-        EdgeSettings {
-            ttl_ms: 5_000,
-            ..Default::default()
-        },
-    );
+    let settings = EdgeSettings {
+        ttl_ms: 5_000,
+        ..Default::default()
+    };
+    let (o, c, e) = sale_behind_edge(5, settings).await;
     let before = o.status_requests();
     let t0 = Instant::now();
     let replies = join_all((0..200).map(|_| {
@@ -95,21 +91,13 @@ async fn status_is_fetched_at_most_once_per_ttl_under_concurrent_gets() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn claims_win_at_origin_then_sold_out_is_answered_at_the_edge() {
-    let o = TestOrigin::start_signed().await;
     let stock = 5;
-    let c = o.campaign("sale", stock).await;
-    let e = edge(&o.url, EdgeSettings::default());
+    let (o, c, e) = sale_behind_edge(stock, EdgeSettings::default()).await;
 
     // One customer wins through the edge: the origin answered.
     let alice = unique("alice");
     let before = o.claim_requests();
-    let first = send_claim(
-        &o.http,
-        &e.url,
-        &c,
-        &ClaimReq::good(&o, &alice, "k1"),
-        false,
-    )
+    let first = edge_claim(&o, &e.url, &c, &alice, "k1")
     .await;
     assert_eq!((first.status, first.by.as_str()), (201, "origin"));
     assert_eq!(first.json()["result"], "claimed");
@@ -120,15 +108,7 @@ async fn claims_win_at_origin_then_sold_out_is_answered_at_the_edge() {
     let status_before = o.status_requests();
     let stampede_start = Instant::now();
     let run = unique("cust");
-    let replies: Vec<Reply> = join_all((0..60).map(|i| {
-        let req = ClaimReq::good(&o, &format!("{run}-{i}"), "k");
-        let (http, url, c) = (o.http.clone(), e.url.clone(), c.clone());
-        tokio::spawn(async move { send_claim(&http, &url, &c, &req, false).await })
-    }))
-    .await
-    .into_iter()
-    .map(|r| r.expect("task"))
-    .collect();
+    let replies = claims_at_once(&o, &e.url, &c, &run, 60).await;
     let won = replies.iter().filter(|r| r.status == 201).count();
     let sold_out: Vec<&Reply> = replies.iter().filter(|r| r.status == 409).collect();
     assert_eq!(won, 4, "{replies:?}");
@@ -142,15 +122,7 @@ async fn claims_win_at_origin_then_sold_out_is_answered_at_the_edge() {
     // The edge learned sold_out from the origin's answers: from now on it answers itself and
     // the origin receives none of the claims.
     let before = o.claim_requests();
-    let late: Vec<Reply> = join_all((0..100).map(|i| {
-        let req = ClaimReq::good(&o, &format!("{run}-late-{i}"), "k");
-        let (http, url, c) = (o.http.clone(), e.url.clone(), c.clone());
-        tokio::spawn(async move { send_claim(&http, &url, &c, &req, false).await })
-    }))
-    .await
-    .into_iter()
-    .map(|r| r.expect("task"))
-    .collect();
+    let late = claims_at_once(&o, &e.url, &c, &format!("{run}-late"), 100).await;
     for r in &late {
         assert_eq!((r.status, r.by.as_str()), (409, "edge"));
         assert_eq!(r.body, br#"{"result":"sold_out"}"#);
@@ -171,11 +143,9 @@ async fn claims_win_at_origin_then_sold_out_is_answered_at_the_edge() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_restock() {
-    let o = TestOrigin::start_signed().await;
     let stock = 2;
-    let c = o.campaign("sale", stock as i64).await;
-    let ttl = Duration::from_millis(1_000);
-    let e = edge(&o.url, EdgeSettings::default());
+    let (o, c, e) = sale_behind_edge(stock as i64, EdgeSettings::default()).await;
+    let ttl = Duration::from_millis(EdgeSettings::default().ttl_ms);
     // The edge caches "active".
     let st = get(&o.http, &status_url(&e.url, &c)).await;
     assert_eq!(st.json()["state"], "active");
@@ -191,13 +161,7 @@ async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_rest
     // From then on claims are answered at the edge; the origin receives none of them.
     let before = o.claim_requests();
     for _ in 0..20 {
-        let r = send_claim(
-            &o.http,
-            &e.url,
-            &c,
-            &ClaimReq::good(&o, &unique("late"), "k"),
-            false,
-        )
+        let r = edge_claim(&o, &e.url, &c, &unique("late"), "k")
         .await;
         assert_eq!((r.status, r.by.as_str()), (409, "edge"));
         assert_eq!(r.body, br#"{"result":"sold_out"}"#);
@@ -218,13 +182,7 @@ async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_rest
 
     // Claims flow again: reach the origin and win.
     let before = o.claim_requests();
-    let r = send_claim(
-        &o.http,
-        &e.url,
-        &c,
-        &ClaimReq::good(&o, &unique("after-restock"), "k"),
-        false,
-    )
+    let r = edge_claim(&o, &e.url, &c, &unique("after-restock"), "k")
     .await;
     assert_eq!(
         (r.status, r.by.as_str()),
@@ -238,16 +196,12 @@ async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_rest
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn origin_down_gives_503_for_claims_and_stale_status_within_max_stale() {
-    let o = TestOrigin::start_signed().await;
-    let c = o.campaign("sale", 5).await;
-    let e = edge(
-        &o.url,
-        EdgeSettings {
-            ttl_ms: 300,
-            max_stale_ms: 3_000,
-            timeout_ms: 1_000,
-        },
-    );
+    let settings = EdgeSettings {
+        ttl_ms: 300,
+        max_stale_ms: 3_000,
+        timeout_ms: 1_000,
+    };
+    let (o, c, e) = sale_behind_edge(5, settings).await;
     let fresh = get(&o.http, &status_url(&e.url, &c)).await;
     assert_eq!(fresh.status, 200);
     let token = o.token(&unique("bob"));

@@ -41,6 +41,41 @@ pub fn edge_with(origin_url: &str, s: EdgeSettings) -> TestEdge {
     )
 }
 
+/// The setup of an edge test: a signed origin ([`TestOrigin::start_signed`]), a new sale
+/// campaign of `stock` units on it (its id), and an edge worker in front with `s`.
+pub async fn sale_behind_edge(stock: i64, s: EdgeSettings) -> (TestOrigin, String, TestEdge) {
+    let o = TestOrigin::start_signed().await;
+    let c = o.campaign("sale", stock).await;
+    let e = edge_with(&o.url, s);
+    (o, c, e)
+}
+
+/// A good claim of `customer` with `key` on campaign `c`, sent unsigned to `base` (the edge).
+pub async fn edge_claim(o: &TestOrigin, base: &str, c: &str, customer: &str, key: &str) -> Reply {
+    send_claim(&o.http, base, c, &ClaimReq::good(o, customer, key), false).await
+}
+
+/// Good claims of `n` new customers (`{prefix}-0` …), each with key `k`, sent to `base` on
+/// campaign `c` all at once (one task each); the replies in customer order.
+pub async fn claims_at_once(
+    o: &TestOrigin,
+    base: &str,
+    c: &str,
+    prefix: &str,
+    n: usize,
+) -> Vec<Reply> {
+    let tasks = (0..n).map(|i| {
+        let req = ClaimReq::good(o, &format!("{prefix}-{i}"), "k");
+        let (http, url, c) = (o.http.clone(), base.to_string(), c.to_string());
+        tokio::spawn(async move { send_claim(&http, &url, &c, &req, false).await })
+    });
+    futures::future::join_all(tasks)
+        .await
+        .into_iter()
+        .map(|r| r.expect("claim task"))
+        .collect()
+}
+
 /// One HTTP answer: status, who answered, body bytes, and all headers.
 #[derive(Debug, Clone)]
 pub struct Reply {
