@@ -57,6 +57,12 @@ async fn release(o: &TestOrigin, id: &str) -> (u16, Value) {
     .await
 }
 
+/// Asserts that campaign `c` has `n` units left, in PostgreSQL and in the gate alike.
+async fn assert_left(o: &TestOrigin, c: &str, n: i64) {
+    assert_eq!(o.remaining(c).await, n, "remaining in PostgreSQL");
+    assert_eq!(gate_remaining(o, c).await, Some(n), "remaining in the gate");
+}
+
 /// Claims and expects a 201; returns the claim.
 async fn won(o: &TestOrigin, c: &str, customer: &str, key: &str) -> Value {
     let (s, b) = o.claim(c, customer, key).await;
@@ -138,8 +144,7 @@ async fn expired_hold_goes_to_the_next_customer_and_the_late_pay_is_refused() {
 
     wait_no_holds(&o, &c, 6).await;
     assert_eq!(status_of(&o, &a_id).await, "expired");
-    assert_eq!(o.remaining(&c).await, 1);
-    assert_eq!(gate_remaining(&o, &c).await, Some(1));
+    assert_left(&o, &c, 1).await;
     assert!(
         !sold_out_flag_set(&o, &c).await,
         "the sweeper clears the sold-out flag"
@@ -181,8 +186,7 @@ async fn three_concurrent_releases_return_the_unit_once() {
         assert_eq!(b["result"], "released");
         assert_eq!(b["claim"]["status"], "released");
     }
-    assert_eq!(o.remaining(&c).await, 5);
-    assert_eq!(gate_remaining(&o, &c).await, Some(5));
+    assert_left(&o, &c, 5).await;
     assert_eq!(ledger(&o, &id, "released").await, 1);
     assert_eq!(status_of(&o, &id).await, "released");
     // Paying a released hold is refused.
@@ -228,8 +232,7 @@ async fn releases_racing_the_sweeper_return_each_unit_once() {
         let ends = ledger(&o, id, "released").await + ledger(&o, id, "expired").await;
         assert_eq!(ends, 1, "claim {id} left its hold {ends} times");
     }
-    assert_eq!(o.remaining(&c).await, stock);
-    assert_eq!(gate_remaining(&o, &c).await, Some(stock));
+    assert_left(&o, &c, stock).await;
     assert_reconciled(&o, &c).await;
     o.stop().await;
 }
@@ -288,8 +291,7 @@ async fn pay_at_the_last_instant_racing_the_sweeper_200_rounds() {
     );
     assert_eq!(paid + expired, rounds);
     assert!(paid > 0 && expired > 0, "the race must go both ways");
-    assert_eq!(o.remaining(&c).await, expired);
-    assert_eq!(gate_remaining(&o, &c).await, Some(expired));
+    assert_left(&o, &c, expired).await;
     let r = assert_reconciled(&o, &c).await;
     assert_eq!((r.claims.paid, r.claims.expired), (paid, expired));
     o.stop().await;
@@ -326,8 +328,7 @@ async fn second_wave_sells_exactly_the_units_of_unpaid_holds() {
     .await;
     assert!(pays.iter().all(|s| *s == 200));
     wait_no_holds(&o, &c, 6).await;
-    assert_eq!(o.remaining(&c).await, 10);
-    assert_eq!(gate_remaining(&o, &c).await, Some(10));
+    assert_left(&o, &c, 10).await;
     assert!(
         !sold_out_flag_set(&o, &c).await,
         "the flag clears when units return"
