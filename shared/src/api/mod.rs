@@ -76,3 +76,62 @@ pub use giveaway::*;
 pub use holds::*;
 /// The former name of [`promo`], kept while callers move to it.
 pub use promo as coupons;
+
+#[cfg(test)]
+mod stored_enum_tests {
+    use super::*;
+
+    /// Checks that every variant's name is its JSON string, parses back, and nothing else does.
+    fn names<T>(all: &[T], name: fn(T) -> &'static str, parse: fn(&str) -> Option<T>) -> Vec<String>
+    where
+        T: Copy + PartialEq + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
+    {
+        for &v in all {
+            let json = serde_json::to_string(&v).unwrap();
+            assert_eq!(json, format!("\"{}\"", name(v)));
+            assert_eq!(serde_json::from_str::<T>(&json).unwrap(), v);
+            assert_eq!(parse(name(v)), Some(v));
+            assert_eq!(parse(&name(v).to_uppercase()), None);
+        }
+        assert_eq!(parse(""), None);
+        all.iter().map(|&v| name(v).to_string()).collect()
+    }
+
+    #[test]
+    fn each_variant_has_one_name_on_the_wire_in_storage_and_in_parse() {
+        let claims = names(
+            &[
+                ClaimStatus::Held,
+                ClaimStatus::Paid,
+                ClaimStatus::Released,
+                ClaimStatus::Expired,
+                ClaimStatus::Issued,
+                ClaimStatus::Redeemed,
+            ],
+            ClaimStatus::as_str,
+            ClaimStatus::parse,
+        );
+        assert_eq!(
+            claims,
+            ["held", "paid", "released", "expired", "issued", "redeemed"]
+        );
+        let kinds = names(
+            &[CampaignKind::Sale, CampaignKind::Giveaway],
+            CampaignKind::as_str,
+            CampaignKind::parse,
+        );
+        assert_eq!(kinds, ["sale", "giveaway"]);
+        let codes = names(
+            &[CodeKind::Shared, CodeKind::OneTime],
+            CodeKind::as_str,
+            CodeKind::parse,
+        );
+        assert_eq!(codes, ["shared", "one_time"]);
+        let uses = names(
+            &[UseStatus::Held, UseStatus::Used, UseStatus::Released],
+            UseStatus::as_str,
+            UseStatus::parse,
+        );
+        assert_eq!(uses, ["held", "used", "released"]);
+    }
+}
