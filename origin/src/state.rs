@@ -1,7 +1,6 @@
 //! Shared state of the origin's handlers and background tasks.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -13,6 +12,7 @@ use crate::claims::commit::Committer;
 use crate::claims::service::ClaimService;
 use crate::config::{Config, DbPooler};
 use crate::gate::flags::SoldOutFlags;
+use crate::gate::loader::GateLoader;
 use crate::gate::Gate;
 use crate::holds::returns::GateReturns;
 use crate::metrics::Metrics;
@@ -46,42 +46,6 @@ pub struct AppState {
     pub gate_loader: GateLoader,
     /// The waiting room's join turns (a bounded number of joins in their Redis step at once).
     pub join_turns: JoinTurns,
-}
-
-/// Loads the gate of a campaign in the background unless this origin is already doing so.
-#[derive(Clone)]
-pub struct GateLoader {
-    db: PgPool,
-    gate: Gate,
-    tasks: TaskTracker,
-    /// Campaigns whose gate this origin is loading right now.
-    loading: Arc<Mutex<HashSet<String>>>,
-}
-
-impl GateLoader {
-    /// Loads the gate of campaign `c` on a task of `tasks` unless one is already loading it.
-    /// A failed load is logged; the next claim that finds the gate unloaded tries again.
-    pub fn spawn(&self, c: &str) {
-        if !self
-            .loading
-            .lock()
-            .expect("loading lock")
-            .insert(c.to_string())
-        {
-            return;
-        }
-        let this = self.clone();
-        let c = c.to_string();
-        self.tasks.spawn(async move {
-            let mut gate = this.gate.clone();
-            let load = crate::gate::load::load(&this.db, &mut gate, &c);
-            if let Some(Err(e)) = crate::panics::catch("gate load", load).await {
-                tracing::warn!(campaign = %c, error = %e, "gate load failed; will retry on next claim");
-            }
-            // Also after a panic, so that the next claim can try again.
-            this.loading.lock().expect("loading lock").remove(&c);
-        });
-    }
 }
 
 /// The connection options of `config.database_url` (TLS from its `sslmode` / `sslrootcert`
@@ -171,12 +135,7 @@ impl AppState {
         let tasks = TaskTracker::new();
         let gate = Gate::new(redis.clone());
         Ok(AppState {
-            gate_loader: GateLoader {
-                db: db.clone(),
-                gate: gate.clone(),
-                tasks: tasks.clone(),
-                loading: Arc::new(Mutex::new(HashSet::new())),
-            },
+            gate_loader: GateLoader::new(db.clone(), gate.clone(), tasks.clone()),
             committer: Committer::start(db.clone(), COMMIT_WORKERS, config.commit_batch_max),
             campaigns: Arc::new(CampaignCache::new(cache_ttl)),
             flags: Arc::new(SoldOutFlags::new(cache_ttl, config.winners_snapshot_max)),

@@ -21,7 +21,7 @@ use crate::gate::{self, flags::Local, Take};
 use crate::idempotency::{self, Begin};
 use crate::metrics::Metrics;
 use crate::reply::{Outcome, Reply};
-use crate::state::GateLoader;
+use crate::gate::loader::GateLoader;
 use std::sync::Arc;
 use tokio_util::task::TaskTracker;
 

@@ -21,6 +21,7 @@ pub mod correct;
 pub mod flags;
 mod handle;
 pub mod load;
+pub mod loader;
 pub mod lua;
 pub mod settle;
 mod shards;

@@ -12,7 +12,7 @@ pub mod turns;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::admission::{self, AdmissionError};
-use flashgate_shared::api::codes;
+use flashgate_shared::api::{codes, CampaignView};
 use flashgate_shared::queue::{QueueStatus, QueueView, ADMISSION_HEADER, QUEUED};
 
 use crate::campaigns::CampaignRow;
@@ -136,7 +136,7 @@ pub async fn status(
 /// Fills the `queue` figures of admin views that have a waiting room (the view carries the
 /// stored rate and pause from PostgreSQL). A Redis failure leaves `queue` out (logged): the
 /// admin view still shows PostgreSQL's truth.
-pub async fn fill_views(state: &AppState, views: &mut [crate::admin::views::CampaignView]) {
+pub async fn fill_views(state: &AppState, views: &mut [CampaignView]) {
     let mut redis = state.redis.clone();
     for v in views.iter_mut() {
         let Some(q) = v.campaign.queue.as_mut() else {

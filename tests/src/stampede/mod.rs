@@ -12,7 +12,6 @@
 pub mod db;
 pub mod plan;
 pub mod queue;
-pub mod queue_report;
 pub mod report;
 pub mod run;
 mod waiting_room;

@@ -19,7 +19,7 @@ use flashgate_shared::queue::{
 };
 
 use super::plan::{Plan, PlannedTry, TapKind};
-use super::queue_report::Visit;
+use super::report::queue::Visit;
 use super::report::{Answerer, TryOutcome};
 use super::run::{backoff, not_sent, one_try, parse_retry_after, us_since, SendConfig};
 

@@ -1,6 +1,6 @@
 //! `stampede --waiting-room`: the campaign option from the flags, the play through the
 //! queue ([`super::queue`]), and the waiting room's figures and checks
-//! ([`super::queue_report`]).
+//! ([`super::report::queue`]).
 
 use std::time::Duration;
 
@@ -9,7 +9,7 @@ use flashgate_shared::queue::{Queueing, WaitingRoom};
 
 use super::plan::Plan;
 use super::queue::{self, RoomConfig};
-use super::queue_report::{self, RoomOption, Visit};
+use super::report::queue::{self as queue_report, RoomOption, Visit};
 use super::report::{Report, TryOutcome};
 use super::run::SendConfig;
 use super::{base, Args};

@@ -1,4 +1,5 @@
-//! The stampede report: pure computation from the outcomes of the tries, plus rendering.
+//! The stampede report: pure computation from the outcomes of the tries, plus rendering;
+//! [`queue`] adds the waiting room's part (waits, order, admissions).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -7,6 +8,7 @@ use serde::Serialize;
 
 use super::plan::{Plan, TapKind};
 
+pub mod queue;
 mod render;
 
 /// Who answered a response, from the `Flashgate-Answered-By` header.
@@ -163,7 +165,7 @@ pub struct Report {
     pub checks_skipped: u64,
     /// The waiting room's figures, when the crowd went through the queue (`--waiting-room`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub queue: Option<super::queue_report::QueueReport>,
+    pub queue: Option<queue::QueueReport>,
     /// The origin's reconciliation of the campaign after the run
     /// (`GET /admin/v1/campaigns/{id}/reconcile`), when an admin token was given.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use flashgate_shared::queue::RANDOM_BLOCK;
 
-use super::report::{hist, latency_of, Answerer, Latency, TryOutcome};
+use super::{hist, latency_of, Answerer, Latency, TryOutcome};
 
 /// What one customer of a waiting-room stampede saw, from the join to the last poll.
 #[derive(Debug, Clone, Default)]

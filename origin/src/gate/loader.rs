@@ -1,0 +1,56 @@
+//! Loads campaign gates in the background ([`super::load::load`] on a task of its own),
+//! single-flight per campaign within this origin.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use sqlx::PgPool;
+use tokio_util::task::TaskTracker;
+
+use super::Gate;
+
+/// Loads the gate of a campaign in the background unless this origin is already doing so.
+#[derive(Clone)]
+pub struct GateLoader {
+    db: PgPool,
+    gate: Gate,
+    tasks: TaskTracker,
+    /// Campaigns whose gate this origin is loading right now.
+    loading: Arc<Mutex<HashSet<String>>>,
+}
+
+impl GateLoader {
+    /// A loader of campaign gates through `gate`, reading `db`, its tasks on `tasks`.
+    pub fn new(db: PgPool, gate: Gate, tasks: TaskTracker) -> Self {
+        GateLoader {
+            db,
+            gate,
+            tasks,
+            loading: Arc::default(),
+        }
+    }
+
+    /// Loads the gate of campaign `c` on a task of `tasks` unless one is already loading it.
+    /// A failed load is logged; the next claim that finds the gate unloaded tries again.
+    pub fn spawn(&self, c: &str) {
+        if !self
+            .loading
+            .lock()
+            .expect("loading lock")
+            .insert(c.to_string())
+        {
+            return;
+        }
+        let this = self.clone();
+        let c = c.to_string();
+        self.tasks.spawn(async move {
+            let mut gate = this.gate.clone();
+            let load = super::load::load(&this.db, &mut gate, &c);
+            if let Some(Err(e)) = crate::panics::catch("gate load", load).await {
+                tracing::warn!(campaign = %c, error = %e, "gate load failed; will retry on next claim");
+            }
+            // Also after a panic, so that the next claim can try again.
+            this.loading.lock().expect("loading lock").remove(&c);
+        });
+    }
+}
