@@ -56,6 +56,14 @@ function button(label, action, id, cls) {
   return b;
 }
 
+// A whole-number input (at least 1) starting at `value`, named `label` for screen readers.
+function numberInput(value, label) {
+  const i = el("input");
+  i.type = "number"; i.min = "1"; i.value = value;
+  i.setAttribute("aria-label", label);
+  return i;
+}
+
 function makeRow(c) {
   const tr = el("tr");
   tr.dataset.campaign = c.id;
@@ -76,17 +84,13 @@ function makeRow(c) {
   const actions = el("td", "actions");
   cells.pause = button("Pause", "pause", c.id);
   cells.resume = button("Resume", "resume", c.id);
-  cells.add = el("input");
-  cells.add.type = "number"; cells.add.min = "1"; cells.add.value = "10";
-  cells.add.setAttribute("aria-label", "units to add to " + c.id);
+  cells.add = numberInput("10", "units to add to " + c.id);
   cells.add.dataset.restockFor = c.id;
   cells.restock = button("Restock", "restock", c.id);
   cells.close = button("Close", "close", c.id, "danger");
   cells.pauseAdmission = button("Pause admission", "pause_admission", c.id);
   cells.resumeAdmission = button("Resume admission", "resume_admission", c.id);
-  cells.admit = el("input");
-  cells.admit.type = "number"; cells.admit.min = "1"; cells.admit.value = "100";
-  cells.admit.setAttribute("aria-label", "customers admitted per second for " + c.id);
+  cells.admit = numberInput("100", "customers admitted per second for " + c.id);
   cells.admit.dataset.admitFor = c.id;
   cells.waitingRoom = button("Set waiting room", "waiting_room", c.id);
   actions.append(cells.pause, cells.resume, cells.add, cells.restock, cells.close,
