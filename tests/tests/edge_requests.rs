@@ -10,11 +10,11 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use flashgate_tests::support::{edge_headers, test_config, unique, TestOrigin};
 use flashgate_tests::support::{
     edge_claim, edge_with as edge, get, reply, sale_behind_edge, send_claim, status_url, ClaimReq,
     EdgeSettings,
 };
+use flashgate_tests::support::{edge_headers, test_config, unique, TestOrigin};
 use futures::future::join_all;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -228,8 +228,7 @@ async fn not_started_is_answered_at_the_edge_only_when_clearly_early() {
     .await;
     let e = edge(&o.url, EdgeSettings::default());
     let before = o.claim_requests();
-    let r = edge_claim(&o, &e.url, &early, &fay, "k")
-    .await;
+    let r = edge_claim(&o, &e.url, &early, &fay, "k").await;
     assert_eq!((r.status, r.by.as_str()), (409, "edge"));
     assert_eq!(r.json()["result"], "not_started");
     assert_eq!(o.claim_requests() - before, 0);
@@ -245,8 +244,7 @@ async fn not_started_is_answered_at_the_edge_only_when_clearly_early() {
         None,
     )
     .await;
-    let r = edge_claim(&o, &e.url, &soon, &fay, "k2")
-    .await;
+    let r = edge_claim(&o, &e.url, &soon, &fay, "k2").await;
     assert_eq!(r.by, "origin", "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(r.json()["result"], "not_started");
     // Unknown campaigns: the origin's 404 body, and other API paths pass through.

@@ -9,12 +9,12 @@
 use std::time::{Duration, Instant};
 
 use flashgate_shared::api::ChangeRequest;
+use flashgate_tests::support::unique;
 use flashgate_tests::support::until_state;
 use flashgate_tests::support::{
-    claims_at_once, edge_claim, edge_with as edge, get, sale_behind_edge, sell_out_at_origin, send_claim,
-    status_url, ClaimReq, EdgeSettings, Reply,
+    claims_at_once, edge_claim, edge_with as edge, get, sale_behind_edge, sell_out_at_origin,
+    send_claim, status_url, ClaimReq, EdgeSettings, Reply,
 };
-use flashgate_tests::support::{unique, TestOrigin};
 use futures::future::join_all;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -97,8 +97,7 @@ async fn claims_win_at_origin_then_sold_out_is_answered_at_the_edge() {
     // One customer wins through the edge: the origin answered.
     let alice = unique("alice");
     let before = o.claim_requests();
-    let first = edge_claim(&o, &e.url, &c, &alice, "k1")
-    .await;
+    let first = edge_claim(&o, &e.url, &c, &alice, "k1").await;
     assert_eq!((first.status, first.by.as_str()), (201, "origin"));
     assert_eq!(first.json()["result"], "claimed");
     assert_eq!(first.json()["claim"]["customer"], alice.as_str());
@@ -161,8 +160,7 @@ async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_rest
     // From then on claims are answered at the edge; the origin receives none of them.
     let before = o.claim_requests();
     for _ in 0..20 {
-        let r = edge_claim(&o, &e.url, &c, &unique("late"), "k")
-        .await;
+        let r = edge_claim(&o, &e.url, &c, &unique("late"), "k").await;
         assert_eq!((r.status, r.by.as_str()), (409, "edge"));
         assert_eq!(r.body, br#"{"result":"sold_out"}"#);
     }
@@ -182,8 +180,7 @@ async fn sold_out_at_origin_reaches_the_edge_within_the_bound_and_clears_on_rest
 
     // Claims flow again: reach the origin and win.
     let before = o.claim_requests();
-    let r = edge_claim(&o, &e.url, &c, &unique("after-restock"), "k")
-    .await;
+    let r = edge_claim(&o, &e.url, &c, &unique("after-restock"), "k").await;
     assert_eq!(
         (r.status, r.by.as_str()),
         (201, "origin"),

@@ -17,11 +17,11 @@ use crate::campaigns::CampaignRow;
 use crate::claims::commit::Committer;
 use crate::error::{ApiError, ApiResult};
 use crate::gate::flags::SoldOutFlags;
+use crate::gate::loader::GateLoader;
 use crate::gate::{self, flags::Local, Take};
 use crate::idempotency::{self, Begin};
 use crate::metrics::Metrics;
 use crate::reply::{Outcome, Reply};
-use crate::gate::loader::GateLoader;
 use std::sync::Arc;
 use tokio_util::task::TaskTracker;
 

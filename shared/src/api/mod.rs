@@ -79,6 +79,7 @@ pub use promo as coupons;
 
 #[cfg(test)]
 mod stored_enum_tests {
+    use super::promo::{CodeKind, UseStatus};
     use super::*;
 
     /// Checks that every variant's name is its JSON string, parses back, and nothing else does.
