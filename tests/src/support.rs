@@ -30,6 +30,7 @@ pub use edge_calls::{
 };
 pub use gate::{
     assert_reconciled, customers, gate_remaining, idempotency_record_key, sold_out_flag_set,
+    stop_reconciled,
 };
 pub use poll::{eventually, eventually_blocking, until_state, POLL_STEP_MS};
 pub use promo::{

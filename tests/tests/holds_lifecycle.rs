@@ -10,7 +10,9 @@ use chrono::{DateTime, Utc};
 use flashgate_origin::holds::{expiry, returns};
 use flashgate_shared::api::{PayRequest, ReleaseRequest};
 use flashgate_tests::support::eventually;
-use flashgate_tests::support::{assert_reconciled, gate_remaining, sold_out_flag_set};
+use flashgate_tests::support::{
+    assert_reconciled, gate_remaining, sold_out_flag_set, stop_reconciled,
+};
 use flashgate_tests::support::{unique, TestOrigin};
 use futures::future::join_all;
 use serde_json::{json, Value};
@@ -168,8 +170,7 @@ async fn expired_hold_goes_to_the_next_customer_and_the_late_pay_is_refused() {
     assert_eq!(o.remaining(&c).await, 0);
     let (s, body) = pay(&o, b_claim["id"].as_str().unwrap(), "psp-b").await;
     assert_eq!((s, body["claim"]["status"].as_str()), (200, Some("paid")));
-    assert_reconciled(&o, &c).await;
-    o.stop().await;
+    stop_reconciled(o, &c).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -192,8 +193,7 @@ async fn three_concurrent_releases_return_the_unit_once() {
     // Paying a released hold is refused.
     let (s, b) = pay(&o, &id, "psp-1").await;
     assert_eq!((s, b), (409, json!({"result": "hold_expired"})));
-    assert_reconciled(&o, &c).await;
-    o.stop().await;
+    stop_reconciled(o, &c).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -233,8 +233,7 @@ async fn releases_racing_the_sweeper_return_each_unit_once() {
         assert_eq!(ends, 1, "claim {id} left its hold {ends} times");
     }
     assert_left(&o, &c, stock).await;
-    assert_reconciled(&o, &c).await;
-    o.stop().await;
+    stop_reconciled(o, &c).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -348,8 +347,7 @@ async fn second_wave_sells_exactly_the_units_of_unpaid_holds() {
     assert_eq!(o.remaining(&c).await, 0);
     assert!(sold_out_flag_set(&o, &c).await);
     assert_eq!(o.claim_rows(&c, &["held", "paid"]).await, 100);
-    assert_reconciled(&o, &c).await;
-    o.stop().await;
+    stop_reconciled(o, &c).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -371,8 +369,7 @@ async fn a_released_customer_may_claim_again() {
     assert_eq!(o.claim_rows(&c, &["held"]).await, 1);
     assert_eq!(o.claim_rows(&c, &["released"]).await, 1);
     assert_eq!(o.remaining(&c).await, 1);
-    assert_reconciled(&o, &c).await;
-    o.stop().await;
+    stop_reconciled(o, &c).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -573,6 +570,5 @@ async fn bad_pay_and_release_requests_change_nothing() {
     .into_iter()
     .collect();
     assert_eq!(counts.get("released"), Some(&1));
-    assert_reconciled(&o, &c).await;
-    o.stop().await;
+    stop_reconciled(o, &c).await;
 }

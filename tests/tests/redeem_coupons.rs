@@ -3,7 +3,7 @@
 //! bad input, and the coupon with its QR payload. Reads the database back and reconciles.
 
 use flashgate_shared::api::RedeemRequest;
-use flashgate_tests::support::assert_reconciled;
+use flashgate_tests::support::stop_reconciled;
 use flashgate_tests::support::{unique, TestOrigin};
 use futures::future::join_all;
 use serde_json::Value;
@@ -112,8 +112,7 @@ async fn redeeming_one_coupon_twice_at_once_gives_one_200_and_one_409() {
     assert_eq!(actor, "pos:store-17");
     assert_eq!(o.claim_rows(&c, &["redeemed"]).await, 20);
     assert_eq!(o.remaining(&c).await, 0);
-    assert_reconciled(&o, &c).await;
-    o.stop().await;
+    stop_reconciled(o, &c).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -149,8 +148,7 @@ async fn the_same_pos_key_gets_the_same_reply() {
             .await
             .unwrap();
     assert_eq!(stored, 1);
-    assert_reconciled(&o, &c).await;
-    o.stop().await;
+    stop_reconciled(o, &c).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -272,8 +270,7 @@ async fn bad_redeem_requests_change_nothing() {
         .unwrap();
     assert_eq!(res.status().as_u16(), 200);
     assert_eq!(row(&o, &code).await.0, "redeemed");
-    assert_reconciled(&o, &c).await;
-    o.stop().await;
+    stop_reconciled(o, &c).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -46,6 +46,13 @@ pub async fn assert_reconciled(o: &TestOrigin, c: &str) -> ReconcileReport {
     report
 }
 
+/// Ends a test on campaign `c`: asserts a clean reconciliation ([`assert_reconciled`]), then
+/// stops the origin.
+pub async fn stop_reconciled(o: TestOrigin, c: &str) {
+    assert_reconciled(&o, c).await;
+    o.stop().await;
+}
+
 /// The Redis key of the idempotency record of `customer`'s key `key`, as the origin's
 /// idempotency module writes it (`fg:idem:<customer length>:<customer>:<key>`; the length
 /// prefix keeps every pair apart). The origin keeps its builder private; a test that drops a
