@@ -3,14 +3,12 @@
 use std::collections::{HashMap, HashSet};
 
 use anyhow::Context;
+use flashgate_shared::api::ClaimStatus;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::Row;
 
 use super::customer_id;
 use super::report::{Report, TryOutcome};
-
-/// Claim statuses that hold a unit.
-pub const ACTIVE_STATUSES: &str = "('held','paid','issued','redeemed')";
 
 /// What PostgreSQL says about one campaign.
 #[derive(Debug, Clone, Default)]
@@ -45,22 +43,26 @@ pub async fn read_back(database_url: &str, campaign: &str) -> anyhow::Result<Fac
         remaining: row.try_get("remaining")?,
         ..Facts::default()
     };
-    let row = sqlx::query(&format!(
-        "SELECT count(*) FILTER (WHERE status::text IN {ACTIVE_STATUSES}) AS active, count(*) AS all_claims \
-         FROM claims WHERE campaign_id::text = $1"
-    ))
+    // The statuses that hold a unit: the one list of them.
+    let active = ClaimStatus::active_names();
+    let row = sqlx::query(
+        "SELECT count(*) FILTER (WHERE status::text = ANY($2)) AS active, count(*) AS all_claims \
+         FROM claims WHERE campaign_id::text = $1",
+    )
     .bind(campaign)
+    .bind(&active[..])
     .fetch_one(&pool)
     .await
     .context("counting claims")?;
     f.active_claims = row.try_get("active")?;
     f.all_claims = row.try_get("all_claims")?;
-    f.customers_with_two_active = sqlx::query_scalar(&format!(
+    f.customers_with_two_active = sqlx::query_scalar(
         "SELECT count(*) FROM (SELECT customer_id FROM claims \
-         WHERE campaign_id::text = $1 AND status::text IN {ACTIVE_STATUSES} \
-         GROUP BY customer_id HAVING count(*) > 1) AS twice"
-    ))
+         WHERE campaign_id::text = $1 AND status::text = ANY($2) \
+         GROUP BY customer_id HAVING count(*) > 1) AS twice",
+    )
     .bind(campaign)
+    .bind(&active[..])
     .fetch_one(&pool)
     .await
     .context("looking for customers with two active claims")?;
