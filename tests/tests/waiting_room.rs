@@ -13,8 +13,9 @@ use chrono::Utc;
 use flashgate_shared::admission::{mint_admission, open_ticket, sign_ticket, Ticket};
 use flashgate_shared::api::{CampaignKind, ChangeAction, ChangeRequest, NewCampaign};
 use flashgate_shared::queue::{Queueing, WaitingRoom, RANDOM_BLOCK};
+use flashgate_tests::stampede::report::queue::kendall_tau_b;
 use flashgate_tests::support::{
-    edge_headers, queue_config, send_raw, unique, TestOrigin, TEST_EDGE_SECRET,
+    edge_headers, eventually, queue_config, send_raw, unique, TestOrigin, TEST_EDGE_SECRET,
 };
 use futures::future::join_all;
 use serde_json::Value;
@@ -76,17 +77,17 @@ async fn queue(o: &TestOrigin, id: &str) -> Value {
     o.status(id).await["queue"].clone()
 }
 
-/// Polls the status every 20 ms until `done(queue)` or the deadline; returns the last `queue`.
+/// Polls the status until `done(queue)`; panics with the last `queue` after `within`.
 async fn wait_queue(o: &TestOrigin, id: &str, within: Duration, done: impl Fn(&Value) -> bool) {
-    let deadline = Instant::now() + within;
-    loop {
+    eventually("the queue to get there", within, || async {
         let q = queue(o, id).await;
         if done(&q) {
-            return;
+            Ok(())
+        } else {
+            Err(q.to_string())
         }
-        assert!(Instant::now() < deadline, "queue never got there: {q}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -235,17 +236,6 @@ async fn fifo_admission_follows_join_order_at_the_rate() {
 }
 
 /// Kendall's τ-a between two rankings of the same items (tied pairs count 0).
-fn kendall_tau(a: &[u64], b: &[u64]) -> f64 {
-    let n = a.len();
-    let mut s: i64 = 0;
-    for i in 0..n {
-        for j in i + 1..n {
-            s += (a[i] as i64 - a[j] as i64).signum() * (b[i] as i64 - b[j] as i64).signum();
-        }
-    }
-    s as f64 / (n * (n - 1) / 2) as f64
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_prequeue_is_shuffled_and_later_joins_come_after_it() {
     let o = TestOrigin::start_with(queue_config()).await;
@@ -268,15 +258,20 @@ async fn the_prequeue_is_shuffled_and_later_joins_come_after_it() {
         early.iter().all(|s| *s < RANDOM_BLOCK),
         "every prequeue join came before the start"
     );
-    let tau = kendall_tau(&order, &early);
-    eprintln!("prequeue of {n}: Kendall tau of join order vs sequence = {tau:.4}");
+    let pairs: Vec<(u64, u64)> = order.into_iter().zip(early.iter().copied()).collect();
+    let tau = kendall_tau_b(&pairs).expect("two or more joins, in several waves");
+    eprintln!("prequeue of {n}: Kendall tau-b of join order vs sequence = {tau:.4}");
     assert!(tau.abs() < 0.1, "tau {tau}");
     // After the start: arrival order, after every prequeue number.
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while o.status(&id).await["state"] != "active" {
-        assert!(Instant::now() < deadline, "never started");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("the campaign to start", Duration::from_secs(15), || async {
+        let st = o.status(&id).await;
+        if st["state"] == "active" {
+            Ok(())
+        } else {
+            Err(st.to_string())
+        }
+    })
+    .await;
     let max_early = *early.iter().max().unwrap();
     let mut later = Vec::new();
     for i in 0..20 {
