@@ -17,8 +17,10 @@ use flashgate_tests::support::{unique, TestOrigin};
 use futures::future::join_all;
 use serde_json::{json, Value};
 
-/// Creates an active sale with `stock` units and holds of `hold_seconds`.
-async fn sale(o: &TestOrigin, stock: i64, hold_seconds: i64) -> String {
+/// Starts an origin with an active sale of `stock` units and holds of `hold_seconds`; returns
+/// both (the sale's id).
+async fn origin_with_sale(stock: i64, hold_seconds: i64) -> (TestOrigin, String) {
+    let o = TestOrigin::start().await;
     let id = unique("hold");
     let now = Utc::now();
     o.create_campaign(
@@ -30,7 +32,7 @@ async fn sale(o: &TestOrigin, stock: i64, hold_seconds: i64) -> String {
         Some(hold_seconds),
     )
     .await;
-    id
+    (o, id)
 }
 
 async fn pay(o: &TestOrigin, id: &str, payment_ref: &str) -> (u16, Value) {
@@ -135,8 +137,7 @@ async fn sleep_until(until: DateTime<Utc>, offset_ms: i64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn expired_hold_goes_to_the_next_customer_and_the_late_pay_is_refused() {
-    let o = TestOrigin::start().await;
-    let c = sale(&o, 1, 2).await;
+    let (o, c) = origin_with_sale(1, 2).await;
     let (a, b) = (unique("ana"), unique("ben"));
     let a_claim = won(&o, &c, &a, "a1").await;
     let a_id = a_claim["id"].as_str().unwrap().to_string();
@@ -175,8 +176,7 @@ async fn expired_hold_goes_to_the_next_customer_and_the_late_pay_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_concurrent_releases_return_the_unit_once() {
-    let o = TestOrigin::start().await;
-    let c = sale(&o, 5, 600).await;
+    let (o, c) = origin_with_sale(5, 600).await;
     let claim = won(&o, &c, &unique("cy"), "k").await;
     let id = claim["id"].as_str().unwrap().to_string();
     assert_eq!(o.remaining(&c).await, 4);
@@ -201,9 +201,8 @@ async fn releases_racing_the_sweeper_return_each_unit_once() {
     // Customer cancel, admin cancel and the sweeper at once: holds of 1 s, three releases each
     // sent right at `held_until`, while this origin's sweeper and a second one (called here)
     // expire due holds.
-    let o = TestOrigin::start().await;
     let stock = 20;
-    let c = sale(&o, stock, 1).await;
+    let (o, c) = origin_with_sale(stock, 1).await;
     let holds: Vec<_> = o
         .winners(&c, stock as usize)
         .await
@@ -238,9 +237,8 @@ async fn releases_racing_the_sweeper_return_each_unit_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pay_at_the_last_instant_racing_the_sweeper_200_rounds() {
-    let o = TestOrigin::start().await;
     let rounds = 200;
-    let c = sale(&o, rounds, 1).await;
+    let (o, c) = origin_with_sale(rounds, 1).await;
     let claims = o.winners(&c, rounds as usize).await;
     assert_eq!(o.remaining(&c).await, 0);
 
@@ -298,8 +296,7 @@ async fn pay_at_the_last_instant_racing_the_sweeper_200_rounds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn second_wave_sells_exactly_the_units_of_unpaid_holds() {
-    let o = TestOrigin::start().await;
-    let c = sale(&o, 100, 2).await;
+    let (o, c) = origin_with_sale(100, 2).await;
     let run = unique("wave");
     let first: Vec<String> = (0..150).map(|i| format!("{run}-a{i}")).collect();
     let replies = join_all(first.iter().map(|p| o.claim(&c, p, "k1"))).await;
@@ -352,8 +349,7 @@ async fn second_wave_sells_exactly_the_units_of_unpaid_holds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_released_customer_may_claim_again() {
-    let o = TestOrigin::start().await;
-    let c = sale(&o, 2, 600).await;
+    let (o, c) = origin_with_sale(2, 600).await;
     let dee = unique("dee");
     let first = won(&o, &c, &dee, "k1").await;
     let first_id = first["id"].as_str().unwrap();
@@ -374,8 +370,7 @@ async fn a_released_customer_may_claim_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pay_and_release_answers() {
-    let o = TestOrigin::start().await;
-    let c = sale(&o, 3, 600).await;
+    let (o, c) = origin_with_sale(3, 600).await;
     let claim = won(&o, &c, &unique("eve"), "k").await;
     let id = claim["id"].as_str().unwrap().to_string();
 
@@ -416,8 +411,7 @@ async fn pay_and_release_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_pay_and_release_requests_change_nothing() {
-    let o = TestOrigin::start().await;
-    let c = sale(&o, 2, 600).await;
+    let (o, c) = origin_with_sale(2, 600).await;
     let claim = won(&o, &c, &unique("gus"), "k").await;
     let id = claim["id"].as_str().unwrap().to_string();
     let service = o.config.service_token.expose().to_string();
