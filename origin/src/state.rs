@@ -46,6 +46,8 @@ pub struct AppState {
     /// Joins in their Redis step at once ([`crate::queue::join::JOIN_CONCURRENCY`]); the
     /// others wait their turn in arrival order.
     pub join_permits: Arc<tokio::sync::Semaphore>,
+    /// Gift fulfilment metrics (lock wait, replays, provider calls, outbox lag).
+    pub gift_metrics: Arc<crate::gifts::metrics::GiftMetrics>,
 }
 
 /// Loads the gate of a campaign in the background unless this origin is already doing so.
@@ -197,6 +199,7 @@ impl AppState {
                 crate::queue::join::JOIN_CONCURRENCY,
             )),
             gate,
+            gift_metrics: Arc::default(),
         })
     }
 
@@ -227,6 +230,15 @@ impl AppState {
             guesses_per_ip: self.config.code_guesses_per_ip,
             use_hold_seconds: self.config.code_use_hold_seconds,
             idempotency_ttl_seconds: self.config.idempotency_ttl_seconds,
+        }
+    }
+
+    /// The handles of gift fulfilment.
+    pub fn gifts(&self) -> crate::gifts::GiftService {
+        crate::gifts::GiftService {
+            db: self.db.clone(),
+            metrics: self.gift_metrics.clone(),
+            test_clock: self.config.gifts.gift_test_clock,
         }
     }
 
