@@ -103,7 +103,7 @@ struct Book {
 /// The simulator: its faults and its ledger.
 #[derive(Clone)]
 pub struct Simulator {
-    faults: Faults,
+    faults: Arc<Mutex<Faults>>,
     book: Arc<Mutex<Book>>,
 }
 
@@ -118,9 +118,18 @@ impl Simulator {
     /// A simulator with `faults`.
     pub fn new(faults: Faults) -> Self {
         Simulator {
-            faults,
+            faults: Arc::new(Mutex::new(faults)),
             book: Arc::default(),
         }
+    }
+
+    /// Changes the faults of the calls to come.
+    pub fn set_faults(&self, faults: Faults) {
+        *self.faults.lock().expect("faults lock") = faults;
+    }
+
+    fn faults(&self) -> Faults {
+        *self.faults.lock().expect("faults lock")
     }
 
     /// Its routes.
@@ -154,7 +163,7 @@ impl Simulator {
 
     fn roll(&self) -> Fault {
         let r: f64 = rand::random();
-        let f = &self.faults;
+        let f = &self.faults();
         if r < f.timeout_rate {
             Fault::Timeout
         } else if r < f.timeout_rate + f.error_rate {
@@ -225,7 +234,7 @@ async fn credit(State(sim): State<Simulator>, headers: HeaderMap, body: Bytes) -
             Fault::None => {}
         }
     }
-    let hang = Duration::from_millis(sim.faults.hang_ms);
+    let hang = Duration::from_millis(sim.faults().hang_ms);
     match fault {
         Fault::Timeout => {
             tokio::time::sleep(hang).await;

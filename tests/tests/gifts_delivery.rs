@@ -14,12 +14,12 @@ use flashgate_tests::gifts::{campaign, fulfil, key, members, msisdn};
 use flashgate_tests::support::{eventually, TestOrigin};
 use futures::future::join_all;
 
-async fn relaying_origin(sim: &Running) -> TestOrigin {
+async fn relaying_origin(sim: &Running, max_attempts: i32) -> TestOrigin {
     let mut config = flashgate_tests::support::test_config();
     config.gifts.gift_test_clock = true;
     config.gifts.gift_provider_url = Some(sim.url.clone());
     config.gifts.gift_provider_timeout_ms = 300;
-    config.gifts.gift_delivery_max_attempts = 20;
+    config.gifts.gift_delivery_max_attempts = max_attempts;
     config.gifts.gift_retry_base_ms = 20;
     config.gifts.gift_relay_interval_ms = 50;
     config.gifts.gift_relay_batch = 128;
@@ -78,7 +78,7 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
     )
     .await
     .unwrap();
-    let o = relaying_origin(&sim).await;
+    let o = relaying_origin(&sim, 20).await;
     let c = campaign(&o, &[("s1", 2_000, &[])]).await;
     let ours = grant(&o, &c, 1_000).await;
     assert_eq!(drained(&o, &c).await, (1_000, 0), "every fulfilment delivered");
@@ -114,8 +114,8 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
 
     // 2. Two origins relaying at once, no fault: one call per fulfilment.
     let sim = spawn("127.0.0.1:0".parse().unwrap(), Faults::none()).await.unwrap();
-    let a = relaying_origin(&sim).await;
-    let b = relaying_origin(&sim).await;
+    let a = relaying_origin(&sim, 20).await;
+    let b = relaying_origin(&sim, 20).await;
     let c = campaign(&a, &[("s1", 5_000, &[])]).await;
     let (first, second) = futures::join!(grant(&a, &c, 300), async {
         // B grants to subscribers of its own at the same time (same campaign).
@@ -146,5 +146,55 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
     println!("two relays: origin A delivered {}, origin B {}", delivered_by(&a), delivered_by(&b));
     a.stop().await;
     b.stop().await;
+    sim.stop();
+
+    // 3. A provider that answers 5xx every time: failed after the last attempt; a manager
+    //    sees it and retries it once the provider is back.
+    let sim = spawn(
+        "127.0.0.1:0".parse().unwrap(),
+        Faults {
+            error_rate: 1.0,
+            ..Faults::none()
+        },
+    )
+    .await
+    .unwrap();
+    let o = relaying_origin(&sim, 4).await;
+    let c = campaign(&o, &[("s1", 2_000, &[])]).await;
+    let ours = grant(&o, &c, 3).await;
+    assert_eq!(drained(&o, &c).await, (0, 3));
+    let path = format!("/admin/v1/gift-campaigns/{c}/fulfilments?status=failed");
+    let (s, listed) = o
+        .admin(reqwest::Method::GET, &path, Some(o.viewer_token()), None)
+        .await;
+    assert_eq!(s, 200);
+    let failed: HashSet<String> = listed["fulfilments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(failed, ours.keys().cloned().collect());
+    let calls: u64 = sim.sim.ledger().calls;
+    assert!(calls >= 12, "4 attempts each ({calls} calls)");
+    assert_eq!(sim.sim.ledger().count, 0);
+    sim.sim.set_faults(Faults::none());
+    let one = failed.iter().next().unwrap();
+    let retry = format!("/admin/v1/fulfilments/{one}/retry");
+    let (s, _) = o
+        .admin(reqwest::Method::POST, &retry, Some(o.viewer_token()), None)
+        .await;
+    assert_eq!(s, 403, "a viewer may not retry");
+    let (s, b) = o
+        .admin(reqwest::Method::POST, &retry, Some(o.manager_token()), None)
+        .await;
+    assert_eq!((s, b["status"].as_str()), (200, Some("pending")), "{b}");
+    assert_eq!(drained(&o, &c).await, (1, 2));
+    let (s, _) = o
+        .admin(reqwest::Method::POST, &retry, Some(o.manager_token()), None)
+        .await;
+    assert_eq!(s, 409, "a delivered one is not retried");
+    assert_eq!(sim.sim.ledger().count, 1);
+    o.stop().await;
     sim.stop();
 }
