@@ -36,7 +36,11 @@ pub struct Faults {
     #[arg(long, env = "PROVIDER_SIM_ERROR_RATE", default_value_t = 0.0)]
     pub error_rate: f64,
     /// Share of calls that credit, then hang `hang_ms` before answering.
-    #[arg(long, env = "PROVIDER_SIM_ACCEPT_THEN_TIMEOUT_RATE", default_value_t = 0.0)]
+    #[arg(
+        long,
+        env = "PROVIDER_SIM_ACCEPT_THEN_TIMEOUT_RATE",
+        default_value_t = 0.0
+    )]
     pub accept_then_timeout_rate: f64,
     /// How long a hanging call waits before answering, in milliseconds.
     #[arg(long, env = "PROVIDER_SIM_HANG_MS", default_value_t = 5_000)]
@@ -220,7 +224,10 @@ async fn credit(State(sim): State<Simulator>, headers: HeaderMap, body: Bytes) -
         return error(StatusCode::BAD_REQUEST, "Idempotency-Key is required");
     };
     let Ok(req) = serde_json::from_slice::<CreditRequest>(&body) else {
-        return error(StatusCode::UNPROCESSABLE_ENTITY, "body is not a credit request");
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "body is not a credit request",
+        );
     };
     let fault = sim.roll();
     {

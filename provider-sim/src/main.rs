@@ -4,7 +4,10 @@ use clap::Parser;
 use flashgate_provider_sim::{spawn, Faults};
 
 #[derive(Parser)]
-#[command(name = "provider-sim", about = "Mobile-credit provider simulator with injected faults")]
+#[command(
+    name = "provider-sim",
+    about = "Mobile-credit provider simulator with injected faults"
+)]
 struct Args {
     /// Address to listen on.
     #[arg(long, env = "PROVIDER_SIM_LISTEN", default_value = "127.0.0.1:7070")]

@@ -36,18 +36,23 @@ pub fn key() -> String {
     unique("k")
 }
 
+/// A test segment: id, gift amount (EGP minor units), cap rules `(max, per_days)`.
+pub type SegmentSpec<'a> = (&'a str, i64, &'a [(i32, i32)]);
+
 /// Creates a campaign running through 2026 and 2027 (so `t0` and weeks around it are inside)
 /// with `segments`: `(id, amount in EGP minor units, [(max, per_days)])`; its clock is set to
 /// [`t0`]. Returns its id.
-pub async fn campaign(o: &TestOrigin, segments: &[(&str, i64, &[(i32, i32)])]) -> String {
+pub async fn campaign(o: &TestOrigin, segments: &[SegmentSpec<'_>]) -> String {
     let id = unique("GIFT").replace('-', "_");
     let (s, b) = o
         .admin(
             Method::POST,
             "/admin/v1/gift-campaigns",
             Some(o.manager_token()),
-            Some(json!({"id": id, "name": "test gifts", "starts_at": "2026-01-01T00:00:00Z",
-                        "ends_at": "2028-01-01T00:00:00Z"})),
+            Some(
+                json!({"id": id, "name": "test gifts", "starts_at": "2026-01-01T00:00:00Z",
+                        "ends_at": "2028-01-01T00:00:00Z"}),
+            ),
         )
         .await;
     assert_eq!(s, 201, "{b}");
@@ -61,7 +66,9 @@ pub async fn campaign(o: &TestOrigin, segments: &[(&str, i64, &[(i32, i32)])]) -
                 Method::POST,
                 &format!("/admin/v1/gift-campaigns/{id}/segments"),
                 Some(o.manager_token()),
-                Some(json!({"id": seg, "gift": {"amount": amount, "currency": "EGP"}, "caps": caps})),
+                Some(
+                    json!({"id": seg, "gift": {"amount": amount, "currency": "EGP"}, "caps": caps}),
+                ),
             )
             .await;
         assert_eq!(s, 201, "{b}");
@@ -82,6 +89,17 @@ pub async fn members(o: &TestOrigin, campaign: &str, segment: &str, msisdns: &[S
         .await;
     assert_eq!(s, 200, "{b}");
     b
+}
+
+/// `PATCH …/segments/{segment}` with `{"caps": caps}`: status and body.
+pub async fn set_caps(o: &TestOrigin, campaign: &str, segment: &str, caps: Value) -> (u16, Value) {
+    o.admin(
+        Method::PATCH,
+        &format!("/admin/v1/gift-campaigns/{campaign}/segments/{segment}"),
+        Some(o.manager_token()),
+        Some(json!({ "caps": caps })),
+    )
+    .await
 }
 
 /// Sets the campaign clock to `at`.
@@ -115,7 +133,10 @@ impl Raw {
 pub async fn fulfil(o: &TestOrigin, campaign: &str, key: &str, msisdn: &str) -> Raw {
     let res = o
         .http
-        .post(format!("{}/api/v1/gift-campaigns/{campaign}/fulfilments", o.url))
+        .post(format!(
+            "{}/api/v1/gift-campaigns/{campaign}/fulfilments",
+            o.url
+        ))
         .bearer_auth(o.config.service_token.expose())
         .header("idempotency-key", key)
         .json(&json!({ "msisdn": msisdn }))

@@ -26,7 +26,10 @@ async fn post(
         req = req.header("idempotency-key", k);
     }
     let res = req.send().await.unwrap();
-    (res.status().as_u16(), res.json().await.unwrap_or(Value::Null))
+    (
+        res.status().as_u16(),
+        res.json().await.unwrap_or(Value::Null),
+    )
 }
 
 #[tokio::test]
@@ -41,23 +44,142 @@ async fn bad_fulfilment_requests_get_a_4xx_and_change_nothing() {
     let body = |m: &str| serde_json::to_vec(&json!({ "msisdn": m })).unwrap();
     let json = "application/json";
     let cases: Vec<(u16, &str, (u16, Value))> = vec![
-        (401, "unauthorized", post(&o, &path, None, Some("k1"), json, body(&m)).await),
-        (403, "forbidden", post(&o, &path, Some(o.manager_token()), Some("k1"), json, body(&m)).await),
-        (400, "invalid_idempotency_key", post(&o, &path, Some(&service), None, json, body(&m)).await),
-        (415, "unsupported_media_type", post(&o, &path, Some(&service), Some("k1"), "text/plain", body(&m)).await),
-        (413, "payload_too_large", post(&o, &path, Some(&service), Some("k1"), json,
-            serde_json::to_vec(&json!({"msisdn": m, "pad": "x".repeat(100_000)})).unwrap()).await),
-        (400, "invalid_json", post(&o, &path, Some(&service), Some("k1"), json, b"{".to_vec()).await),
-        (422, "validation_failed", post(&o, &path, Some(&service), Some("k1"), json, b"{}".to_vec()).await),
-        (422, "validation_failed", post(&o, &path, Some(&service), Some("k1"), json, body("+201000000001")).await),
-        (422, "validation_failed", post(&o, &path, Some(&service), Some("k1"), json, body("2010")).await),
-        (422, "validation_failed", post(&o, &path, Some(&service), Some("k1"), json, body("2010000000011234")).await),
-        (422, "validation_failed", post(&o, &path, Some(&service), Some("k1"), json, body("20100000000a")).await),
-        (404, "not_found", post(&o, "/api/v1/gift-campaigns/NO_SUCH_CAMPAIGN/fulfilments", Some(&service), Some("k1"), json, body(&m)).await),
-        (404, "not_found", post(&o, "/api/v1/gift-campaigns/bad%20id/fulfilments", Some(&service), Some("k1"), json, body(&m)).await),
+        (
+            401,
+            "unauthorized",
+            post(&o, &path, None, Some("k1"), json, body(&m)).await,
+        ),
+        (
+            403,
+            "forbidden",
+            post(
+                &o,
+                &path,
+                Some(o.manager_token()),
+                Some("k1"),
+                json,
+                body(&m),
+            )
+            .await,
+        ),
+        (
+            400,
+            "invalid_idempotency_key",
+            post(&o, &path, Some(&service), None, json, body(&m)).await,
+        ),
+        (
+            415,
+            "unsupported_media_type",
+            post(
+                &o,
+                &path,
+                Some(&service),
+                Some("k1"),
+                "text/plain",
+                body(&m),
+            )
+            .await,
+        ),
+        (
+            413,
+            "payload_too_large",
+            post(
+                &o,
+                &path,
+                Some(&service),
+                Some("k1"),
+                json,
+                serde_json::to_vec(&json!({"msisdn": m, "pad": "x".repeat(100_000)})).unwrap(),
+            )
+            .await,
+        ),
+        (
+            400,
+            "invalid_json",
+            post(&o, &path, Some(&service), Some("k1"), json, b"{".to_vec()).await,
+        ),
+        (
+            422,
+            "validation_failed",
+            post(&o, &path, Some(&service), Some("k1"), json, b"{}".to_vec()).await,
+        ),
+        (
+            422,
+            "validation_failed",
+            post(
+                &o,
+                &path,
+                Some(&service),
+                Some("k1"),
+                json,
+                body("+201000000001"),
+            )
+            .await,
+        ),
+        (
+            422,
+            "validation_failed",
+            post(&o, &path, Some(&service), Some("k1"), json, body("2010")).await,
+        ),
+        (
+            422,
+            "validation_failed",
+            post(
+                &o,
+                &path,
+                Some(&service),
+                Some("k1"),
+                json,
+                body("2010000000011234"),
+            )
+            .await,
+        ),
+        (
+            422,
+            "validation_failed",
+            post(
+                &o,
+                &path,
+                Some(&service),
+                Some("k1"),
+                json,
+                body("20100000000a"),
+            )
+            .await,
+        ),
+        (
+            404,
+            "not_found",
+            post(
+                &o,
+                "/api/v1/gift-campaigns/NO_SUCH_CAMPAIGN/fulfilments",
+                Some(&service),
+                Some("k1"),
+                json,
+                body(&m),
+            )
+            .await,
+        ),
+        (
+            404,
+            "not_found",
+            post(
+                &o,
+                "/api/v1/gift-campaigns/bad%20id/fulfilments",
+                Some(&service),
+                Some("k1"),
+                json,
+                body(&m),
+            )
+            .await,
+        ),
     ];
     for (i, (status, result, (s, b))) in cases.into_iter().enumerate() {
-        assert_eq!((s, b["result"].as_str()), (status, Some(result)), "case {i}: {b}");
+        assert_eq!(
+            (s, b["result"].as_str()),
+            (status, Some(result)),
+            "case {i}: {b}"
+        );
         assert!(b["message"].is_string(), "case {i}: {b}");
     }
     assert_eq!(row_counts(&o, &c).await, before, "nothing was written");
@@ -65,7 +187,10 @@ async fn bad_fulfilment_requests_get_a_4xx_and_change_nothing() {
     for q in ["msisdn=12", "", "msisdn=%2B201000000001"] {
         let res = o
             .http
-            .get(format!("{}/api/v1/gift-campaigns/{c}/eligibility?{q}", o.url))
+            .get(format!(
+                "{}/api/v1/gift-campaigns/{c}/eligibility?{q}",
+                o.url
+            ))
             .bearer_auth(&service)
             .send()
             .await
@@ -96,42 +221,136 @@ async fn bad_admin_writes_get_a_4xx_and_change_nothing() {
     let mgr = Some(o.manager_token());
     let seg = |v: Value| v;
     let cases: Vec<(u16, Method, String, Option<&str>, Value)> = vec![
-        (403, Method::POST, format!("/admin/v1/gift-campaigns/{c}/segments"), Some(o.viewer_token()),
-            seg(json!({"id": "s2", "gift": {"amount": 1, "currency": "EGP"}}))),
-        (401, Method::POST, format!("/admin/v1/gift-campaigns/{c}/segments"), None,
-            seg(json!({"id": "s2", "gift": {"amount": 1, "currency": "EGP"}}))),
-        (422, Method::POST, format!("/admin/v1/gift-campaigns/{c}/segments"), mgr,
-            seg(json!({"id": "s2", "gift": {"amount": 0, "currency": "EGP"}}))),
-        (422, Method::POST, format!("/admin/v1/gift-campaigns/{c}/segments"), mgr,
-            seg(json!({"id": "s2", "gift": {"amount": 100, "currency": "egp"}}))),
-        (422, Method::POST, format!("/admin/v1/gift-campaigns/{c}/segments"), mgr,
-            seg(json!({"id": "s2", "gift": {"amount": 100, "currency": "EGP"}, "caps": [{"max": 0, "per_days": 1}]}))),
-        (422, Method::POST, format!("/admin/v1/gift-campaigns/{c}/segments"), mgr,
-            seg(json!({"id": "s2", "gift": {"amount": 100, "currency": "EGP"}, "caps": [{"max": 1, "per_days": 1}, {"max": 2, "per_days": 1}]}))),
-        (422, Method::POST, format!("/admin/v1/gift-campaigns/{c}/segments"), mgr,
-            seg(json!({"id": "s 2", "gift": {"amount": 100, "currency": "EGP"}}))),
-        (409, Method::POST, format!("/admin/v1/gift-campaigns/{c}/segments"), mgr,
-            seg(json!({"id": "s1", "gift": {"amount": 100, "currency": "EGP"}}))),
-        (404, Method::POST, "/admin/v1/gift-campaigns/NOPE_X/segments".to_string(), mgr,
-            seg(json!({"id": "s2", "gift": {"amount": 100, "currency": "EGP"}}))),
-        (422, Method::PATCH, format!("/admin/v1/gift-campaigns/{c}/segments/s1"), mgr,
-            json!({"caps": [{"max": 1, "per_days": 0}]})),
-        (404, Method::PATCH, format!("/admin/v1/gift-campaigns/{c}/segments/nope"), mgr,
-            json!({"caps": []})),
-        (422, Method::PUT, format!("/admin/v1/gift-campaigns/{c}/segments/s1/members"), mgr,
-            json!({"msisdns": ["201000000001", "+201000000002"]})),
-        (422, Method::PUT, format!("/admin/v1/gift-campaigns/{c}/segments/s1/members"), mgr,
-            json!({"msisdns": ["1234567"]})),
-        (404, Method::PUT, format!("/admin/v1/gift-campaigns/{c}/segments/nope/members"), mgr,
-            json!({"msisdns": ["201000000001"]})),
-        (403, Method::PUT, format!("/admin/v1/gift-campaigns/{c}/segments/s1/members"), Some(o.viewer_token()),
-            json!({"msisdns": ["201000000001"]})),
-        (409, Method::POST, "/admin/v1/gift-campaigns".to_string(), mgr,
-            json!({"id": c, "name": "x", "starts_at": "2026-01-01T00:00:00Z", "ends_at": "2027-01-01T00:00:00Z"})),
-        (422, Method::POST, "/admin/v1/gift-campaigns".to_string(), mgr,
-            json!({"id": "BAD ID", "name": "x", "starts_at": "2026-01-01T00:00:00Z", "ends_at": "2027-01-01T00:00:00Z"})),
-        (422, Method::POST, "/admin/v1/gift-campaigns".to_string(), mgr,
-            json!({"id": "ENDS_FIRST", "name": "x", "starts_at": "2027-01-01T00:00:00Z", "ends_at": "2026-01-01T00:00:00Z"})),
+        (
+            403,
+            Method::POST,
+            format!("/admin/v1/gift-campaigns/{c}/segments"),
+            Some(o.viewer_token()),
+            seg(json!({"id": "s2", "gift": {"amount": 1, "currency": "EGP"}})),
+        ),
+        (
+            401,
+            Method::POST,
+            format!("/admin/v1/gift-campaigns/{c}/segments"),
+            None,
+            seg(json!({"id": "s2", "gift": {"amount": 1, "currency": "EGP"}})),
+        ),
+        (
+            422,
+            Method::POST,
+            format!("/admin/v1/gift-campaigns/{c}/segments"),
+            mgr,
+            seg(json!({"id": "s2", "gift": {"amount": 0, "currency": "EGP"}})),
+        ),
+        (
+            422,
+            Method::POST,
+            format!("/admin/v1/gift-campaigns/{c}/segments"),
+            mgr,
+            seg(json!({"id": "s2", "gift": {"amount": 100, "currency": "egp"}})),
+        ),
+        (
+            422,
+            Method::POST,
+            format!("/admin/v1/gift-campaigns/{c}/segments"),
+            mgr,
+            seg(
+                json!({"id": "s2", "gift": {"amount": 100, "currency": "EGP"}, "caps": [{"max": 0, "per_days": 1}]}),
+            ),
+        ),
+        (
+            422,
+            Method::POST,
+            format!("/admin/v1/gift-campaigns/{c}/segments"),
+            mgr,
+            seg(
+                json!({"id": "s2", "gift": {"amount": 100, "currency": "EGP"}, "caps": [{"max": 1, "per_days": 1}, {"max": 2, "per_days": 1}]}),
+            ),
+        ),
+        (
+            422,
+            Method::POST,
+            format!("/admin/v1/gift-campaigns/{c}/segments"),
+            mgr,
+            seg(json!({"id": "s 2", "gift": {"amount": 100, "currency": "EGP"}})),
+        ),
+        (
+            409,
+            Method::POST,
+            format!("/admin/v1/gift-campaigns/{c}/segments"),
+            mgr,
+            seg(json!({"id": "s1", "gift": {"amount": 100, "currency": "EGP"}})),
+        ),
+        (
+            404,
+            Method::POST,
+            "/admin/v1/gift-campaigns/NOPE_X/segments".to_string(),
+            mgr,
+            seg(json!({"id": "s2", "gift": {"amount": 100, "currency": "EGP"}})),
+        ),
+        (
+            422,
+            Method::PATCH,
+            format!("/admin/v1/gift-campaigns/{c}/segments/s1"),
+            mgr,
+            json!({"caps": [{"max": 1, "per_days": 0}]}),
+        ),
+        (
+            404,
+            Method::PATCH,
+            format!("/admin/v1/gift-campaigns/{c}/segments/nope"),
+            mgr,
+            json!({"caps": []}),
+        ),
+        (
+            422,
+            Method::PUT,
+            format!("/admin/v1/gift-campaigns/{c}/segments/s1/members"),
+            mgr,
+            json!({"msisdns": ["201000000001", "+201000000002"]}),
+        ),
+        (
+            422,
+            Method::PUT,
+            format!("/admin/v1/gift-campaigns/{c}/segments/s1/members"),
+            mgr,
+            json!({"msisdns": ["1234567"]}),
+        ),
+        (
+            404,
+            Method::PUT,
+            format!("/admin/v1/gift-campaigns/{c}/segments/nope/members"),
+            mgr,
+            json!({"msisdns": ["201000000001"]}),
+        ),
+        (
+            403,
+            Method::PUT,
+            format!("/admin/v1/gift-campaigns/{c}/segments/s1/members"),
+            Some(o.viewer_token()),
+            json!({"msisdns": ["201000000001"]}),
+        ),
+        (
+            409,
+            Method::POST,
+            "/admin/v1/gift-campaigns".to_string(),
+            mgr,
+            json!({"id": c, "name": "x", "starts_at": "2026-01-01T00:00:00Z", "ends_at": "2027-01-01T00:00:00Z"}),
+        ),
+        (
+            422,
+            Method::POST,
+            "/admin/v1/gift-campaigns".to_string(),
+            mgr,
+            json!({"id": "BAD ID", "name": "x", "starts_at": "2026-01-01T00:00:00Z", "ends_at": "2027-01-01T00:00:00Z"}),
+        ),
+        (
+            422,
+            Method::POST,
+            "/admin/v1/gift-campaigns".to_string(),
+            mgr,
+            json!({"id": "ENDS_FIRST", "name": "x", "starts_at": "2027-01-01T00:00:00Z", "ends_at": "2026-01-01T00:00:00Z"}),
+        ),
     ];
     for (i, (status, method, path, token, body)) in cases.into_iter().enumerate() {
         let (s, b) = o.admin(method, &path, token, Some(body)).await;

@@ -4,9 +4,8 @@
 
 use chrono::Duration;
 use flashgate_tests::gifts::{
-    self, campaign, eligibility, fulfil, key, members, msisdn, row_counts, set_clock, t0,
+    self, campaign, eligibility, fulfil, key, members, msisdn, row_counts, set_caps, set_clock, t0,
 };
-use reqwest::Method;
 use serde_json::json;
 
 #[tokio::test]
@@ -103,27 +102,13 @@ async fn a_cap_changed_mid_flight_applies_to_the_next_request() {
     assert_eq!(fulfil(&o, &c, &key(), &m).await.status, 201);
     assert_eq!(fulfil(&o, &c, &key(), &m).await.status, 409);
     // Two per day now: the next request is granted, the one after refused.
-    let (s, b) = o
-        .admin(
-            Method::PATCH,
-            &format!("/admin/v1/gift-campaigns/{c}/segments/s1"),
-            Some(o.manager_token()),
-            Some(json!({"caps": [{"max": 2, "per_days": 1}]})),
-        )
-        .await;
+    let (s, b) = set_caps(&o, &c, "s1", json!([{"max": 2, "per_days": 1}])).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["caps"], json!([{"max": 2, "per_days": 1}]));
     assert_eq!(fulfil(&o, &c, &key(), &m).await.status, 201);
     assert_eq!(fulfil(&o, &c, &key(), &m).await.status, 409);
     // One per 30 days: refused until the most recent grant is 30 days old.
-    let (s, _) = o
-        .admin(
-            Method::PATCH,
-            &format!("/admin/v1/gift-campaigns/{c}/segments/s1"),
-            Some(o.manager_token()),
-            Some(json!({"caps": [{"max": 1, "per_days": 30}]})),
-        )
-        .await;
+    let (s, _) = set_caps(&o, &c, "s1", json!([{"max": 1, "per_days": 30}])).await;
     assert_eq!(s, 200);
     set_clock(&o, &c, t0() + Duration::days(2)).await;
     let r = fulfil(&o, &c, &key(), &m).await;
@@ -157,7 +142,11 @@ async fn the_preview_changes_nothing_and_names_each_reason() {
     );
     let (_, _, b) = eligibility(&o, &c, &outsider).await;
     assert_eq!(b, json!({"eligible": false, "reason": "not_in_segment"}));
-    assert_eq!(row_counts(&o, &c).await, before, "the preview wrote nothing");
+    assert_eq!(
+        row_counts(&o, &c).await,
+        before,
+        "the preview wrote nothing"
+    );
     assert_eq!(fulfil(&o, &c, &key(), &m).await.status, 201);
     let (_, _, b) = eligibility(&o, &c, &m).await;
     assert_eq!(
@@ -165,12 +154,21 @@ async fn the_preview_changes_nothing_and_names_each_reason() {
         json!({"eligible": false, "reason": "cap_reached", "next_eligible_at": "2026-06-12T12:00:00Z"})
     );
     let r = fulfil(&o, &c, &key(), &outsider).await;
-    assert_eq!((r.status, r.json()), (409, json!({"result": "not_in_segment"})));
+    assert_eq!(
+        (r.status, r.json()),
+        (409, json!({"result": "not_in_segment"}))
+    );
     // After the end of the campaign.
     set_clock(&o, &c, "2028-01-01T00:00:00Z".parse().unwrap()).await;
     let (_, _, b) = eligibility(&o, &c, &m).await;
-    assert_eq!(b, json!({"eligible": false, "reason": "campaign_not_active"}));
+    assert_eq!(
+        b,
+        json!({"eligible": false, "reason": "campaign_not_active"})
+    );
     let r = fulfil(&o, &c, &key(), &m).await;
-    assert_eq!((r.status, r.json()), (409, json!({"result": "campaign_not_active"})));
+    assert_eq!(
+        (r.status, r.json()),
+        (409, json!({"result": "campaign_not_active"}))
+    );
     o.stop().await;
 }

@@ -33,9 +33,17 @@ async fn grant(o: &TestOrigin, c: &str, n: usize) -> HashMap<String, String> {
     members(o, c, "s1", &subscribers).await;
     let mut out = HashMap::new();
     for wave in subscribers.chunks(100) {
-        for (m, r) in join_all(wave.iter().map(|m| async move { (m, fulfil(o, c, &key(), m).await) })).await {
+        for (m, r) in join_all(
+            wave.iter()
+                .map(|m| async move { (m, fulfil(o, c, &key(), m).await) }),
+        )
+        .await
+        {
             assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-            out.insert(r.json()["fulfilment"]["id"].as_str().unwrap().to_string(), m.clone());
+            out.insert(
+                r.json()["fulfilment"]["id"].as_str().unwrap().to_string(),
+                m.clone(),
+            );
         }
     }
     out
@@ -43,24 +51,30 @@ async fn grant(o: &TestOrigin, c: &str, n: usize) -> HashMap<String, String> {
 
 /// Waits until no fulfilment of `c` is pending; returns (delivered, failed).
 async fn drained(o: &TestOrigin, c: &str) -> (i64, i64) {
-    eventually("the outbox of the campaign to drain", Duration::from_secs(180), || async {
-        let (pending, delivered, failed): (i64, i64, i64) = sqlx::query_as(
-            "SELECT count(*) FILTER (WHERE o.status = 'pending'),
+    eventually(
+        "the outbox of the campaign to drain",
+        Duration::from_secs(180),
+        || async {
+            let (pending, delivered, failed): (i64, i64, i64) = sqlx::query_as(
+                "SELECT count(*) FILTER (WHERE o.status = 'pending'),
                     count(*) FILTER (WHERE o.status = 'delivered'),
                     count(*) FILTER (WHERE o.status = 'failed')
                FROM gift_outbox o JOIN gift_ledger l ON l.id = o.fulfilment_id
               WHERE l.campaign_id = $1",
-        )
-        .bind(c)
-        .fetch_one(&o.db)
-        .await
-        .map_err(|e| e.to_string())?;
-        if pending == 0 {
-            Ok((delivered, failed))
-        } else {
-            Err(format!("{pending} pending, {delivered} delivered, {failed} failed"))
-        }
-    })
+            )
+            .bind(c)
+            .fetch_one(&o.db)
+            .await
+            .map_err(|e| e.to_string())?;
+            if pending == 0 {
+                Ok((delivered, failed))
+            } else {
+                Err(format!(
+                    "{pending} pending, {delivered} delivered, {failed} failed"
+                ))
+            }
+        },
+    )
     .await
 }
 
@@ -81,9 +95,17 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
     let o = relaying_origin(&sim, 20).await;
     let c = campaign(&o, &[("s1", 2_000, &[])]).await;
     let ours = grant(&o, &c, 1_000).await;
-    assert_eq!(drained(&o, &c).await, (1_000, 0), "every fulfilment delivered");
+    assert_eq!(
+        drained(&o, &c).await,
+        (1_000, 0),
+        "every fulfilment delivered"
+    );
     let ledger = sim.sim.ledger();
-    let credited: Vec<_> = ledger.credits.iter().filter(|cr| ours.contains_key(&cr.key)).collect();
+    let credited: Vec<_> = ledger
+        .credits
+        .iter()
+        .filter(|cr| ours.contains_key(&cr.key))
+        .collect();
     assert_eq!(credited.len(), 1_000, "exactly one credit per fulfilment");
     let subscribers: HashSet<&str> = credited.iter().map(|cr| cr.msisdn.as_str()).collect();
     assert_eq!(subscribers.len(), 1_000, "no subscriber credited twice");
@@ -92,7 +114,10 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
         assert_eq!((cr.amount, cr.currency.as_str()), (2_000, "EGP"));
     }
     let calls: u64 = credited.iter().map(|cr| cr.calls).sum();
-    assert!(calls > 1_000, "faults made the relay call again ({calls} calls)");
+    assert!(
+        calls > 1_000,
+        "faults made the relay call again ({calls} calls)"
+    );
     assert!(ledger.timeouts > 0 && ledger.accept_then_timeouts > 0);
     let refs: i64 = sqlx::query_scalar(
         "SELECT count(DISTINCT o.provider_ref) FROM gift_outbox o JOIN gift_ledger l ON l.id = o.fulfilment_id
@@ -113,7 +138,9 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
     sim.stop();
 
     // 2. Two origins relaying at once, no fault: one call per fulfilment.
-    let sim = spawn("127.0.0.1:0".parse().unwrap(), Faults::none()).await.unwrap();
+    let sim = spawn("127.0.0.1:0".parse().unwrap(), Faults::none())
+        .await
+        .unwrap();
     let a = relaying_origin(&sim, 20).await;
     let b = relaying_origin(&sim, 20).await;
     let c = campaign(&a, &[("s1", 5_000, &[])]).await;
@@ -126,7 +153,11 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
     assert_eq!(ours.len(), 600);
     assert_eq!(drained(&a, &c).await, (600, 0));
     let ledger = sim.sim.ledger();
-    let credited: Vec<_> = ledger.credits.iter().filter(|cr| ours.contains_key(&cr.key)).collect();
+    let credited: Vec<_> = ledger
+        .credits
+        .iter()
+        .filter(|cr| ours.contains_key(&cr.key))
+        .collect();
     assert_eq!(credited.len(), 600);
     assert!(
         credited.iter().all(|cr| cr.calls == 1),
@@ -143,7 +174,11 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
             .and_then(|v| v.parse::<u64>().ok())
             .unwrap_or(0)
     };
-    println!("two relays: origin A delivered {}, origin B {}", delivered_by(&a), delivered_by(&b));
+    println!(
+        "two relays: origin A delivered {}, origin B {}",
+        delivered_by(&a),
+        delivered_by(&b)
+    );
     a.stop().await;
     b.stop().await;
     sim.stop();

@@ -17,7 +17,10 @@ async fn five_simultaneous_requests_with_one_key_grant_once_and_replay_byte_for_
     let replies = join_all((0..5).map(|_| fulfil(&o, &c, &k, &m))).await;
     for r in &replies {
         assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-        assert_eq!(r.body, replies[0].body, "every reply is the first, byte for byte");
+        assert_eq!(
+            r.body, replies[0].body,
+            "every reply is the first, byte for byte"
+        );
     }
     let body = replies[0].json();
     assert_eq!(body["result"], "granted");
@@ -98,7 +101,10 @@ async fn two_hundred_subscribers_times_five_concurrent_requests_make_exactly_200
         })
     }))
     .await;
-    assert!(all.iter().all(|(_, r)| r.status == 201), "every reply is the grant or its replay");
+    assert!(
+        all.iter().all(|(_, r)| r.status == 201),
+        "every reply is the grant or its replay"
+    );
     assert_eq!(&row_counts(&o, &c).await[..3], &[200, 200, 200]);
     let per_subscriber: Vec<(String, i64)> = sqlx::query_as(
         "SELECT msisdn, count(*) FROM gift_ledger WHERE campaign_id = $1 GROUP BY msisdn",
@@ -163,11 +169,12 @@ async fn the_ledger_refuses_update_and_delete_and_a_second_grant_for_a_request()
         e.as_database_error().and_then(|d| d.code()).as_deref(),
         Some("23505")
     );
-    let amounts: Vec<i64> = sqlx::query_scalar("SELECT amount FROM gift_ledger WHERE campaign_id = $1")
-        .bind(&c)
-        .fetch_all(&o.db)
-        .await
-        .unwrap();
+    let amounts: Vec<i64> =
+        sqlx::query_scalar("SELECT amount FROM gift_ledger WHERE campaign_id = $1")
+            .bind(&c)
+            .fetch_all(&o.db)
+            .await
+            .unwrap();
     assert_eq!(amounts, vec![2_000]);
     o.stop().await;
 }

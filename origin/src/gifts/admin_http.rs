@@ -38,6 +38,17 @@ fn unknown_segment(s: &str) -> ApiError {
     ))
 }
 
+/// 422 unless `id` can name a new campaign or segment.
+fn new_id(id: &str) -> ApiResult<()> {
+    if is_valid_gift_id(id) {
+        Ok(())
+    } else {
+        Err(ApiError::validation(
+            "id must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-'",
+        ))
+    }
+}
+
 fn segment_id(s: &str) -> ApiResult<()> {
     if is_valid_gift_id(s) {
         Ok(())
@@ -56,11 +67,7 @@ pub async fn create_campaign(
 ) -> ApiResult<Response> {
     let who = extract::admin(&headers, &state, Role::Manager)?;
     let c: NewGiftCampaign = extract::json_body(&headers, body).await?;
-    if !is_valid_gift_id(&c.id) {
-        return Err(ApiError::validation(
-            "id must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-'",
-        ));
-    }
+    new_id(&c.id)?;
     flashgate_shared::text::check_free_text("name", &c.name, MAX_GIFT_CAMPAIGN_NAME)
         .map_err(ApiError::validation)?;
     if c.ends_at <= c.starts_at {
@@ -98,11 +105,7 @@ pub async fn create_segment(
     let who = extract::admin(&headers, &state, Role::Manager)?;
     let s: NewSegment = extract::json_body(&headers, body).await?;
     campaign_id(&id)?;
-    if !is_valid_gift_id(&s.id) {
-        return Err(ApiError::validation(
-            "id must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-'",
-        ));
-    }
+    new_id(&s.id)?;
     if !(1..=MAX_GIFT_AMOUNT).contains(&s.gift.amount) {
         return Err(ApiError::validation(format!(
             "gift.amount must be 1..={MAX_GIFT_AMOUNT} minor units"

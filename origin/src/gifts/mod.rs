@@ -11,7 +11,7 @@
 //! - [`metrics`]: lock wait, replays, provider errors and retries, outbox lag;
 //! - [`http`], [`admin_http`]: the routes;
 //! - [`demo`]: `flashgate gifts seed-demo`;
-//! - [`settings`]: `FLASHGATE_GIFT_*`.
+//! - [`settings`]: the `FLASHGATE_GIFT_*` settings.
 
 pub mod admin_http;
 pub mod deliveries;

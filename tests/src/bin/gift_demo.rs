@@ -35,7 +35,10 @@ impl Demo {
     async fn fulfil(&self, campaign: &str, key: &str, msisdn: &str) -> (u16, String) {
         let res = self
             .http
-            .post(format!("{}/api/v1/gift-campaigns/{campaign}/fulfilments", self.url))
+            .post(format!(
+                "{}/api/v1/gift-campaigns/{campaign}/fulfilments",
+                self.url
+            ))
             .bearer_auth(&self.token)
             .header("idempotency-key", key)
             .json(&json!({ "msisdn": msisdn }))
@@ -75,7 +78,9 @@ async fn main() {
     let mut grants = Vec::new();
 
     let preview = d
-        .get(&format!("/api/v1/gift-campaigns/{CAMPAIGN}/eligibility?msisdn=201000000001"))
+        .get(&format!(
+            "/api/v1/gift-campaigns/{CAMPAIGN}/eligibility?msisdn=201000000001"
+        ))
         .await;
     println!("preview of 201000000001: {preview}");
     let eligible = preview["eligible"] == true;
@@ -86,7 +91,10 @@ async fn main() {
     let want = if eligible { 201 } else { 409 };
     d.check(
         identical && same[0].0 == want,
-        &format!("5 simultaneous requests, one key: 5 identical answers {} ({})", same[0].0, same[0].1),
+        &format!(
+            "5 simultaneous requests, one key: 5 identical answers {} ({})",
+            same[0].0, same[0].1
+        ),
     );
     grants.extend(id_of(&same[0].1));
 
@@ -107,10 +115,17 @@ async fn main() {
     );
     grants.extend(five.iter().filter_map(|r| id_of(&r.1)));
 
-    let bad = d.fulfil(CAMPAIGN, &format!("demo-{run}-c"), "+201000000003").await;
+    let bad = d
+        .fulfil(CAMPAIGN, &format!("demo-{run}-c"), "+201000000003")
+        .await;
     d.check(bad.0 == 422, &format!("a '+' msisdn: {} {}", bad.0, bad.1));
-    let unknown = d.fulfil("NO_SUCH_CAMPAIGN", &format!("demo-{run}-d"), "201000000003").await;
-    d.check(unknown.0 == 404, &format!("an unknown campaign: {}", unknown.0));
+    let unknown = d
+        .fulfil("NO_SUCH_CAMPAIGN", &format!("demo-{run}-d"), "201000000003")
+        .await;
+    d.check(
+        unknown.0 == 404,
+        &format!("an unknown campaign: {}", unknown.0),
+    );
 
     let started = Instant::now();
     for id in &grants {
