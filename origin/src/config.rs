@@ -50,6 +50,10 @@ pub struct Config {
     #[command(flatten)]
     pub tokens: crate::customer_tokens::TokenSettings,
 
+    /// Gift fulfilment: provider, relay, test clock (`FLASHGATE_GIFT_*`).
+    #[command(flatten)]
+    pub gifts: crate::gifts::settings::GiftSettings,
+
     /// Bearer token for server-to-server calls (pay, release, redeem).
     #[arg(long, env = "FLASHGATE_SERVICE_TOKEN", hide_env_values = true)]
     pub service_token: Secret,
@@ -275,6 +279,7 @@ impl Config {
             parsed_admin_tokens: Default::default(),
             customer_token_secret: Secret::new("test-customer-secret-0123456789abcdef"),
             tokens: crate::customer_tokens::TokenSettings::for_tests(),
+            gifts: crate::gifts::settings::GiftSettings::for_tests(),
             service_token: Secret::new("test-service-token-0123456789abcdef"),
             edge_secret: None,
             db_pooler: DbPooler::None,

@@ -10,6 +10,8 @@
 //! - [`holds`]: the life of a sale claim after the claim path: pay, release, the expiry
 //!   sweeper, units going back to the gate;
 //! - [`giveaway`]: giveaway coupons: drawing their codes, redeem in store, lookup;
+//! - [`gifts`]: gift fulfilment (segments, caps as rows, exactly-once grants, the outbox relay
+//!   to the mobile-credit provider);
 //! - [`promo`]: the promo code service (shared codes, one-time batches, guess limiting) under
 //!   `/api/v1/codes/…`;
 //! - [`queue`]: the waiting room: joins, the admitting task, the admission check on claims;
@@ -38,6 +40,7 @@ pub mod config;
 pub mod customer_tokens;
 pub mod error;
 pub mod gate;
+pub mod gifts;
 pub mod giveaway;
 pub mod holds;
 pub mod http;

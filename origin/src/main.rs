@@ -33,6 +33,11 @@ enum Command {
     /// Campaign managers' operations over the origin's admin API (list, show, create, pause,
     /// resume, close, restock, set-stock, set-ends-at, audit, reconcile).
     Admin(flashgate_origin::cli::admin::AdminArgs),
+    /// Gift fulfilment tools (`seed-demo`: the WORLDCUP_2026 demo campaign).
+    Gifts {
+        #[command(subcommand)]
+        command: GiftsCommand,
+    },
     /// Print a customer token (a JWT) for tests and demos: HS256 under
     /// FLASHGATE_CUSTOMER_TOKEN_SECRET, or RS256 / ES256 under a PEM private key (`--key`).
     Token(TokenArgs),
@@ -45,6 +50,16 @@ enum Command {
         database_url: String,
         #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
         redis_url: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum GiftsCommand {
+    /// Apply the migrations, then load the WORLDCUP_2026 demo campaign (segments, caps,
+    /// members); running it again changes nothing. Prints the campaign as JSON.
+    SeedDemo {
+        #[arg(long, env = "DATABASE_URL")]
+        database_url: String,
     },
 }
 
@@ -101,6 +116,14 @@ async fn main() -> anyhow::Result<()> {
                     done.applied, done.current
                 );
             }
+        }
+        Command::Gifts {
+            command: GiftsCommand::SeedDemo { database_url },
+        } => {
+            flashgate_origin::migrate::run(&database_url.parse()?).await?;
+            let db = sqlx::PgPool::connect(&database_url).await?;
+            let shown = flashgate_origin::gifts::demo::seed(&db).await?;
+            println!("{}", serde_json::to_string_pretty(&shown)?);
         }
         Command::Token(args) => println!("{}", args.run()?),
     }

@@ -46,6 +46,10 @@ pub enum Outcome {
     Redeem,
     /// The reply of an admin write, kept for its idempotency key.
     AdminWrite,
+    /// A gift was granted (201).
+    GiftGranted,
+    /// A gift fulfilment was refused (`cap_reached`, `not_in_segment`, `campaign_not_active`).
+    GiftRefused,
 }
 
 impl Outcome {
@@ -68,6 +72,8 @@ impl Outcome {
             Hold => "hold",
             Redeem => "redeem",
             AdminWrite => "admin_write",
+            GiftGranted => "gift_granted",
+            GiftRefused => "gift_refused",
         }
     }
 

@@ -46,6 +46,8 @@ pub struct AppState {
     pub gate_loader: GateLoader,
     /// The waiting room's join turns (a bounded number of joins in their Redis step at once).
     pub join_turns: JoinTurns,
+    /// Gift fulfilment metrics (lock wait, replays, provider calls, outbox lag).
+    pub gift_metrics: Arc<crate::gifts::metrics::GiftMetrics>,
 }
 
 /// The connection options of `config.database_url` (TLS from its `sslmode` / `sslrootcert`
@@ -154,6 +156,7 @@ impl AppState {
             redis,
             join_turns: JoinTurns::default(),
             gate,
+            gift_metrics: Arc::default(),
         })
     }
 
@@ -184,6 +187,15 @@ impl AppState {
             guesses_per_ip: self.config.code_guesses_per_ip,
             use_hold_seconds: self.config.code_use_hold_seconds,
             idempotency_ttl_seconds: self.config.idempotency_ttl_seconds,
+        }
+    }
+
+    /// The handles of gift fulfilment.
+    pub fn gifts(&self) -> crate::gifts::GiftService {
+        crate::gifts::GiftService {
+            db: self.db.clone(),
+            metrics: self.gift_metrics.clone(),
+            test_clock: self.config.gifts.gift_test_clock,
         }
     }
 

@@ -27,6 +27,8 @@ fi
 . "$FG_ROOT/scripts/lib/balancer.sh"
 # shellcheck source=pgbouncer.sh
 . "$FG_ROOT/scripts/lib/pgbouncer.sh"
+# shellcheck source=provider_sim.sh
+. "$FG_ROOT/scripts/lib/provider_sim.sh"
 
 # stack_pooler STATE: with FLASHGATE_PGBOUNCER=1, starts PgBouncer in
 # front of DATABASE_URL; the origins then use it (DATABASE_URL, FLASHGATE_DB_POOLER=transaction)
@@ -57,7 +59,7 @@ fg_cargo_build() {
 
 # stack_build PROFILE: builds the origin (flashgate) and the load generator (stampede) in one
 # cargo invocation, so both see the same feature set and nothing is compiled twice.
-stack_build() { fg_cargo_build "$1" -p flashgate-origin -p flashgate-tests --bins; }
+stack_build() { fg_cargo_build "$1" -p flashgate-origin -p flashgate-tests -p flashgate-provider-sim --bins; }
 
 # stack_secrets STATE: loads (creating on first use) the random secrets of this stack.
 stack_secrets() {
@@ -178,6 +180,7 @@ FLASHGATE_SERVICE_TOKEN=$FLASHGATE_SERVICE_TOKEN
 FLASHGATE_EDGE_SECRET=$FLASHGATE_EDGE_SECRET
 DATABASE_URL=$DATABASE_URL
 REDIS_URL=$REDIS_URL
+FLASHGATE_GIFT_PROVIDER_URL=${FLASHGATE_GIFT_PROVIDER_URL:-}
 ENV
   if [ "${FLASHGATE_PGBOUNCER:-0}" = "1" ]; then
     printf 'FLASHGATE_DB_POOLER=transaction\nFLASHGATE_MIGRATION_DATABASE_URL=%s\n' \
@@ -194,6 +197,7 @@ stack_up() {
   stack_secrets "$state"
   fg_log "building the origin and the stampede generator ($profile)"
   stack_build "$profile"
+  provider_sim_up "$state" "$(fg_target_dir)/$profile/provider-sim"
   origins_up "$state" "$(fg_target_dir)/$profile/flashgate" "$(stack_origins)"
   edge_up "$state"
   export FLASHGATE_ORIGIN_URL FLASHGATE_EDGE_URL
@@ -223,6 +227,7 @@ stack_stop_servers() {
     rm -f "$state/$name.url"
   done
   rm -f "$state/origin.url"
+  provider_sim_down "$state"
 }
 
 stack_down() {

@@ -72,6 +72,6 @@ async fn live_gates_loaded(state: &AppState) -> bool {
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.metrics.render(),
+        state.metrics.render() + &state.gift_metrics.render(),
     )
 }

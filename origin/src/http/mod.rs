@@ -85,6 +85,7 @@ pub fn router(state: AppState) -> Router {
             get(admin::show).patch(admin::change).layer(once()),
         )
         .route("/admin/v1/campaigns/{id}/audit", get(admin::audit_trail))
+        .merge(crate::gifts::http::routes(&state))
         .layer(SetResponseHeaderLayer::overriding(
             header::CACHE_CONTROL,
             HeaderValue::from_static(flashgate_shared::PRIVATE_CACHE_CONTROL),

@@ -11,6 +11,9 @@
 //!   confirmed within `FLASHGATE_CODE_USE_HOLD_SECONDS` ([`crate::promo::service::sweep`]).
 //! - waiting room admission: every 100 ms, advances `now_serving` of live campaigns with a
 //!   waiting room ([`crate::queue::admit`]); one origin at a time (a Redis lease).
+//! - gift outbox relay (only with `FLASHGATE_GIFT_PROVIDER_URL`): about every
+//!   `FLASHGATE_GIFT_RELAY_INTERVAL_MS`, calls the provider for pending grants
+//!   ([`crate::gifts::relay::pass`]); safe with several origins relaying at once.
 //! - stale takes: every 5 s, settles takes left pending by an origin that died between the
 //!   gate and the commit ([`crate::gate::settle::settle_stale_takes`]).
 
@@ -42,6 +45,13 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
     spawn_every(state, stop, every, "promo code use sweep", |s| async move {
         crate::promo::service::sweep(&s.promo()).await
     });
+    if let Some(relay) = crate::gifts::relay::from_state(state) {
+        let every = Duration::from_millis(state.config.gifts.gift_relay_interval_ms.max(1));
+        spawn_every(state, stop, every, "gift outbox relay", move |_| {
+            let relay = relay.clone();
+            async move { crate::gifts::relay::pass(&relay).await }
+        });
+    }
     let budgets = crate::queue::admit::Budgets::new();
     spawn_every(
         state,

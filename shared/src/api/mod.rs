@@ -6,6 +6,7 @@
 //! - [`claims`]: the claim, its request and its answers;
 //! - [`holds`]: pay and release of a sale's hold;
 //! - [`giveaway`]: giveaway coupons (redeem, coupon view, QR payload);
+//! - [`gifts`]: gift fulfilment (gift campaigns, segments, caps, eligibility, fulfilments);
 //! - [`promo`]: the coupon-code service (promo codes: check, use, confirm, release, batches);
 //! - [`admin`]: the admin bodies (campaign views, change request and reply, audit, reconcile).
 //!
@@ -64,6 +65,7 @@ pub mod admin;
 pub mod campaigns;
 pub mod claims;
 pub mod common;
+pub mod gifts;
 pub mod giveaway;
 pub mod holds;
 pub mod promo;

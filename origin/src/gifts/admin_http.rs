@@ -1,0 +1,230 @@
+//! The gift admin API for managers (admin tokens with roles; writes need `manager`, reads
+//! `viewer`; every write has its `gift_audit` row):
+//! - `POST /admin/v1/gift-campaigns` `{id, name, starts_at, ends_at}` → 201;
+//! - `GET /admin/v1/gift-campaigns/{id}` → the campaign with its segments;
+//! - `POST /admin/v1/gift-campaigns/{id}/segments` `{id, gift: {amount, currency}, caps}` → 201;
+//! - `PATCH /admin/v1/gift-campaigns/{id}/segments/{segment}` `{caps}` → 200;
+//! - `PUT /admin/v1/gift-campaigns/{id}/segments/{segment}/members` `{msisdns}` → 200
+//!   `{added, already}`;
+//! - `GET /admin/v1/gift-campaigns/{id}/fulfilments[?status=failed]` → the newest fulfilments;
+//! - `POST /admin/v1/fulfilments/{id}/retry` → 200, a failed delivery pending again.
+//!
+//! Bad input is refused before anything is written: 401/403 token, 415, 413, 400 JSON, 404
+//! unknown campaign or segment, 422 a value, 409 something that exists or conflicts.
+
+use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use flashgate_shared::api::gifts::{
+    check_caps, is_valid_currency, is_valid_gift_id, is_valid_msisdn, CapsChange, DeliveryStatus,
+    FulfilmentList, Members, NewGiftCampaign, NewSegment, MAX_GIFT_AMOUNT, MAX_GIFT_CAMPAIGN_NAME,
+    MAX_MEMBERS_BODY_BYTES, MAX_MEMBERS_PER_CALL,
+};
+
+use super::deliveries::{self, Retried};
+use super::http::{campaign_id, fulfilment_id, unknown_campaign};
+use super::store::{self, MembersResult, SegmentCreated};
+use crate::error::{ApiError, ApiResult};
+use crate::http::extract::{self, Path, Role};
+use crate::state::AppState;
+
+fn unknown_segment(s: &str) -> ApiError {
+    ApiError::NotFound(format!(
+        "no segment {} in this campaign",
+        s.chars().take(64).collect::<String>()
+    ))
+}
+
+/// 422 unless `id` can name a new campaign or segment.
+fn new_id(id: &str) -> ApiResult<()> {
+    if is_valid_gift_id(id) {
+        Ok(())
+    } else {
+        Err(ApiError::validation(
+            "id must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-'",
+        ))
+    }
+}
+
+fn segment_id(s: &str) -> ApiResult<()> {
+    if is_valid_gift_id(s) {
+        Ok(())
+    } else {
+        Err(unknown_segment(s))
+    }
+}
+
+/// Creates a campaign: 201 with it; 409 when the id exists; 422 a bad id (1..=64 of
+/// `[A-Za-z0-9_-]`), name (1..=200 characters, no control character) or `ends_at` not after
+/// `starts_at`.
+pub async fn create_campaign(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let who = extract::admin(&headers, &state, Role::Manager)?;
+    let c: NewGiftCampaign = extract::json_body(&headers, body).await?;
+    new_id(&c.id)?;
+    flashgate_shared::text::check_free_text("name", &c.name, MAX_GIFT_CAMPAIGN_NAME)
+        .map_err(ApiError::validation)?;
+    if c.ends_at <= c.starts_at {
+        return Err(ApiError::validation("ends_at must be after starts_at"));
+    }
+    let created = store::create_campaign(&state.db, &who.name, &c)
+        .await?
+        .ok_or_else(|| ApiError::Conflict(format!("gift campaign {} exists", c.id)))?;
+    Ok((StatusCode::CREATED, Json(created)).into_response())
+}
+
+/// The campaign with its segments (viewer); 404 unknown.
+pub async fn show_campaign(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    extract::admin(&headers, &state, Role::Viewer)?;
+    campaign_id(&id)?;
+    let c = store::campaign(&state.db, &id)
+        .await?
+        .ok_or_else(|| unknown_campaign(&id))?;
+    Ok(Json(c).into_response())
+}
+
+/// Creates a segment with its gift and caps: 201 with it; 404 unknown campaign; 409 the
+/// segment exists; 422 a bad id, amount (1..=10^12 minor units), currency (three uppercase
+/// letters) or caps ([`check_caps`]).
+pub async fn create_segment(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let who = extract::admin(&headers, &state, Role::Manager)?;
+    let s: NewSegment = extract::json_body(&headers, body).await?;
+    campaign_id(&id)?;
+    new_id(&s.id)?;
+    if !(1..=MAX_GIFT_AMOUNT).contains(&s.gift.amount) {
+        return Err(ApiError::validation(format!(
+            "gift.amount must be 1..={MAX_GIFT_AMOUNT} minor units"
+        )));
+    }
+    if !is_valid_currency(&s.gift.currency) {
+        return Err(ApiError::validation(
+            "gift.currency must be an ISO 4217 code (three uppercase letters)",
+        ));
+    }
+    check_caps(&s.caps).map_err(ApiError::validation)?;
+    match store::create_segment(&state.db, &who.name, &id, &s).await? {
+        SegmentCreated::Created(seg) => Ok((StatusCode::CREATED, Json(seg)).into_response()),
+        SegmentCreated::UnknownCampaign => Err(unknown_campaign(&id)),
+        SegmentCreated::Exists => Err(ApiError::Conflict(format!(
+            "segment {} exists in this campaign",
+            s.id
+        ))),
+    }
+}
+
+/// Replaces a segment's caps: 200 with the segment; the next fulfilment applies them. 404
+/// unknown campaign or segment; 422 bad caps.
+pub async fn set_caps(
+    State(state): State<AppState>,
+    Path((id, seg)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let who = extract::admin(&headers, &state, Role::Manager)?;
+    let change: CapsChange = extract::json_body(&headers, body).await?;
+    campaign_id(&id)?;
+    segment_id(&seg)?;
+    check_caps(&change.caps).map_err(ApiError::validation)?;
+    let s = store::set_caps(&state.db, &who.name, &id, &seg, &change.caps)
+        .await?
+        .ok_or_else(|| unknown_segment(&seg))?;
+    Ok(Json(s).into_response())
+}
+
+/// Adds members: 200 `{added, already}`. At most [`MAX_MEMBERS_PER_CALL`] MSISDNs (422
+/// past it), each E.164 digits without `+`, 8 to 15 (422 names the first bad one's index);
+/// 404 unknown segment; 409 when some are in another segment of the campaign (nothing
+/// written).
+pub async fn add_members(
+    State(state): State<AppState>,
+    Path((id, seg)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let who = extract::admin(&headers, &state, Role::Manager)?;
+    extract::require_json(&headers)?;
+    let bytes = extract::read_body(&headers, body, MAX_MEMBERS_BODY_BYTES).await?;
+    let m: Members = extract::parse_json(&bytes)?;
+    campaign_id(&id)?;
+    segment_id(&seg)?;
+    if m.msisdns.len() > MAX_MEMBERS_PER_CALL {
+        return Err(ApiError::validation(format!(
+            "at most {MAX_MEMBERS_PER_CALL} msisdns per call"
+        )));
+    }
+    if let Some(i) = m.msisdns.iter().position(|x| !is_valid_msisdn(x)) {
+        return Err(ApiError::validation(format!(
+            "msisdns[{i}] must be E.164 digits without '+', 8 to 15 of them"
+        )));
+    }
+    match store::add_members(&state.db, &who.name, &id, &seg, &m.msisdns).await? {
+        MembersResult::Added(added) => Ok(Json(added).into_response()),
+        MembersResult::UnknownSegment => Err(unknown_segment(&seg)),
+        MembersResult::InOtherSegment(n) => Err(ApiError::Conflict(format!(
+            "{n} of these msisdns are in another segment of this campaign; nothing was added"
+        ))),
+    }
+}
+
+/// The query of the fulfilment list.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    pub status: Option<DeliveryStatus>,
+}
+
+/// The newest fulfilments of a campaign (viewer), of one delivery status with `?status=`;
+/// 404 unknown campaign; 422 an unknown status.
+pub async fn list_fulfilments(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    q: Result<Query<ListQuery>, QueryRejection>,
+) -> ApiResult<Response> {
+    extract::admin(&headers, &state, Role::Viewer)?;
+    campaign_id(&id)?;
+    let Query(q) =
+        q.map_err(|_| ApiError::validation("status must be pending, delivered or failed"))?;
+    if store::campaign(&state.db, &id).await?.is_none() {
+        return Err(unknown_campaign(&id));
+    }
+    let fulfilments = deliveries::list(&state.db, &id, q.status).await?;
+    Ok(Json(FulfilmentList { fulfilments }).into_response())
+}
+
+/// Puts a failed delivery back in the outbox (manager): 200 with the fulfilment (`pending`);
+/// 404 unknown; 409 when it is not `failed`.
+pub async fn retry(
+    State(state): State<AppState>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let who = extract::admin(&headers, &state, Role::Manager)?;
+    let id = fulfilment_id(&raw)?;
+    match deliveries::retry(&state.db, &who.name, id).await? {
+        Retried::Retried(f) => Ok(Json(f).into_response()),
+        Retried::NotFailed(s) => Err(ApiError::Conflict(format!(
+            "the delivery is {}, not failed",
+            serde_json::to_value(s)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        ))),
+        Retried::NotFound => Err(ApiError::NotFound("no such fulfilment".into())),
+    }
+}

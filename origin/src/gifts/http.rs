@@ -1,0 +1,196 @@
+//! The gift routes ([`routes`]) and the subscriber-facing calls, made by an operator's back-end
+//! with the service token:
+//! - `GET /api/v1/gift-campaigns/{id}/eligibility?msisdn=…`: the preview;
+//! - `POST /api/v1/gift-campaigns/{id}/fulfilments` (`Idempotency-Key`, `{"msisdn"}`);
+//! - `GET /api/v1/fulfilments/{id}`.
+//!
+//! Every answer carries `Cache-Control: private, no-store` (the router's private layer).
+
+use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::middleware;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use flashgate_shared::api::codes;
+use flashgate_shared::api::gifts::{
+    is_valid_gift_id, is_valid_msisdn, Eligibility, FulfilmentRequest, Refusal,
+};
+
+use super::fulfil::{self, Fulfil};
+use super::verdict::{self, Verdict};
+use super::{admin_http, deliveries};
+use crate::error::{ApiError, ApiResult};
+use crate::http::extract::{self, Path};
+use crate::state::AppState;
+
+/// The gift routes, merged into the router's private (token-bearing) routes.
+pub fn routes(state: &AppState) -> Router<AppState> {
+    let once = || {
+        middleware::from_fn_with_state(
+            state.clone(),
+            crate::http::admin::idempotency::replay_writes,
+        )
+    };
+    Router::new()
+        .route("/api/v1/gift-campaigns/{id}/eligibility", get(eligibility))
+        .route("/api/v1/gift-campaigns/{id}/fulfilments", post(fulfil))
+        .route("/api/v1/fulfilments/{id}", get(show))
+        .route(
+            "/admin/v1/gift-campaigns",
+            post(admin_http::create_campaign).layer(once()),
+        )
+        .route(
+            "/admin/v1/gift-campaigns/{id}",
+            get(admin_http::show_campaign),
+        )
+        .route(
+            "/admin/v1/gift-campaigns/{id}/segments",
+            post(admin_http::create_segment).layer(once()),
+        )
+        .route(
+            "/admin/v1/gift-campaigns/{id}/segments/{segment}",
+            axum::routing::patch(admin_http::set_caps).layer(once()),
+        )
+        // No admin Idempotency-Key layer: PUT is idempotent by itself, and its body is larger
+        // than the layer reads.
+        .route(
+            "/admin/v1/gift-campaigns/{id}/segments/{segment}/members",
+            axum::routing::put(admin_http::add_members),
+        )
+        .route(
+            "/admin/v1/gift-campaigns/{id}/fulfilments",
+            get(admin_http::list_fulfilments),
+        )
+        .route(
+            "/admin/v1/fulfilments/{id}/retry",
+            post(admin_http::retry).layer(once()),
+        )
+}
+
+/// 404 for a campaign id that cannot exist (checked before any query).
+pub fn campaign_id(id: &str) -> ApiResult<()> {
+    tracing::Span::current().record("campaign", id);
+    if is_valid_gift_id(id) {
+        Ok(())
+    } else {
+        Err(unknown_campaign(id))
+    }
+}
+
+/// 404 `not_found` for campaign `id`.
+pub fn unknown_campaign(id: &str) -> ApiError {
+    ApiError::NotFound(format!(
+        "no gift campaign {}",
+        id.chars().take(64).collect::<String>()
+    ))
+}
+
+/// 422 unless `m` is an MSISDN (E.164 digits without `+`, 8 to 15).
+pub fn msisdn(m: &str) -> ApiResult<()> {
+    if is_valid_msisdn(m) {
+        Ok(())
+    } else {
+        Err(ApiError::validation(
+            "msisdn must be E.164 digits without '+', 8 to 15 of them",
+        ))
+    }
+}
+
+/// The query of the eligibility preview.
+#[derive(Debug, serde::Deserialize)]
+pub struct EligibilityQuery {
+    pub msisdn: String,
+}
+
+/// The preview: 200 [`Eligibility`]; it changes nothing. Service token (401/403); 404 unknown
+/// campaign; 422 a missing or malformed `msisdn`.
+pub async fn eligibility(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    q: Result<Query<EligibilityQuery>, QueryRejection>,
+) -> ApiResult<Response> {
+    extract::require_token(&headers, &state.config.service_token, "gift eligibility")?;
+    campaign_id(&id)?;
+    let Query(q) = q.map_err(|_| ApiError::validation("the query must be ?msisdn=<digits>"))?;
+    msisdn(&q.msisdn)?;
+    let g = state.gifts();
+    let decision = verdict::decide(&g.db, &id, &q.msisdn, g.test_clock).await?;
+    let refused = |reason| Eligibility {
+        eligible: false,
+        gift: None,
+        reason: Some(reason),
+        next_eligible_at: None,
+    };
+    let answer = match decision.verdict {
+        Verdict::UnknownCampaign => return Err(unknown_campaign(&id)),
+        Verdict::NotActive => refused(Refusal::CampaignNotActive),
+        Verdict::NotInSegment => refused(Refusal::NotInSegment),
+        Verdict::CapReached { next_eligible_at } => Eligibility {
+            next_eligible_at: Some(next_eligible_at),
+            ..refused(Refusal::CapReached)
+        },
+        Verdict::Eligible { gift, .. } => Eligibility {
+            eligible: true,
+            gift: Some(gift),
+            reason: None,
+            next_eligible_at: None,
+        },
+    };
+    Ok(Json(answer).into_response())
+}
+
+/// A fulfilment (module [`fulfil`]). Checks in order: service token (401/403),
+/// `Idempotency-Key` (400), `Content-Type` (415), body size (413, at most
+/// [`flashgate_shared::MAX_CLAIM_BODY_BYTES`]), JSON (400/422), campaign id shape (404),
+/// MSISDN (422). Answers: 201 granted; 409 `cap_reached` / `not_in_segment` /
+/// `campaign_not_active`; the same key again → the first 201 byte for byte; the key used for
+/// another MSISDN → 422 `idempotency_key_reused`; 404 unknown campaign.
+pub async fn fulfil(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    extract::require_token(&headers, &state.config.service_token, "gift fulfilment")?;
+    let key = extract::idempotency_key(&headers)?;
+    extract::require_json(&headers)?;
+    let bytes = extract::read_body(&headers, body, flashgate_shared::MAX_CLAIM_BODY_BYTES).await?;
+    let req: FulfilmentRequest = extract::parse_json(&bytes)?;
+    campaign_id(&id)?;
+    msisdn(&req.msisdn)?;
+    match fulfil::fulfil(&state.gifts(), &id, &key, &req.msisdn).await? {
+        Fulfil::Reply(reply) => {
+            tracing::Span::current().record("outcome", reply.outcome.as_str());
+            Ok(reply.into_response())
+        }
+        Fulfil::KeyReused => Err(ApiError::Unprocessable(
+            codes::IDEMPOTENCY_KEY_REUSED,
+            "this Idempotency-Key was used for another msisdn".into(),
+        )),
+        Fulfil::UnknownCampaign => Err(unknown_campaign(&id)),
+    }
+}
+
+/// 404 `not_found` unless `raw` is a UUID.
+pub fn fulfilment_id(raw: &str) -> ApiResult<uuid::Uuid> {
+    uuid::Uuid::parse_str(raw).map_err(|_| ApiError::NotFound("no such fulfilment".into()))
+}
+
+/// 200 [`flashgate_shared::api::gifts::Fulfilment`] with its delivery status; 404 unknown.
+/// Service token (401/403).
+pub async fn show(
+    State(state): State<AppState>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    extract::require_token(&headers, &state.config.service_token, "fulfilments")?;
+    let id = fulfilment_id(&raw)?;
+    let f = deliveries::fulfilment(&state.db, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound("no such fulfilment".into()))?;
+    Ok((StatusCode::OK, Json(f)).into_response())
+}

@@ -1,0 +1,197 @@
+//! Support for the gift fulfilment tests: an origin with the movable campaign clock, campaign
+//! and segment fixtures through the admin API, fulfilment calls returning the exact bytes, and
+//! the test clock (`gift_test_clock`, read only with `FLASHGATE_GIFT_TEST_CLOCK`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::{DateTime, Utc};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::support::{test_config, unique, TestOrigin};
+
+/// A fixed instant inside every test campaign, where tests set the clock.
+pub fn t0() -> DateTime<Utc> {
+    "2026-06-11T12:00:00Z".parse().expect("valid time")
+}
+
+/// An origin with the test clock on.
+pub async fn gift_origin() -> TestOrigin {
+    let mut config = test_config();
+    config.gifts.gift_test_clock = true;
+    TestOrigin::start_with(config).await
+}
+
+/// A fresh MSISDN (12 digits, unique in this process and unlikely across processes).
+pub fn msisdn() -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let pid = u64::from(std::process::id()) % 10_000;
+    let t = (Utc::now().timestamp_micros() as u64 / 1000) % 1_000;
+    format!("2{pid:04}{t:03}{:04}", n % 10_000)
+}
+
+/// A fresh key.
+pub fn key() -> String {
+    unique("k")
+}
+
+/// A test segment: id, gift amount (EGP minor units), cap rules `(max, per_days)`.
+pub type SegmentSpec<'a> = (&'a str, i64, &'a [(i32, i32)]);
+
+/// Creates a campaign running through 2026 and 2027 (so `t0` and weeks around it are inside)
+/// with `segments`: `(id, amount in EGP minor units, [(max, per_days)])`; its clock is set to
+/// [`t0`]. Returns its id.
+pub async fn campaign(o: &TestOrigin, segments: &[SegmentSpec<'_>]) -> String {
+    let id = unique("GIFT").replace('-', "_");
+    let (s, b) = o
+        .admin(
+            Method::POST,
+            "/admin/v1/gift-campaigns",
+            Some(o.manager_token()),
+            Some(
+                json!({"id": id, "name": "test gifts", "starts_at": "2026-01-01T00:00:00Z",
+                        "ends_at": "2028-01-01T00:00:00Z"}),
+            ),
+        )
+        .await;
+    assert_eq!(s, 201, "{b}");
+    for (seg, amount, caps) in segments {
+        let caps: Vec<Value> = caps
+            .iter()
+            .map(|(m, d)| json!({"max": m, "per_days": d}))
+            .collect();
+        let (s, b) = o
+            .admin(
+                Method::POST,
+                &format!("/admin/v1/gift-campaigns/{id}/segments"),
+                Some(o.manager_token()),
+                Some(
+                    json!({"id": seg, "gift": {"amount": amount, "currency": "EGP"}, "caps": caps}),
+                ),
+            )
+            .await;
+        assert_eq!(s, 201, "{b}");
+    }
+    set_clock(o, &id, t0()).await;
+    id
+}
+
+/// Adds `msisdns` to `segment`; returns the reply body.
+pub async fn members(o: &TestOrigin, campaign: &str, segment: &str, msisdns: &[String]) -> Value {
+    let (s, b) = o
+        .admin(
+            Method::PUT,
+            &format!("/admin/v1/gift-campaigns/{campaign}/segments/{segment}/members"),
+            Some(o.manager_token()),
+            Some(json!({ "msisdns": msisdns })),
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    b
+}
+
+/// `PATCH …/segments/{segment}` with `{"caps": caps}`: status and body.
+pub async fn set_caps(o: &TestOrigin, campaign: &str, segment: &str, caps: Value) -> (u16, Value) {
+    o.admin(
+        Method::PATCH,
+        &format!("/admin/v1/gift-campaigns/{campaign}/segments/{segment}"),
+        Some(o.manager_token()),
+        Some(json!({ "caps": caps })),
+    )
+    .await
+}
+
+/// Sets the campaign clock to `at`.
+pub async fn set_clock(o: &TestOrigin, campaign: &str, at: DateTime<Utc>) {
+    sqlx::query(
+        "INSERT INTO gift_test_clock (campaign_id, now_at) VALUES ($1, $2)
+         ON CONFLICT (campaign_id) DO UPDATE SET now_at = EXCLUDED.now_at",
+    )
+    .bind(campaign)
+    .bind(at)
+    .execute(&o.db)
+    .await
+    .expect("set the test clock");
+}
+
+/// A fulfilment reply: status and the exact body bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Raw {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+impl Raw {
+    /// The body as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+/// `POST /api/v1/gift-campaigns/{campaign}/fulfilments` with the service token.
+pub async fn fulfil(o: &TestOrigin, campaign: &str, key: &str, msisdn: &str) -> Raw {
+    let res = o
+        .http
+        .post(format!(
+            "{}/api/v1/gift-campaigns/{campaign}/fulfilments",
+            o.url
+        ))
+        .bearer_auth(o.config.service_token.expose())
+        .header("idempotency-key", key)
+        .json(&json!({ "msisdn": msisdn }))
+        .send()
+        .await
+        .expect("fulfilment request");
+    Raw {
+        status: res.status().as_u16(),
+        body: res.bytes().await.expect("body").to_vec(),
+    }
+}
+
+/// `GET …/eligibility?msisdn=` with the service token: status, `Cache-Control`, body.
+pub async fn eligibility(o: &TestOrigin, campaign: &str, msisdn: &str) -> (u16, String, Value) {
+    let res = o
+        .http
+        .get(format!(
+            "{}/api/v1/gift-campaigns/{campaign}/eligibility?msisdn={msisdn}",
+            o.url
+        ))
+        .bearer_auth(o.config.service_token.expose())
+        .send()
+        .await
+        .expect("eligibility request");
+    let cc = res
+        .headers()
+        .get("cache-control")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    (
+        res.status().as_u16(),
+        cc,
+        res.json().await.unwrap_or(Value::Null),
+    )
+}
+
+/// Rows of the campaign in each gift table: ledger, requests, outbox, members, caps, audit.
+pub async fn row_counts(o: &TestOrigin, campaign: &str) -> Vec<i64> {
+    let mut out = Vec::new();
+    for sql in [
+        "SELECT count(*) FROM gift_ledger WHERE campaign_id = $1",
+        "SELECT count(*) FROM gift_requests WHERE campaign_id = $1",
+        "SELECT count(*) FROM gift_outbox o JOIN gift_ledger l ON l.id = o.fulfilment_id WHERE l.campaign_id = $1",
+        "SELECT count(*) FROM gift_members WHERE campaign_id = $1",
+        "SELECT count(*) FROM gift_cap_rules WHERE campaign_id = $1",
+        "SELECT count(*) FROM gift_audit WHERE campaign_id = $1",
+        "SELECT count(*) FROM gift_segments WHERE campaign_id = $1",
+    ] {
+        let n: i64 = sqlx::query_scalar(sql)
+            .bind(campaign)
+            .fetch_one(&o.db)
+            .await
+            .expect("count");
+        out.push(n);
+    }
+    out
+}

@@ -1,0 +1,408 @@
+//! Bad input to the gift API gets the documented 4xx and changes nothing: a malformed MSISDN,
+//! an unknown campaign, a missing key, a huge body, wrong tokens and roles, bad admin values.
+//! Also the members PUT: idempotent, `{added, already}`.
+
+use flashgate_tests::gifts::{self, campaign, fulfil, key, members, msisdn, row_counts};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+async fn post(
+    o: &flashgate_tests::support::TestOrigin,
+    path: &str,
+    token: Option<&str>,
+    key: Option<&str>,
+    content_type: &str,
+    body: Vec<u8>,
+) -> (u16, Value) {
+    let mut req = o
+        .http
+        .post(format!("{}{path}", o.url))
+        .header("content-type", content_type)
+        .body(body);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    if let Some(k) = key {
+        req = req.header("idempotency-key", k);
+    }
+    let res = req.send().await.unwrap();
+    (
+        res.status().as_u16(),
+        res.json().await.unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test]
+async fn bad_fulfilment_requests_get_a_4xx_and_change_nothing() {
+    let o = gifts::gift_origin().await;
+    let c = campaign(&o, &[("s1", 2_000, &[(1, 1)])]).await;
+    let m = msisdn();
+    members(&o, &c, "s1", std::slice::from_ref(&m)).await;
+    let before = row_counts(&o, &c).await;
+    let service = o.config.service_token.expose().to_string();
+    let path = format!("/api/v1/gift-campaigns/{c}/fulfilments");
+    let body = |m: &str| serde_json::to_vec(&json!({ "msisdn": m })).unwrap();
+    let json = "application/json";
+    let cases: Vec<(u16, &str, (u16, Value))> = vec![
+        (
+            401,
+            "unauthorized",
+            post(&o, &path, None, Some("k1"), json, body(&m)).await,
+        ),
+        (
+            403,
+            "forbidden",
+            post(
+                &o,
+                &path,
+                Some(o.manager_token()),
+                Some("k1"),
+                json,
+                body(&m),
+            )
+            .await,
+        ),
+        (
+            400,
+            "invalid_idempotency_key",
+            post(&o, &path, Some(&service), None, json, body(&m)).await,
+        ),
+        (
+            415,
+            "unsupported_media_type",
+            post(
+                &o,
+                &path,
+                Some(&service),
+                Some("k1"),
+                "text/plain",
+                body(&m),
+            )
+            .await,
+        ),
+        (
+            413,
+            "payload_too_large",
+            post(
+                &o,
+                &path,
+                Some(&service),
+                Some("k1"),
+                json,
+                serde_json::to_vec(&json!({"msisdn": m, "pad": "x".repeat(100_000)})).unwrap(),
+            )
+            .await,
+        ),
+        (
+            400,
+            "invalid_json",
+            post(&o, &path, Some(&service), Some("k1"), json, b"{".to_vec()).await,
+        ),
+        (
+            422,
+            "validation_failed",
+            post(&o, &path, Some(&service), Some("k1"), json, b"{}".to_vec()).await,
+        ),
+        (
+            422,
+            "validation_failed",
+            post(
+                &o,
+                &path,
+                Some(&service),
+                Some("k1"),
+                json,
+                body("+201000000001"),
+            )
+            .await,
+        ),
+        (
+            422,
+            "validation_failed",
+            post(&o, &path, Some(&service), Some("k1"), json, body("2010")).await,
+        ),
+        (
+            422,
+            "validation_failed",
+            post(
+                &o,
+                &path,
+                Some(&service),
+                Some("k1"),
+                json,
+                body("2010000000011234"),
+            )
+            .await,
+        ),
+        (
+            422,
+            "validation_failed",
+            post(
+                &o,
+                &path,
+                Some(&service),
+                Some("k1"),
+                json,
+                body("20100000000a"),
+            )
+            .await,
+        ),
+        (
+            404,
+            "not_found",
+            post(
+                &o,
+                "/api/v1/gift-campaigns/NO_SUCH_CAMPAIGN/fulfilments",
+                Some(&service),
+                Some("k1"),
+                json,
+                body(&m),
+            )
+            .await,
+        ),
+        (
+            404,
+            "not_found",
+            post(
+                &o,
+                "/api/v1/gift-campaigns/bad%20id/fulfilments",
+                Some(&service),
+                Some("k1"),
+                json,
+                body(&m),
+            )
+            .await,
+        ),
+    ];
+    for (i, (status, result, (s, b))) in cases.into_iter().enumerate() {
+        assert_eq!(
+            (s, b["result"].as_str()),
+            (status, Some(result)),
+            "case {i}: {b}"
+        );
+        assert!(b["message"].is_string(), "case {i}: {b}");
+    }
+    assert_eq!(row_counts(&o, &c).await, before, "nothing was written");
+    // The eligibility preview refuses a malformed or missing msisdn.
+    for q in ["msisdn=12", "", "msisdn=%2B201000000001"] {
+        let res = o
+            .http
+            .get(format!(
+                "{}/api/v1/gift-campaigns/{c}/eligibility?{q}",
+                o.url
+            ))
+            .bearer_auth(&service)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 422, "{q}");
+    }
+    // Unknown fulfilment ids.
+    for id in ["nope", "00000000-0000-0000-0000-000000000000"] {
+        let res = o
+            .http
+            .get(format!("{}/api/v1/fulfilments/{id}", o.url))
+            .bearer_auth(&service)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 404);
+    }
+    // A good request still works afterwards.
+    assert_eq!(fulfil(&o, &c, &key(), &m).await.status, 201);
+    o.stop().await;
+}
+
+#[tokio::test]
+async fn bad_admin_writes_get_a_4xx_and_change_nothing() {
+    let o = gifts::gift_origin().await;
+    let c = campaign(&o, &[("s1", 2_000, &[(1, 1)])]).await;
+    let before = row_counts(&o, &c).await;
+    let mgr = Some(o.manager_token());
+    let seg = |v: Value| v;
+    let cases: Vec<(u16, Method, String, Option<&str>, Value)> = vec![
+        (
+            403,
+            Method::POST,
+            format!("/admin/v1/gift-campaigns/{c}/segments"),
+            Some(o.viewer_token()),
+            seg(json!({"id": "s2", "gift": {"amount": 1, "currency": "EGP"}})),
+        ),
+        (
+            401,
+            Method::POST,
+            format!("/admin/v1/gift-campaigns/{c}/segments"),
+            None,
+            seg(json!({"id": "s2", "gift": {"amount": 1, "currency": "EGP"}})),
+        ),
+        (
+            422,
+            Method::POST,
+            format!("/admin/v1/gift-campaigns/{c}/segments"),
+            mgr,
+            seg(json!({"id": "s2", "gift": {"amount": 0, "currency": "EGP"}})),
+        ),
+        (
+            422,
+            Method::POST,
+            format!("/admin/v1/gift-campaigns/{c}/segments"),
+            mgr,
+            seg(json!({"id": "s2", "gift": {"amount": 100, "currency": "egp"}})),
+        ),
+        (
+            422,
+            Method::POST,
+            format!("/admin/v1/gift-campaigns/{c}/segments"),
+            mgr,
+            seg(
+                json!({"id": "s2", "gift": {"amount": 100, "currency": "EGP"}, "caps": [{"max": 0, "per_days": 1}]}),
+            ),
+        ),
+        (
+            422,
+            Method::POST,
+            format!("/admin/v1/gift-campaigns/{c}/segments"),
+            mgr,
+            seg(
+                json!({"id": "s2", "gift": {"amount": 100, "currency": "EGP"}, "caps": [{"max": 1, "per_days": 1}, {"max": 2, "per_days": 1}]}),
+            ),
+        ),
+        (
+            422,
+            Method::POST,
+            format!("/admin/v1/gift-campaigns/{c}/segments"),
+            mgr,
+            seg(json!({"id": "s 2", "gift": {"amount": 100, "currency": "EGP"}})),
+        ),
+        (
+            409,
+            Method::POST,
+            format!("/admin/v1/gift-campaigns/{c}/segments"),
+            mgr,
+            seg(json!({"id": "s1", "gift": {"amount": 100, "currency": "EGP"}})),
+        ),
+        (
+            404,
+            Method::POST,
+            "/admin/v1/gift-campaigns/NOPE_X/segments".to_string(),
+            mgr,
+            seg(json!({"id": "s2", "gift": {"amount": 100, "currency": "EGP"}})),
+        ),
+        (
+            422,
+            Method::PATCH,
+            format!("/admin/v1/gift-campaigns/{c}/segments/s1"),
+            mgr,
+            json!({"caps": [{"max": 1, "per_days": 0}]}),
+        ),
+        (
+            404,
+            Method::PATCH,
+            format!("/admin/v1/gift-campaigns/{c}/segments/nope"),
+            mgr,
+            json!({"caps": []}),
+        ),
+        (
+            422,
+            Method::PUT,
+            format!("/admin/v1/gift-campaigns/{c}/segments/s1/members"),
+            mgr,
+            json!({"msisdns": ["201000000001", "+201000000002"]}),
+        ),
+        (
+            422,
+            Method::PUT,
+            format!("/admin/v1/gift-campaigns/{c}/segments/s1/members"),
+            mgr,
+            json!({"msisdns": ["1234567"]}),
+        ),
+        (
+            404,
+            Method::PUT,
+            format!("/admin/v1/gift-campaigns/{c}/segments/nope/members"),
+            mgr,
+            json!({"msisdns": ["201000000001"]}),
+        ),
+        (
+            403,
+            Method::PUT,
+            format!("/admin/v1/gift-campaigns/{c}/segments/s1/members"),
+            Some(o.viewer_token()),
+            json!({"msisdns": ["201000000001"]}),
+        ),
+        (
+            409,
+            Method::POST,
+            "/admin/v1/gift-campaigns".to_string(),
+            mgr,
+            json!({"id": c, "name": "x", "starts_at": "2026-01-01T00:00:00Z", "ends_at": "2027-01-01T00:00:00Z"}),
+        ),
+        (
+            422,
+            Method::POST,
+            "/admin/v1/gift-campaigns".to_string(),
+            mgr,
+            json!({"id": "BAD ID", "name": "x", "starts_at": "2026-01-01T00:00:00Z", "ends_at": "2027-01-01T00:00:00Z"}),
+        ),
+        (
+            422,
+            Method::POST,
+            "/admin/v1/gift-campaigns".to_string(),
+            mgr,
+            json!({"id": "ENDS_FIRST", "name": "x", "starts_at": "2027-01-01T00:00:00Z", "ends_at": "2026-01-01T00:00:00Z"}),
+        ),
+    ];
+    for (i, (status, method, path, token, body)) in cases.into_iter().enumerate() {
+        let (s, b) = o.admin(method, &path, token, Some(body)).await;
+        assert_eq!(s, status, "case {i} {path}: {b}");
+        assert!(b["message"].is_string(), "case {i}: {b}");
+    }
+    // 100,001 members is one too many.
+    let many: Vec<String> = (0..100_001u64).map(|i| format!("20{:010}", i)).collect();
+    let (s, _) = o
+        .admin(
+            Method::PUT,
+            &format!("/admin/v1/gift-campaigns/{c}/segments/s1/members"),
+            mgr,
+            Some(json!({ "msisdns": many })),
+        )
+        .await;
+    assert_eq!(s, 422);
+    assert_eq!(row_counts(&o, &c).await, before, "nothing was written");
+    let none: Option<String> =
+        sqlx::query_scalar("SELECT id FROM gift_campaigns WHERE id IN ('BAD ID', 'ENDS_FIRST')")
+            .fetch_optional(&o.db)
+            .await
+            .unwrap();
+    assert_eq!(none, None);
+    o.stop().await;
+}
+
+#[tokio::test]
+async fn members_put_is_idempotent_and_takes_100_000_in_one_call() {
+    let o = gifts::gift_origin().await;
+    let c = campaign(&o, &[("s1", 2_000, &[(1, 1)]), ("s2", 5_000, &[])]).await;
+    let base = msisdn();
+    let all: Vec<String> = (0..100_000u64)
+        .map(|i| format!("{}{:06}", &base[..6], i))
+        .collect();
+    let first = members(&o, &c, "s1", &all[..60_000]).await;
+    assert_eq!(first, json!({"added": 60_000, "already": 0}));
+    let second = members(&o, &c, "s1", &all).await;
+    assert_eq!(second, json!({"added": 40_000, "already": 60_000}));
+    let again = members(&o, &c, "s1", &all).await;
+    assert_eq!(again, json!({"added": 0, "already": 100_000}));
+    assert_eq!(row_counts(&o, &c).await[3], 100_000);
+    // A subscriber of s1 cannot be put in s2 as well: 409, nothing written.
+    let (s, b) = o
+        .admin(
+            Method::PUT,
+            &format!("/admin/v1/gift-campaigns/{c}/segments/s2/members"),
+            Some(o.manager_token()),
+            Some(json!({"msisdns": [all[0], msisdn()]})),
+        )
+        .await;
+    assert_eq!(s, 409, "{b}");
+    assert_eq!(row_counts(&o, &c).await[3], 100_000);
+    o.stop().await;
+}

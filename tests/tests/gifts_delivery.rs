@@ -1,0 +1,235 @@
+//! The outbox relay against the provider simulator (`provider-sim/`, in-process): with 20 %
+//! timeouts and 10 % accept-then-timeout, 1,000 fulfilments end as exactly 1,000 credits, all
+//! `delivered`, the outbox drained; two origins relaying at once call the provider once per
+//! fulfilment and never credit twice.
+//!
+//! Both scenarios run in one test, one after the other: a relay takes every pending row of
+//! the database, so two relays with two simulators side by side would take each other's rows.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use flashgate_provider_sim::{spawn, Faults, Running};
+use flashgate_tests::gifts::{campaign, fulfil, key, members, msisdn};
+use flashgate_tests::support::{eventually, TestOrigin};
+use futures::future::join_all;
+
+async fn relaying_origin(sim: &Running, max_attempts: i32) -> TestOrigin {
+    let mut config = flashgate_tests::support::test_config();
+    config.gifts.gift_test_clock = true;
+    config.gifts.gift_provider_url = Some(sim.url.clone());
+    config.gifts.gift_provider_timeout_ms = 300;
+    config.gifts.gift_delivery_max_attempts = max_attempts;
+    config.gifts.gift_retry_base_ms = 20;
+    config.gifts.gift_relay_interval_ms = 50;
+    config.gifts.gift_relay_batch = 128;
+    TestOrigin::start_with(config).await
+}
+
+/// Grants one fulfilment to each of `n` new subscribers (waves of 100 at once); returns
+/// fulfilment id → msisdn.
+async fn grant(o: &TestOrigin, c: &str, n: usize) -> HashMap<String, String> {
+    let subscribers: Vec<String> = (0..n).map(|_| msisdn()).collect();
+    members(o, c, "s1", &subscribers).await;
+    let mut out = HashMap::new();
+    for wave in subscribers.chunks(100) {
+        for (m, r) in join_all(
+            wave.iter()
+                .map(|m| async move { (m, fulfil(o, c, &key(), m).await) }),
+        )
+        .await
+        {
+            assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+            out.insert(
+                r.json()["fulfilment"]["id"].as_str().unwrap().to_string(),
+                m.clone(),
+            );
+        }
+    }
+    out
+}
+
+/// Waits until no fulfilment of `c` is pending; returns (delivered, failed).
+async fn drained(o: &TestOrigin, c: &str) -> (i64, i64) {
+    eventually(
+        "the outbox of the campaign to drain",
+        Duration::from_secs(180),
+        || async {
+            let (pending, delivered, failed): (i64, i64, i64) = sqlx::query_as(
+                "SELECT count(*) FILTER (WHERE o.status = 'pending'),
+                    count(*) FILTER (WHERE o.status = 'delivered'),
+                    count(*) FILTER (WHERE o.status = 'failed')
+               FROM gift_outbox o JOIN gift_ledger l ON l.id = o.fulfilment_id
+              WHERE l.campaign_id = $1",
+            )
+            .bind(c)
+            .fetch_one(&o.db)
+            .await
+            .map_err(|e| e.to_string())?;
+            if pending == 0 {
+                Ok((delivered, failed))
+            } else {
+                Err(format!(
+                    "{pending} pending, {delivered} delivered, {failed} failed"
+                ))
+            }
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_never_credit_twice() {
+    // 1. 1,000 fulfilments, 20 % timeouts, 10 % accept-then-timeout.
+    let sim = spawn(
+        "127.0.0.1:0".parse().unwrap(),
+        Faults {
+            timeout_rate: 0.2,
+            error_rate: 0.0,
+            accept_then_timeout_rate: 0.1,
+            hang_ms: 1_000,
+        },
+    )
+    .await
+    .unwrap();
+    let o = relaying_origin(&sim, 20).await;
+    let c = campaign(&o, &[("s1", 2_000, &[])]).await;
+    let ours = grant(&o, &c, 1_000).await;
+    assert_eq!(
+        drained(&o, &c).await,
+        (1_000, 0),
+        "every fulfilment delivered"
+    );
+    let ledger = sim.sim.ledger();
+    let credited: Vec<_> = ledger
+        .credits
+        .iter()
+        .filter(|cr| ours.contains_key(&cr.key))
+        .collect();
+    assert_eq!(credited.len(), 1_000, "exactly one credit per fulfilment");
+    let subscribers: HashSet<&str> = credited.iter().map(|cr| cr.msisdn.as_str()).collect();
+    assert_eq!(subscribers.len(), 1_000, "no subscriber credited twice");
+    for cr in &credited {
+        assert_eq!(ours[&cr.key], cr.msisdn);
+        assert_eq!((cr.amount, cr.currency.as_str()), (2_000, "EGP"));
+    }
+    let calls: u64 = credited.iter().map(|cr| cr.calls).sum();
+    assert!(
+        calls > 1_000,
+        "faults made the relay call again ({calls} calls)"
+    );
+    assert!(ledger.timeouts > 0 && ledger.accept_then_timeouts > 0);
+    let refs: i64 = sqlx::query_scalar(
+        "SELECT count(DISTINCT o.provider_ref) FROM gift_outbox o JOIN gift_ledger l ON l.id = o.fulfilment_id
+          WHERE l.campaign_id = $1 AND o.provider_ref IS NOT NULL",
+    )
+    .bind(&c)
+    .fetch_one(&o.db)
+    .await
+    .unwrap();
+    assert_eq!(refs, 1_000);
+    let metrics = o.origin.state.gift_metrics.render();
+    println!(
+        "1,000 fulfilments: {calls} provider calls, {} timeouts, {} accept-then-timeout",
+        ledger.timeouts, ledger.accept_then_timeouts
+    );
+    assert!(metrics.contains("flashgate_gift_provider_retries_total"));
+    o.stop().await;
+    sim.stop();
+
+    // 2. Two origins relaying at once, no fault: one call per fulfilment.
+    let sim = spawn("127.0.0.1:0".parse().unwrap(), Faults::none())
+        .await
+        .unwrap();
+    let a = relaying_origin(&sim, 20).await;
+    let b = relaying_origin(&sim, 20).await;
+    let c = campaign(&a, &[("s1", 5_000, &[])]).await;
+    let (first, second) = futures::join!(grant(&a, &c, 300), async {
+        // B grants to subscribers of its own at the same time (same campaign).
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        grant(&b, &c, 300).await
+    });
+    let ours: HashMap<String, String> = first.into_iter().chain(second).collect();
+    assert_eq!(ours.len(), 600);
+    assert_eq!(drained(&a, &c).await, (600, 0));
+    let ledger = sim.sim.ledger();
+    let credited: Vec<_> = ledger
+        .credits
+        .iter()
+        .filter(|cr| ours.contains_key(&cr.key))
+        .collect();
+    assert_eq!(credited.len(), 600);
+    assert!(
+        credited.iter().all(|cr| cr.calls == 1),
+        "each fulfilment was called once: the relays never took the same row"
+    );
+    let delivered_by = |o: &TestOrigin| {
+        o.origin
+            .state
+            .gift_metrics
+            .render()
+            .lines()
+            .find(|l| l.starts_with("flashgate_gift_delivered_total "))
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    println!(
+        "two relays: origin A delivered {}, origin B {}",
+        delivered_by(&a),
+        delivered_by(&b)
+    );
+    a.stop().await;
+    b.stop().await;
+    sim.stop();
+
+    // 3. A provider that answers 5xx every time: failed after the last attempt; a manager
+    //    sees it and retries it once the provider is back.
+    let sim = spawn(
+        "127.0.0.1:0".parse().unwrap(),
+        Faults {
+            error_rate: 1.0,
+            ..Faults::none()
+        },
+    )
+    .await
+    .unwrap();
+    let o = relaying_origin(&sim, 4).await;
+    let c = campaign(&o, &[("s1", 2_000, &[])]).await;
+    let ours = grant(&o, &c, 3).await;
+    assert_eq!(drained(&o, &c).await, (0, 3));
+    let path = format!("/admin/v1/gift-campaigns/{c}/fulfilments?status=failed");
+    let (s, listed) = o
+        .admin(reqwest::Method::GET, &path, Some(o.viewer_token()), None)
+        .await;
+    assert_eq!(s, 200);
+    let failed: HashSet<String> = listed["fulfilments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(failed, ours.keys().cloned().collect());
+    let calls: u64 = sim.sim.ledger().calls;
+    assert!(calls >= 12, "4 attempts each ({calls} calls)");
+    assert_eq!(sim.sim.ledger().count, 0);
+    sim.sim.set_faults(Faults::none());
+    let one = failed.iter().next().unwrap();
+    let retry = format!("/admin/v1/fulfilments/{one}/retry");
+    let (s, _) = o
+        .admin(reqwest::Method::POST, &retry, Some(o.viewer_token()), None)
+        .await;
+    assert_eq!(s, 403, "a viewer may not retry");
+    let (s, b) = o
+        .admin(reqwest::Method::POST, &retry, Some(o.manager_token()), None)
+        .await;
+    assert_eq!((s, b["status"].as_str()), (200, Some("pending")), "{b}");
+    assert_eq!(drained(&o, &c).await, (1, 2));
+    let (s, _) = o
+        .admin(reqwest::Method::POST, &retry, Some(o.manager_token()), None)
+        .await;
+    assert_eq!(s, 409, "a delivered one is not retried");
+    assert_eq!(sim.sim.ledger().count, 1);
+    o.stop().await;
+    sim.stop();
+}
