@@ -1,7 +1,7 @@
 //! The one eligibility decision of a subscriber, shared by the preview (on the pool, changes
 //! nothing) and the fulfilment (inside its transaction, after the advisory lock).
 //!
-//! One statement reads the campaign clock (`gift_now` of `migrations/0014_gift_fulfilment.sql`:
+//! One statement reads the campaign clock (`gift_now` of `migrations/0009_gift_fulfilment.sql`:
 //! PostgreSQL's, UTC), the campaign, the subscriber's segment with its gift, and for every cap rule of that segment her grants
 //! inside the rule's sliding window `(now − per_days days, now]`. A rule with `max` grants
 //! already in its window refuses; it frees when the `max`-th most recent of them leaves the
