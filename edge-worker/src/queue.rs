@@ -85,16 +85,19 @@ pub fn waiting_room(entry: &StatusEntry) -> Result<(&CampaignStatus, &QueueStatu
     Ok((status, queue))
 }
 
-/// Answers a poll with a checked `ticket` from the cached `entry` at `now_ms`. Errors: the
-/// cached 404 of an unknown campaign, 409 `no_waiting_room`. Mints the admission token with
-/// `secret` when the customer is admitted.
+/// Answers a poll with a checked `ticket` from the cached `entry` at `now_ms`, as far as the
+/// entry's reveal point ([`crate::reveal`]) shows the admissions. Errors: the cached 404 of
+/// an unknown campaign, 409 `no_waiting_room`. Mints the admission token with `secret` when
+/// the customer is admitted.
 pub fn poll(
     entry: &StatusEntry,
     ticket: &Ticket,
     secret: &[u8],
     now_ms: i64,
 ) -> Result<Poll, Answer> {
-    let (status, queue) = waiting_room(entry)?;
+    let (status, known) = waiting_room(entry)?;
+    // What this isolate has revealed of the admissions so far (spread at the admit rate).
+    let queue = &entry.reveal.map_or(*known, |r| r.visible(known, now_ms));
     let position = queue.position_of(ticket.place.sequence, ticket.drawn_waiting_at_issue);
     let state = queue.state(status.state, position);
     let to_start_ms = status.starts_at.timestamp_millis().saturating_sub(now_ms);
@@ -338,6 +341,37 @@ mod tests {
         assert_eq!(
             (p.reply.state, p.reply.eta_seconds),
             (QueueState::Waiting, 62)
+        );
+    }
+
+    #[test]
+    fn admissions_are_revealed_at_the_rate() {
+        // 100 admitted (rate 10/s); a new isolate adopting it with TTL 1 s hides the last 10,
+        // and reveals them at 10 per second.
+        let mut v: serde_json::Value =
+            serde_json::from_str(entry(CampaignState::Active, 50, 100, false).body()).unwrap();
+        v["queue"]["admitted"] = 100.into();
+        let fetched = from_origin("spring", 200, v.to_string().as_bytes(), now()).unwrap();
+        let e = crate::status::adopt(None, fetched, now(), 1_000);
+        let at = |seq, ms| poll(&e, &ticket(seq), K, now() + ms).unwrap().reply;
+        assert_eq!(
+            (at(90, 0).state, at(90, 0).position),
+            (QueueState::Admitted, 0)
+        );
+        let early = at(95, 0);
+        assert_eq!((early.state, early.position), (QueueState::Waiting, 5));
+        assert_eq!(early.admission_token, None);
+        assert_eq!(at(95, 499).state, QueueState::Waiting);
+        assert_eq!(at(95, 500).state, QueueState::Admitted);
+        assert_eq!(at(100, 1_000).state, QueueState::Admitted);
+        // The sold-out learned from a claim keeps the reveal point; sold_out answers everyone.
+        let sold =
+            crate::status::learn_from_claim(Some(&e), 409, br#"{"result":"sold_out"}"#, now())
+                .unwrap();
+        assert_eq!(sold.reveal, e.reveal);
+        assert_eq!(
+            poll(&sold, &ticket(95), K, now()).unwrap().reply.state,
+            QueueState::SoldOut
         );
     }
 
