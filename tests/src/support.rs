@@ -23,6 +23,7 @@ mod poll;
 mod promo;
 mod raw;
 mod redis_handle;
+pub mod room;
 pub use edge::{ensure_edge_built, repo_root, TestEdge};
 pub use edge_calls::{
     edge_with, get, reply, sell_out_at_origin, send_claim, status_url, ClaimReq, EdgeSettings,
