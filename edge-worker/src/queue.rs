@@ -25,8 +25,13 @@ pub const UNLIKELY_FACTOR: u64 = 2;
 pub const MAX_RETRY_AFTER_S: u32 = 30;
 /// `Retry-After` of a claim refused 429 `queued` (no admission token), seconds.
 pub const QUEUED_RETRY_AFTER_S: u32 = 5;
-/// `Retry-After` while admission is paused, seconds.
-pub const PAUSED_RETRY_AFTER_S: u32 = 10;
+/// `Retry-After` while admission is paused, seconds. One second: nobody knows when admission
+/// resumes, and the edge may still say paused for up to one status TTL after it did; a
+/// customer sent away for longer would come back to find herself admitted together with
+/// everyone admitted meanwhile, and those claims would all reach the origin at once (see
+/// `docs/WAITING-ROOM.md`, "The bound on claims at the origin"). The polls cost the origin
+/// nothing.
+pub const PAUSED_RETRY_AFTER_S: u32 = 1;
 
 /// The edge's answer to a queue poll.
 #[derive(Debug, Clone, PartialEq, Eq)]
