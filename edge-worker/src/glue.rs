@@ -199,6 +199,8 @@ async fn status_for(
                             .as_ref()
                             .is_none_or(|e| e.fetched_at_ms <= new.fetched_at_ms)
                         {
+                            let new =
+                                status::adopt(slot.entry.as_deref(), new, now, cfg.status_ttl_ms);
                             slot.entry = Some(Rc::new(new));
                         }
                         slot.refresh.failed_at = None;

@@ -14,9 +14,13 @@ use worker::{Headers, Request, Response, Result};
 
 /// Rate-limit buckets kept per isolate.
 const LIMITER_CAPACITY: usize = 50_000;
+/// Checked tickets kept per isolate.
+const TICKET_CACHE_CAPACITY: usize = 50_000;
 
 thread_local! {
     static LIMITER: RefCell<Limiter> = RefCell::new(Limiter::new(LIMITER_CAPACITY));
+    static TICKETS: RefCell<queue::TicketCache> =
+        RefCell::new(queue::TicketCache::new(TICKET_CACHE_CAPACITY));
 }
 
 /// The client's IP as the runtime reports it (`CF-Connecting-IP`), normalised by
@@ -93,14 +97,14 @@ async fn poll_answer(
     let (entry, _fresh) = status_for(cfg, id, url).await;
     let entry = entry.ok_or_else(Answer::unavailable)?;
     let header = req.headers().get(TICKET_HEADER).ok().flatten();
-    let from_query = url
-        .query_pairs()
-        .find(|(k, _)| k == "ticket")
-        .map(|(_, v)| v.into_owned());
-    let raw = header.or(from_query);
+    let raw = header.or_else(|| {
+        url.query_pairs()
+            .find(|(k, _)| k == "ticket")
+            .map(|(_, v)| v.into_owned())
+    });
     // An unknown campaign or one without a waiting room is said before the ticket is looked at.
     queue::waiting_room(&entry)?;
-    let ticket = queue::check_ticket(secret, raw.as_deref(), id)?;
+    let ticket = TICKETS.with(|t| t.borrow_mut().check(secret, raw.as_deref(), id))?;
     limit(cfg, Action::Poll, Some(&ticket.place.customer), None)?;
     let poll = queue::poll(&entry, &ticket, secret, now_ms())?;
     let headers = Headers::new();

@@ -12,8 +12,8 @@
 //!   need an admission token; joins, polls and those claims are rate limited ([`limit`]).
 //! - Other `/api/v1/...` requests are passed through to the origin unchanged.
 //!
-//! Every decision is plain Rust in [`config`], [`decide`], [`status`], [`queue`], [`limit`] and
-//! [`page`], tested on the host.
+//! Every decision is plain Rust in [`config`], [`decide`], [`status`], [`queue`], [`reveal`],
+//! [`limit`] and [`page`], tested on the host.
 //! The glue that talks to the Workers runtime lives in a module compiled for `wasm32` only.
 //! Nothing here panics on input: a panic inside workerd resets the isolate (and its cache).
 
@@ -24,6 +24,7 @@ pub mod decide;
 pub mod limit;
 pub mod page;
 pub mod queue;
+pub mod reveal;
 pub mod status;
 
 #[cfg(target_arch = "wasm32")]

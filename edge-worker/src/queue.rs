@@ -25,8 +25,13 @@ pub const UNLIKELY_FACTOR: u64 = 2;
 pub const MAX_RETRY_AFTER_S: u32 = 30;
 /// `Retry-After` of a claim refused 429 `queued` (no admission token), seconds.
 pub const QUEUED_RETRY_AFTER_S: u32 = 5;
-/// `Retry-After` while admission is paused, seconds.
-pub const PAUSED_RETRY_AFTER_S: u32 = 10;
+/// `Retry-After` while admission is paused, seconds. One second: nobody knows when admission
+/// resumes, and the edge may still say paused for up to one status TTL after it did; a
+/// customer sent away for longer would come back to find herself admitted together with
+/// everyone admitted meanwhile, and those claims would all reach the origin at once (see
+/// `docs/WAITING-ROOM.md`, "The bound on claims at the origin"). The polls cost the origin
+/// nothing.
+pub const PAUSED_RETRY_AFTER_S: u32 = 1;
 
 /// The edge's answer to a queue poll.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +74,48 @@ pub fn check_ticket(secret: &[u8], ticket: Option<&str>, id: &str) -> Result<Tic
     admission::open_ticket(secret, t, id).map_err(|e| refusal(e, "ticket"))
 }
 
+/// Tickets this isolate has checked, so that a customer's repeated polls skip the base64,
+/// HMAC and JSON of her ticket: a hit is only the very same ticket string, checked with the
+/// isolate's one secret, and its campaign is compared again on every use. Holds at most
+/// `capacity` tickets and starts over when full.
+#[derive(Debug, Default)]
+pub struct TicketCache {
+    checked: std::collections::HashMap<String, Ticket>,
+    capacity: usize,
+}
+
+impl TicketCache {
+    /// An empty cache holding at most `capacity` tickets (0 disables it).
+    pub fn new(capacity: usize) -> Self {
+        TicketCache {
+            checked: std::collections::HashMap::new(),
+            capacity,
+        }
+    }
+
+    /// Same result as [`check_ticket`] for the same secret, ticket and campaign.
+    pub fn check(
+        &mut self,
+        secret: &[u8],
+        ticket: Option<&str>,
+        id: &str,
+    ) -> Result<Ticket, Answer> {
+        if let Some(t) = ticket.and_then(|raw| self.checked.get(raw)) {
+            if t.place.campaign == id {
+                return Ok(t.clone());
+            }
+        }
+        let t = check_ticket(secret, ticket, id)?;
+        if let (Some(raw), true) = (ticket, self.capacity > 0) {
+            if self.checked.len() >= self.capacity {
+                self.checked.clear();
+            }
+            self.checked.insert(raw.to_string(), t.clone());
+        }
+        Ok(t)
+    }
+}
+
 /// The campaign and its waiting room from a cached entry. Errors: the cached 404 of an
 /// unknown campaign, 409 `no_waiting_room`.
 pub fn waiting_room(entry: &StatusEntry) -> Result<(&CampaignStatus, &QueueStatus), Answer> {
@@ -85,16 +132,19 @@ pub fn waiting_room(entry: &StatusEntry) -> Result<(&CampaignStatus, &QueueStatu
     Ok((status, queue))
 }
 
-/// Answers a poll with a checked `ticket` from the cached `entry` at `now_ms`. Errors: the
-/// cached 404 of an unknown campaign, 409 `no_waiting_room`. Mints the admission token with
-/// `secret` when the customer is admitted.
+/// Answers a poll with a checked `ticket` from the cached `entry` at `now_ms`, as far as the
+/// entry's reveal point ([`crate::reveal`]) shows the admissions. Errors: the cached 404 of
+/// an unknown campaign, 409 `no_waiting_room`. Mints the admission token with `secret` when
+/// the customer is admitted.
 pub fn poll(
     entry: &StatusEntry,
     ticket: &Ticket,
     secret: &[u8],
     now_ms: i64,
 ) -> Result<Poll, Answer> {
-    let (status, queue) = waiting_room(entry)?;
+    let (status, known) = waiting_room(entry)?;
+    // What this isolate has revealed of the admissions so far (spread at the admit rate).
+    let queue = &entry.reveal.map_or(*known, |r| r.visible(known, now_ms));
     let position = queue.position_of(ticket.place.sequence, ticket.drawn_waiting_at_issue);
     let state = queue.state(status.state, position);
     let to_start_ms = status.starts_at.timestamp_millis().saturating_sub(now_ms);
@@ -342,6 +392,37 @@ mod tests {
     }
 
     #[test]
+    fn admissions_are_revealed_at_the_rate() {
+        // 100 admitted (rate 10/s); a new isolate adopting it with TTL 1 s hides the last 10,
+        // and reveals them at 10 per second.
+        let mut v: serde_json::Value =
+            serde_json::from_str(entry(CampaignState::Active, 50, 100, false).body()).unwrap();
+        v["queue"]["admitted"] = 100.into();
+        let fetched = from_origin("spring", 200, v.to_string().as_bytes(), now()).unwrap();
+        let e = crate::status::adopt(None, fetched, now(), 1_000);
+        let at = |seq, ms| poll(&e, &ticket(seq), K, now() + ms).unwrap().reply;
+        assert_eq!(
+            (at(90, 0).state, at(90, 0).position),
+            (QueueState::Admitted, 0)
+        );
+        let early = at(95, 0);
+        assert_eq!((early.state, early.position), (QueueState::Waiting, 5));
+        assert_eq!(early.admission_token, None);
+        assert_eq!(at(95, 499).state, QueueState::Waiting);
+        assert_eq!(at(95, 500).state, QueueState::Admitted);
+        assert_eq!(at(100, 1_000).state, QueueState::Admitted);
+        // The sold-out learned from a claim keeps the reveal point; sold_out answers everyone.
+        let sold =
+            crate::status::learn_from_claim(Some(&e), 409, br#"{"result":"sold_out"}"#, now())
+                .unwrap();
+        assert_eq!(sold.reveal, e.reveal);
+        assert_eq!(
+            poll(&sold, &ticket(95), K, now()).unwrap().reply.state,
+            QueueState::SoldOut
+        );
+    }
+
+    #[test]
     fn a_drawn_ticket_polled_before_the_status_knows_its_draw() {
         use flashgate_shared::queue::RANDOM_BLOCK;
         // The cached status predates every draw (now_serving 0, drawn 0); her ticket was drawn
@@ -377,6 +458,28 @@ mod tests {
         );
         let nf = from_origin("spring", 404, br#"{"result":"not_found"}"#, 0).unwrap();
         assert_eq!(poll(&nf, &ticket(1), K, now()).unwrap_err().status, 404);
+    }
+
+    #[test]
+    fn cached_tickets_give_the_same_answers() {
+        let good = sign_ticket(K, &ticket(3));
+        let forged = sign_ticket(b"other", &ticket(3));
+        let mut cache = TicketCache::new(2);
+        for _ in 0..2 {
+            for (raw, id) in [
+                (Some(good.as_str()), "spring"),
+                (Some(good.as_str()), "autumn"),
+                (Some(forged.as_str()), "spring"),
+                (None, "spring"),
+                (Some("x.y"), "spring"),
+            ] {
+                assert_eq!(cache.check(K, raw, id), check_ticket(K, raw, id));
+            }
+        }
+        let other = sign_ticket(K, &ticket(4));
+        assert_eq!(cache.check(K, Some(&other), "spring"), Ok(ticket(4)));
+        assert_eq!(cache.check(K, Some(&good), "spring"), Ok(ticket(3)));
+        assert!(cache.checked.len() <= 2);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! the entry travelled through the Cache API, so an entry is never fresh for more than one
 //! TTL in total: the staleness bound is the status TTL plus one origin round trip.
 
+use crate::reveal::Reveal;
 use flashgate_shared::api::{CampaignState, CampaignStatus, ClaimReply};
 use flashgate_shared::queue::{QueueStatus, StatusQueueFields};
 use serde::Serialize;
@@ -38,6 +39,10 @@ pub struct StatusEntry {
     /// When the edge received it from the origin (or learned a new state from a claim
     /// answer), ms since the epoch.
     pub fetched_at_ms: i64,
+    /// How far this isolate lets queue polls see into the waiting room's admissions
+    /// ([`crate::reveal`]); `None`: everything the status says (set by [`adopt`]
+    /// when the isolate adopts the entry).
+    pub reveal: Option<Reveal>,
 }
 
 /// Whether an entry can be served as is.
@@ -207,7 +212,38 @@ pub fn from_origin(
     Ok(StatusEntry {
         known,
         fetched_at_ms: now_ms,
+        reveal: None,
     })
+}
+
+/// `new`, as this isolate adopts it at `now_ms` in place of `prev`: with its reveal point
+/// ([`Reveal::after`], [`crate::reveal`]) when it has a waiting room. Status TTL `ttl_ms`.
+pub fn adopt(
+    prev: Option<&StatusEntry>,
+    mut new: StatusEntry,
+    now_ms: i64,
+    ttl_ms: i64,
+) -> StatusEntry {
+    let Some(queue) = new.found().and_then(|(_, q)| q.copied()) else {
+        return new;
+    };
+    let before = prev.and_then(|p| {
+        let q = p.found()?.1?;
+        // A status adopted without a reveal point showed everything it knew.
+        let r = p.reveal.unwrap_or(Reveal {
+            count: q.admitted,
+            seq: q.now_serving,
+            at_ms: p.fetched_at_ms,
+        });
+        Some((*q, r))
+    });
+    new.reveal = Some(Reveal::after(
+        before.as_ref().map(|(q, r)| (q, r)),
+        &queue,
+        now_ms,
+        ttl_ms,
+    ));
+    new
 }
 
 /// Header of a Cache API copy: the origin's HTTP status (200 or 404).
@@ -260,7 +296,8 @@ pub fn learn_from_claim(
         ClaimReply::Paused => CampaignState::Paused,
         _ => return None,
     };
-    let Known::Found { status, queue, .. } = &entry?.known else {
+    let entry = entry?;
+    let Known::Found { status, queue, .. } = &entry.known else {
         return None;
     };
     if status.state == new_state {
@@ -283,6 +320,7 @@ pub fn learn_from_claim(
             queue: *queue,
         },
         fetched_at_ms: now_ms,
+        reveal: entry.reveal,
     })
 }
 
@@ -318,6 +356,7 @@ pub(crate) mod tests {
                 queue: None,
             },
             fetched_at_ms: at,
+            reveal: None,
         }
     }
 

@@ -23,6 +23,7 @@ mod poll;
 mod promo;
 mod raw;
 mod redis_handle;
+pub mod room;
 pub use edge::{ensure_edge_built, repo_root, TestEdge};
 pub use edge_calls::{
     claims_at_once, edge_claim, edge_with, get, reply, sale_behind_edge, sell_out_at_origin,

@@ -1,19 +1,18 @@
 //! The waiting room, origin side, against a real origin, PostgreSQL and Redis: joins (5,000
 //! truly concurrent), FIFO admission, the shuffled prequeue, stock-aware admission, and the
-//! origin's admission check on claims; and the whole trip through the built worker in workerd
-//! (polls answered at the edge, claims at the rate, `sold_out` within the staleness bound, bad
-//! admission tokens refused at the edge).
+//! origin's admission check on claims. The whole trip through the built worker in workerd is
+//! `waiting_room_trip.rs`.
 //!
-//! Sizes are parameters: `WR_JOINS` (default 5,000), `WR_PREQUEUE` (default 1,000),
-//! `WR_EDGE_CUSTOMERS` (200) and `WR_EDGE_STOCK` (120).
+//! Sizes are parameters: `WR_JOINS` (default 5,000) and `WR_PREQUEUE` (default 1,000).
 
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use flashgate_shared::admission::{mint_admission, open_ticket, sign_ticket, Ticket};
-use flashgate_shared::api::{CampaignKind, ChangeAction, ChangeRequest, NewCampaign};
-use flashgate_shared::queue::{Queueing, WaitingRoom, RANDOM_BLOCK};
+use flashgate_shared::api::ChangeAction;
+use flashgate_shared::queue::RANDOM_BLOCK;
 use flashgate_tests::stampede::report::queue::kendall_tau_b;
+use flashgate_tests::support::room::{admission, campaign, room, size};
 use flashgate_tests::support::{
     edge_headers, eventually, queue_config, send_raw, unique, TestOrigin, TEST_EDGE_SECRET,
 };
@@ -21,52 +20,6 @@ use futures::future::join_all;
 use serde_json::Value;
 
 const K: &[u8] = TEST_EDGE_SECRET.as_bytes();
-
-fn size(var: &str, default: usize) -> usize {
-    std::env::var(var)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn room(admit_per_second: u32) -> WaitingRoom {
-    WaitingRoom {
-        admit_per_second,
-        queueing: Queueing::Fifo,
-        prequeue_seconds: 600,
-        admission_ttl_seconds: 10,
-    }
-}
-
-/// Creates a sale with a waiting room, starting `start_in` from now (negative: started).
-async fn campaign(
-    o: &TestOrigin,
-    stock: i64,
-    start_in: chrono::Duration,
-    hold_seconds: Option<i64>,
-    w: WaitingRoom,
-) -> String {
-    let id = unique("wr");
-    let now = Utc::now();
-    o.create(&NewCampaign {
-        id: id.clone(),
-        name: "Drop".into(),
-        kind: CampaignKind::Sale,
-        stock,
-        starts_at: now + start_in,
-        ends_at: now + chrono::Duration::hours(1),
-        hold_seconds,
-        gate_shards: None,
-        waiting_room: Some(w),
-    })
-    .await;
-    id
-}
-
-async fn admission(o: &TestOrigin, id: &str, action: ChangeAction) {
-    let (st, body) = o.change(id, ChangeRequest::action(action)).await;
-    assert_eq!(st, 200, "{body}");
-}
 
 fn ticket_of(body: &Value, id: &str) -> Ticket {
     open_ticket(K, body["ticket"].as_str().expect("ticket"), id).expect("a valid ticket")
@@ -407,206 +360,5 @@ async fn the_origin_checks_admission_tokens_on_claims() {
     assert_eq!(rebuilt.body["claim"]["id"], r.body["claim"]["id"]);
     assert_eq!(o.claim_rows(&id, &[]).await, 1);
     assert_eq!(o.remaining(&id).await, 4);
-    o.stop().await;
-}
-
-/// What one queued customer saw through the edge.
-#[derive(Default)]
-struct Seen {
-    /// When her claim was answered by the origin, and its status.
-    claim: Option<(Instant, u16)>,
-    /// When a poll first answered `sold_out`.
-    sold_out_at: Option<Instant>,
-}
-
-/// A customer's loop through the edge: poll (waiting at most `max_wait` of each
-/// `Retry-After`), claim once admitted, stop at `sold_out` or after her claim.
-async fn queued_customer(
-    http: &reqwest::Client,
-    edge: &str,
-    id: &str,
-    ticket: &str,
-    token: &str,
-    deadline: Instant,
-) -> Seen {
-    let mut seen = Seen::default();
-    let url = format!("{edge}/api/v1/campaigns/{id}/queue");
-    while Instant::now() < deadline {
-        let res = http
-            .get(&url)
-            .header(flashgate_shared::queue::TICKET_HEADER, ticket)
-            .send()
-            .await
-            .expect("poll");
-        assert_eq!(
-            res.headers()
-                .get(flashgate_shared::ANSWERED_BY_HEADER)
-                .map(|v| v.to_str().unwrap()),
-            Some("edge")
-        );
-        let retry: u64 = res
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok()?.parse().ok())
-            .unwrap_or(1);
-        let body: Value = res.json().await.expect("poll json");
-        match body["state"].as_str() {
-            Some("sold_out") => {
-                seen.sold_out_at = Some(Instant::now());
-                return seen;
-            }
-            Some("admitted") => {
-                let res = http
-                    .post(format!("{edge}/api/v1/campaigns/{id}/claims"))
-                    .bearer_auth(token)
-                    .header("idempotency-key", unique("k"))
-                    .header("content-type", "application/json")
-                    .header(
-                        flashgate_shared::queue::ADMISSION_HEADER,
-                        body["admission_token"].as_str().unwrap(),
-                    )
-                    .body("{}")
-                    .send()
-                    .await
-                    .expect("claim");
-                seen.claim = Some((Instant::now(), res.status().as_u16()));
-                return seen;
-            }
-            _ => {}
-        }
-        // Polls faster than the Retry-After asks, so the staleness bound is what is measured.
-        let wait = Duration::from_secs(retry).min(Duration::from_millis(250));
-        tokio::time::sleep(wait).await;
-    }
-    seen
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn through_the_edge_claims_keep_to_the_rate_and_sold_out_reaches_every_poll() {
-    let o = TestOrigin::start_with(queue_config()).await;
-    let (customers, stock, rate) = (
-        size("WR_EDGE_CUSTOMERS", 200),
-        size("WR_EDGE_STOCK", 120) as i64,
-        50u32,
-    );
-    let id = campaign(&o, stock, chrono::Duration::minutes(-1), None, room(rate)).await;
-    admission(&o, &id, ChangeAction::PauseAdmission).await;
-    let ttl_ms = 300u64;
-    let edge = flashgate_tests::support::TestEdge::start(
-        &o.url,
-        &[
-            ("FLASHGATE_EDGE_SECRET", TEST_EDGE_SECRET.to_string()),
-            ("FLASHGATE_STATUS_TTL_MS", ttl_ms.to_string()),
-            ("FLASHGATE_LIMIT_IP_PER_S", "0".to_string()),
-            ("FLASHGATE_LIMIT_JOINS_PER_S", "0".to_string()),
-            ("FLASHGATE_LIMIT_POLLS_PER_S", "0".to_string()),
-        ],
-    );
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(512)
-        .build()
-        .unwrap();
-    // Joins through the edge (forwarded, signed by the edge).
-    let run = unique("e");
-    let people: Vec<(String, String)> = (0..customers)
-        .map(|i| {
-            let who = format!("{run}-{i}");
-            let token = o.token(&who);
-            (who, token)
-        })
-        .collect();
-    let joins = join_all(people.iter().map(|(_, token)| {
-        http.post(format!("{}/api/v1/campaigns/{id}/queue", edge.url))
-            .bearer_auth(token)
-            .send()
-    }))
-    .await;
-    let mut tickets = Vec::new();
-    for r in joins {
-        let r = r.expect("join");
-        assert_eq!(r.status(), 201);
-        let body: Value = r.json().await.unwrap();
-        tickets.push(body["ticket"].as_str().unwrap().to_string());
-    }
-    // Bad admission tokens are refused at the edge; the origin sees none of them.
-    let t = open_ticket(K, &tickets[0], &id).unwrap();
-    let now = Utc::now().timestamp();
-    let claims_before = o.origin_count(|m| &m.claim_requests);
-    for (who, tok) in [
-        (
-            &people[0].1,
-            mint_admission(b"forged-secret-0123456789abcdefghij", &t, now, 60),
-        ),
-        // Expired past the edge's replay grace (a recent one would be passed on, for the
-        // origin to answer from its record).
-        (&people[0].1, mint_admission(K, &t, now - 1_000, 60)),
-        (&people[1].1, mint_admission(K, &t, now, 60)),
-    ] {
-        let res = http
-            .post(format!("{}/api/v1/campaigns/{id}/claims", edge.url))
-            .bearer_auth(who)
-            .header("idempotency-key", unique("k"))
-            .header("content-type", "application/json")
-            .header(flashgate_shared::queue::ADMISSION_HEADER, tok)
-            .body("{}")
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status(), 403);
-        assert_eq!(res.headers()[flashgate_shared::ANSWERED_BY_HEADER], "edge");
-    }
-    let statuses_before = o.origin_count(|m| &m.status_requests);
-    assert_eq!(o.origin_count(|m| &m.claim_requests), claims_before);
-    // Everyone polls through the edge and claims once admitted.
-    admission(&o, &id, ChangeAction::ResumeAdmission).await;
-    let started = Instant::now();
-    let deadline = started + Duration::from_secs(30);
-    let seen = join_all(people.iter().zip(&tickets).map(|((_, token), ticket)| {
-        queued_customer(&http, &edge.url, &id, ticket, token, deadline)
-    }))
-    .await;
-    let elapsed = started.elapsed();
-    let statuses = o.origin_count(|m| &m.status_requests) - statuses_before;
-    // Claims at the origin: within the rate plus one second's burst in any one-second window.
-    let mut at: Vec<Instant> = seen.iter().filter_map(|s| s.claim.map(|c| c.0)).collect();
-    at.sort();
-    let peak = at
-        .iter()
-        .map(|t0| {
-            at.iter()
-                .filter(|t| **t >= *t0 && **t < *t0 + Duration::from_secs(1))
-                .count()
-        })
-        .max()
-        .unwrap_or(0);
-    let won = seen
-        .iter()
-        .filter(|s| matches!(s.claim, Some((_, 201))))
-        .count();
-    eprintln!(
-        "edge run: {customers} queued, {won} won, peak {peak} claims/s at the origin \
-         (rate {rate}), {statuses} status fetches at the origin in {elapsed:?} (TTL {ttl_ms} ms)"
-    );
-    assert_eq!(won as i64, stock, "every unit went to an admitted customer");
-    // The origin admits at most rate + one second's burst per second; the edge reveals
-    // admissions once per status TTL, which can shift up to rate × TTL more into one window.
-    let peak_bound = 2 * rate as usize + (rate as u64 * ttl_ms / 1000) as usize;
-    assert!(peak <= peak_bound, "peak {peak} claims/s > {peak_bound}");
-    // One refresh per TTL per isolate (one isolate here), plus one in flight.
-    let bound = elapsed.as_millis() as u64 / ttl_ms + 2;
-    assert!(statuses <= bound, "{statuses} status fetches > {bound}");
-    // After the sell-out, every customer still waiting heard `sold_out` from the edge within
-    // the staleness bound (TTL + a round trip) plus her poll interval.
-    let sold_out = *at.last().unwrap();
-    let losers: Vec<&Seen> = seen.iter().filter(|s| s.claim.is_none()).collect();
-    assert_eq!(losers.len(), customers - stock as usize);
-    for s in losers {
-        let heard = s.sold_out_at.expect("a waiting customer heard sold_out");
-        let late = heard.saturating_duration_since(sold_out);
-        assert!(
-            late < Duration::from_millis(ttl_ms + 250 + 1_000),
-            "sold_out after {late:?}"
-        );
-    }
     o.stop().await;
 }

@@ -314,11 +314,14 @@ pub struct Figures {
     pub unclaimed: u64,
 }
 
-/// Reads campaign `c`'s figures (one pipeline on one slot).
+/// Reads campaign `c`'s figures (one transaction on one slot: `now_serving` and `admitted`
+/// always come from the same admission step, which the edge relies on to spread admissions
+/// at the rate, see `edge-worker/src/reveal.rs`).
 pub async fn figures(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Figures> {
     let k = Keys::of(c);
     let (serving, admitted, drawn, joined, unclaimed): (Option<u64>, Option<u64>, u64, u64, u64) =
         redis::pipe()
+            .atomic()
             .get(&k.serving)
             .get(&k.admitted)
             .zcard(&k.drawn)

@@ -374,10 +374,10 @@ impl Report {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn outcome(customer: u32, sent_ms: u64, result: &str, who: Answerer) -> TryOutcome {
+    pub(crate) fn outcome(customer: u32, sent_ms: u64, result: &str, who: Answerer) -> TryOutcome {
         TryOutcome {
             customer,
             kind: TapKind::First,

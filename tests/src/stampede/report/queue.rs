@@ -2,7 +2,7 @@
 //! origin's peak claims per second against the admit rate, and the share of polls the edge
 //! answered. Pure computation from what each customer saw; rendering for the text report.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -202,21 +202,28 @@ pub fn fifo_violations(visits: &[Visit]) -> u64 {
     bad
 }
 
-/// The busiest second of the claims the origin answered (every attempt counted, by the
-/// second it was sent): `(claims, second)`.
+/// The busiest second of the claims the origin answered (every attempt counted, by when it was
+/// sent), over every one-second window, not only whole seconds of the clock:
+/// `(claims, second the window starts in)`.
 pub fn origin_peak(outcomes: &[TryOutcome]) -> (u64, Option<u64>) {
-    let mut per_s: HashMap<u64, u64> = HashMap::new();
-    for o in outcomes {
-        if o.answered_by == Answerer::Origin {
-            if let Some(sent) = o.sent_us {
-                *per_s.entry(sent / 1_000_000).or_default() += o.attempts.max(1) as u64;
-            }
+    let mut sent: Vec<(u64, u64)> = outcomes
+        .iter()
+        .filter(|o| o.answered_by == Answerer::Origin)
+        .filter_map(|o| Some((o.sent_us?, o.attempts.max(1) as u64)))
+        .collect();
+    sent.sort_unstable();
+    let (mut best, mut at, mut in_window, mut end) = (0, None, 0, 0);
+    for (start, &(t0, _)) in sent.iter().enumerate() {
+        while end < sent.len() && sent[end].0 < t0 + 1_000_000 {
+            in_window += sent[end].1;
+            end += 1;
         }
+        if in_window > best {
+            (best, at) = (in_window, Some(t0 / 1_000_000));
+        }
+        in_window -= sent[start].1;
     }
-    per_s
-        .into_iter()
-        .max_by_key(|&(s, n)| (n, std::cmp::Reverse(s)))
-        .map_or((0, None), |(s, n)| (n, Some(s)))
+    (best, at)
 }
 
 /// The option the campaign was created with, for the report.
@@ -495,5 +502,23 @@ mod tests {
         q.render(&mut text);
         assert!(text.contains("0.8000"), "{text}");
         assert!(text.contains("75.00 %"), "{text}");
+    }
+
+    #[test]
+    fn origin_peak_looks_at_every_one_second_window() {
+        use crate::stampede::report::tests::outcome;
+        // Sent at 0.6 s, 1.2 s, 1.3 s, 1.5 s (+ 0.5 ms) and 3 s: whole seconds of the clock
+        // hold at most 3, the window from 0.6 s holds 4.
+        let mut claims: Vec<TryOutcome> = [600, 1_200, 1_300, 1_500, 3_000]
+            .iter()
+            .map(|&ms| outcome(1, ms, "claimed", Answerer::Origin))
+            .collect();
+        claims.push(outcome(2, 1_400, "sold_out", Answerer::Edge));
+        assert_eq!(origin_peak(&claims), (4, Some(0)));
+        claims[4].attempts = 3;
+        assert_eq!(origin_peak(&claims), (4, Some(0)));
+        claims[3].attempts = 2;
+        assert_eq!(origin_peak(&claims), (5, Some(0)));
+        assert_eq!(origin_peak(&[]), (0, None));
     }
 }

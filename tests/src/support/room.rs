@@ -1,0 +1,58 @@
+//! Waiting-room fixtures shared by the waiting-room tests: sizes from the environment, the
+//! option, a sale with a waiting room, and the manager's pause / resume of admission.
+
+use chrono::Utc;
+use flashgate_shared::api::{CampaignKind, ChangeAction, ChangeRequest, NewCampaign};
+use flashgate_shared::queue::{Queueing, WaitingRoom};
+
+use super::{unique, TestOrigin};
+
+/// The number in environment variable `var`, else `default`.
+pub fn size(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A FIFO waiting room admitting `admit_per_second`, a 600 s prequeue and 10 s admissions.
+pub fn room(admit_per_second: u32) -> WaitingRoom {
+    WaitingRoom {
+        admit_per_second,
+        queueing: Queueing::Fifo,
+        prequeue_seconds: 600,
+        admission_ttl_seconds: 10,
+    }
+}
+
+/// Creates a sale of `stock` units with waiting room `w`, starting `start_in` from now
+/// (negative: started), ending in an hour; returns its id.
+pub async fn campaign(
+    o: &TestOrigin,
+    stock: i64,
+    start_in: chrono::Duration,
+    hold_seconds: Option<i64>,
+    w: WaitingRoom,
+) -> String {
+    let id = unique("wr");
+    let now = Utc::now();
+    o.create(&NewCampaign {
+        id: id.clone(),
+        name: "Drop".into(),
+        kind: CampaignKind::Sale,
+        stock,
+        starts_at: now + start_in,
+        ends_at: now + chrono::Duration::hours(1),
+        hold_seconds,
+        gate_shards: None,
+        waiting_room: Some(w),
+    })
+    .await;
+    id
+}
+
+/// Pauses or resumes admission (or any other action) as a manager; panics unless 200.
+pub async fn admission(o: &TestOrigin, id: &str, action: ChangeAction) {
+    let (st, body) = o.change(id, ChangeRequest::action(action)).await;
+    assert_eq!(st, 200, "{body}");
+}
