@@ -188,7 +188,7 @@ impl AppState {
             customer_tokens: Arc::new(
                 crate::customer_tokens::CustomerTokens::new(
                     &config.tokens,
-                    &config.customer_token_secret,
+                    config.customer_token_secret.as_ref(),
                 )
                 .map_err(anyhow::Error::msg)?,
             ),

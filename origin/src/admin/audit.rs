@@ -5,8 +5,8 @@
 //! the change's own statement ([`super::toggles::apply`]; for `create`,
 //! [`crate::campaigns::store::insert`]) and never updated or deleted.
 
-pub use flashgate_shared::api::admin::AuditEntry;
 use crate::db::Db;
+pub use flashgate_shared::api::admin::AuditEntry;
 
 /// Most entries one `GET /admin/v1/campaigns/{id}/audit` returns (the newest).
 pub const MAX_ENTRIES: i64 = 1_000;

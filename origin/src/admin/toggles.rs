@@ -15,13 +15,13 @@
 //! within `FLASHGATE_CAMPAIGN_CACHE_MS`; the edge within its status TTL plus one origin round
 //! trip. A pause stops claims at once anyway: the claim commit refuses in SQL when `paused`.
 
+use crate::db::Db;
 use crate::gate::Gate;
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::{check_stock, check_year, MAX_STOCK};
 pub use flashgate_shared::api::{ChangeRequest, GateFollow};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use crate::db::Db;
 
 use super::audit::AuditEntry;
 use super::roles::Admin;

@@ -1,12 +1,12 @@
 //! What the admin API shows of a campaign: the stored facts, its state by the origin's clock,
 //! and live counts read from PostgreSQL (the truth) at request time.
 
+use crate::db::Db;
 use chrono::{DateTime, Utc};
 pub use flashgate_shared::api::admin::{CampaignView, Counts};
 use flashgate_shared::api::{AdminCampaign, CampaignKind};
 use flashgate_shared::queue::WaitingRoom;
 use sqlx::types::Json;
-use crate::db::Db;
 
 use crate::campaigns::CampaignRow;
 

@@ -11,8 +11,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use moka::future::Cache;
 use crate::db::Db;
+use moka::future::Cache;
 
 use super::store::{self, CampaignRow};
 

@@ -18,8 +18,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use flashgate_shared::api::{CampaignKind, ClaimStatus};
 use crate::db::Db;
+use flashgate_shared::api::{CampaignKind, ClaimStatus};
 use tokio::sync::{mpsc, oneshot, Mutex};
 
 use super::store::{self, ClaimRow};

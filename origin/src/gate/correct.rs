@@ -24,8 +24,8 @@
 
 use std::time::Duration;
 
-use flashgate_shared::api::ClaimStatus;
 use crate::db::Db;
+use flashgate_shared::api::ClaimStatus;
 
 use super::lua::{ADJUST, UNLOCK};
 use super::{clear_flag, set_flag, shard_count, split, undo_dedup, Gate, Keys};

@@ -2,8 +2,8 @@
 //! leaves a pending holder. After [`STALE_TAKE_MS`], PostgreSQL decides: her claim exists → the
 //! holder becomes its id; it does not → the unit goes back to the gate.
 
-use crate::gate::Gate;
 use crate::db::Db;
+use crate::gate::Gate;
 
 use crate::claims::store as claims;
 use crate::gate::{self, Keys};

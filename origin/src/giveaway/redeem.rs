@@ -1,7 +1,7 @@
 //! Redeem in store of a giveaway coupon, and the coupon lookup.
 
-use flashgate_shared::api::{ClaimStatus, RedeemReply};
 use crate::db::Db;
+use flashgate_shared::api::{ClaimStatus, RedeemReply};
 
 use crate::reply::{status_code, Outcome, Reply};
 
@@ -107,10 +107,7 @@ pub async fn redeem(
 }
 
 /// A coupon by code, with its QR payload. `Ok(None)`: no coupon with this code.
-pub async fn coupon(
-    db: &Db,
-    code: &str,
-) -> sqlx::Result<Option<flashgate_shared::api::Coupon>> {
+pub async fn coupon(db: &Db, code: &str) -> sqlx::Result<Option<flashgate_shared::api::Coupon>> {
     let row = sqlx::query!(
         r#"SELECT campaign_id, customer_id, status AS "status: ClaimStatus", created_at,
                   redeemed_at

@@ -1,7 +1,7 @@
 //! Pay and release of one hold (see [`crate::holds`] for the statement pattern).
 
-use flashgate_shared::api::{ClaimStatus, HoldReply};
 use crate::db::Db;
+use flashgate_shared::api::{ClaimStatus, HoldReply};
 
 use super::Returned;
 use crate::claims::store::ClaimRow;

@@ -6,9 +6,9 @@
 //! - the export of a batch of one-time codes as CSV: one `export` row (who, which batch, how
 //!   many codes) written before the first code is sent.
 
+use crate::db::Db;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use crate::db::Db;
 
 use crate::admin::audit::AuditEntry;
 

@@ -10,8 +10,8 @@
 
 use std::time::{Duration, Instant};
 
-use flashgate_shared::code::GENERATED_LEN;
 use crate::db::Db;
+use flashgate_shared::code::GENERATED_LEN;
 
 use super::rules::NewRules;
 use super::store;

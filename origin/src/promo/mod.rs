@@ -26,9 +26,9 @@ pub mod store;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::db::Db;
 use moka::future::Cache;
 use moka::Expiry;
-use crate::db::Db;
 
 pub use rules::CodeRules;
 

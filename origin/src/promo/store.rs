@@ -1,9 +1,9 @@
 //! PostgreSQL access of the promo code service (tables of `migrations/0003_coupon_codes.sql`).
 //! PostgreSQL is the truth: every take, release and confirm is one conditional statement.
 
+use crate::db::Db;
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::coupons::{CodeKind, UseStatus};
-use crate::db::Db;
 
 use super::rules::{CodeRules, NewRules};
 
@@ -321,11 +321,7 @@ pub async fn sweep(db: &Db, limit: i64) -> Result<Vec<Released>, sqlx::Error> {
 /// `held_until`, skipping locked rows; `released_by = 'sweeper'`). Each released use gives
 /// its unit back to its code's `uses_left` and bumps the code's `version`, in the same
 /// statement.
-async fn release_held(
-    db: &Db,
-    id: Option<&str>,
-    limit: i64,
-) -> Result<Vec<Released>, sqlx::Error> {
+async fn release_held(db: &Db, id: Option<&str>, limit: i64) -> Result<Vec<Released>, sqlx::Error> {
     sqlx::query_as!(
         Released,
         r#"WITH one AS (

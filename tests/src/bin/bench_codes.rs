@@ -75,7 +75,9 @@ async fn one_batch(db: &PgPool, count: usize, drawing: &mut Vec<Duration>) -> Du
     exec(db, "CHECKPOINT").await;
     let rules = one_time_rules(2000);
     let started = Instant::now();
-    let b = batch::generate(&Db::from(db.clone()), &rules, count).await.unwrap();
+    let b = batch::generate(&Db::from(db.clone()), &rules, count)
+        .await
+        .unwrap();
     let took = started.elapsed();
     assert_eq!(b.count as usize, count);
     drawing.push(b.drawn_in);
