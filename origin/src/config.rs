@@ -63,8 +63,8 @@ pub struct Config {
     /// What sits between the origin and PostgreSQL: `none` (a direct connection, the default)
     /// or `transaction`, a pooler in transaction pooling mode (PgBouncer `pool_mode =
     /// transaction`, RDS Proxy and the like). With `transaction` the origin keeps no prepared
-    /// statement on a connection (sqlx's statement cache off; its own statements unnamed),
-    /// sends no start-up parameter a pooler refuses (`extra_float_digits`, `options`, so
+    /// statement on a connection (every statement unnamed, a lone one in a transaction of its
+    /// own: [`crate::db::Db`]), sends no start-up parameter a pooler refuses (`extra_float_digits`, `options`, so
     /// `statement_timeout` comes from the server: `ALTER ROLE … SET statement_timeout`), and
     /// takes transaction-scoped locks only. See README, "Behind a connection pooler".
     #[arg(long, env = "FLASHGATE_DB_POOLER", value_enum, default_value_t = DbPooler::None)]
