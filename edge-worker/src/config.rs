@@ -8,7 +8,7 @@
 //! | `FLASHGATE_STATUS_MAX_STALE_MS` | var | 30000 | how long a status may be served stale when the origin is down, ms |
 //! | `FLASHGATE_NOT_STARTED_SKEW_MS` | var | 2000 | clock-skew allowance before `starts_at`, ms |
 //! | `FLASHGATE_ORIGIN_TIMEOUT_MS` | var | 5000 | origin round-trip timeout, ms |
-//! | `FLASHGATE_CUSTOMER_TOKEN_SECRET` | secret | required | HS256 key of customer tokens, ≥ 32 bytes |
+//! | `FLASHGATE_CUSTOMER_TOKEN_SECRET` | secret | required unless a JWKS is set | HS256 key of customer tokens, ≥ 32 bytes |
 //! | `FLASHGATE_CUSTOMER_TOKEN_SECRETS` | secret | optional | more HS256 keys with key ids, `kid:secret[,kid:secret...]` (rotation) |
 //! | `FLASHGATE_JWT_ISSUER` | var | unchecked | the `iss` customer tokens must carry |
 //! | `FLASHGATE_JWT_AUDIENCE` | var | unchecked | the audience customer tokens' `aud` must contain |
@@ -23,6 +23,7 @@
 //! | `FLASHGATE_LIMIT_POLLS_PER_S` | var | 2 | queue polls per second per customer (0 = off) |
 //! | `FLASHGATE_LIMIT_IP_PER_S` | var | 50 | joins, polls and waiting-room claims per second per client IP (0 = off) |
 
+use flashgate_shared::token::keys::NO_KEYS;
 use flashgate_shared::token::refresh::Schedule;
 use flashgate_shared::token::{
     KeySet, Verifier, VerifyKey, DEFAULT_LEEWAY_SECONDS, MAX_LEEWAY_SECONDS,
@@ -84,8 +85,9 @@ pub struct EdgeConfig {
     pub not_started_skew_ms: i64,
     /// Longest wait for an origin answer, ms (≥ 1).
     pub origin_timeout_ms: i64,
-    /// Secret of the customer token (HS256).
-    pub customer_token_secret: Vec<u8>,
+    /// Secret of the customer token (HS256); `None` when tokens come only from an identity
+    /// provider's JWKS.
+    pub customer_token_secret: Option<Vec<u8>>,
     /// Verifies customer tokens: the secret above, the secrets with key ids, the inline JWKS,
     /// issuer, audience and leeway (the fetched JWKS is added by the glue).
     pub tokens: Verifier,
@@ -128,11 +130,11 @@ impl EdgeConfig {
             let n = int(name, default.into(), 0, MAX_LIMIT_PER_S.into())?;
             Ok(u32::try_from(n).unwrap_or(default))
         };
-        let customer_token_secret = get("FLASHGATE_CUSTOMER_TOKEN_SECRET")
-            .ok_or("FLASHGATE_CUSTOMER_TOKEN_SECRET is not set")?
-            .into_bytes();
-        flashgate_shared::check_secret("FLASHGATE_CUSTOMER_TOKEN_SECRET", &customer_token_secret)?;
-        let (tokens, jwks) = token_settings(&get, &customer_token_secret, &int)?;
+        let customer_token_secret = get("FLASHGATE_CUSTOMER_TOKEN_SECRET").map(String::into_bytes);
+        if let Some(s) = &customer_token_secret {
+            flashgate_shared::check_secret("FLASHGATE_CUSTOMER_TOKEN_SECRET", s)?;
+        }
+        let (tokens, jwks) = token_settings(&get, customer_token_secret.as_deref(), &int)?;
         let edge_secret = get("FLASHGATE_EDGE_SECRET").map(String::into_bytes);
         if let Some(s) = &edge_secret {
             flashgate_shared::check_secret("FLASHGATE_EDGE_SECRET", s)?;
@@ -169,14 +171,17 @@ impl EdgeConfig {
 type IntSetting<'a> = &'a dyn Fn(&str, i64, i64, i64) -> Result<i64, String>;
 
 /// The customer-token verifier and the JWKS endpoint of the settings (`get` reads a binding,
-/// `int` an integer binding with a default and bounds).
+/// `int` an integer binding with a default and bounds). Errors: a bad binding, or
+/// [`NO_KEYS`] when neither a secret nor a JWKS is set.
 fn token_settings(
     get: &dyn Fn(&str) -> Option<String>,
-    secret: &[u8],
+    secret: Option<&[u8]>,
     int: IntSetting<'_>,
 ) -> Result<(Verifier, Option<JwksFetch>), String> {
     let mut keys = KeySet::new();
-    keys.push(VerifyKey::hs256(None, secret))?;
+    if let Some(secret) = secret {
+        keys.push(VerifyKey::hs256(None, secret))?;
+    }
     if let Some(list) = get("FLASHGATE_CUSTOMER_TOKEN_SECRETS") {
         keys.extend(KeySet::parse_hs256_secrets(
             "FLASHGATE_CUSTOMER_TOKEN_SECRETS",
@@ -196,10 +201,12 @@ fn token_settings(
         MAX_LEEWAY_SECONDS.into(),
     )?;
     let verifier = Verifier::new(keys)
+        .awaiting_jwks(get("FLASHGATE_JWKS_URL").is_some())
         .with_issuer(get("FLASHGATE_JWT_ISSUER"))
         .with_audience(get("FLASHGATE_JWT_AUDIENCE"))
         .with_leeway_seconds(u32::try_from(leeway).unwrap_or(DEFAULT_LEEWAY_SECONDS));
     let jwks = match get("FLASHGATE_JWKS_URL") {
+        None if verifier.keys().keys().is_empty() => return Err(NO_KEYS.into()),
         None => None,
         Some(url) => {
             let url = url.trim().to_string();
@@ -248,7 +255,7 @@ mod tests {
         assert_eq!(c.status_max_stale_ms, 30_000);
         assert_eq!(c.not_started_skew_ms, 2_000);
         assert_eq!(c.origin_timeout_ms, 5_000);
-        assert_eq!(c.customer_token_secret, SECRET.as_bytes());
+        assert_eq!(c.customer_token_secret.as_deref(), Some(SECRET.as_bytes()));
         assert_eq!(c.edge_secret, None);
         assert_eq!(
             c.limits,
@@ -265,8 +272,16 @@ mod tests {
         );
         assert_eq!(
             cfg(&[("FLASHGATE_ORIGIN_URL", "http://o")]).unwrap_err(),
-            "FLASHGATE_CUSTOMER_TOKEN_SECRET is not set"
+            NO_KEYS
         );
+        // An identity provider alone: no HS256 secret needed.
+        let c = cfg(&[
+            ("FLASHGATE_ORIGIN_URL", "http://o"),
+            ("FLASHGATE_JWKS_URL", "https://idp.example/jwks.json"),
+        ])
+        .unwrap();
+        assert_eq!(c.customer_token_secret, None);
+        assert!(c.tokens.keys().keys().is_empty());
     }
 
     #[test]

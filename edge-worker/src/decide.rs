@@ -329,9 +329,11 @@ pub fn check_claim(
             "Authorization must be 'Bearer <token>'",
         ));
     };
-    let customer = tokens
-        .verify(tok, verifier, now)
-        .map_err(|e| Answer::error(401, codes::UNAUTHORIZED, e.message()))?;
+    let customer = tokens.verify(tok, verifier, now).map_err(|e| match e {
+        // The identity provider has been unreachable since start-up: 503 + Retry-After.
+        token::TokenError::KeysUnavailable => Answer::unavailable(),
+        _ => Answer::error(401, codes::UNAUTHORIZED, e.message()),
+    })?;
     if !input.idempotency_key.is_some_and(idempotency::is_valid_key) {
         return Err(Answer::error(
             400,

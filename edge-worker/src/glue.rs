@@ -312,11 +312,24 @@ async fn put_in_cache(cache: &Cache, key: &str, entry: &StatusEntry, ttl_ms: i64
 /// Sends a request to the origin with a timeout; returns status, headers and body bytes.
 /// Errors when the origin is unreachable or too slow (the request is then aborted).
 async fn send(req: Request, timeout_ms: i64) -> Result<(u16, Headers, Vec<u8>)> {
+    send_bounded(req, timeout_ms, None).await
+}
+
+/// [`send`], reading at most `max_body` bytes of the body when set: a longer body (with or
+/// without `Content-Length`) is an error and the rest is never read.
+async fn send_bounded(
+    req: Request,
+    timeout_ms: i64,
+    max_body: Option<usize>,
+) -> Result<(u16, Headers, Vec<u8>)> {
     let controller = AbortController::default();
     let signal = controller.signal();
     let work = async move {
         let mut resp = Fetch::Request(req).send_with_signal(&signal).await?;
-        let body = resp.bytes().await?;
+        let body = match max_body {
+            None => resp.bytes().await?,
+            Some(max) => read_bounded(&mut resp, max).await?,
+        };
         Ok::<_, worker::Error>((resp.status_code(), resp.headers().clone(), body))
     };
     let timeout = Delay::from(Duration::from_millis(timeout_ms.max(1) as u64));
@@ -327,6 +340,23 @@ async fn send(req: Request, timeout_ms: i64) -> Result<(u16, Headers, Vec<u8>)> 
             Err(worker::Error::RustError("origin timed out".into()))
         }
     }
+}
+
+/// The body of `resp`, chunk by chunk; an error once it passes `max` bytes.
+async fn read_bounded(resp: &mut Response, max: usize) -> Result<Vec<u8>> {
+    use futures_util::StreamExt;
+    let mut stream = resp.stream()?;
+    let mut body = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk?;
+        if body.len() + chunk.len() > max {
+            return Err(worker::Error::RustError(format!(
+                "the body is larger than {max} bytes"
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// Copies an origin answer into a response, marking it answered by the origin.

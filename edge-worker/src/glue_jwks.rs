@@ -6,8 +6,9 @@
 //! status slots: a waiter is never woken from the leader's I/O context), bounded by the
 //! origin timeout. A failed fetch keeps the keys held and is logged.
 
-use super::{now_ms, send, wait_until, TOKENS};
+use super::{now_ms, send_bounded, wait_until, TOKENS};
 use crate::config::EdgeConfig;
+use flashgate_shared::token::keys::MAX_JWKS_BYTES;
 use flashgate_shared::token::refresh::{State, Step};
 use flashgate_shared::token::{KeySet, Verifier};
 use std::cell::RefCell;
@@ -91,7 +92,8 @@ fn current(cfg: &EdgeConfig) -> Rc<Verifier> {
     })
 }
 
-/// Fetches and reads the JWKS at `url` within `timeout_ms`.
+/// Fetches and reads the JWKS at `url` within `timeout_ms`, reading at most
+/// [`MAX_JWKS_BYTES`] of its body.
 async fn fetch_keys(url: &str, timeout_ms: i64) -> Result<KeySet, String> {
     let headers = Headers::new();
     headers
@@ -100,7 +102,9 @@ async fn fetch_keys(url: &str, timeout_ms: i64) -> Result<KeySet, String> {
     let mut init = RequestInit::new();
     init.with_method(Method::Get).with_headers(headers);
     let req = Request::new_with_init(url, &init).map_err(|e| e.to_string())?;
-    let (code, _, body) = send(req, timeout_ms).await.map_err(|e| e.to_string())?;
+    let (code, _, body) = send_bounded(req, timeout_ms, Some(MAX_JWKS_BYTES))
+        .await
+        .map_err(|e| e.to_string())?;
     if !(200..300).contains(&code) {
         return Err(format!("answered {code}"));
     }

@@ -42,9 +42,10 @@ pub struct Config {
     #[arg(skip)]
     pub parsed_admin_tokens: std::sync::OnceLock<AdminTokens>,
 
-    /// HS256 secret of customer tokens (shared with the edge).
+    /// HS256 secret of customer tokens (shared with the edge); unset when customer tokens come
+    /// only from an identity provider (`FLASHGATE_JWKS_URL` / `FLASHGATE_JWKS`).
     #[arg(long, env = "FLASHGATE_CUSTOMER_TOKEN_SECRET", hide_env_values = true)]
-    pub customer_token_secret: Secret,
+    pub customer_token_secret: Option<Secret>,
 
     /// Issuer, audience, leeway, key ids and JWKS of customer tokens (docs/AUTH.md).
     #[command(flatten)]
@@ -66,8 +67,8 @@ pub struct Config {
     /// What sits between the origin and PostgreSQL: `none` (a direct connection, the default)
     /// or `transaction`, a pooler in transaction pooling mode (PgBouncer `pool_mode =
     /// transaction`, RDS Proxy and the like). With `transaction` the origin keeps no prepared
-    /// statement on a connection (sqlx's statement cache off; its own statements unnamed),
-    /// sends no start-up parameter a pooler refuses (`extra_float_digits`, `options`, so
+    /// statement on a connection (every statement unnamed, a lone one in a transaction of its
+    /// own: [`crate::db::Db`]), sends no start-up parameter a pooler refuses (`extra_float_digits`, `options`, so
     /// `statement_timeout` comes from the server: `ALTER ROLE … SET statement_timeout`), and
     /// takes transaction-scoped locks only. See README, "Behind a connection pooler".
     #[arg(long, env = "FLASHGATE_DB_POOLER", value_enum, default_value_t = DbPooler::None)]
@@ -237,11 +238,11 @@ impl Config {
     pub fn validate(&self) -> Result<(), String> {
         use flashgate_shared::check_secret;
         let secret = |name: &str, s: &Secret| check_secret(name, s.expose().as_bytes());
-        secret(
-            "FLASHGATE_CUSTOMER_TOKEN_SECRET",
-            &self.customer_token_secret,
-        )?;
-        self.tokens.base_verifier(&self.customer_token_secret)?;
+        if let Some(s) = &self.customer_token_secret {
+            secret("FLASHGATE_CUSTOMER_TOKEN_SECRET", s)?;
+        }
+        self.tokens
+            .base_verifier(self.customer_token_secret.as_ref())?;
         secret("FLASHGATE_SERVICE_TOKEN", &self.service_token)?;
         if let Some(s) = &self.edge_secret {
             secret("FLASHGATE_EDGE_SECRET", s)?;
@@ -277,7 +278,7 @@ impl Config {
             admin_token: Some(Secret::new(TEST_MANAGER_TOKEN)),
             admin_tokens: Some(Secret::new(format!("viewer:viewer:{TEST_VIEWER_TOKEN}"))),
             parsed_admin_tokens: Default::default(),
-            customer_token_secret: Secret::new("test-customer-secret-0123456789abcdef"),
+            customer_token_secret: Some(Secret::new("test-customer-secret-0123456789abcdef")),
             tokens: crate::customer_tokens::TokenSettings::for_tests(),
             gifts: crate::gifts::settings::GiftSettings::for_tests(),
             service_token: Secret::new("test-service-token-0123456789abcdef"),
@@ -325,11 +326,11 @@ mod tests {
         let cases: Vec<Case> = vec![
             (
                 "FLASHGATE_CUSTOMER_TOKEN_SECRET",
-                Box::new(|c| c.customer_token_secret = Secret::new("")),
+                Box::new(|c| c.customer_token_secret = Some(Secret::new(""))),
             ),
             (
                 "FLASHGATE_CUSTOMER_TOKEN_SECRET",
-                Box::new(move |c| c.customer_token_secret = short()),
+                Box::new(move |c| c.customer_token_secret = Some(short())),
             ),
             (
                 "FLASHGATE_SERVICE_TOKEN",
@@ -365,5 +366,20 @@ mod tests {
                 "no secret in {e}"
             );
         }
+    }
+
+    #[test]
+    fn an_identity_provider_alone_needs_no_customer_token_secret_and_no_key_at_all_is_refused() {
+        let mut c = Config::for_tests("postgres://x", "redis://x");
+        c.customer_token_secret = None;
+        assert_eq!(
+            c.validate(),
+            Err(flashgate_shared::token::keys::NO_KEYS.to_string())
+        );
+        c.tokens.jwks_url = Some("https://idp.example/.well-known/jwks.json".into());
+        assert_eq!(c.validate(), Ok(()));
+        c.tokens.jwks_url = None;
+        c.tokens.customer_token_secrets = Some(Secret::new(format!("k1:{}", "s".repeat(32))));
+        assert_eq!(c.validate(), Ok(()));
     }
 }

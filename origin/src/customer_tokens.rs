@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use flashgate_shared::token::keys::MAX_JWKS_BYTES;
+use flashgate_shared::token::keys::{MAX_JWKS_BYTES, NO_KEYS};
 use flashgate_shared::token::refresh::{Schedule, State, Step};
 use flashgate_shared::token::{
     CustomerClaims, KeySet, NumericDate, TokenError, Verifier, VerifyKey, DEFAULT_LEEWAY_SECONDS,
@@ -76,17 +76,20 @@ impl TokenSettings {
         }
     }
 
-    /// The verifier of these settings before any fetch: the single secret (no key id), the
-    /// secrets with key ids, the inline JWKS, issuer, audience and leeway. The error names
-    /// the variable, never a secret.
-    pub fn base_verifier(&self, single_secret: &Secret) -> Result<Verifier, String> {
+    /// The verifier of these settings before any fetch: the single secret (no key id; unset in
+    /// an identity-provider-only setup), the secrets with key ids, the inline JWKS, issuer,
+    /// audience and leeway. The error names the variable, never a secret; [`NO_KEYS`] when no
+    /// key is configured and no JWKS URL either.
+    pub fn base_verifier(&self, single_secret: Option<&Secret>) -> Result<Verifier, String> {
         if self.jwt_leeway_seconds > MAX_LEEWAY_SECONDS {
             return Err(format!(
                 "FLASHGATE_JWT_LEEWAY_SECONDS must be at most {MAX_LEEWAY_SECONDS}"
             ));
         }
         let mut keys = KeySet::new();
-        keys.push(VerifyKey::hs256(None, single_secret.expose().as_bytes()))?;
+        if let Some(secret) = single_secret {
+            keys.push(VerifyKey::hs256(None, secret.expose().as_bytes()))?;
+        }
         if let Some(list) = &self.customer_token_secrets {
             keys.extend(KeySet::parse_hs256_secrets(
                 "FLASHGATE_CUSTOMER_TOKEN_SECRETS",
@@ -104,9 +107,12 @@ impl TokenSettings {
             if !(url.starts_with("https://") || url.starts_with("http://")) {
                 return Err("FLASHGATE_JWKS_URL must start with https:// or http://".into());
             }
+        } else if keys.keys().is_empty() {
+            return Err(NO_KEYS.into());
         }
         let nonempty = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
         Ok(Verifier::new(keys)
+            .awaiting_jwks(self.jwks_url.is_some())
             .with_issuer(nonempty(&self.jwt_issuer))
             .with_audience(nonempty(&self.jwt_audience))
             .with_leeway_seconds(self.jwt_leeway_seconds))
@@ -134,7 +140,7 @@ struct JwksSource {
 impl CustomerTokens {
     /// The verifier of `settings` (see [`TokenSettings::base_verifier`]); the JWKS is fetched
     /// on the first token that needs it.
-    pub fn new(settings: &TokenSettings, single_secret: &Secret) -> Result<Self, String> {
+    pub fn new(settings: &TokenSettings, single_secret: Option<&Secret>) -> Result<Self, String> {
         let base = settings.base_verifier(single_secret)?;
         let source = match &settings.jwks_url {
             None => None,
@@ -179,7 +185,10 @@ impl CustomerTokens {
         let Some(source) = &self.source else {
             return first;
         };
-        let unknown_kid = first == Err(TokenError::UnknownKey);
+        let unknown_kid = matches!(
+            first,
+            Err(TokenError::UnknownKey | TokenError::KeysUnavailable)
+        );
         if source.step(unknown_kid) == Step::Use {
             return first;
         }
@@ -227,8 +236,11 @@ impl JwksSource {
         })
     }
 
+    /// Fetches and reads the JWKS. Errors: the request failing, a non-2xx answer, a body past
+    /// [`MAX_JWKS_BYTES`] (by its `Content-Length`, or while reading a body without one: the
+    /// rest is never read), an invalid JWKS.
     async fn fetch_keys(&self) -> Result<KeySet, String> {
-        let resp = self
+        let mut resp = self
             .client
             .get(&self.url)
             .header("accept", "application/json")
@@ -244,7 +256,13 @@ impl JwksSource {
         {
             return Err(format!("the JWKS is larger than {MAX_JWKS_BYTES} bytes"));
         }
-        let body = resp.bytes().await.map_err(|e| format!("body: {e}"))?;
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| format!("body: {e}"))? {
+            if body.len() + chunk.len() > MAX_JWKS_BYTES {
+                return Err(format!("the JWKS is larger than {MAX_JWKS_BYTES} bytes"));
+            }
+            body.extend_from_slice(&chunk);
+        }
         KeySet::parse_jwks(&body)
     }
 }

@@ -26,7 +26,8 @@
 //! - [`customer_tokens`]: customer token settings and the verifier that keeps the identity
 //!   provider's JWKS fresh;
 //! - [`config`], [`secret`]: settings from flags / env vars, and secrets kept out of logs;
-//! - [`db`]: named or unnamed statements (direct connection or transaction pooler);
+//! - [`db`]: the PostgreSQL handle: named statements direct, unnamed in a transaction behind
+//!   a transaction pooler;
 //! - [`migrate`]: schema migrations as their own step, and the schema check of `serve`;
 //! - [`panics`]: a panic inside a background task becomes a logged error;
 //! - [`cli`]: the `flashgate admin …` client of the admin API.
@@ -38,6 +39,7 @@ pub mod claims;
 pub mod cli;
 pub mod config;
 pub mod customer_tokens;
+pub mod db;
 pub mod error;
 pub mod gate;
 pub mod gifts;

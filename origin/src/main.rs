@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use flashgate_origin::cli::token::TokenArgs;
-use flashgate_origin::config::Config;
+use flashgate_origin::config::{Config, DbPooler};
 
 #[derive(Parser)]
 #[command(
@@ -48,6 +48,9 @@ enum Command {
         campaign: String,
         #[arg(long, env = "DATABASE_URL")]
         database_url: String,
+        /// `transaction` when DATABASE_URL is a pooler in transaction mode.
+        #[arg(long, env = "FLASHGATE_DB_POOLER", value_enum, default_value_t = DbPooler::None)]
+        db_pooler: DbPooler,
         #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
         redis_url: String,
     },
@@ -85,9 +88,17 @@ async fn main() -> anyhow::Result<()> {
         Command::Reconcile {
             campaign,
             database_url,
+            db_pooler,
             redis_url,
         } => {
-            if !flashgate_origin::reconcile::run_cli(&database_url, &redis_url, &campaign).await? {
+            let ok = flashgate_origin::reconcile::run_cli(
+                &database_url,
+                db_pooler,
+                &redis_url,
+                &campaign,
+            )
+            .await?;
+            if !ok {
                 std::process::exit(1);
             }
         }
@@ -121,7 +132,7 @@ async fn main() -> anyhow::Result<()> {
             command: GiftsCommand::SeedDemo { database_url },
         } => {
             flashgate_origin::migrate::run(&database_url.parse()?).await?;
-            let db = sqlx::PgPool::connect(&database_url).await?;
+            let db = flashgate_origin::db::Db::from(sqlx::PgPool::connect(&database_url).await?);
             let shown = flashgate_origin::gifts::demo::seed(&db).await?;
             println!("{}", serde_json::to_string_pretty(&shown)?);
         }

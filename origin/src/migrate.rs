@@ -16,7 +16,9 @@ use std::collections::HashSet;
 
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::postgres::PgConnectOptions;
-use sqlx::{Connection, PgConnection, PgPool};
+use sqlx::{Connection, PgConnection};
+
+use crate::db::Db;
 
 /// The key of the migration lock, `pg_advisory_xact_lock(MIGRATION_LOCK_KEY)`: the bytes of
 /// "fg-migr" (any fixed number shared by every origin works; this one is unlikely to be used
@@ -88,8 +90,12 @@ pub struct SchemaTooOld {
 /// `FLASHGATE_MIGRATE=false`). A database with migrations newer than this binary passes: an
 /// origin of the previous release keeps serving while a newer one rolls out (migrations only
 /// add). Errors: [`SchemaTooOld`] inside `anyhow`, or the query failing.
-pub async fn check_schema(db: &PgPool) -> anyhow::Result<i64> {
-    let applied = applied_versions(&mut *db.acquire().await?).await?;
+pub async fn check_schema(db: &Db) -> anyhow::Result<i64> {
+    // In a transaction: behind a transaction pooler both reads stay on one server connection
+    // (their statements are unnamed already).
+    let mut tx = db.begin().await?;
+    let applied = applied_versions(tx.raw()).await?;
+    tx.commit().await?;
     let missing: Vec<i64> = migrator()
         .iter()
         .map(|m| m.version)

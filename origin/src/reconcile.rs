@@ -26,6 +26,9 @@ use flashgate_shared::api::{
 };
 use sqlx::PgPool;
 
+use crate::config::DbPooler;
+use crate::db::Db;
+
 use crate::gate::{self, Gate, Keys, PENDING_PREFIX};
 
 /// Largest number of active claims whose gate holders are compared one by one.
@@ -57,7 +60,7 @@ struct PgFacts {
 
 /// Reconciles campaign `c`. `Ok(None)`: no such campaign.
 pub async fn reconcile(
-    db: &PgPool,
+    db: &Db,
     redis: &mut Gate,
     c: &str,
 ) -> Result<Option<ReconcileReport>, ReconcileError> {
@@ -68,7 +71,7 @@ pub async fn reconcile(
     Ok(Some(report(c, pg, gate)))
 }
 
-async fn pg_facts(db: &PgPool, c: &str) -> sqlx::Result<Option<PgFacts>> {
+async fn pg_facts(db: &Db, c: &str) -> sqlx::Result<Option<PgFacts>> {
     let mut tx = db.begin().await?;
     sqlx::query!("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         .execute(&mut *tx)
@@ -303,9 +306,16 @@ fn report(c: &str, pg: PgFacts, gate: Option<GateView>) -> ReconcileReport {
 }
 
 /// `flashgate reconcile <campaign>`: connects, prints the report as pretty JSON on stdout and
-/// returns its `ok`. An unknown campaign is an error.
-pub async fn run_cli(database_url: &str, redis_url: &str, c: &str) -> anyhow::Result<bool> {
-    let db = PgPool::connect(database_url).await?;
+/// returns its `ok`. `pooler`: what sits between it and PostgreSQL (`FLASHGATE_DB_POOLER`). An
+/// unknown campaign is an error.
+pub async fn run_cli(
+    database_url: &str,
+    pooler: DbPooler,
+    redis_url: &str,
+    c: &str,
+) -> anyhow::Result<bool> {
+    let options = crate::state::behind(database_url.parse()?, pooler);
+    let db = Db::new(PgPool::connect_with(options).await?, pooler);
     let mut redis = Gate::new(RedisConn::open_for_tool(redis_url).await?);
     let report = reconcile(&db, &mut redis, c)
         .await?

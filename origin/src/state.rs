@@ -4,13 +4,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::PgPool;
 use tokio_util::task::TaskTracker;
 
 use crate::campaigns::CampaignCache;
 use crate::claims::commit::Committer;
 use crate::claims::service::ClaimService;
 use crate::config::{Config, DbPooler};
+use crate::db::Db;
 use crate::gate::flags::SoldOutFlags;
 use crate::gate::loader::GateLoader;
 use crate::gate::Gate;
@@ -27,7 +27,8 @@ use crate::redis_conn::RedisConn;
 #[derive(Clone)]
 pub struct AppState {
     pub config: Arc<Config>,
-    pub db: PgPool,
+    /// PostgreSQL: statements unnamed behind a transaction pooler ([`Db`]).
+    pub db: Db,
     pub redis: RedisConn,
     /// The gate's handle: the same Redis, plus each campaign's shard count once read.
     pub gate: Gate,
@@ -55,7 +56,7 @@ pub struct AppState {
 /// `config.db_statement_timeout_ms` is set on every connection (a run-time parameter sent at
 /// connection start-up). Behind a transaction pooler ([`DbPooler::Transaction`]): no start-up
 /// parameter PgBouncer refuses (`options`, `extra_float_digits`); prepared statements stay
-/// named and cached, which a pooler must carry (PgBouncer 1.21+ `max_prepared_statements`).
+/// run unnamed ([`Db`]).
 pub fn pg_options(config: &Config) -> Result<PgConnectOptions, sqlx::Error> {
     let options = behind(config.database_url.parse()?, config.db_pooler);
     Ok(match config.db_pooler {
@@ -69,7 +70,7 @@ pub fn pg_options(config: &Config) -> Result<PgConnectOptions, sqlx::Error> {
 
 /// `options` without the start-up parameters a transaction pooler refuses
 /// (`extra_float_digits`; `options` is never set here), unchanged on a direct connection.
-fn behind(options: PgConnectOptions, pooler: DbPooler) -> PgConnectOptions {
+pub fn behind(options: PgConnectOptions, pooler: DbPooler) -> PgConnectOptions {
     match pooler {
         DbPooler::None => options,
         DbPooler::Transaction => options.extra_float_digits(None),
@@ -88,7 +89,7 @@ pub fn migration_options(config: &Config) -> Result<PgConnectOptions, sqlx::Erro
 
 /// Applies the migrations, or checks the schema when `FLASHGATE_MIGRATE=false`; behind a
 /// transaction pooler, logs the server's `statement_timeout` (not set by the origin there).
-async fn prepare_schema(config: &Config, db: &PgPool) -> anyhow::Result<()> {
+async fn prepare_schema(config: &Config, db: &Db) -> anyhow::Result<()> {
     if config.migrate {
         let done = crate::migrate::run(&migration_options(config)?)
             .await
@@ -123,12 +124,13 @@ impl AppState {
     /// that cannot be reached (its TLS certificate refused included), a failed migration,
     /// [`crate::migrate::SchemaTooOld`].
     pub async fn connect(config: Config) -> anyhow::Result<Self> {
-        let db = PgPoolOptions::new()
+        let pool = PgPoolOptions::new()
             .max_connections(config.db_max_connections)
             .acquire_timeout(Duration::from_secs(3))
             .connect_with(pg_options(&config)?)
             .await
             .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL (DATABASE_URL): {e}"))?;
+        let db = Db::new(pool, config.db_pooler);
         prepare_schema(&config, &db).await?;
         let redis = RedisConn::open(&config.redis_url, config.redis_cluster_nodes.as_deref())
             .await
@@ -147,7 +149,7 @@ impl AppState {
             customer_tokens: Arc::new(
                 crate::customer_tokens::CustomerTokens::new(
                     &config.tokens,
-                    &config.customer_token_secret,
+                    config.customer_token_secret.as_ref(),
                 )
                 .map_err(anyhow::Error::msg)?,
             ),

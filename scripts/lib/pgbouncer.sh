@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # PgBouncer (Debian's package) in front of a PostgreSQL, for the flashgate scripts. Source
-# after common.sh. Pooling mode: FLASHGATE_PGBOUNCER_POOL_MODE (default session; transaction
-# needs PgBouncer 1.21+ with max_prepared_statements, Debian 12 ships 1.18: see README).
+# after common.sh. Pooling mode: FLASHGATE_PGBOUNCER_POOL_MODE (default transaction, with the
+# origin's FLASHGATE_DB_POOLER=transaction; session works too: see README).
 #
 #   pgbouncer_up STATE_DIR DATABASE_URL   starts PgBouncer on a free loopback port (or
 #                                         FLASHGATE_PGBOUNCER_PORT) in front of the server of
@@ -10,7 +10,8 @@
 #   pgbouncer_down STATE_DIR              stops the PgBouncer pgbouncer_up started
 #
 # The settings the origin needs (README "Behind a connection pooler"):
-#   pool_mode = session (or transaction on PgBouncer 1.21+ with max_prepared_statements > 0)
+#   pool_mode = transaction (any PgBouncer: the origin runs every statement unnamed inside a
+#     transaction, origin/src/db.rs), or session
 #   ignore_startup_parameters = extra_float_digits,options
 #     (sqlx sends extra_float_digits and PgBouncer 1.18 refuses unknown start-up parameters;
 #     the origin stops sending both with FLASHGATE_DB_POOLER=transaction, other clients may not)
@@ -48,7 +49,7 @@ listen_addr = 127.0.0.1
 listen_port = $listen
 unix_socket_dir =
 auth_type = any
-pool_mode = ${FLASHGATE_PGBOUNCER_POOL_MODE:-session}
+pool_mode = ${FLASHGATE_PGBOUNCER_POOL_MODE:-transaction}
 ignore_startup_parameters = extra_float_digits,options
 default_pool_size = ${FLASHGATE_PGBOUNCER_POOL_SIZE:-20}
 max_client_conn = 500
@@ -63,7 +64,7 @@ INI
     chown -R postgres "$dir"
     as=(-u postgres)
   fi
-  fg_log "starting PgBouncer (${FLASHGATE_PGBOUNCER_POOL_MODE:-session} pooling) on 127.0.0.1:$listen in front of $host:$port"
+  fg_log "starting PgBouncer (${FLASHGATE_PGBOUNCER_POOL_MODE:-transaction} pooling) on 127.0.0.1:$listen in front of $host:$port"
   "$bin" -d "${as[@]}" "$dir/pgbouncer.ini" >&2 || { tail -20 "$dir/pgbouncer.log" >&2; fg_die "PgBouncer did not start"; }
   PGBOUNCER_URL="postgres://$user@127.0.0.1:$listen/$db"
   for i in $(seq 1 50); do

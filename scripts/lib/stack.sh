@@ -15,7 +15,7 @@
 # FLASHGATE_ORIGINS=N (default 1) starts N origins (origin-1 ... origin-N, each on a free
 # loopback port) behind HAProxy (scripts/lib/balancer.sh); FLASHGATE_ORIGIN_URL is then the
 # balancer's URL and the edge points at it. With 1 there is no balancer.
-# FLASHGATE_PGBOUNCER=1 puts PgBouncer (FLASHGATE_PGBOUNCER_POOL_MODE, default session) between the origins and
+# FLASHGATE_PGBOUNCER=1 puts PgBouncer (FLASHGATE_PGBOUNCER_POOL_MODE, default transaction) between the origins and
 # PostgreSQL (scripts/lib/pgbouncer.sh; README "Behind a connection pooler").
 
 if [ -f "$FG_ROOT/scripts/lib/edge.sh" ]; then
@@ -40,7 +40,7 @@ stack_pooler() {
   export FLASHGATE_MIGRATION_DATABASE_URL="$DATABASE_URL"
   export DATABASE_URL="$PGBOUNCER_URL"
   export FLASHGATE_DB_POOLER=transaction
-  fg_log "PostgreSQL through PgBouncer $PGBOUNCER_URL (${FLASHGATE_PGBOUNCER_POOL_MODE:-session} pooling)"
+  fg_log "PostgreSQL through PgBouncer $PGBOUNCER_URL (${FLASHGATE_PGBOUNCER_POOL_MODE:-transaction} pooling)"
 }
 
 stack_edge_available() {

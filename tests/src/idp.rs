@@ -7,6 +7,7 @@ use std::sync::{Arc, RwLock};
 
 use axum::http::StatusCode;
 use flashgate_shared::token::SigningKey;
+use futures::StreamExt;
 use serde_json::{json, Value};
 
 /// A fresh 2048-bit RSA key named `kid`.
@@ -252,4 +253,123 @@ pub fn acceptances(
             SigningKey::hs256(None, hs_secret).sign(&claims(&fresh(), iss, aud)),
         ),
     ]
+}
+
+/// One claim's answer, as [`claim_answer`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimAnswer {
+    /// HTTP status.
+    pub status: u16,
+    /// `Flashgate-Answered-By`: `edge` / `origin` (empty when absent).
+    pub by: String,
+    /// The `message` of an error body ("" else).
+    pub message: String,
+    /// The `Retry-After` header ("" when absent).
+    pub retry_after: String,
+}
+
+/// Sends one claim with `token` to `base_url` (an origin or an edge) on `campaign`, under a
+/// fresh idempotency key, and reads its answer, headers included.
+pub async fn claim_answer(
+    http: &reqwest::Client,
+    base_url: &str,
+    campaign: &str,
+    token: &str,
+) -> ClaimAnswer {
+    let res = http
+        .post(format!("{base_url}/api/v1/campaigns/{campaign}/claims"))
+        .bearer_auth(token)
+        .header("idempotency-key", crate::support::unique("k"))
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .expect("claim request");
+    let header = |name: &str| {
+        res.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (status, by, retry_after) = (
+        res.status().as_u16(),
+        header(flashgate_shared::ANSWERED_BY_HEADER),
+        header("retry-after"),
+    );
+    let body: Value = res.json().await.unwrap_or(Value::Null);
+    ClaimAnswer {
+        status,
+        by,
+        message: body["message"].as_str().unwrap_or_default().to_string(),
+        retry_after,
+    }
+}
+
+/// A JWKS endpoint answering a chunked body (no `Content-Length`): the JWKS of its keys with a
+/// `padding` member of `pad_bytes` bytes, produced 64 KiB at a time only as the client reads.
+pub struct ChunkedJwks {
+    /// The JWKS URL.
+    pub url: String,
+    served: Arc<AtomicU64>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl ChunkedJwks {
+    /// Serves the JWKS of `keys` padded by `pad_bytes` bytes on an ephemeral port.
+    pub async fn start(keys: &[&SigningKey], pad_bytes: usize) -> ChunkedJwks {
+        const CHUNK: usize = 64 * 1024;
+        let doc = jwks(keys).to_string();
+        let head = format!("{},\"padding\":\"", &doc[..doc.len() - 1]);
+        let served = Arc::new(AtomicU64::new(0));
+        let counter = served.clone();
+        let app = axum::Router::new().route(
+            "/jwks.json",
+            axum::routing::get(move || {
+                let (head, counter) = (head.clone(), counter.clone());
+                async move {
+                    // Parts: the head, the padding in chunks, the closing `"}`.
+                    let parts = 2 + pad_bytes.div_ceil(CHUNK);
+                    let stream = futures::stream::iter(0..parts).map(move |i| {
+                        let part = if i == 0 {
+                            head.clone().into_bytes()
+                        } else if i == parts - 1 {
+                            b"\"}".to_vec()
+                        } else {
+                            vec![b'x'; CHUNK.min(pad_bytes - (i - 1) * CHUNK)]
+                        };
+                        counter.fetch_add(part.len() as u64, Ordering::SeqCst);
+                        Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(part))
+                    });
+                    axum::body::Body::from_stream(stream)
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind JWKS server");
+        let url = format!(
+            "http://{}/jwks.json",
+            listener.local_addr().expect("address")
+        );
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        ChunkedJwks {
+            url,
+            served,
+            server,
+        }
+    }
+
+    /// Body bytes produced so far, over every fetch.
+    pub fn served(&self) -> u64 {
+        self.served.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for ChunkedJwks {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
 }

@@ -183,7 +183,9 @@ async fn a_repeated_code_is_redrawn() {
     use flashgate_origin::promo::batch;
     let o = TestOrigin::start_with(signed_test_config()).await;
     let rules = one_time_rules(2000);
-    let first = batch::generate(&o.db, &rules, 3).await.unwrap();
+    let first = batch::generate(&o.origin.state.db, &rules, 3)
+        .await
+        .unwrap();
     let stored: Vec<String> =
         sqlx::query_scalar("SELECT code FROM coupon_codes WHERE rules_id = $1")
             .bind(first.rules_id)
@@ -201,7 +203,7 @@ async fn a_repeated_code_is_redrawn() {
             .pop()
             .unwrap_or_else(flashgate_origin::giveaway::draw::draw_code)
     };
-    let second = batch::generate_with(&o.db, &rules, 5, &mut draw)
+    let second = batch::generate_with(&o.origin.state.db, &rules, 5, &mut draw)
         .await
         .unwrap();
     assert!(second.redrawn >= 2, "{second:?}");

@@ -1,14 +1,16 @@
 //! Customer tokens from an identity provider at the origin: RS256 / ES256 keys from
 //! a JWKS served by a local stand-in provider, issuer and audience checks, HS256 key ids,
 //! rotation, the fetch bound under a flood of unknown key ids, algorithm confusion, the
-//! leeway, and a JWKS endpoint that is down.
+//! leeway, a JWKS endpoint that is down (since start-up: 503), an identity-provider-only setup
+//! (no HS256 secret) and a chunked JWKS past the size bound.
 
 use std::time::Duration;
 
 use flashgate_origin::config::Config;
 use flashgate_origin::secret::Secret;
+use flashgate_shared::token::keys::NO_KEYS;
 use flashgate_shared::token::SigningKey;
-use flashgate_tests::idp::{self, claim_with, Idp};
+use flashgate_tests::idp::{self, claim_with, ChunkedJwks, Idp};
 use flashgate_tests::support::{eventually, test_config, unique, TestOrigin};
 
 const ISS: &str = "https://idp.flashgate.test/";
@@ -26,7 +28,13 @@ fn config(jwks_url: Option<&str>, min_refresh_s: u64, ttl_s: u64) -> Config {
 }
 
 fn secret(o: &TestOrigin) -> Vec<u8> {
-    o.config.customer_token_secret.expose().as_bytes().to_vec()
+    o.config
+        .customer_token_secret
+        .as_ref()
+        .expect("the test configuration has a customer token secret")
+        .expose()
+        .as_bytes()
+        .to_vec()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -161,13 +169,88 @@ async fn a_jwks_outage_keeps_the_cached_keys() {
     .await;
     assert_eq!(claim_with(&o.http, &o.url, &c, &token()).await.0, 201);
     o.stop().await;
+}
 
-    // An origin that never got the JWKS refuses provider tokens with 401, not 5xx.
-    let o = TestOrigin::start_with(config(Some(&provider.url), 30, 600)).await;
+/// The 503 body of the documented error shape.
+const UNAVAILABLE: &str = "a dependency is unavailable; retry after the given delay";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_only_origin_answers_503_until_it_has_the_keys_then_401_for_unknown_kids() {
+    let key = idp::rsa_key("rs-late");
+    let provider = Idp::start(&[&key]).await;
+    provider.set_down(true);
+    // The identity provider alone: no HS256 secret (unknown kids refetch at once).
+    let mut cfg = config(Some(&provider.url), 0, 600);
+    cfg.customer_token_secret = None;
+    let o = TestOrigin::start_with(cfg).await;
+    let c = o.campaign("sale", 10).await;
+    let token = |k: &SigningKey| k.sign(&idp::claims(&unique("cust"), ISS, AUD));
+    // Down since start-up: the keys are missing, not the token's.
+    let a = idp::claim_answer(&o.http, &o.url, &c, &token(&key)).await;
+    assert_eq!((a.status, a.message.as_str()), (503, UNAVAILABLE), "{a:?}");
+    assert!(a.retry_after.parse::<u64>().is_ok_and(|s| s >= 1), "{a:?}");
+    assert!(provider.fetches() >= 1, "the origin tried the provider");
+    assert_eq!(o.claim_rows(&c, &[]).await, 0, "a 503 changes nothing");
+    provider.set_down(false);
+    let a = idp::claim_answer(&o.http, &o.url, &c, &token(&key)).await;
+    assert_eq!(a.status, 201, "{a:?}");
+    // Keys held: an unknown key id is the token's fault (401), also while the provider is
+    // down again; an HS256 token has no secret to match.
+    provider.set_down(true);
+    let stranger = idp::ec_key("not-published");
+    let a = idp::claim_answer(&o.http, &o.url, &c, &token(&stranger)).await;
+    assert_eq!(
+        (a.status, a.message.as_str()),
+        (401, "customer token key id is unknown")
+    );
+    let hs = SigningKey::hs256(None, b"some-customer-secret-0123456789abcdef");
+    let a = idp::claim_answer(&o.http, &o.url, &c, &hs.sign(&idp::claims("ana", ISS, AUD))).await;
+    assert_eq!(
+        (a.status, a.message.as_str()),
+        (401, "customer token algorithm is not accepted for its key")
+    );
+    assert_eq!(o.claim_rows(&c, &[]).await, 1);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_origin_without_any_customer_token_key_refuses_to_start() {
+    let mut cfg = config(None, 30, 600);
+    cfg.customer_token_secret = None;
+    assert_eq!(cfg.validate(), Err(NO_KEYS.to_string()));
+    let e = flashgate_origin::server::spawn(cfg)
+        .await
+        .err()
+        .expect("no key at all: serve refuses to start");
+    assert!(e.to_string().contains(NO_KEYS), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chunked_jwks_is_read_up_to_256_kib_and_no_further() {
+    let key = idp::ec_key("chunky");
+    let token = || key.sign(&idp::claims(&unique("cust"), ISS, AUD));
+    // Chunked (no Content-Length) and under the bound: read whole.
+    let small = ChunkedJwks::start(&[&key], 64 * 1024).await;
+    let o = TestOrigin::start_with(config(Some(&small.url), 30, 600)).await;
     let c = o.campaign("sale", 10).await;
     assert_eq!(
-        claim_with(&o.http, &o.url, &c, &token()).await,
-        (401, "customer token key id is unknown".to_string())
+        idp::claim_answer(&o.http, &o.url, &c, &token())
+            .await
+            .status,
+        201
+    );
+    o.stop().await;
+    // 64 MiB without Content-Length: refused past 256 KiB, the rest never read; the origin
+    // holds no provider key yet, so the token is answered 503.
+    let big = ChunkedJwks::start(&[&key], 64 << 20).await;
+    let o = TestOrigin::start_with(config(Some(&big.url), 30, 600)).await;
+    let c = o.campaign("sale", 10).await;
+    let a = idp::claim_answer(&o.http, &o.url, &c, &token()).await;
+    assert_eq!((a.status, a.message.as_str()), (503, UNAVAILABLE), "{a:?}");
+    assert!(
+        big.served() < 16 << 20,
+        "the provider sent {} bytes: the body was read past the bound",
+        big.served()
     );
     o.stop().await;
 }

@@ -1,7 +1,8 @@
 //! Customer tokens from an identity provider at the edge, the worker running in
 //! workerd: the same accept / refuse list as the origin, answered by the edge; rotation with
 //! one fetch for a new key id; at most one JWKS fetch per interval under a flood of unknown
-//! key ids; a JWKS outage keeping the cached keys. The origin behind it holds every key inline
+//! key ids; a JWKS outage keeping the cached keys; a provider down since start-up (503, the
+//! edge without an HS256 secret). The origin behind it holds every key inline
 //! (it never fetches), so the stand-in provider counts the edge's fetches alone.
 
 use std::time::Duration;
@@ -58,7 +59,14 @@ async fn the_edge_accepts_provider_tokens_and_refuses_every_bad_one_itself() {
     let provider = Idp::start(&[&rs, &es]).await;
     let (o, e) = start(&provider, &[&rs, &es], 30, 600).await;
     let c = o.campaign("sale", 1_000).await;
-    let secret = o.config.customer_token_secret.expose().as_bytes().to_vec();
+    let secret = o
+        .config
+        .customer_token_secret
+        .as_ref()
+        .expect("the test configuration has a customer token secret")
+        .expose()
+        .as_bytes()
+        .to_vec();
     for (case, token) in idp::acceptances(&rs, &es, ISS, AUD, &secret) {
         let r = claim(&o, &e, &c, &token).await;
         assert_eq!((r.0, r.1.as_str()), (201, "origin"), "{case}: {r:?}");
@@ -179,5 +187,65 @@ async fn a_jwks_outage_keeps_the_edges_cached_keys() {
     })
     .await;
     assert_eq!(claim(&o, &e, &c, &token()).await.0, 201);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_provider_only_edge_answers_503_until_it_has_the_keys_then_401_for_unknown_kids() {
+    let key = idp::rsa_key("rs-edge-late");
+    let provider = Idp::start(&[&key]).await;
+    provider.set_down(true);
+    let mut c = signed_test_config();
+    c.tokens.jwt_issuer = Some(ISS.into());
+    c.tokens.jwt_audience = Some(AUD.into());
+    c.tokens.jwks = Some(idp::jwks(&[&key]).to_string());
+    let o = TestOrigin::start_with(c).await;
+    // The identity provider alone at the edge: the HS256 secret set empty counts as unset.
+    let e = TestEdge::start(
+        &o.url,
+        &[
+            ("FLASHGATE_CUSTOMER_TOKEN_SECRET", String::new()),
+            ("FLASHGATE_EDGE_SECRET", TEST_EDGE_SECRET.into()),
+            ("FLASHGATE_JWT_ISSUER", ISS.into()),
+            ("FLASHGATE_JWT_AUDIENCE", AUD.into()),
+            ("FLASHGATE_JWKS_URL", provider.url.clone()),
+            ("FLASHGATE_JWKS_MIN_REFRESH_SECONDS", "1".into()),
+        ],
+    );
+    let c = o.campaign("sale", 10).await;
+    let token = |k: &SigningKey| k.sign(&idp::claims(&unique("cust"), ISS, AUD));
+    let a = idp::claim_answer(&o.http, &e.url, &c, &token(&key)).await;
+    assert_eq!(
+        (a.status, a.by.as_str(), a.message.as_str()),
+        (
+            503,
+            "edge",
+            "a dependency is unavailable; retry after the given delay"
+        ),
+        "{a:?}"
+    );
+    assert!(a.retry_after.parse::<u64>().is_ok_and(|s| s >= 1), "{a:?}");
+    assert!(provider.fetches() >= 1, "the edge tried the provider");
+    provider.set_down(false);
+    eventually("the edge got the keys", Duration::from_secs(15), || {
+        let t = token(&key);
+        let (o, e, c) = (&o, &e, &c);
+        async move {
+            match idp::claim_answer(&o.http, &e.url, c, &t).await {
+                a if a.status == 201 => Ok(()),
+                a => Err(format!("{a:?}")),
+            }
+        }
+    })
+    .await;
+    // Keys held: an unknown key id is 401 at the edge, also while the provider is down again.
+    provider.set_down(true);
+    let stranger = idp::ec_key("not-published");
+    let a = idp::claim_answer(&o.http, &e.url, &c, &token(&stranger)).await;
+    assert_eq!(
+        (a.status, a.by.as_str(), a.message.as_str()),
+        (401, "edge", "customer token key id is unknown")
+    );
+    assert_eq!(o.claim_rows(&c, &[]).await, 1);
     o.stop().await;
 }

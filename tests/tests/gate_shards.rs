@@ -228,7 +228,7 @@ async fn correct_down_keeps_the_takes_still_committing_on_one_or_several_shards(
         // PostgreSQL says 5 remain: ana's take is dropped, bob's and cid's still commit, so
         // the gate keeps 5 - 2 = 3.
         set_pg_remaining(&o, &c, 5).await;
-        let removed = gate::correct_down(&mut r, &o.db, &c, "ana", &tokens[0])
+        let removed = gate::correct_down(&mut r, &o.origin.state.db, &c, "ana", &tokens[0])
             .await
             .unwrap();
         assert_eq!(removed, 4, "{shards} shards: 7 left + 2 committing - 5");
@@ -237,7 +237,7 @@ async fn correct_down_keeps_the_takes_still_committing_on_one_or_several_shards(
         assert_eq!(sold_out_flag(&mut r, &c).await, None, "{shards} shards");
         // PostgreSQL says 1 remains with two takes committing: zero, never below, flag set.
         set_pg_remaining(&o, &c, 1).await;
-        gate::correct_down(&mut r, &o.db, &c, "bob", "p:not-hers")
+        gate::correct_down(&mut r, &o.origin.state.db, &c, "bob", "p:not-hers")
             .await
             .unwrap();
         assert!(shard_remaining(&c).await.iter().all(|u| *u == 0));
@@ -249,7 +249,7 @@ async fn correct_down_keeps_the_takes_still_committing_on_one_or_several_shards(
         );
         // A gate that promises no more than PostgreSQL is left alone.
         set_pg_remaining(&o, &c, 7).await;
-        let removed = gate::correct_down(&mut r, &o.db, &c, "cid", "p:not-hers")
+        let removed = gate::correct_down(&mut r, &o.origin.state.db, &c, "cid", "p:not-hers")
             .await
             .unwrap();
         assert_eq!(removed, 0, "{shards} shards");

@@ -110,10 +110,14 @@ async fn second_wave_through_the_edge_sells_exactly_the_returned_units() {
     until_state(&o.http, &e.url, &c, "sold_out", Instant::now()).await;
 
     let mut redis = o.origin.state.gate.clone();
-    let r = flashgate_origin::reconcile::reconcile(&o.db, &mut redis, &c)
-        .await
-        .expect("reconcile runs")
-        .expect("campaign exists");
+    let r = flashgate_origin::reconcile::reconcile(
+        &flashgate_origin::db::Db::from(o.db.clone()),
+        &mut redis,
+        &c,
+    )
+    .await
+    .expect("reconcile runs")
+    .expect("campaign exists");
     assert!(r.ok, "{r:#?}");
     drop(e);
     o.stop().await;

@@ -61,9 +61,14 @@ async fn clean_campaigns_reconcile_and_bad_callers_are_refused() {
         assert_eq!((s, b["result"].as_str()), (404, Some("not_found")), "{bad}");
     }
     // The CLI's function agrees.
-    let ok = flashgate_origin::reconcile::run_cli(&database_url(), &redis_url(), &sale)
-        .await
-        .expect("cli runs");
+    let ok = flashgate_origin::reconcile::run_cli(
+        &database_url(),
+        flashgate_origin::config::DbPooler::None,
+        &redis_url(),
+        &sale,
+    )
+    .await
+    .expect("cli runs");
     assert!(ok);
     o.stop().await;
 }
@@ -99,9 +104,14 @@ async fn a_claim_row_deleted_behind_its_back_is_reported_stranded() {
             text.contains("stranded") && text.contains("ledger"),
             "{text}"
         );
-        let ok = flashgate_origin::reconcile::run_cli(&database_url(), &redis_url(), &c)
-            .await
-            .expect("cli runs");
+        let ok = flashgate_origin::reconcile::run_cli(
+            &database_url(),
+            flashgate_origin::config::DbPooler::None,
+            &redis_url(),
+            &c,
+        )
+        .await
+        .expect("cli runs");
         assert!(!ok, "the CLI reports the fault too");
     }
     o.stop().await;

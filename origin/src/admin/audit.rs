@@ -5,14 +5,14 @@
 //! the change's own statement ([`super::toggles::apply`]; for `create`,
 //! [`crate::campaigns::store::insert`]) and never updated or deleted.
 
+use crate::db::Db;
 pub use flashgate_shared::api::admin::AuditEntry;
-use sqlx::PgPool;
 
 /// Most entries one `GET /admin/v1/campaigns/{id}/audit` returns (the newest).
 pub const MAX_ENTRIES: i64 = 1_000;
 
 /// The newest [`MAX_ENTRIES`] entries of campaign `c`, newest first.
-pub async fn list(db: &PgPool, c: &str) -> sqlx::Result<Vec<AuditEntry>> {
+pub async fn list(db: &Db, c: &str) -> sqlx::Result<Vec<AuditEntry>> {
     sqlx::query_as!(
         AuditEntry,
         "SELECT seq, campaign_id, code, batch_id, actor, action, params, before, after, at

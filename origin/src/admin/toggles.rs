@@ -15,13 +15,13 @@
 //! within `FLASHGATE_CAMPAIGN_CACHE_MS`; the edge within its status TTL plus one origin round
 //! trip. A pause stops claims at once anyway: the claim commit refuses in SQL when `paused`.
 
+use crate::db::Db;
 use crate::gate::Gate;
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::{check_stock, check_year, MAX_STOCK};
 pub use flashgate_shared::api::{ChangeRequest, GateFollow};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use sqlx::PgPool;
 
 use super::audit::AuditEntry;
 use super::roles::Admin;
@@ -215,7 +215,7 @@ pub enum Applied {
 }
 
 /// Applies `change` to campaign `id` in one statement (with its audit row) and commits.
-pub async fn apply(db: &PgPool, id: &str, who: &Admin, change: Change) -> sqlx::Result<Applied> {
+pub async fn apply(db: &Db, id: &str, who: &Admin, change: Change) -> sqlx::Result<Applied> {
     let (set, condition) = change.sql();
     let sql = format!(
         "WITH before AS (
@@ -292,7 +292,7 @@ pub fn refusal(change: Change, before: &Facts) -> Result<(), String> {
 
 /// Makes the gate follow a committed change of campaign `c` from `before` to `after`.
 pub async fn follow(
-    db: &PgPool,
+    db: &Db,
     redis: &mut Gate,
     c: &str,
     change: Change,

@@ -1,12 +1,12 @@
 //! What the admin API shows of a campaign: the stored facts, its state by the origin's clock,
 //! and live counts read from PostgreSQL (the truth) at request time.
 
+use crate::db::Db;
 use chrono::{DateTime, Utc};
 pub use flashgate_shared::api::admin::{CampaignView, Counts};
 use flashgate_shared::api::{AdminCampaign, CampaignKind};
 use flashgate_shared::queue::WaitingRoom;
 use sqlx::types::Json;
-use sqlx::PgPool;
 
 use crate::campaigns::CampaignRow;
 
@@ -43,7 +43,7 @@ impl From<ViewRow> for CampaignView {
 
 /// Campaign `only` (or the newest [`MAX_LISTED`] when `None`) with live counts, in one
 /// statement (one snapshot).
-async fn query(db: &PgPool, only: Option<&str>) -> sqlx::Result<Vec<CampaignView>> {
+async fn query(db: &Db, only: Option<&str>) -> sqlx::Result<Vec<CampaignView>> {
     let rows = sqlx::query!(
         r#"SELECT c.id, c.name, c.kind AS "kind: CampaignKind", c.stock, c.remaining,
                 c.starts_at, c.ends_at, c.hold_seconds, c.paused, c.gate_shards,
@@ -104,11 +104,11 @@ async fn query(db: &PgPool, only: Option<&str>) -> sqlx::Result<Vec<CampaignView
 }
 
 /// The newest campaigns with live counts.
-pub async fn list(db: &PgPool) -> sqlx::Result<Vec<CampaignView>> {
+pub async fn list(db: &Db) -> sqlx::Result<Vec<CampaignView>> {
     query(db, None).await
 }
 
 /// Campaign `id` with live counts; `None` when unknown.
-pub async fn show(db: &PgPool, id: &str) -> sqlx::Result<Option<CampaignView>> {
+pub async fn show(db: &Db, id: &str) -> sqlx::Result<Option<CampaignView>> {
     Ok(query(db, Some(id)).await?.pop())
 }

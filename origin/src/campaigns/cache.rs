@@ -11,8 +11,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::db::Db;
 use moka::future::Cache;
-use sqlx::PgPool;
 
 use super::store::{self, CampaignRow};
 
@@ -39,7 +39,7 @@ impl CampaignCache {
 
     /// The campaign `id`, from cache when fresh, else from PostgreSQL. `Ok(None)`: unknown id.
     /// Errors: the PostgreSQL error of the read (shared by the requests that waited for it).
-    pub async fn get(&self, db: &PgPool, id: &str) -> sqlx::Result<Cached> {
+    pub async fn get(&self, db: &Db, id: &str) -> sqlx::Result<Cached> {
         let load = async { store::find(db, id).await.map(|row| row.map(Arc::new)) };
         crate::cache::get_or_load(&self.rows, id.to_string(), load).await
     }

@@ -1,10 +1,10 @@
 //! PostgreSQL queries on the `campaigns` table.
 
+use crate::db::Db;
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::{CampaignKind, CampaignState, CampaignStatus, NewCampaign};
 use flashgate_shared::queue::WaitingRoom;
 use sqlx::types::Json;
-use sqlx::PgPool;
 
 /// One row of `campaigns`.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -64,7 +64,7 @@ impl CampaignRow {
 }
 
 /// Loads one campaign; `None` when the id is unknown.
-pub async fn find(db: &PgPool, id: &str) -> sqlx::Result<Option<CampaignRow>> {
+pub async fn find(db: &Db, id: &str) -> sqlx::Result<Option<CampaignRow>> {
     sqlx::query_as!(
         CampaignRow,
         r#"SELECT id, name, kind AS "kind: CampaignKind", stock, remaining, starts_at, ends_at,
@@ -93,11 +93,7 @@ pub async fn live<'e>(db: impl sqlx::PgExecutor<'e>) -> sqlx::Result<Vec<Campaig
 /// Inserts a validated campaign with `remaining = stock`, and its `create` audit row (actor:
 /// the admin token's name; `before` is JSON `null`) in the same statement. Returns `None`
 /// when the id exists (nothing is written).
-pub async fn insert(
-    db: &PgPool,
-    c: &NewCampaign,
-    actor: &str,
-) -> sqlx::Result<Option<CampaignRow>> {
+pub async fn insert(db: &Db, c: &NewCampaign, actor: &str) -> sqlx::Result<Option<CampaignRow>> {
     let hold = match c.kind {
         CampaignKind::Sale => Some(
             c.hold_seconds

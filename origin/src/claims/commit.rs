@@ -18,8 +18,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::db::Db;
 use flashgate_shared::api::{CampaignKind, ClaimStatus};
-use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot, Mutex};
 
 use super::store::{self, ClaimRow};
@@ -68,7 +68,7 @@ pub struct Committer {
 
 impl Committer {
     /// Starts `workers` commit tasks that take up to `batch_max` claims per transaction.
-    pub fn start(db: PgPool, workers: usize, batch_max: usize) -> Self {
+    pub fn start(db: Db, workers: usize, batch_max: usize) -> Self {
         let (tx, rx) = mpsc::channel::<Job>(batch_max * 4);
         let rx = Arc::new(Mutex::new(rx));
         for _ in 0..workers.max(1) {
@@ -107,7 +107,7 @@ impl Committer {
     }
 }
 
-async fn run_batch(db: &PgPool, batch: Vec<Job>) {
+async fn run_batch(db: &Db, batch: Vec<Job>) {
     let mut by_campaign: HashMap<String, Vec<Job>> = HashMap::new();
     for job in batch {
         by_campaign
@@ -120,7 +120,7 @@ async fn run_batch(db: &PgPool, batch: Vec<Job>) {
     }
 }
 
-async fn commit_group(db: &PgPool, jobs: Vec<Job>) {
+async fn commit_group(db: &Db, jobs: Vec<Job>) {
     let claims: Vec<&NewClaim> = jobs.iter().map(|j| &j.claim).collect();
     match try_commit(db, &claims).await {
         Ok(Some(decided)) => {
@@ -154,7 +154,7 @@ async fn commit_group(db: &PgPool, jobs: Vec<Job>) {
     }
 }
 
-async fn refused(db: &PgPool, c: &str) -> sqlx::Result<Outcome> {
+async fn refused(db: &Db, c: &str) -> sqlx::Result<Outcome> {
     campaigns::find(db, c)
         .await?
         .map(Outcome::Refused)
@@ -163,7 +163,7 @@ async fn refused(db: &PgPool, c: &str) -> sqlx::Result<Outcome> {
 
 /// One transaction for `claims` (all of one campaign). `Ok(None)`: the campaign row refused
 /// (rolled back). Otherwise one outcome per claim, in order.
-async fn try_commit(db: &PgPool, claims: &[&NewClaim]) -> sqlx::Result<Option<Vec<Outcome>>> {
+async fn try_commit(db: &Db, claims: &[&NewClaim]) -> sqlx::Result<Option<Vec<Outcome>>> {
     let c = &claims[0].campaign_id;
     let kind = claims[0].kind;
     let hold = claims[0].hold_seconds;

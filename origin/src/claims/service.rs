@@ -28,7 +28,7 @@ use tokio_util::task::TaskTracker;
 /// The handles the claim path uses (built by [`crate::state::AppState::claims`]).
 #[derive(Clone)]
 pub struct ClaimService {
-    pub db: sqlx::PgPool,
+    pub db: crate::db::Db,
     pub redis: RedisConn,
     /// The gate's handle (the same Redis).
     pub gate: gate::Gate,

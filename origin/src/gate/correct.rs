@@ -24,8 +24,8 @@
 
 use std::time::Duration;
 
+use crate::db::Db;
 use flashgate_shared::api::ClaimStatus;
-use sqlx::PgPool;
 
 use super::lua::{ADJUST, UNLOCK};
 use super::{clear_flag, set_flag, shard_count, split, undo_dedup, Gate, Keys};
@@ -138,7 +138,7 @@ async fn snapshot(gate: &mut Gate, c: &str, n: u16) -> redis::RedisResult<Snapsh
 
 /// PostgreSQL's `remaining` of `c` and how many of `customers` hold an active claim of it,
 /// from one snapshot.
-async fn pg_view(db: &PgPool, c: &str, customers: &[String]) -> sqlx::Result<Option<(i64, i64)>> {
+async fn pg_view(db: &Db, c: &str, customers: &[String]) -> sqlx::Result<Option<(i64, i64)>> {
     let row = sqlx::query!(
         r#"SELECT c.remaining,
                   (SELECT count(*) FROM claims a
@@ -155,7 +155,7 @@ async fn pg_view(db: &PgPool, c: &str, customers: &[String]) -> sqlx::Result<Opt
 }
 
 /// Customers with an active claim of `c` among `customers` (a later read than [`pg_view`]).
-async fn committed(db: &PgPool, c: &str, customers: &[String]) -> sqlx::Result<i64> {
+async fn committed(db: &Db, c: &str, customers: &[String]) -> sqlx::Result<i64> {
     if customers.is_empty() {
         return Ok(0);
     }
@@ -183,7 +183,7 @@ fn promised(snap: &Snapshot, done: i64) -> i64 {
 /// campaign's change lock (the next refused take corrects again). Returns the units removed.
 pub async fn correct_down(
     gate: &mut Gate,
-    db: &PgPool,
+    db: &Db,
     c: &str,
     customer: &str,
     token: &str,
@@ -201,7 +201,7 @@ pub async fn correct_down(
     result
 }
 
-async fn lower(gate: &mut Gate, db: &PgPool, c: &str, n: u16) -> Result<i64, ChangeError> {
+async fn lower(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<i64, ChangeError> {
     let before = snapshot(gate, c, n).await?;
     let Some((pg_remaining, done_before)) = pg_view(db, c, &before.pending).await? else {
         return Ok(0);

@@ -5,8 +5,8 @@
 //! until the `loaded` key appears. The snapshot of `remaining` and of the active claims is read
 //! in one statement, so the two agree with each other.
 
+use crate::db::Db;
 use flashgate_shared::api::ClaimStatus;
-use sqlx::PgPool;
 
 use super::lua::{SET_SOLD_OUT, UNLOCK};
 use super::{Gate, Keys};
@@ -27,7 +27,7 @@ pub enum LoadError {
 
 /// Loads (or reloads, replacing what is there) the gate of campaign `c` from PostgreSQL.
 /// Returns `Ok(false)` when another origin holds the load lock, or the campaign is unknown.
-pub async fn load(db: &PgPool, redis: &mut Gate, c: &str) -> Result<bool, LoadError> {
+pub async fn load(db: &Db, redis: &mut Gate, c: &str) -> Result<bool, LoadError> {
     let k = Keys::of(c);
     let token = format!("{:016x}", rand::random::<u64>());
     let locked: Option<String> = redis::cmd("SET")
@@ -47,7 +47,7 @@ pub async fn load(db: &PgPool, redis: &mut Gate, c: &str) -> Result<bool, LoadEr
     result
 }
 
-async fn load_locked(db: &PgPool, redis: &mut Gate, c: &str, k: &Keys) -> Result<bool, LoadError> {
+async fn load_locked(db: &Db, redis: &mut Gate, c: &str, k: &Keys) -> Result<bool, LoadError> {
     // One statement: remaining and the active claims come from the same snapshot. In a
     // transaction, so that behind a transaction pooler its parse and execution stay on one
     // server connection.

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use sqlx::PgPool;
+use crate::db::Db;
 use tokio_util::task::TaskTracker;
 
 use super::Gate;
@@ -12,7 +12,7 @@ use super::Gate;
 /// Loads the gate of a campaign in the background unless this origin is already doing so.
 #[derive(Clone)]
 pub struct GateLoader {
-    db: PgPool,
+    db: Db,
     gate: Gate,
     tasks: TaskTracker,
     /// Campaigns whose gate this origin is loading right now.
@@ -21,7 +21,7 @@ pub struct GateLoader {
 
 impl GateLoader {
     /// A loader of campaign gates through `gate`, reading `db`, its tasks on `tasks`.
-    pub fn new(db: PgPool, gate: Gate, tasks: TaskTracker) -> Self {
+    pub fn new(db: Db, gate: Gate, tasks: TaskTracker) -> Self {
         GateLoader {
             db,
             gate,

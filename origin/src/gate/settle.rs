@@ -2,8 +2,8 @@
 //! leaves a pending holder. After [`STALE_TAKE_MS`], PostgreSQL decides: her claim exists → the
 //! holder becomes its id; it does not → the unit goes back to the gate.
 
+use crate::db::Db;
 use crate::gate::Gate;
-use sqlx::PgPool;
 
 use crate::claims::store as claims;
 use crate::gate::{self, Keys};
@@ -12,7 +12,7 @@ use crate::gate::{self, Keys};
 pub const STALE_TAKE_MS: i64 = 30_000;
 
 /// Settles takes pending longer than [`STALE_TAKE_MS`] on every shard; returns how many.
-pub async fn settle_stale_takes(db: &PgPool, redis: &Gate) -> anyhow::Result<usize> {
+pub async fn settle_stale_takes(db: &Db, redis: &Gate) -> anyhow::Result<usize> {
     let mut settled = 0;
     let mut redis = redis.clone();
     let cutoff = chrono::Utc::now().timestamp_millis() - STALE_TAKE_MS;

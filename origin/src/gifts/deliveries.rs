@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::gifts::{DeliveryStatus, Fulfilment, Gift, GiftKind};
-use sqlx::PgPool;
+use crate::db::Db;
 use uuid::Uuid;
 
 /// Most fulfilments one list returns (the newest).
@@ -40,7 +40,7 @@ impl From<Row> for Fulfilment {
 }
 
 /// One fulfilment; `None` when unknown.
-pub async fn fulfilment(db: &PgPool, id: Uuid) -> sqlx::Result<Option<Fulfilment>> {
+pub async fn fulfilment(db: &Db, id: Uuid) -> sqlx::Result<Option<Fulfilment>> {
     let row = sqlx::query_as!(
         Row,
         r#"SELECT l.id, l.campaign_id, l.msisdn, l.segment_id, l.amount, l.currency,
@@ -56,7 +56,7 @@ pub async fn fulfilment(db: &PgPool, id: Uuid) -> sqlx::Result<Option<Fulfilment
 
 /// The newest [`MAX_LISTED`] fulfilments of a campaign, of `status` when given.
 pub async fn list(
-    db: &PgPool,
+    db: &Db,
     campaign: &str,
     status: Option<DeliveryStatus>,
 ) -> sqlx::Result<Vec<Fulfilment>> {
@@ -87,7 +87,7 @@ pub enum Retried {
 }
 
 /// Puts a failed delivery back in the outbox (attempts reset, due now) with its audit row.
-pub async fn retry(db: &PgPool, actor: &str, id: Uuid) -> sqlx::Result<Retried> {
+pub async fn retry(db: &Db, actor: &str, id: Uuid) -> sqlx::Result<Retried> {
     let row = sqlx::query!(
         r#"WITH before AS (
                  SELECT o.fulfilment_id, o.status, l.campaign_id

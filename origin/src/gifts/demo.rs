@@ -11,7 +11,7 @@
 
 use chrono::{Duration, Utc};
 use flashgate_shared::api::gifts::{CapRule, GiftKind, NewGift, NewGiftCampaign, NewSegment};
-use sqlx::PgPool;
+use crate::db::Db;
 
 use super::store::{self, MembersResult};
 
@@ -65,7 +65,7 @@ pub fn demo_segments() -> Vec<(NewSegment, Vec<String>)> {
 
 /// Loads the demo data; returns the campaign as the admin API shows it, as JSON.
 /// Errors: PostgreSQL's, or a demo MSISDN already in another segment.
-pub async fn seed(db: &PgPool) -> anyhow::Result<serde_json::Value> {
+pub async fn seed(db: &Db) -> anyhow::Result<serde_json::Value> {
     let now = Utc::now();
     let campaign = NewGiftCampaign {
         id: DEMO_CAMPAIGN.into(),

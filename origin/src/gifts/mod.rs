@@ -27,12 +27,12 @@ pub mod verdict;
 
 use std::sync::Arc;
 
-use sqlx::PgPool;
+use crate::db::Db;
 
 /// The handles of the fulfilment path.
 #[derive(Clone)]
 pub struct GiftService {
-    pub db: PgPool,
+    pub db: Db,
     pub metrics: Arc<metrics::GiftMetrics>,
     /// Read the campaign's test clock ([`settings::GiftSettings::gift_test_clock`]).
     pub test_clock: bool,

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flashgate_shared::api::gifts::provider::CreditRequest;
-use sqlx::PgPool;
+use crate::db::Db;
 use uuid::Uuid;
 
 use super::metrics::GiftMetrics;
@@ -35,7 +35,7 @@ const MAX_BATCHES_PER_PASS: usize = 16;
 /// The relay's handles and settings.
 #[derive(Clone)]
 pub struct Relay {
-    pub db: PgPool,
+    pub db: Db,
     pub metrics: Arc<GiftMetrics>,
     pub provider: Arc<dyn Provider>,
     pub batch: i64,
@@ -47,7 +47,7 @@ pub struct Relay {
 impl Relay {
     /// A relay with `provider` and the settings' batch, attempts, backoff and lease.
     pub fn new(
-        db: PgPool,
+        db: Db,
         metrics: Arc<GiftMetrics>,
         provider: Arc<dyn Provider>,
         s: &GiftSettings,

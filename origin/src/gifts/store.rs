@@ -6,11 +6,11 @@ use flashgate_shared::api::gifts::{
     CapRule, Gift, GiftCampaign, GiftCampaignState, GiftKind, MembersAdded, NewGiftCampaign,
     NewSegment, Segment,
 };
-use sqlx::PgPool;
+use crate::db::{Conn, Db};
 
 /// Creates a campaign (state `active`) with its audit row. `None` when the id exists.
 pub async fn create_campaign(
-    db: &PgPool,
+    db: &Db,
     actor: &str,
     c: &NewGiftCampaign,
 ) -> sqlx::Result<Option<GiftCampaign>> {
@@ -46,7 +46,7 @@ pub async fn create_campaign(
 }
 
 /// A campaign with its segments; `None` when unknown.
-pub async fn campaign(db: &PgPool, id: &str) -> sqlx::Result<Option<GiftCampaign>> {
+pub async fn campaign(db: &Db, id: &str) -> sqlx::Result<Option<GiftCampaign>> {
     let Some(r) = sqlx::query!(
         r#"SELECT id, name, starts_at, ends_at, state AS "state: GiftCampaignState"
              FROM gift_campaigns WHERE id = $1"#,
@@ -78,13 +78,16 @@ pub async fn campaign(db: &PgPool, id: &str) -> sqlx::Result<Option<GiftCampaign
 }
 
 /// A segment with its gift and caps (by `per_days`); `None` when unknown.
-pub async fn segment(db: &PgPool, campaign: &str, id: &str) -> sqlx::Result<Option<Segment>> {
-    segment_on(&mut *db.acquire().await?, campaign, id).await
+pub async fn segment(db: &Db, campaign: &str, id: &str) -> sqlx::Result<Option<Segment>> {
+    let mut tx = db.begin().await?;
+    let s = segment_on(&mut tx, campaign, id).await?;
+    tx.commit().await?;
+    Ok(s)
 }
 
 /// [`segment`] on one connection (inside a transaction).
 async fn segment_on(
-    ex: &mut sqlx::PgConnection,
+    ex: &mut Conn<'_>,
     campaign: &str,
     id: &str,
 ) -> sqlx::Result<Option<Segment>> {
@@ -129,7 +132,7 @@ pub enum SegmentCreated {
 
 /// Creates a segment with its caps and audit row in one transaction.
 pub async fn create_segment(
-    db: &PgPool,
+    db: &Db,
     actor: &str,
     campaign: &str,
     s: &NewSegment,
@@ -176,7 +179,7 @@ pub async fn create_segment(
 
 /// Replaces the segment's caps (delete, then insert from `UNNEST`).
 async fn write_caps(
-    tx: &mut sqlx::PgConnection,
+    tx: &mut Conn<'_>,
     campaign: &str,
     segment: &str,
     caps: &[CapRule],
@@ -206,7 +209,7 @@ async fn write_caps(
 /// Replaces a segment's caps with its audit row (caps before and after) in one transaction;
 /// the next fulfilment reads them. `None` when the segment is unknown.
 pub async fn set_caps(
-    db: &PgPool,
+    db: &Db,
     actor: &str,
     campaign: &str,
     seg: &str,
@@ -253,7 +256,7 @@ pub enum MembersResult {
 /// NOTHING`) with its audit row. Idempotent: MSISDNs already in the segment count as
 /// `already`.
 pub async fn add_members(
-    db: &PgPool,
+    db: &Db,
     actor: &str,
     campaign: &str,
     seg: &str,

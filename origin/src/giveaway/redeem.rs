@@ -1,7 +1,7 @@
 //! Redeem in store of a giveaway coupon, and the coupon lookup.
 
+use crate::db::Db;
 use flashgate_shared::api::{ClaimStatus, RedeemReply};
-use sqlx::PgPool;
 
 use crate::reply::{status_code, Outcome, Reply};
 
@@ -26,7 +26,7 @@ pub enum Redeem {
 ///
 /// Keys are global to the service token (POS terminals are expected to send unique keys).
 pub async fn redeem(
-    db: &PgPool,
+    db: &Db,
     key: &str,
     code: &str,
     actor: &str,
@@ -107,10 +107,7 @@ pub async fn redeem(
 }
 
 /// A coupon by code, with its QR payload. `Ok(None)`: no coupon with this code.
-pub async fn coupon(
-    db: &PgPool,
-    code: &str,
-) -> sqlx::Result<Option<flashgate_shared::api::Coupon>> {
+pub async fn coupon(db: &Db, code: &str) -> sqlx::Result<Option<flashgate_shared::api::Coupon>> {
     let row = sqlx::query!(
         r#"SELECT campaign_id, customer_id, status AS "status: ClaimStatus", created_at,
                   redeemed_at

@@ -1,7 +1,7 @@
 //! Pay and release of one hold (see [`crate::holds`] for the statement pattern).
 
+use crate::db::Db;
 use flashgate_shared::api::{ClaimStatus, HoldReply};
-use sqlx::PgPool;
 
 use super::Returned;
 use crate::claims::store::ClaimRow;
@@ -13,7 +13,7 @@ struct LifeRow {
     payment_ref: Option<String>,
 }
 
-async fn find_life(db: &PgPool, claim_id: &str) -> sqlx::Result<Option<LifeRow>> {
+async fn find_life(db: &Db, claim_id: &str) -> sqlx::Result<Option<LifeRow>> {
     let r = sqlx::query!(
         r#"SELECT id, campaign_id, customer_id, status AS "status: ClaimStatus", held_until,
                   code, idempotency_key, request_fp, created_at, payment_ref
@@ -53,7 +53,7 @@ enum Ending<'a> {
 /// = the new status, by `actor`). The changed row, or `None` when the claim is not a hold that
 /// this call may end (missing, already changed, or past `held_until` for a payment).
 async fn end_hold(
-    db: &PgPool,
+    db: &Db,
     claim_id: &str,
     ending: Ending<'_>,
     actor: &str,
@@ -101,7 +101,7 @@ async fn end_hold(
 /// `hold_expired` when the hold is past `held_until`, expired or released; `already_paid` for
 /// another `payment_ref`; `not_a_hold` for a giveaway coupon.
 pub async fn pay(
-    db: &PgPool,
+    db: &Db,
     claim_id: &str,
     payment_ref: &str,
     actor: &str,
@@ -139,7 +139,7 @@ pub async fn pay(
 /// The second value is the unit to give back to the gate ([`super::returns::return_to_gate`]) when this call
 /// made the change.
 pub async fn release(
-    db: &PgPool,
+    db: &Db,
     claim_id: &str,
     actor: &str,
     reason: &str,

@@ -1,6 +1,6 @@
 //! The expiry sweeper: holds past `held_until` become `expired` and their units go back.
 
-use sqlx::PgPool;
+use crate::db::Db;
 
 use super::returns::{drain_gate_returns, return_to_gate, GateReturns};
 use super::Returned;
@@ -13,7 +13,7 @@ pub const SWEEPER_ACTOR: &str = "sweeper";
 /// in progress is left to finish), moved `held → expired`, their units added back to
 /// `remaining`, their gate returns queued and their `expired` ledger rows appended. One
 /// campaign per statement, so two sweepers never lock campaign rows in opposite orders.
-pub async fn expire_due(db: &PgPool, c: &str, limit: i64) -> sqlx::Result<Vec<Returned>> {
+pub async fn expire_due(db: &Db, c: &str, limit: i64) -> sqlx::Result<Vec<Returned>> {
     sqlx::query_as!(
         Returned,
         r#"WITH due AS (
@@ -48,7 +48,7 @@ pub async fn expire_due(db: &PgPool, c: &str, limit: i64) -> sqlx::Result<Vec<Re
 }
 
 /// Campaigns with at least one hold past `held_until`.
-pub async fn campaigns_with_due_holds(db: &PgPool) -> sqlx::Result<Vec<String>> {
+pub async fn campaigns_with_due_holds(db: &Db) -> sqlx::Result<Vec<String>> {
     sqlx::query_scalar!(
         "SELECT DISTINCT campaign_id FROM claims WHERE status = 'held' AND held_until <= now()",
     )

@@ -17,7 +17,7 @@ use std::sync::Arc;
 /// second wave starts at once).
 #[derive(Clone)]
 pub struct GateReturns {
-    pub db: sqlx::PgPool,
+    pub db: crate::db::Db,
     pub gate: Gate,
     pub flags: Arc<SoldOutFlags>,
     pub campaigns: Arc<CampaignCache>,

@@ -41,7 +41,11 @@ pub async fn customer(headers: &HeaderMap, state: &AppState) -> ApiResult<String
         .verify(jwt)
         .await
         .map(|c| c.sub)
-        .map_err(|e| ApiError::Unauthorized(e.message().into()))
+        .map_err(|e| match e {
+            // The identity provider has been unreachable since start-up: 503 + Retry-After.
+            token::TokenError::KeysUnavailable => ApiError::Unavailable(e.message().into()),
+            _ => ApiError::Unauthorized(e.message().into()),
+        })
 }
 
 /// True when `given` equals `expected`, compared in constant time.

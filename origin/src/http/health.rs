@@ -41,15 +41,10 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
 /// True when every campaign that has not ended has its gate loaded; starts a load for each one
 /// that has not.
 async fn live_gates_loaded(state: &AppState) -> bool {
-    // In a transaction: behind a transaction pooler the statement's parse and execution then
-    // stay on one server connection (README "Behind a connection pooler").
-    let Ok(mut tx) = state.db.begin().await else {
+    // Behind a transaction pooler `Db` runs it in a transaction of its own (crate::db).
+    let Ok(live) = crate::campaigns::store::live(&state.db).await else {
         return false;
     };
-    let Ok(live) = crate::campaigns::store::live(&mut *tx).await else {
-        return false;
-    };
-    let _ = tx.commit().await;
     if live.is_empty() {
         return true;
     }

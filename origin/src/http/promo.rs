@@ -409,7 +409,7 @@ pub async fn batch_csv(
         .ok_or_else(not_found)?;
     tracing::info!(batch = %id, actor = %who.name, seq = audit.seq, "one-time codes exported");
     let statement = batch::csv_statement(rules_id);
-    let stream = state.db.copy_out_raw(&statement).await?;
+    let stream = state.db.pool().copy_out_raw(&statement).await?;
     let stream = stream.map_err(|e| std::io::Error::other(e.to_string()));
     Ok((
         [

@@ -6,9 +6,9 @@
 //! - the export of a batch of one-time codes as CSV: one `export` row (who, which batch, how
 //!   many codes) written before the first code is sent.
 
+use crate::db::Db;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::PgPool;
 
 use crate::admin::audit::AuditEntry;
 
@@ -64,7 +64,7 @@ fn decode<T: serde::de::DeserializeOwned>(v: Value) -> sqlx::Result<T> {
 /// Disables or enables `code` (normalised) in one statement with its audit row, by `actor`
 /// (the admin token's name). `None` when no such code.
 pub async fn switch(
-    db: &PgPool,
+    db: &Db,
     code: &str,
     actor: &str,
     action: CodeAction,
@@ -120,7 +120,7 @@ pub async fn switch(
 /// Writes the `export` audit row of batch `id` by `actor`: `params` `{"count": n}` (codes in
 /// the batch). Returns the batch's rules id and the row; `None` when no such batch.
 pub async fn audit_export(
-    db: &PgPool,
+    db: &Db,
     id: &str,
     actor: &str,
 ) -> sqlx::Result<Option<(i64, AuditEntry)>> {

@@ -10,8 +10,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::db::Db;
 use flashgate_shared::code::GENERATED_LEN;
-use sqlx::{Acquire, PgPool};
 
 use super::rules::NewRules;
 use super::store;
@@ -68,13 +68,13 @@ pub struct Batch {
 
 /// Generates and saves a batch of `count` one-time codes under `rules` (whose `use_limit` must
 /// be 1), in one transaction.
-pub async fn generate(db: &PgPool, rules: &NewRules, count: usize) -> Result<Batch, sqlx::Error> {
+pub async fn generate(db: &Db, rules: &NewRules, count: usize) -> Result<Batch, sqlx::Error> {
     generate_with(db, rules, count, &mut crate::giveaway::draw::draw_code).await
 }
 
 /// [`generate`] with the code source given (tests use it to force repeats).
 pub async fn generate_with(
-    db: &PgPool,
+    db: &Db,
     rules: &NewRules,
     count: usize,
     draw: &mut (dyn FnMut() -> String + Send),
@@ -102,9 +102,9 @@ pub async fn generate_with(
 
     let suffix = format!("\t{rules_id}\t1\n");
     let copied = {
-        let mut sp = tx.begin().await?;
+        let mut sp = tx.savepoint().await?;
         let result = async {
-            let conn = sp.acquire().await?;
+            let conn = sp.raw();
             let mut copy = conn
                 .copy_in_raw("COPY coupon_codes (code, rules_id, uses_left) FROM STDIN")
                 .await?;

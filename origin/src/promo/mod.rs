@@ -26,9 +26,9 @@ pub mod store;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::db::Db;
 use moka::future::Cache;
 use moka::Expiry;
-use sqlx::PgPool;
 
 pub use rules::CodeRules;
 
@@ -78,7 +78,7 @@ impl Default for RulesCache {
 impl RulesCache {
     /// The rules of `code` (normalised), from memory or PostgreSQL. `None` when unknown.
     /// Errors: the PostgreSQL error of the read.
-    pub async fn get(&self, db: &PgPool, code: &str) -> Result<Entry, sqlx::Error> {
+    pub async fn get(&self, db: &Db, code: &str) -> Result<Entry, sqlx::Error> {
         let load = async { store::find_rules(db, code).await.map(|r| r.map(Arc::new)) };
         crate::cache::get_or_load(&self.rules, code.to_string(), load).await
     }

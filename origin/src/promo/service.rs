@@ -43,7 +43,7 @@ fn not_applicable(reason: NotApplicable) -> Reply {
 /// The handles the promo code service uses (built by [`crate::state::AppState::promo`]).
 #[derive(Clone)]
 pub struct PromoService {
-    pub db: sqlx::PgPool,
+    pub db: crate::db::Db,
     pub redis: RedisConn,
     pub rules: super::RulesCache,
     /// The use task of each request runs here, so shutdown joins it.

@@ -1,14 +1,14 @@
 //! PostgreSQL access of the promo code service (tables of `migrations/0003_coupon_codes.sql`).
 //! PostgreSQL is the truth: every take, release and confirm is one conditional statement.
 
+use crate::db::Db;
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::coupons::{CodeKind, UseStatus};
-use sqlx::PgPool;
 
 use super::rules::{CodeRules, NewRules};
 
 /// Inserts a rules row in `tx`; returns its id.
-pub async fn insert_rules(tx: &mut sqlx::PgConnection, r: &NewRules) -> Result<i64, sqlx::Error> {
+pub async fn insert_rules(tx: &mut crate::db::Conn<'_>, r: &NewRules) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar!(
         "INSERT INTO coupon_rules (kind, percent_off_bp, amount_off, currency, min_order,
              starts_at, ends_at, use_limit, once_per_customer)
@@ -29,7 +29,7 @@ pub async fn insert_rules(tx: &mut sqlx::PgConnection, r: &NewRules) -> Result<i
 
 /// Creates a shared code with its rules. `None` when the code exists (shared or one-time).
 pub async fn insert_shared(
-    db: &PgPool,
+    db: &Db,
     code: &str,
     r: &NewRules,
 ) -> Result<Option<CodeRules>, sqlx::Error> {
@@ -53,7 +53,7 @@ pub async fn insert_shared(
 }
 
 /// The code's rules, `None` when no such code.
-pub async fn find_rules(db: &PgPool, code: &str) -> Result<Option<CodeRules>, sqlx::Error> {
+pub async fn find_rules(db: &Db, code: &str) -> Result<Option<CodeRules>, sqlx::Error> {
     Ok(find_with_uses_left(db, code)
         .await?
         .map(|(rules, _, _)| rules))
@@ -62,7 +62,7 @@ pub async fn find_rules(db: &PgPool, code: &str) -> Result<Option<CodeRules>, sq
 /// The code's rules, its uses left and when it was disabled (admin view; reads the counter
 /// row).
 pub async fn find_with_uses_left(
-    db: &PgPool,
+    db: &Db,
     code: &str,
 ) -> Result<Option<(CodeRules, i64, Option<DateTime<Utc>>)>, sqlx::Error> {
     let row = sqlx::query!(
@@ -135,7 +135,7 @@ pub enum Take {
 /// used uses (`coupon_uses_once_per_customer`, `coupon_uses_one_per_order`): a second use
 /// that slips past the `NOT EXISTS` checks (two at once) fails the insert, which undoes the
 /// take of the same statement.
-pub async fn take(db: &PgPool, u: &NewUse<'_>) -> Result<Take, sqlx::Error> {
+pub async fn take(db: &Db, u: &NewUse<'_>) -> Result<Take, sqlx::Error> {
     let row = sqlx::query!(
         r#"WITH take AS (
             UPDATE coupon_codes c SET uses_left = c.uses_left - 1, version = c.version + 1
@@ -214,7 +214,7 @@ pub struct Refusal {
 
 /// Why a take was refused: her use, the order's use, the counter and the disabled flag.
 pub async fn refusal(
-    db: &PgPool,
+    db: &Db,
     code: &str,
     customer: &str,
     order: &str,
@@ -263,7 +263,7 @@ pub async fn refusal(
 }
 
 /// A use by id.
-pub async fn find_use(db: &PgPool, id: &str) -> Result<Option<UseRow>, sqlx::Error> {
+pub async fn find_use(db: &Db, id: &str) -> Result<Option<UseRow>, sqlx::Error> {
     sqlx::query_as!(
         UseRow,
         r#"SELECT id, code, customer_id, cart_total, discount, status AS "status: UseStatus",
@@ -277,7 +277,7 @@ pub async fn find_use(db: &PgPool, id: &str) -> Result<Option<UseRow>, sqlx::Err
 
 /// Marks a held use as used (payment went through). Returns the use after the call, whether
 /// this call confirmed it or it already was; `None` when no such use.
-pub async fn confirm(db: &PgPool, id: &str) -> Result<Option<UseRow>, sqlx::Error> {
+pub async fn confirm(db: &Db, id: &str) -> Result<Option<UseRow>, sqlx::Error> {
     sqlx::query!(
         "UPDATE coupon_uses SET status = 'used', updated_at = now()
           WHERE id = $1 AND status = 'held'",
@@ -304,7 +304,7 @@ pub struct Released {
 /// count goes back up by 1. Exactly once: only a `held` use is released, and a concurrent
 /// release or sweep waits for the row and then finds it released. `None` when this call
 /// released nothing (look at the use to say why).
-pub async fn release(db: &PgPool, id: &str) -> Result<Option<Released>, sqlx::Error> {
+pub async fn release(db: &Db, id: &str) -> Result<Option<Released>, sqlx::Error> {
     Ok(release_held(db, Some(id), 1).await?.pop())
 }
 
@@ -312,7 +312,7 @@ pub async fn release(db: &PgPool, id: &str) -> Result<Option<Released>, sqlx::Er
 /// another transaction holds are skipped (`SKIP LOCKED`) and every use is re-checked to be
 /// still `held`, so a use is released exactly once even when the release call and sweepers
 /// of several origins race.
-pub async fn sweep(db: &PgPool, limit: i64) -> Result<Vec<Released>, sqlx::Error> {
+pub async fn sweep(db: &Db, limit: i64) -> Result<Vec<Released>, sqlx::Error> {
     release_held(db, None, limit).await
 }
 
@@ -321,11 +321,7 @@ pub async fn sweep(db: &PgPool, limit: i64) -> Result<Vec<Released>, sqlx::Error
 /// `held_until`, skipping locked rows; `released_by = 'sweeper'`). Each released use gives
 /// its unit back to its code's `uses_left` and bumps the code's `version`, in the same
 /// statement.
-async fn release_held(
-    db: &PgPool,
-    id: Option<&str>,
-    limit: i64,
-) -> Result<Vec<Released>, sqlx::Error> {
+async fn release_held(db: &Db, id: Option<&str>, limit: i64) -> Result<Vec<Released>, sqlx::Error> {
     sqlx::query_as!(
         Released,
         r#"WITH one AS (

@@ -23,6 +23,10 @@ pub const MAX_KID_BYTES: usize = 256;
 pub const MIN_RSA_BITS: usize = 2048;
 /// Largest RSA modulus accepted, in bits (bounds the cost of one verification).
 pub const MAX_RSA_BITS: usize = 8192;
+/// The start-up error of the origin and the edge when nothing can verify a customer token: no
+/// HS256 secret, no JWKS (inline or URL).
+pub const NO_KEYS: &str = "no customer token key: set FLASHGATE_CUSTOMER_TOKEN_SECRET (HS256), \
+     or an identity provider's FLASHGATE_JWKS_URL or FLASHGATE_JWKS";
 
 /// A JWS algorithm flashgate accepts (RFC 7518 §3.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

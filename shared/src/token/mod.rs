@@ -110,7 +110,8 @@ impl CustomerClaims {
     }
 }
 
-/// Why a token was refused. All map to 401 `unauthorized`.
+/// Why a token was refused. All map to 401 `unauthorized`, except
+/// [`TokenError::KeysUnavailable`]: 503 `unavailable` + `Retry-After`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TokenError {
     /// Not three base64url parts, or parts that are not the expected JSON.
@@ -133,6 +134,11 @@ pub enum TokenError {
     WrongAudience,
     /// `sub` empty, too long or not printable ASCII.
     BadSubject,
+    /// The token is signed by the identity provider (RS256 / ES256), its key is not held, and
+    /// the provider's JWKS has never been fetched (the provider down since start-up): the keys
+    /// are missing, not the token's. 503 `unavailable` + `Retry-After`, not 401. Once a JWKS
+    /// is held, an unknown key id is [`TokenError::UnknownKey`].
+    KeysUnavailable,
 }
 
 impl TokenError {
@@ -150,6 +156,9 @@ impl TokenError {
             TokenError::WrongIssuer => "customer token issuer is not accepted",
             TokenError::WrongAudience => "customer token audience is not accepted",
             TokenError::BadSubject => "customer token subject is invalid",
+            TokenError::KeysUnavailable => {
+                "the identity provider's keys could not be fetched yet; retry after the given delay"
+            }
         }
     }
 }
@@ -207,6 +216,8 @@ pub struct Verifier {
     issuer: Option<String>,
     audience: Option<String>,
     leeway_s: u32,
+    /// A JWKS URL is configured and no JWKS was fetched yet ([`TokenError::KeysUnavailable`]).
+    awaiting_jwks: bool,
 }
 
 impl Verifier {
@@ -218,6 +229,7 @@ impl Verifier {
             issuer: None,
             audience: None,
             leeway_s: DEFAULT_LEEWAY_SECONDS,
+            awaiting_jwks: false,
         }
     }
 
@@ -248,10 +260,19 @@ impl Verifier {
         self
     }
 
-    /// The same verifier with `more` keys added (a fetched JWKS). Errors as [`KeySet::push`].
+    /// `true`: the identity provider's JWKS is still to be fetched (a JWKS URL is set), so a
+    /// provider-signed token whose key is not held is [`TokenError::KeysUnavailable`].
+    pub fn awaiting_jwks(mut self, awaiting: bool) -> Self {
+        self.awaiting_jwks = awaiting;
+        self
+    }
+
+    /// The same verifier with `more` keys added (a fetched JWKS), no longer awaiting one.
+    /// Errors as [`KeySet::push`].
     pub fn with_more_keys(&self, more: KeySet) -> Result<Self, String> {
         let mut v = self.clone();
         v.keys.extend(more)?;
+        v.awaiting_jwks = false;
         Ok(v)
     }
 
@@ -298,9 +319,21 @@ impl Verifier {
         let header: Header =
             serde_json::from_slice(&header_bytes).map_err(|_| TokenError::Malformed)?;
         let alg = Algorithm::parse(&header.alg).ok_or(TokenError::UnsupportedAlgorithm)?;
+        // A provider-signed token without its key while the JWKS is still to be fetched: the
+        // keys are missing, not the token's.
+        let missing = |e| match alg {
+            Algorithm::Rs256 | Algorithm::Es256 if self.awaiting_jwks => {
+                TokenError::KeysUnavailable
+            }
+            _ => e,
+        };
         let keys = match self.keys.candidates(alg, header.kid.as_deref()) {
             Candidates::Keys(keys) => keys,
-            Candidates::UnknownKid => return Err(TokenError::UnknownKey),
+            Candidates::UnknownKid => return Err(missing(TokenError::UnknownKey)),
+            // No key of its algorithm at all (no `kid` to name a key of another one).
+            Candidates::WrongAlgorithm if header.kid.is_none() => {
+                return Err(missing(TokenError::UnsupportedAlgorithm))
+            }
             Candidates::WrongAlgorithm => return Err(TokenError::UnsupportedAlgorithm),
         };
         let sig = B64.decode(s).map_err(|_| TokenError::Malformed)?;

@@ -249,3 +249,39 @@ fn the_leeway_applies_to_exp_nbf_and_iat() {
         MAX_LEEWAY_SECONDS
     );
 }
+
+#[test]
+fn a_provider_token_without_its_key_is_keys_unavailable_only_until_a_jwks_is_held() {
+    let published = es("pub-1");
+    let payload = serde_json::json!({"sub": "cust-1", "exp": 2_000});
+    let awaiting = Verifier::hs256(SECRET).awaiting_jwks(true);
+    let provider_token = published.sign(&payload);
+    assert_eq!(
+        awaiting.verify(&provider_token, at(1_000)),
+        Err(TokenError::KeysUnavailable)
+    );
+    // Without a kid: no ES256 key at all yet.
+    let no_kid = SigningKey::es256(None, p256::ecdsa::SigningKey::random(&mut rand_core::OsRng));
+    assert_eq!(
+        awaiting.verify(&no_kid.sign(&payload), at(1_000)),
+        Err(TokenError::KeysUnavailable)
+    );
+    // HS256 tokens do not depend on the JWKS: an unknown HS256 kid stays the token's fault.
+    let hs = SigningKey::hs256(Some("other".into()), SECRET);
+    assert_eq!(
+        awaiting.verify(&hs.sign(&payload), at(1_000)),
+        Err(TokenError::UnknownKey)
+    );
+    // Once a JWKS is held: the published key verifies, an unknown kid is UnknownKey.
+    let held = awaiting
+        .with_more_keys(KeySet::parse_jwks(&jwks_of(&[&published])).unwrap())
+        .unwrap();
+    assert_eq!(
+        held.verify(&provider_token, at(1_000)).unwrap().sub,
+        "cust-1"
+    );
+    assert_eq!(
+        held.verify(&es("pub-2").sign(&payload), at(1_000)),
+        Err(TokenError::UnknownKey)
+    );
+}

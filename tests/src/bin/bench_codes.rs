@@ -17,6 +17,7 @@
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use flashgate_origin::db::Db;
 use flashgate_origin::promo::batch;
 use flashgate_tests::support::one_time_rules;
 use sqlx::postgres::PgPoolOptions;
@@ -74,7 +75,9 @@ async fn one_batch(db: &PgPool, count: usize, drawing: &mut Vec<Duration>) -> Du
     exec(db, "CHECKPOINT").await;
     let rules = one_time_rules(2000);
     let started = Instant::now();
-    let b = batch::generate(db, &rules, count).await.unwrap();
+    let b = batch::generate(&Db::from(db.clone()), &rules, count)
+        .await
+        .unwrap();
     let took = started.elapsed();
     assert_eq!(b.count as usize, count);
     drawing.push(b.drawn_in);

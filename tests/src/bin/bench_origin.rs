@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use flashgate_origin::claims::commit::{Committer, NewClaim};
+use flashgate_origin::db::Db;
 use flashgate_shared::api::CampaignKind;
 use flashgate_tests::support::{ensure_database, test_config, token_for, unique, TestOrigin};
 use hdrhistogram::Histogram;
@@ -139,7 +140,7 @@ async fn hot_row(db: &PgPool, campaign: &str, clients: usize, secs: u64) -> Leg 
 }
 
 /// Leg 1b: claims submitted to the grouped committer by `clients` at once.
-async fn grouped(db: &PgPool, campaign: &str, clients: usize, secs: u64) -> Leg {
+async fn grouped(db: &Db, campaign: &str, clients: usize, secs: u64) -> Leg {
     let committer = Committer::start(db.clone(), 4, 512);
     let c = campaign.to_string();
     let (ops, secs) = for_secs(clients, secs, move |w, i| {
@@ -249,8 +250,9 @@ async fn winners_over_http(o: &TestOrigin, clients: usize, secs: u64, label: &st
     .await
 }
 
-/// Leg 1c: the grouped commit with unnamed statements, direct and through PgBouncer, against
-/// `direct` (leg 1b, named statements, direct).
+/// Leg 1c: the grouped commit through PgBouncer with `FLASHGATE_DB_POOLER=transaction` (every
+/// statement unnamed, lone statements in a transaction of their own: [`Db`]), against `direct`
+/// (leg 1b, named statements, direct).
 async fn through_pooler(o: &TestOrigin, url: &str, args: &Args, direct: &Leg) {
     use flashgate_origin::config::{Config, DbPooler};
     let mut config = Config::for_tests(url, "redis://unused");
@@ -262,6 +264,7 @@ async fn through_pooler(o: &TestOrigin, url: &str, args: &Args, direct: &Leg) {
         .await
         .expect("connect through PgBouncer");
     let c = stock_campaign(o, 10_000_000).await;
+    let pooled = Db::new(pooled, DbPooler::Transaction);
     let mut bouncer = grouped(&pooled, &c, args.commit_clients, args.seconds).await;
     bouncer.name = "  same, through PgBouncer".into();
     bouncer.print();
@@ -288,7 +291,7 @@ async fn main() {
     let hot = hot_row(&db, &c, args.db_clients, args.seconds).await;
     hot.print();
     let c = stock_campaign(&o, 10_000_000).await;
-    let grp = grouped(&db, &c, args.commit_clients, args.seconds).await;
+    let grp = grouped(&Db::from(db.clone()), &c, args.commit_clients, args.seconds).await;
     grp.print();
     println!(
         "ratio grouped / hot row: {:.1}x (target >= 10x)\n",

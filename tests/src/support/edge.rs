@@ -73,7 +73,11 @@ impl TestEdge {
             .env("FLASHGATE_ORIGIN_URL", origin_url)
             .env(
                 "FLASHGATE_CUSTOMER_TOKEN_SECRET",
-                test_config().customer_token_secret.expose(),
+                test_config()
+                    .customer_token_secret
+                    .as_ref()
+                    .expect("the test configuration has a customer token secret")
+                    .expose(),
             )
             .stdout(std::process::Stdio::null())
             .stderr(stderr);

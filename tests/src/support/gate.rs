@@ -37,10 +37,14 @@ pub async fn gate_remaining(o: &TestOrigin, c: &str) -> Option<i64> {
 /// found nothing: no fault, nothing oversold, no stranded unit. Returns the report.
 pub async fn assert_reconciled(o: &TestOrigin, c: &str) -> ReconcileReport {
     let mut redis = o.origin.state.gate.clone();
-    let report = flashgate_origin::reconcile::reconcile(&o.db, &mut redis, c)
-        .await
-        .expect("reconcile runs")
-        .expect("campaign exists");
+    let report = flashgate_origin::reconcile::reconcile(
+        &flashgate_origin::db::Db::from(o.db.clone()),
+        &mut redis,
+        c,
+    )
+    .await
+    .expect("reconcile runs")
+    .expect("campaign exists");
     assert!(report.ok, "reconcile found faults: {report:#?}");
     assert_eq!((report.oversold, report.stranded), (0, 0));
     report

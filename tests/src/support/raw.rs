@@ -92,7 +92,12 @@ pub fn token_for(config: &Config, customer: &str) -> String {
             exp: exp.into(),
             nbf: None,
         },
-        config.customer_token_secret.expose().as_bytes(),
+        config
+            .customer_token_secret
+            .as_ref()
+            .expect("the test configuration has a customer token secret")
+            .expose()
+            .as_bytes(),
     )
 }
 
