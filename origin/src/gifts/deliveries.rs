@@ -1,9 +1,9 @@
 //! Fulfilments with their delivery status (the ledger row joined to its outbox row), and a
 //! manager's retry of a failed delivery.
 
+use crate::db::Db;
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::gifts::{DeliveryStatus, Fulfilment, Gift, GiftKind};
-use crate::db::Db;
 use uuid::Uuid;
 
 /// Most fulfilments one list returns (the newest).

@@ -9,9 +9,9 @@
 //!
 //! The campaign runs from an hour before the first seed to 90 days after it.
 
+use crate::db::Db;
 use chrono::{Duration, Utc};
 use flashgate_shared::api::gifts::{CapRule, GiftKind, NewGift, NewGiftCampaign, NewSegment};
-use crate::db::Db;
 
 use super::store::{self, MembersResult};
 

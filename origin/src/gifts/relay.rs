@@ -19,8 +19,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flashgate_shared::api::gifts::provider::CreditRequest;
 use crate::db::Db;
+use flashgate_shared::api::gifts::provider::CreditRequest;
 use uuid::Uuid;
 
 use super::metrics::GiftMetrics;

@@ -2,11 +2,11 @@
 //! and the reads of the admin API. Values are checked by the caller
 //! ([`super::admin_http`]); the table constraints check them again.
 
+use crate::db::{Conn, Db};
 use flashgate_shared::api::gifts::{
     CapRule, Gift, GiftCampaign, GiftCampaignState, GiftKind, MembersAdded, NewGiftCampaign,
     NewSegment, Segment,
 };
-use crate::db::{Conn, Db};
 
 /// Creates a campaign (state `active`) with its audit row. `None` when the id exists.
 pub async fn create_campaign(
@@ -86,11 +86,7 @@ pub async fn segment(db: &Db, campaign: &str, id: &str) -> sqlx::Result<Option<S
 }
 
 /// [`segment`] on one connection (inside a transaction).
-async fn segment_on(
-    ex: &mut Conn<'_>,
-    campaign: &str,
-    id: &str,
-) -> sqlx::Result<Option<Segment>> {
+async fn segment_on(ex: &mut Conn<'_>, campaign: &str, id: &str) -> sqlx::Result<Option<Segment>> {
     let Some(s) = sqlx::query!(
         r#"SELECT id, amount, currency, kind AS "kind: GiftKind"
              FROM gift_segments WHERE campaign_id = $1 AND id = $2"#,
