@@ -13,6 +13,7 @@ use crate::claims::commit::Committer;
 use crate::claims::service::ClaimService;
 use crate::config::{Config, DbPooler};
 use crate::gate::flags::SoldOutFlags;
+use crate::gate::load::Reload;
 use crate::gate::Gate;
 use crate::holds::returns::GateReturns;
 use crate::metrics::Metrics;
@@ -59,9 +60,22 @@ pub struct GateLoader {
 }
 
 impl GateLoader {
-    /// Loads the gate of campaign `c` on a task of `tasks` unless one is already loading it.
-    /// A failed load is logged; the next claim that finds the gate unloaded tries again.
+    /// Loads the gate of campaign `c` on a task of `tasks` unless one is already loading it or
+    /// it is loaded by then ([`Reload::IfMissing`]: a gate that was missing when the caller
+    /// looked and was loaded since is left alone). A failed load is logged; the next claim
+    /// that finds the gate unloaded tries again.
     pub fn spawn(&self, c: &str) {
+        self.run(c, Reload::IfMissing);
+    }
+
+    /// Reloads the gate of campaign `c` from PostgreSQL on a task of `tasks`, replacing what
+    /// is there ([`Reload::Always`]: the gate disagreed with PostgreSQL), unless a load of it
+    /// is already running here.
+    pub fn spawn_reload(&self, c: &str) {
+        self.run(c, Reload::Always);
+    }
+
+    fn run(&self, c: &str, when: Reload) {
         if !self
             .loading
             .lock()
@@ -74,7 +88,7 @@ impl GateLoader {
         let c = c.to_string();
         self.tasks.spawn(async move {
             let mut gate = this.gate.clone();
-            let load = crate::gate::load::load(&this.db, &mut gate, &c);
+            let load = crate::gate::load::load_when(&this.db, &mut gate, &c, when);
             if let Some(Err(e)) = crate::panics::catch("gate load", load).await {
                 tracing::warn!(campaign = %c, error = %e, "gate load failed; will retry on next claim");
             }

@@ -16,6 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sqlx::PgPool;
 
+mod databases;
 mod edge;
 mod edge_calls;
 mod gate;
@@ -23,6 +24,7 @@ mod poll;
 mod promo;
 mod raw;
 mod redis_handle;
+pub use databases::{drop_db, fresh_db};
 pub use edge::{ensure_edge_built, repo_root, TestEdge};
 pub use edge_calls::{
     edge_with, get, reply, sell_out_at_origin, send_claim, status_url, ClaimReq, EdgeSettings,

@@ -22,6 +22,7 @@ pub mod flags;
 mod handle;
 pub mod load;
 pub mod lua;
+pub mod readiness;
 pub mod settle;
 mod shards;
 
