@@ -28,7 +28,9 @@ use std::time::Duration;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+use tokio::time::{timeout_at, Instant};
 
 /// Time to open a connection to a Redis server or cluster node, in milliseconds.
 pub const CONNECT_TIMEOUT_MS: u64 = 2_000;
@@ -161,6 +163,59 @@ impl RedisConn {
     /// True on a Redis Cluster.
     pub fn is_cluster(&self) -> bool {
         matches!(self, RedisConn::Cluster(_))
+    }
+}
+
+/// How many Redis servers answered a `PING` (on a cluster, of its primaries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reach {
+    /// Every one answered.
+    All,
+    /// Some answered, some did not (a cluster primary is down or failing over).
+    Some,
+    /// None answered.
+    None,
+}
+
+impl RedisConn {
+    /// Sends `PING` to the server, or to every primary of a cluster, and waits for answers
+    /// until `deadline`. A server that has not answered by then counts as not answering.
+    pub async fn reach(&self, deadline: Instant) -> Reach {
+        match self {
+            RedisConn::Single(c) => {
+                let mut c = c.clone();
+                match timeout_at(deadline, redis::cmd("PING").query_async::<String>(&mut c)).await {
+                    Ok(Ok(_)) => Reach::All,
+                    _ => Reach::None,
+                }
+            }
+            RedisConn::Cluster(c) => {
+                let ping = |policy: ResponsePolicy| {
+                    let mut c = c.clone();
+                    async move {
+                        let route = RoutingInfo::MultiNode((
+                            MultipleNodeRoutingInfo::AllMasters,
+                            Some(policy),
+                        ));
+                        let cmd = redis::cmd("PING");
+                        matches!(
+                            timeout_at(deadline, c.route_command(&cmd, route)).await,
+                            Ok(Ok(_))
+                        )
+                    }
+                };
+                let (all, any) = tokio::join!(
+                    ping(ResponsePolicy::AllSucceeded),
+                    ping(ResponsePolicy::OneSucceeded)
+                );
+                match (all, any) {
+                    (true, _) => Reach::All,
+                    (false, true) => Reach::Some,
+                    (false, false) => Reach::None,
+                }
+            }
+        }
     }
 }
 

@@ -24,6 +24,10 @@
 # instead, for a machine shared by several runs; each node's bus is then its port + 10000
 # (Redis's own default).
 # A failed node is taken over by its replica after cluster-node-timeout (2,000 ms here).
+# cluster-require-full-coverage no: while a failed primary's slots have no primary, the other
+# primaries go on serving theirs (with the default, yes, every node refuses every command from
+# the moment the failure is agreed until the replica is promoted), so the gate shards and
+# records on healthy primaries keep working through a failover.
 
 CLUSTER_NODES=6
 CLUSTER_NODE_TIMEOUT_MS=2000
@@ -98,6 +102,7 @@ cluster_up() {
     mkdir -p "$dir/$port"
     redis-server --bind 127.0.0.1 --port "$port" --cluster-enabled yes --cluster-port "$bus" \
       --cluster-config-file "$dir/$port/nodes.conf" --cluster-node-timeout "$CLUSTER_NODE_TIMEOUT_MS" \
+      --cluster-require-full-coverage no \
       --repl-diskless-sync-delay 0 --save '' --appendonly no --daemonize yes --dir "$dir/$port" \
       --pidfile "$dir/$port/redis.pid" --logfile "$dir/$port/redis.log" >&2 \
       || fg_die "redis-server (cluster node $i, port $port) did not start"

@@ -16,6 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sqlx::PgPool;
 
+mod databases;
 mod edge;
 mod edge_calls;
 mod gate;
@@ -24,6 +25,7 @@ mod promo;
 mod raw;
 mod redis_handle;
 pub mod room;
+pub use databases::{drop_db, fresh_db};
 pub use edge::{ensure_edge_built, repo_root, TestEdge};
 pub use edge_calls::{
     claims_at_once, edge_claim, edge_with, get, reply, sale_behind_edge, sell_out_at_origin,

@@ -9,44 +9,10 @@ use std::time::Duration;
 
 use flashgate_origin::migrate::{self, SchemaTooOld};
 use flashgate_origin::server;
-use flashgate_tests::support::{direct_database_url, eventually, test_config, TestOrigin};
+use flashgate_tests::support::{drop_db, eventually, fresh_db, test_config, TestOrigin};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, PgPool};
 use tokio_util::sync::CancellationToken;
-
-/// A new, empty database next to the test database (on the direct server); dropped by
-/// [`drop_db`].
-async fn fresh_db(tag: &str) -> (String, PgConnectOptions) {
-    let base: PgConnectOptions = direct_database_url().parse().expect("URL parses");
-    let name = format!(
-        "{}_{tag}_{}",
-        base.get_database().unwrap_or("flashgate"),
-        std::process::id()
-    );
-    let mut admin = base
-        .clone()
-        .database("postgres")
-        .connect()
-        .await
-        .expect("admin");
-    sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-        .execute(&mut admin)
-        .await
-        .expect("drop");
-    sqlx::query(&format!("CREATE DATABASE \"{name}\""))
-        .execute(&mut admin)
-        .await
-        .expect("create");
-    (name.clone(), base.database(&name))
-}
-
-async fn drop_db(name: &str) {
-    let base: PgConnectOptions = direct_database_url().parse().expect("URL parses");
-    let mut admin = base.database("postgres").connect().await.expect("admin");
-    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-        .execute(&mut admin)
-        .await;
-}
 
 #[tokio::test]
 async fn migrations_started_at_once_apply_each_version_once() {

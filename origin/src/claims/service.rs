@@ -186,7 +186,7 @@ async fn decide(
                     _ => {
                         // The gate remembers a claim that PostgreSQL no longer has active:
                         // PostgreSQL wins; reload the gate and let her retry.
-                        svc.gate_loader.spawn(c);
+                        svc.gate_loader.spawn_reload(c);
                         return Err(ApiError::Unavailable(format!(
                             "gate of {c} disagreed; reloading"
                         )));

@@ -25,9 +25,39 @@ pub enum LoadError {
     Redis(#[from] redis::RedisError),
 }
 
+/// When a load replaces a gate that is there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reload {
+    /// Always: the gate is replaced by PostgreSQL's view (a new campaign, or a gate that
+    /// disagrees with PostgreSQL).
+    Always,
+    /// Only when some shard is not loaded, checked under the load lock. A caller that saw the
+    /// gate unloaded just before another load finished (a `/readyz` probe, a claim that got
+    /// `not_loaded`) then leaves the loaded gate alone instead of reloading it, which would
+    /// unload every shard for the time of the load.
+    IfMissing,
+}
+
 /// Loads (or reloads, replacing what is there) the gate of campaign `c` from PostgreSQL.
 /// Returns `Ok(false)` when another origin holds the load lock, or the campaign is unknown.
 pub async fn load(db: &Db, redis: &mut Gate, c: &str) -> Result<bool, LoadError> {
+    load_when(db, redis, c, Reload::Always).await
+}
+
+/// Loads the gate of campaign `c` unless it is already loaded (see [`Reload::IfMissing`]).
+/// Returns `Ok(false)` when it was loaded, another origin holds the load lock, or the campaign
+/// is unknown.
+pub async fn load_missing(db: &Db, redis: &mut Gate, c: &str) -> Result<bool, LoadError> {
+    load_when(db, redis, c, Reload::IfMissing).await
+}
+
+/// Loads the gate of campaign `c` under its load lock, as `when` says.
+pub async fn load_when(
+    db: &Db,
+    redis: &mut Gate,
+    c: &str,
+    when: Reload,
+) -> Result<bool, LoadError> {
     let k = Keys::of(c);
     let token = format!("{:016x}", rand::random::<u64>());
     let locked: Option<String> = redis::cmd("SET")
@@ -41,7 +71,11 @@ pub async fn load(db: &Db, redis: &mut Gate, c: &str) -> Result<bool, LoadError>
     if locked.is_none() {
         return Ok(false);
     }
-    let result = load_locked(db, redis, c, &k).await;
+    // Under the lock: a load that finished before it was taken is seen here.
+    let result = match when {
+        Reload::IfMissing if is_loaded(redis, c).await? => Ok(false),
+        _ => load_locked(db, redis, c, &k).await,
+    };
     // Free the lock only if it is still ours.
     let _: redis::RedisResult<i64> = UNLOCK.key(&k.loading).arg(&token).invoke_async(redis).await;
     result

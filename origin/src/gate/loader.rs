@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use crate::db::Db;
 use tokio_util::task::TaskTracker;
 
+use super::load::Reload;
 use super::Gate;
 
 /// Loads the gate of a campaign in the background unless this origin is already doing so.
@@ -30,9 +31,22 @@ impl GateLoader {
         }
     }
 
-    /// Loads the gate of campaign `c` on a task of `tasks` unless one is already loading it.
-    /// A failed load is logged; the next claim that finds the gate unloaded tries again.
+    /// Loads the gate of campaign `c` on a task of `tasks` unless one is already loading it or
+    /// it is loaded by then ([`Reload::IfMissing`]: a gate that was missing when the caller
+    /// looked and was loaded since is left alone). A failed load is logged; the next claim
+    /// that finds the gate unloaded tries again.
     pub fn spawn(&self, c: &str) {
+        self.run(c, Reload::IfMissing);
+    }
+
+    /// Reloads the gate of campaign `c` from PostgreSQL on a task of `tasks`, replacing what
+    /// is there ([`Reload::Always`]: the gate disagreed with PostgreSQL), unless a load of it
+    /// is already running here.
+    pub fn spawn_reload(&self, c: &str) {
+        self.run(c, Reload::Always);
+    }
+
+    fn run(&self, c: &str, when: Reload) {
         if !self
             .loading
             .lock()
@@ -45,7 +59,7 @@ impl GateLoader {
         let c = c.to_string();
         self.tasks.spawn(async move {
             let mut gate = this.gate.clone();
-            let load = super::load::load(&this.db, &mut gate, &c);
+            let load = super::load::load_when(&this.db, &mut gate, &c, when);
             if let Some(Err(e)) = crate::panics::catch("gate load", load).await {
                 tracing::warn!(campaign = %c, error = %e, "gate load failed; will retry on next claim");
             }

@@ -23,6 +23,7 @@ mod handle;
 pub mod load;
 pub mod loader;
 pub mod lua;
+pub mod readiness;
 pub mod settle;
 mod shards;
 

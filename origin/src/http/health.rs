@@ -1,66 +1,108 @@
-//! `/healthz` (the process is up), `/readyz` (PostgreSQL and Redis reachable, gates loaded)
-//! and `/metrics` (Prometheus text).
+//! `/healthz` (the process is up), `/readyz` (whether this origin can serve: PostgreSQL, Redis
+//! and the gates of the live campaigns) and `/metrics` (Prometheus text).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use serde_json::json;
+use tokio::time::Instant;
 
+use crate::gate::readiness::{self, GateHealth};
+use crate::redis_conn::Reach;
 use crate::state::AppState;
 
-/// 200 `{"status":"ok"}` while the process runs.
+/// How long `/readyz` waits for Redis, in milliseconds: a node or shard that has not answered
+/// by then counts as not answering. Below the balancer's check timeout (scripts/lib/balancer.sh
+/// checks every 500 ms, and HAProxy then times a check out after 500 ms).
+pub const READY_REDIS_BUDGET_MS: u64 = 300;
+
+/// 200 `{"status":"ready"}` while the process runs.
 pub async fn healthz() -> impl IntoResponse {
     axum::Json(json!({"status": "ok"}))
 }
 
-/// 200 `{"status":"ready"}` when PostgreSQL and Redis answer and the gate of every live
-/// campaign is loaded; 503 `{"status":"not_ready","postgres":bool,"redis":bool,
-/// "gate_loaded":bool}` otherwise. A missing gate (Redis restarted empty) is also reloaded from
-/// here, so an origin that a load balancer took out of rotation gets ready again by itself.
+/// Whether this origin can serve, for a load balancer's health check.
+///
+/// - 200 `{"status":"ready"}`: PostgreSQL answers, every Redis server (every primary of a
+///   cluster) answers, and every shard of every live campaign's gate is loaded.
+/// - 200 `{"status":"degraded", …}`: it can serve part of the traffic, and every origin is in
+///   the same state (they share Redis), so taking it out of rotation would help no one: a
+///   cluster primary is down or failing over (customers whose shard or records live there get
+///   503 + `Retry-After`, the others are served), or a gate is being loaded.
+/// - 503 `{"status":"not_ready", …}`: PostgreSQL does not answer, no Redis server answers, or
+///   a live campaign's gate was lost (a shard answers without it and no load is under way).
+///
+/// The last two carry `"postgres":bool`, `"redis":bool` (some server answers), `"redis_all":
+/// bool` (every one does), `"gate_loaded":bool` (every shard of every live gate) and `"gates"`:
+/// the number of live gates by state (`loaded`, `partial`, `loading`, `unreachable`, `lost`;
+/// see [`GateHealth`]). Redis is waited for [`READY_REDIS_BUDGET_MS`] at most, for its servers
+/// and then for the gates. A lost gate is
+/// also reloaded from here, so an origin that a load balancer took out of rotation gets ready
+/// again by itself.
 pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
+    let budget = Duration::from_millis(READY_REDIS_BUDGET_MS);
     // The simple query protocol: no prepared statement, so nothing a pooler can mix up.
-    let postgres = sqlx::raw_sql("SELECT 1").execute(&state.db).await.is_ok();
-    let mut redis = state.redis.clone();
-    let redis_ok = redis::cmd("PING")
-        .query_async::<String>(&mut redis)
-        .await
-        .is_ok();
-    let gate_loaded = postgres && redis_ok && live_gates_loaded(&state).await;
-    if gate_loaded {
-        (StatusCode::OK, axum::Json(json!({"status": "ready"})))
+    let (postgres, reach) = tokio::join!(
+        async { sqlx::raw_sql("SELECT 1").execute(&state.db).await.is_ok() },
+        state.redis.reach(Instant::now() + budget)
+    );
+    let gates = if postgres && reach != Reach::None {
+        live_gates(&state, budget).await
     } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(
-                json!({"status": "not_ready", "postgres": postgres, "redis": redis_ok, "gate_loaded": gate_loaded}),
-            ),
-        )
+        None
+    };
+    let lost = gates
+        .as_ref()
+        .is_none_or(|g| g.contains_key(&GateHealth::Lost));
+    let gate_loaded = gates
+        .as_ref()
+        .is_some_and(|g| g.keys().all(|h| *h == GateHealth::Loaded));
+    if gate_loaded && reach == Reach::All {
+        return (StatusCode::OK, axum::Json(json!({"status": "ready"})));
     }
+    let (code, status) = if postgres && reach != Reach::None && !lost {
+        (StatusCode::OK, "degraded")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not_ready")
+    };
+    let body = json!({
+        "status": status,
+        "postgres": postgres,
+        "redis": reach != Reach::None,
+        "redis_all": reach == Reach::All,
+        "gate_loaded": gate_loaded,
+        "gates": gates.unwrap_or_default(),
+    });
+    (code, axum::Json(body))
 }
 
-/// True when every campaign that has not ended has its gate loaded; starts a load for each one
-/// that has not.
-async fn live_gates_loaded(state: &AppState) -> bool {
-    // Behind a transaction pooler `Db` runs it in a transaction of its own (crate::db).
-    let Ok(live) = crate::campaigns::store::live(&state.db).await else {
-        return false;
-    };
-    if live.is_empty() {
-        return true;
-    }
-    let mut redis = state.gate.clone();
-    let mut all = true;
-    // One EXISTS per campaign: on a Redis Cluster each gate lives in its own slot.
-    for c in &live {
-        let Ok(loaded) = crate::gate::load::is_loaded(&mut redis, &c.id).await else {
-            return false;
-        };
-        if !loaded {
+/// The gates of the campaigns that have not ended, counted by state; `None` when PostgreSQL
+/// could not list them; Redis is waited for `budget` from the listing on. Starts a load of
+/// each lost one.
+async fn live_gates(state: &AppState, budget: Duration) -> Option<BTreeMap<GateHealth, usize>> {
+    // In a transaction: behind a transaction pooler the statement's parse and execution then
+    // stay on one server connection (README "Behind a connection pooler").
+    let mut tx = state.db.begin().await.ok()?;
+    let live = crate::campaigns::store::live(&mut *tx).await.ok()?;
+    let _ = tx.commit().await;
+    let deadline = Instant::now() + budget;
+    // Every gate at once: on a Redis Cluster each shard lives in its own slot.
+    let found = futures::future::join_all(
+        live.iter()
+            .map(|c| readiness::probe(&state.gate, &c.id, deadline)),
+    )
+    .await;
+    let mut counts = BTreeMap::new();
+    for (c, health) in live.iter().zip(found) {
+        if health == GateHealth::Lost {
             state.gate_loader.spawn(&c.id);
-            all = false;
         }
+        *counts.entry(health).or_insert(0) += 1;
     }
-    all
+    Some(counts)
 }
 
 /// Counters in the Prometheus text format.

@@ -86,13 +86,10 @@ async fn load_gates(state: &AppState) {
     match crate::campaigns::store::live(&state.db).await {
         Ok(live) => {
             for c in live {
-                let loaded = crate::gate::load::is_loaded(&mut redis, &c.id)
-                    .await
-                    .unwrap_or(false);
-                if !loaded {
-                    if let Err(e) = crate::gate::load::load(&state.db, &mut redis, &c.id).await {
-                        tracing::warn!(campaign = %c.id, error = %e, "gate load at start-up failed");
-                    }
+                // Checked under the load lock: origins starting together load each gate once.
+                let load = crate::gate::load::load_missing(&state.db, &mut redis, &c.id);
+                if let Err(e) = load.await {
+                    tracing::warn!(campaign = %c.id, error = %e, "gate load at start-up failed");
                 }
             }
         }
