@@ -91,15 +91,22 @@ async fn main() -> anyhow::Result<()> {
             db_pooler,
             redis_url,
         } => {
-            let ok = flashgate_origin::reconcile::run_cli(
+            // Exit 1 means "checked, and found a fault"; 2 "could not check" (an unknown
+            // campaign, a service that does not answer), so a script can tell them apart.
+            match flashgate_origin::reconcile::run_cli(
                 &database_url,
                 db_pooler,
                 &redis_url,
                 &campaign,
             )
-            .await?;
-            if !ok {
-                std::process::exit(1);
+            .await
+            {
+                Ok(true) => {}
+                Ok(false) => std::process::exit(1),
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    std::process::exit(2);
+                }
             }
         }
         Command::Admin(args) => {

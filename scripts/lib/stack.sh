@@ -10,7 +10,7 @@
 # and env: FLASHGATE_ORIGIN_URL, FLASHGATE_EDGE_URL, FLASHGATE_ADMIN_TOKEN,
 # FLASHGATE_CUSTOMER_TOKEN_SECRET, FLASHGATE_SERVICE_TOKEN, FLASHGATE_EDGE_SECRET,
 # DATABASE_URL, REDIS_URL (KEY=value lines; `set -a; . STATE_DIR/env; set +a` loads them).
-# FLASHGATE_ORIGIN_PORT picks the origin's port (default: 8080 when free, else a free one).
+# FLASHGATE_ORIGIN_PORT picks the origin's port (default: 8080 when free and no FLASHGATE_PORT_RANGE is set, else a free one).
 # FLASHGATE_NO_EDGE=1 starts the origin alone.
 # FLASHGATE_ORIGINS=N (default 1) starts N origins (origin-1 ... origin-N, each on a free
 # loopback port) behind HAProxy (scripts/lib/balancer.sh); FLASHGATE_ORIGIN_URL is then the
@@ -96,7 +96,10 @@ origin_start() {
   port=""
   if [ "$name" = origin ]; then
     port="${FLASHGATE_ORIGIN_PORT:-}"
-    if [ -z "$port" ] && ! fg_port_open 127.0.0.1 8080; then port=8080; fi
+    # 8080 only when no port range was given: a range means "every port from here".
+    if [ -z "$port" ] && [ -z "${FLASHGATE_PORT_RANGE:-}" ] && ! fg_port_open 127.0.0.1 8080; then
+      port=8080
+    fi
   fi
   local fixed="$port" attempt ready=0
   # A free port can be taken between the check and the bind (by another process, or as the
@@ -162,7 +165,10 @@ edge_up() {
     edge_build || fg_die "building the edge worker failed"
   fi
   fg_log "starting the edge worker (Miniflare/workerd) in front of $FLASHGATE_ORIGIN_URL"
-  edge_start "$FLASHGATE_ORIGIN_URL" 0 "$state/edge.pid" "$state/edge.url" \
+  # Port 0 lets Miniflare take any free port; with FLASHGATE_PORT_RANGE it comes from the range.
+  local edge_port=0
+  if [ -n "${FLASHGATE_PORT_RANGE:-}" ]; then edge_port="$(fg_free_port)" || fg_die "no free port in FLASHGATE_PORT_RANGE"; fi
+  edge_start "$FLASHGATE_ORIGIN_URL" "$edge_port" "$state/edge.pid" "$state/edge.url" \
     || fg_die "the edge worker did not start (log: $state/edge.pid.log)"
   FLASHGATE_EDGE_URL="$(cat "$state/edge.url")"
   fg_log "edge ready at $FLASHGATE_EDGE_URL"
