@@ -19,8 +19,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use flashgate_shared::api::gifts::{
-    check_caps, is_valid_currency, is_valid_gift_id, is_valid_msisdn, CapsChange, DeliveryStatus,
-    FulfilmentList, Members, NewGiftCampaign, NewSegment, MAX_GIFT_AMOUNT, MAX_GIFT_CAMPAIGN_NAME,
+    check_caps, is_valid_gift_id, is_valid_msisdn, CapsChange, DeliveryStatus, FulfilmentList,
+    Members, NewGiftCampaign, NewSegment, MAX_GIFT_AMOUNT, MAX_GIFT_CAMPAIGN_NAME,
     MAX_MEMBERS_BODY_BYTES, MAX_MEMBERS_PER_CALL,
 };
 
@@ -111,9 +111,9 @@ pub async fn create_segment(
             "gift.amount must be 1..={MAX_GIFT_AMOUNT} minor units"
         )));
     }
-    if !is_valid_currency(&s.gift.currency) {
+    if !flashgate_shared::api::promo::is_currency(&s.gift.currency) {
         return Err(ApiError::validation(
-            "gift.currency must be an ISO 4217 code (three uppercase letters)",
+            "gift.currency must be an ISO 4217 code in upper case (EGP, EUR, …)",
         ));
     }
     check_caps(&s.caps).map_err(ApiError::validation)?;

@@ -37,11 +37,6 @@ pub fn is_valid_gift_id(s: &str) -> bool {
     })
 }
 
-/// True when `s` is an ISO 4217 alphabetic code shape: three uppercase ASCII letters.
-pub fn is_valid_currency(s: &str) -> bool {
-    s.len() == 3 && s.bytes().all(|b| b.is_ascii_uppercase())
-}
-
 /// What a gift is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]

@@ -106,7 +106,7 @@ pub fn validate_offer(
         _ => return Err("give exactly one of percent_off and amount_off".into()),
     }
     if !is_currency(currency) {
-        return Err("currency must be three uppercase letters (ISO 4217)".into());
+        return Err("currency must be an ISO 4217 code in upper case (USD, EUR, …)".into());
     }
     if min_order < 0 {
         return Err("min_order must be >= 0".into());
@@ -114,10 +114,11 @@ pub fn validate_offer(
     Ok(())
 }
 
-/// True when `s` is an ISO 4217 currency code as the API takes it: three uppercase ASCII
-/// letters (`USD`, `EUR`).
+/// True when `s` is an ISO 4217 alphabetic currency code in the standard's current list, in
+/// upper case as the standard writes it (`USD`, `EUR`, `EGP`; not `usd`, not `XXQ`). The list
+/// comes from the `iso_currency` crate, which builds it from the ISO 4217 data tables.
 pub fn is_currency(s: &str) -> bool {
-    s.len() == 3 && crate::text::is_ascii_of(s, 3, |b| b.is_ascii_uppercase())
+    iso_currency::Currency::from_code(s).is_some()
 }
 
 stored_enum! {
@@ -343,6 +344,16 @@ mod tests {
 
     fn batch(body: Value) -> Result<NewCodeBatch, String> {
         serde_json::from_value(body).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn currencies_are_codes_of_the_iso_4217_list_in_upper_case() {
+        for ok in ["USD", "EUR", "EGP", "JPY"] {
+            assert!(is_currency(ok), "{ok}");
+        }
+        for bad in ["XXQ", "ABC", "usd", "Eur", "US", "USDD", "", "€"] {
+            assert!(!is_currency(bad), "{bad}");
+        }
     }
 
     #[test]
