@@ -75,7 +75,11 @@ pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
 
 /// The origin's 404 for a campaign id that does not exist.
 pub fn no_such_campaign(id: &str) -> Answer {
-    Answer::error(404, codes::NOT_FOUND, &format!("no campaign {id}"))
+    Answer::error(
+        404,
+        codes::NOT_FOUND,
+        &flashgate_shared::api::common::no_campaign_message(id),
+    )
 }
 
 /// After the request checks of a claim: the origin's 404 when the id is not a slug.

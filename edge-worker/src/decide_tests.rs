@@ -52,7 +52,7 @@ fn routes() {
     );
     assert_eq!(
         claim_campaign_check("Bad_Id").unwrap_err().body,
-        r#"{"result":"not_found","message":"no campaign Bad_Id"}"#
+        r#"{"result":"not_found","message":"no campaign with this id (a campaign id is [a-z0-9-]{1,64})"}"#
     );
     assert_eq!(
         route("POST", "/api/v1/campaigns/spring/claims"),

@@ -65,7 +65,11 @@ pub async fn claim(svc: &ClaimService, req: ClaimRequest) -> ApiResult<Reply> {
         .campaigns
         .get(&svc.db, &req.campaign)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no campaign {}", req.campaign)))?;
+        .ok_or_else(|| {
+            ApiError::NotFound(flashgate_shared::api::common::no_campaign_message(
+                &req.campaign,
+            ))
+        })?;
     let now = chrono::Utc::now();
     // Remaining is left to the gate: the cached count may be stale.
     let state_now = CampaignState::decide(

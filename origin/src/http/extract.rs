@@ -184,7 +184,7 @@ pub async fn signed_post_body(
 
 /// 404 `not_found` naming campaign `id`.
 pub fn no_campaign(id: &str) -> ApiError {
-    ApiError::NotFound(format!("no campaign {id}"))
+    ApiError::NotFound(flashgate_shared::api::common::no_campaign_message(id))
 }
 
 /// The campaign row of `id` from the origin's cache (at most `FLASHGATE_CAMPAIGN_CACHE_MS`

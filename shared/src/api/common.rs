@@ -23,6 +23,17 @@ pub fn is_valid_slug(s: &str) -> bool {
     })
 }
 
+/// The message of the 404 for campaign `id`: `no campaign <id>` for a slug
+/// ([`is_valid_slug`]); for anything else (too long, odd characters) the id is not echoed
+/// back, so a request cannot make the answer carry text of its choosing.
+pub fn no_campaign_message(id: &str) -> String {
+    if is_valid_slug(id) {
+        format!("no campaign {id}")
+    } else {
+        "no campaign with this id (a campaign id is [a-z0-9-]{1,64})".to_string()
+    }
+}
+
 /// Result codes of request errors ([`ErrorBody::result`]) with their HTTP status.
 pub mod codes {
     /// 400: the body is not valid JSON, has duplicate keys or the wrong shape.
