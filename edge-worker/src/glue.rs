@@ -14,23 +14,24 @@ use crate::decide::{self, Answer, ClaimInput, Gate, Route, TokenCache};
 use crate::limit::Action;
 use crate::status::{self, Freshness, RefreshState, StatusEntry, Step};
 use flashgate_shared::queue::ADMISSION_HEADER;
-use flashgate_shared::{
-    signature, ANSWERED_BY_HEADER, CLIENT_IP_HEADER, EDGE_SIGNATURE_HEADER, IDEMPOTENCY_KEY_HEADER,
-};
-use futures_util::future::{select, Either};
+use flashgate_shared::{ANSWERED_BY_HEADER, IDEMPOTENCY_KEY_HEADER};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 use worker::{
-    event, js_sys, AbortController, Cache, Context, Date, Delay, Env, Fetch, Headers, Method,
-    Request, RequestInit, Response, Result,
+    event, js_sys, Cache, Context, Date, Delay, Env, Headers, Method, Request, RequestInit,
+    Response, Result,
 };
 
 #[path = "glue_jwks.rs"]
 mod glue_jwks;
+#[path = "glue_origin.rs"]
+mod glue_origin;
 #[path = "glue_queue.rs"]
 mod glue_queue;
+
+use glue_origin::{origin_target, pass_through, relay, send, send_bounded, sign_forwarded};
 
 /// Header with the age of the cached status in ms (the standard `Age` header has it in s).
 const STATUS_AGE_MS_HEADER: &str = "flashgate-status-age-ms";
@@ -309,75 +310,6 @@ async fn put_in_cache(cache: &Cache, key: &str, entry: &StatusEntry, ttl_ms: i64
     cache.put(key, resp).await
 }
 
-/// Sends a request to the origin with a timeout; returns status, headers and body bytes.
-/// Errors when the origin is unreachable or too slow (the request is then aborted).
-async fn send(req: Request, timeout_ms: i64) -> Result<(u16, Headers, Vec<u8>)> {
-    send_bounded(req, timeout_ms, None).await
-}
-
-/// [`send`], reading at most `max_body` bytes of the body when set: a longer body (with or
-/// without `Content-Length`) is an error and the rest is never read.
-async fn send_bounded(
-    req: Request,
-    timeout_ms: i64,
-    max_body: Option<usize>,
-) -> Result<(u16, Headers, Vec<u8>)> {
-    let controller = AbortController::default();
-    let signal = controller.signal();
-    let work = async move {
-        let mut resp = Fetch::Request(req).send_with_signal(&signal).await?;
-        let body = match max_body {
-            None => resp.bytes().await?,
-            Some(max) => read_bounded(&mut resp, max).await?,
-        };
-        Ok::<_, worker::Error>((resp.status_code(), resp.headers().clone(), body))
-    };
-    let timeout = Delay::from(Duration::from_millis(timeout_ms.max(1) as u64));
-    match select(Box::pin(work), timeout).await {
-        Either::Left((result, _)) => result,
-        Either::Right(((), _)) => {
-            controller.abort();
-            Err(worker::Error::RustError("origin timed out".into()))
-        }
-    }
-}
-
-/// The body of `resp`, chunk by chunk; an error once it passes `max` bytes.
-async fn read_bounded(resp: &mut Response, max: usize) -> Result<Vec<u8>> {
-    use futures_util::StreamExt;
-    let mut stream = resp.stream()?;
-    let mut body = Vec::new();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk?;
-        if body.len() + chunk.len() > max {
-            return Err(worker::Error::RustError(format!(
-                "the body is larger than {max} bytes"
-            )));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
-
-/// Copies an origin answer into a response, marking it answered by the origin.
-fn relay(code: u16, headers: &Headers, body: Vec<u8>) -> Result<Response> {
-    let out = Headers::new();
-    for (name, value) in headers.entries() {
-        if !matches!(
-            name.as_str(),
-            "content-length" | "content-encoding" | "transfer-encoding" | "connection"
-        ) {
-            out.append(&name, &value)?;
-        }
-    }
-    if !out.has(ANSWERED_BY_HEADER)? {
-        out.set(ANSWERED_BY_HEADER, "origin")?;
-    }
-    Ok(Response::from_bytes(body)?
-        .with_status(code)
-        .with_headers(out))
-}
-
 // ---------------------------------------------------------------- claims
 
 async fn claim(
@@ -511,46 +443,6 @@ async fn claim(
     relay(code, &resp_headers, resp_body)
 }
 
-/// Adds the client IP (`Flashgate-Client-Ip`) and the edge signature over the request in
-/// `out` (method, path, body, `Authorization`, `Idempotency-Key`, client IP) when an edge
-/// secret is configured; without one the request goes unsigned and without a client IP (the
-/// origin would not trust it).
-fn sign_forwarded(
-    cfg: &EdgeConfig,
-    out: &Headers,
-    client_ip: Option<&str>,
-    method: &str,
-    path: &str,
-    body: &[u8],
-) -> Result<()> {
-    let Some(secret) = &cfg.edge_secret else {
-        return Ok(());
-    };
-    if let Some(ip) = client_ip {
-        out.set(CLIENT_IP_HEADER, ip)?;
-    }
-    let authorization = out.get("authorization")?;
-    let key = out.get(IDEMPOTENCY_KEY_HEADER)?;
-    let signed = signature::Signed {
-        method,
-        path,
-        body,
-        authorization: authorization.as_deref().map(str::as_bytes),
-        idempotency_key: key.as_deref().map(str::as_bytes),
-        client_ip: client_ip.map(str::as_bytes),
-    };
-    let sig = signature::sign(secret, now_ms().div_euclid(1000), &signed);
-    out.set(EDGE_SIGNATURE_HEADER, &sig)
-}
-
-/// The origin URL for the same path and query.
-fn origin_target(cfg: &EdgeConfig, url: &worker::Url) -> String {
-    match url.query() {
-        Some(q) => format!("{}{}?{q}", cfg.origin_url, url.path()),
-        None => format!("{}{}", cfg.origin_url, url.path()),
-    }
-}
-
 /// Flips the cached state when the origin's claim answer says sold out / ended / paused.
 fn learn(id: &str, code: u16, body: &[u8]) {
     let now = now_ms();
@@ -562,54 +454,4 @@ fn learn(id: &str, code: u16, body: &[u8]) {
             }
         }
     });
-}
-
-// ---------------------------------------------------------------- pass-through
-
-async fn pass_through(mut req: Request, cfg: &EdgeConfig, url: &worker::Url) -> Result<Response> {
-    let target = origin_target(cfg, url);
-    let method = req.method();
-    let client_ip = decide::client_ip(req.headers().get(CF_CONNECTING_IP_HEADER)?.as_deref());
-    let out = Headers::new();
-    for (name, value) in req.headers().entries() {
-        // The client's own signature or client IP headers are never passed on.
-        if !matches!(
-            name.as_str(),
-            "host"
-                | "content-length"
-                | "connection"
-                | "transfer-encoding"
-                | "x-forwarded-for"
-                | EDGE_SIGNATURE_HEADER
-                | CLIENT_IP_HEADER
-        ) && !name.starts_with("cf-")
-        {
-            out.append(&name, &value)?;
-        }
-    }
-    let mut init = RequestInit::new();
-    let mut body = Vec::new();
-    if !matches!(method, Method::Get | Method::Head) {
-        // Read whole (the runtime resets a client whose body is left unread), then refuse what
-        // the origin could never take.
-        body = req.bytes().await.unwrap_or_default();
-        if let Err(refusal) = decide::check_pass_through_body(body.len()) {
-            return answer(&refusal);
-        }
-        init.with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
-    }
-    sign_forwarded(
-        cfg,
-        &out,
-        client_ip.as_deref(),
-        method.as_ref(),
-        url.path(),
-        &body,
-    )?;
-    init.with_method(method).with_headers(out);
-    let forwarded = Request::new_with_init(&target, &init)?;
-    match send(forwarded, cfg.origin_timeout_ms).await {
-        Ok((code, headers, body)) => relay(code, &headers, body),
-        Err(_) => answer(&Answer::unavailable()),
-    }
 }
