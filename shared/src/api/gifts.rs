@@ -51,38 +51,28 @@ pub enum GiftKind {
     MobileCredit,
 }
 
-/// A gift campaign's stored state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(
-    feature = "sqlx",
-    derive(sqlx::Type),
-    sqlx(type_name = "text", rename_all = "snake_case")
-)]
-pub enum GiftCampaignState {
-    /// Grants between `starts_at` and `ends_at`.
-    Active,
-    /// No grants while paused.
-    Paused,
-    /// No grants any more.
-    Closed,
+stored_enum! {
+    /// A gift campaign's stored state.
+    pub enum GiftCampaignState {
+        /// Grants between `starts_at` and `ends_at`.
+        Active = "active",
+        /// No grants while paused.
+        Paused = "paused",
+        /// No grants any more.
+        Closed = "closed",
+    }
 }
 
-/// Where a fulfilment's provider call stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(
-    feature = "sqlx",
-    derive(sqlx::Type),
-    sqlx(type_name = "text", rename_all = "snake_case")
-)]
-pub enum DeliveryStatus {
-    /// Granted; the provider has not confirmed the credit yet.
-    Pending,
-    /// The provider confirmed the credit.
-    Delivered,
-    /// Every attempt failed; a manager may retry it.
-    Failed,
+stored_enum! {
+    /// Where a fulfilment's provider call stands.
+    pub enum DeliveryStatus {
+        /// Granted; the provider has not confirmed the credit yet.
+        Pending = "pending",
+        /// The provider confirmed the credit.
+        Delivered = "delivered",
+        /// Every attempt failed; a manager may retry it.
+        Failed = "failed",
+    }
 }
 
 /// A gift: `amount` minor units of `currency`, of `kind`.
