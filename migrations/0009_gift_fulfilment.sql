@@ -76,13 +76,14 @@ CREATE TRIGGER gift_ledger_append_only BEFORE UPDATE OR DELETE ON gift_ledger
 CREATE TRIGGER gift_ledger_no_truncate BEFORE TRUNCATE ON gift_ledger
     FOR EACH STATEMENT EXECUTE FUNCTION gift_is_append_only();
 
--- Idempotency records of fulfilment requests: the first reply of a granted request, kept
--- byte for byte (status and body) under its key, with the subscriber it was for.
+-- Idempotency records of fulfilment requests: the first reply of a request, grant or refusal,
+-- kept byte for byte (status and body) under its key, with the subscriber it was for; a
+-- refusal has no fulfilment.
 CREATE TABLE gift_requests (
     campaign_id     text NOT NULL REFERENCES gift_campaigns (id),
     idempotency_key text NOT NULL,
     msisdn          text NOT NULL,
-    fulfilment_id   uuid NOT NULL UNIQUE REFERENCES gift_ledger (id),
+    fulfilment_id   uuid UNIQUE REFERENCES gift_ledger (id),
     status          smallint NOT NULL,
     body            text NOT NULL,
     created_at      timestamptz NOT NULL DEFAULT now(),

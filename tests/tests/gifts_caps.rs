@@ -29,6 +29,39 @@ async fn one_per_day_is_denied_at_23h59m_and_allowed_at_24h() {
     o.stop().await;
 }
 
+#[tokio::test]
+async fn a_refused_key_replays_its_refusal_after_the_subscriber_becomes_eligible() {
+    // One key, one outcome: the retry of a refused request gets the refusal again, byte for
+    // byte, even once the window has passed; a new key gets a new decision.
+    let o = gifts::gift_origin().await;
+    let c = campaign(&o, &[("s1", 2_000, &[(1, 1)])]).await;
+    let m = msisdn();
+    members(&o, &c, "s1", std::slice::from_ref(&m)).await;
+    assert_eq!(fulfil(&o, &c, &key(), &m).await.status, 201);
+    set_clock(&o, &c, t0() + Duration::hours(1)).await;
+    let refused_key = key();
+    let first = fulfil(&o, &c, &refused_key, &m).await;
+    assert_eq!(first.status, 409);
+    assert_eq!(first.json()["result"], "cap_reached");
+    set_clock(&o, &c, t0() + Duration::hours(25)).await;
+    let again = fulfil(&o, &c, &refused_key, &m).await;
+    assert_eq!((again.status, &again.body), (first.status, &first.body));
+    let counts = row_counts(&o, &c).await;
+    assert_eq!(
+        (counts[0], counts[1]),
+        (1, 2),
+        "one grant; a grant and a refusal recorded"
+    );
+    let fresh = fulfil(&o, &c, &key(), &m).await;
+    assert_eq!(
+        fresh.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&fresh.body)
+    );
+    o.stop().await;
+}
+
 /// Segment 2: at most one per 3 days and at most two per 7 days, a request every day at the
 /// same hour. Worked by hand (windows are `(now − N days, now]`):
 ///

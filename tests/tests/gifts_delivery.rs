@@ -14,11 +14,13 @@ use flashgate_tests::gifts::{campaign, fulfil, key, members, msisdn};
 use flashgate_tests::support::{eventually, TestOrigin};
 use futures::future::join_all;
 
-async fn relaying_origin(sim: &Running, max_attempts: i32) -> TestOrigin {
+/// An origin whose relay calls `sim`; its lease on a taken row is twice
+/// `provider_timeout_ms` plus a second (origin/src/gifts/relay.rs).
+async fn relaying_origin(sim: &Running, max_attempts: i32, provider_timeout_ms: u64) -> TestOrigin {
     let mut config = flashgate_tests::support::test_config();
     config.gifts.gift_test_clock = true;
     config.gifts.gift_provider_url = Some(sim.url.clone());
-    config.gifts.gift_provider_timeout_ms = 300;
+    config.gifts.gift_provider_timeout_ms = provider_timeout_ms;
     config.gifts.gift_delivery_max_attempts = max_attempts;
     config.gifts.gift_retry_base_ms = 20;
     config.gifts.gift_relay_interval_ms = 50;
@@ -92,7 +94,7 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
     )
     .await
     .unwrap();
-    let o = relaying_origin(&sim, 20).await;
+    let o = relaying_origin(&sim, 20, 300).await;
     let c = campaign(&o, &[("s1", 2_000, &[])]).await;
     let ours = grant(&o, &c, 1_000).await;
     assert_eq!(
@@ -141,8 +143,11 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
     let sim = spawn("127.0.0.1:0".parse().unwrap(), Faults::none())
         .await
         .unwrap();
-    let a = relaying_origin(&sim, 20).await;
-    let b = relaying_origin(&sim, 20).await;
+    // A lease (5 s) no batch outlasts, even on a loaded machine: the assertion below is that
+    // two relays never take the same row, not that a lapsed lease is never taken over (which
+    // the relay allows on purpose, the provider's idempotency key making it safe).
+    let a = relaying_origin(&sim, 20, 2_000).await;
+    let b = relaying_origin(&sim, 20, 2_000).await;
     let c = campaign(&a, &[("s1", 5_000, &[])]).await;
     let (first, second) = futures::join!(grant(&a, &c, 300), async {
         // B grants to subscribers of its own at the same time (same campaign).
@@ -194,7 +199,7 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
     )
     .await
     .unwrap();
-    let o = relaying_origin(&sim, 4).await;
+    let o = relaying_origin(&sim, 4, 300).await;
     let c = campaign(&o, &[("s1", 2_000, &[])]).await;
     let ours = grant(&o, &c, 3).await;
     assert_eq!(drained(&o, &c).await, (0, 3));

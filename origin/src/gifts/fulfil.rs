@@ -1,8 +1,8 @@
 //! `POST /api/v1/gift-campaigns/{id}/fulfilments`: grant a subscriber her segment's gift
 //! exactly once per request, through four layers in order:
 //!
-//! 1. **the request key**: a key whose grant is recorded (`gift_requests`) is answered with
-//!    its first reply, byte for byte, without a lock and without writing;
+//! 1. **the request key**: a key whose first reply is recorded (`gift_requests`: a grant or a
+//!    refusal) is answered with it, byte for byte, without a lock and without writing;
 //! 2. **an advisory transaction lock** on (campaign, subscriber)
 //!    (`pg_advisory_xact_lock(GIFT_LOCK_CLASS, hashtext(campaign ':' msisdn))`) serialises
 //!    competing requests for her; its wait is measured ([`super::metrics`]);
@@ -14,8 +14,9 @@
 //!
 //! The ledger row, the idempotency record (status and exact body) and the outbox row are
 //! written by one statement in the lock's transaction, so they commit together or not at all.
-//! Refusals (`cap_reached`, `not_in_segment`, `campaign_not_active`) are not recorded: the same
-//! key is decided again next time.
+//! Refusals (`cap_reached`, `not_in_segment`, `campaign_not_active`) are recorded under the key
+//! in the same transaction, so a retry gets the same refusal even once the subscriber has become
+//! eligible: one key, one outcome.
 
 use super::verdict::{self, Verdict};
 use super::GiftService;
@@ -97,15 +98,70 @@ pub async fn fulfil(
         return Ok(done);
     }
     let decision = verdict::decide(&mut *tx, campaign, msisdn, g.test_clock).await?;
-    let (segment, gift) = match decision.verdict {
+    let refusal = match decision.verdict {
         Verdict::UnknownCampaign => return Ok(Fulfil::UnknownCampaign),
-        Verdict::NotActive => return Ok(refused(g, FulfilmentReply::CampaignNotActive)),
-        Verdict::NotInSegment => return Ok(refused(g, FulfilmentReply::NotInSegment)),
+        Verdict::NotActive => FulfilmentReply::CampaignNotActive,
+        Verdict::NotInSegment => FulfilmentReply::NotInSegment,
         Verdict::CapReached { next_eligible_at } => {
-            return Ok(refused(g, FulfilmentReply::CapReached { next_eligible_at }))
+            FulfilmentReply::CapReached { next_eligible_at }
         }
-        Verdict::Eligible { segment, gift } => (segment, gift),
+        Verdict::Eligible { segment, gift } => {
+            return grant(g, tx, campaign, key, msisdn, segment, gift, decision.now).await
+        }
     };
+    refuse(g, tx, campaign, key, msisdn, refusal).await
+}
+
+/// Records `refusal` under `key` in `tx` (the lock held) and commits; the reply to send.
+async fn refuse(
+    g: &GiftService,
+    mut tx: crate::db::Tx<'static>,
+    campaign: &str,
+    key: &str,
+    msisdn: &str,
+    refusal: FulfilmentReply,
+) -> sqlx::Result<Fulfil> {
+    let reply = Reply::with_status(refusal.http_status(), Outcome::GiftRefused, &refusal);
+    let body = std::str::from_utf8(&reply.body).expect("JSON is UTF-8");
+    let written = sqlx::query!(
+        "INSERT INTO gift_requests (campaign_id, idempotency_key, msisdn, status, body)
+         VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (campaign_id, idempotency_key) DO NOTHING",
+        campaign,
+        key,
+        msisdn,
+        reply.status.as_u16() as i16,
+        body,
+    )
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if written == 0 {
+        // The key was taken meanwhile by a request for another subscriber (whose lock is not
+        // ours): answer as it was recorded.
+        tx.rollback().await?;
+        return Ok(recorded(&g.db, campaign, key, msisdn)
+            .await?
+            .unwrap_or(Fulfil::KeyReused));
+    }
+    tx.commit().await?;
+    g.metrics.refused();
+    Ok(Fulfil::Reply(reply))
+}
+
+/// Layer 4 and the grant: writes the ledger row, its outbox row and the key's record in `tx`
+/// and commits; the reply to send.
+#[allow(clippy::too_many_arguments)]
+async fn grant(
+    g: &GiftService,
+    mut tx: crate::db::Tx<'static>,
+    campaign: &str,
+    key: &str,
+    msisdn: &str,
+    segment: String,
+    gift: flashgate_shared::api::gifts::Gift,
+    now: chrono::DateTime<chrono::Utc>,
+) -> sqlx::Result<Fulfil> {
     let id = uuid::Uuid::now_v7();
     let reply = FulfilmentReply::Granted {
         fulfilment: Fulfilment {
@@ -115,7 +171,7 @@ pub async fn fulfil(
             segment: segment.clone(),
             gift: gift.clone(),
             status: DeliveryStatus::Pending,
-            created_at: decision.now,
+            created_at: now,
         },
     };
     let reply = Reply::with_status(reply.http_status(), Outcome::GiftGranted, &reply);
@@ -144,7 +200,7 @@ pub async fn fulfil(
         gift.amount,
         gift.currency,
         gift.kind as _,
-        decision.now,
+        now,
         reply.status.as_u16() as i16,
         body,
     )
@@ -160,13 +216,4 @@ pub async fn fulfil(
     tx.commit().await?;
     g.metrics.granted();
     Ok(Fulfil::Reply(reply))
-}
-
-fn refused(g: &GiftService, reply: FulfilmentReply) -> Fulfil {
-    g.metrics.refused();
-    Fulfil::Reply(Reply::with_status(
-        reply.http_status(),
-        Outcome::GiftRefused,
-        &reply,
-    ))
 }
