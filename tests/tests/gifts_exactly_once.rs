@@ -79,7 +79,8 @@ async fn five_simultaneous_requests_with_five_keys_grant_once_and_refuse_four_wi
         assert_eq!(b["result"], "cap_reached");
         assert_eq!(b["next_eligible_at"], "2026-06-12T12:00:00Z");
     }
-    assert_eq!(&row_counts(&o, &c).await[..3], &[1, 1, 1]);
+    // One grant (ledger, outbox) and five recorded replies: the grant and four refusals.
+    assert_eq!(&row_counts(&o, &c).await[..3], &[1, 5, 1]);
     o.stop().await;
 }
 
