@@ -13,6 +13,7 @@
 //! | `FLASHGATE_JWT_ISSUER` | var | unchecked | the `iss` customer tokens must carry |
 //! | `FLASHGATE_JWT_AUDIENCE` | var | unchecked | the audience customer tokens' `aud` must contain |
 //! | `FLASHGATE_JWT_LEEWAY_SECONDS` | var | 30 | clock-skew leeway on `exp`/`nbf`/`iat`, s (0..=300) |
+//! | `FLASHGATE_JWT_MAX_LIFETIME_SECONDS` | var | 86400 | longest accepted token lifetime (`exp` − now), s (60..=2592000) |
 //! | `FLASHGATE_JWKS_URL` | var | optional | the identity provider's JWKS (RS256/ES256 keys) |
 //! | `FLASHGATE_JWKS` | var | optional | a JWKS inline (offline deployments) |
 //! | `FLASHGATE_JWKS_TTL_SECONDS` | var | 600 | age at which the JWKS is fetched again, s |
@@ -26,7 +27,8 @@
 use flashgate_shared::token::keys::NO_KEYS;
 use flashgate_shared::token::refresh::Schedule;
 use flashgate_shared::token::{
-    KeySet, Verifier, VerifyKey, DEFAULT_LEEWAY_SECONDS, MAX_LEEWAY_SECONDS,
+    KeySet, Verifier, VerifyKey, DEFAULT_LEEWAY_SECONDS, DEFAULT_MAX_LIFETIME_SECONDS,
+    MAX_LEEWAY_SECONDS, MAX_MAX_LIFETIME_SECONDS,
 };
 
 /// Default status TTL, ms.
@@ -200,11 +202,20 @@ fn token_settings(
         0,
         MAX_LEEWAY_SECONDS.into(),
     )?;
+    let max_lifetime = int(
+        "FLASHGATE_JWT_MAX_LIFETIME_SECONDS",
+        DEFAULT_MAX_LIFETIME_SECONDS.into(),
+        60,
+        MAX_MAX_LIFETIME_SECONDS.into(),
+    )?;
     let verifier = Verifier::new(keys)
         .awaiting_jwks(get("FLASHGATE_JWKS_URL").is_some())
         .with_issuer(get("FLASHGATE_JWT_ISSUER"))
         .with_audience(get("FLASHGATE_JWT_AUDIENCE"))
-        .with_leeway_seconds(u32::try_from(leeway).unwrap_or(DEFAULT_LEEWAY_SECONDS));
+        .with_leeway_seconds(u32::try_from(leeway).unwrap_or(DEFAULT_LEEWAY_SECONDS))
+        .with_max_lifetime_seconds(
+            u32::try_from(max_lifetime).unwrap_or(DEFAULT_MAX_LIFETIME_SECONDS),
+        );
     let jwks = match get("FLASHGATE_JWKS_URL") {
         None if verifier.keys().keys().is_empty() => return Err(NO_KEYS.into()),
         None => None,

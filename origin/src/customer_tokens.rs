@@ -12,7 +12,7 @@ use flashgate_shared::token::keys::{MAX_JWKS_BYTES, NO_KEYS};
 use flashgate_shared::token::refresh::{Schedule, State, Step};
 use flashgate_shared::token::{
     CustomerClaims, KeySet, NumericDate, TokenError, Verifier, VerifyKey, DEFAULT_LEEWAY_SECONDS,
-    MAX_LEEWAY_SECONDS,
+    DEFAULT_MAX_LIFETIME_SECONDS, MAX_LEEWAY_SECONDS, MAX_MAX_LIFETIME_SECONDS,
 };
 
 use crate::secret::Secret;
@@ -34,6 +34,16 @@ pub struct TokenSettings {
     /// Clock-skew leeway on `exp`, `nbf` and `iat`, in seconds (0..=300).
     #[arg(long, env = "FLASHGATE_JWT_LEEWAY_SECONDS", default_value_t = DEFAULT_LEEWAY_SECONDS)]
     pub jwt_leeway_seconds: u32,
+
+    /// Longest accepted token lifetime, in seconds (60..=2,592,000): a token whose `exp` lies
+    /// further ahead than this plus the leeway is refused (401), so a token minted with a
+    /// far-future `exp` does not live for ever.
+    #[arg(
+        long,
+        env = "FLASHGATE_JWT_MAX_LIFETIME_SECONDS",
+        default_value_t = DEFAULT_MAX_LIFETIME_SECONDS
+    )]
+    pub jwt_max_lifetime_seconds: u32,
 
     /// More HS256 secrets with key ids, `kid:secret[,kid:secret...]` (each ≥ 32 bytes): a
     /// token whose header names `kid` is checked with that secret. Lets two secrets be valid
@@ -69,6 +79,7 @@ impl TokenSettings {
     pub fn for_tests() -> Self {
         TokenSettings {
             jwt_leeway_seconds: DEFAULT_LEEWAY_SECONDS,
+            jwt_max_lifetime_seconds: DEFAULT_MAX_LIFETIME_SECONDS,
             jwks_ttl_seconds: 600,
             jwks_min_refresh_seconds: 30,
             jwks_timeout_ms: 3_000,
@@ -84,6 +95,11 @@ impl TokenSettings {
         if self.jwt_leeway_seconds > MAX_LEEWAY_SECONDS {
             return Err(format!(
                 "FLASHGATE_JWT_LEEWAY_SECONDS must be at most {MAX_LEEWAY_SECONDS}"
+            ));
+        }
+        if !(60..=MAX_MAX_LIFETIME_SECONDS).contains(&self.jwt_max_lifetime_seconds) {
+            return Err(format!(
+                "FLASHGATE_JWT_MAX_LIFETIME_SECONDS must be 60 to {MAX_MAX_LIFETIME_SECONDS}"
             ));
         }
         let mut keys = KeySet::new();
@@ -115,7 +131,8 @@ impl TokenSettings {
             .awaiting_jwks(self.jwks_url.is_some())
             .with_issuer(nonempty(&self.jwt_issuer))
             .with_audience(nonempty(&self.jwt_audience))
-            .with_leeway_seconds(self.jwt_leeway_seconds))
+            .with_leeway_seconds(self.jwt_leeway_seconds)
+            .with_max_lifetime_seconds(self.jwt_max_lifetime_seconds))
     }
 }
 

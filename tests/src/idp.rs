@@ -206,6 +206,25 @@ pub fn refusals(
             "customer token is not valid yet",
         ),
         (
+            "exp practically never",
+            with(es, &|c| c["exp"] = json!(1e30)),
+            "customer token expires further ahead than the longest accepted lifetime",
+        ),
+        (
+            "exp two days ahead",
+            with(rs, &|c| c["exp"] = (now + 2 * 86_400).into()),
+            "customer token expires further ahead than the longest accepted lifetime",
+        ),
+        (
+            "crit header",
+            {
+                let crit = json!({"crit": ["x-ext"], "x-ext": true});
+                let crit = crit.as_object().expect("an object").clone();
+                es.sign_with_header(crit, &claims("mallory", iss, aud))
+            },
+            "customer token names critical header extensions that are not supported",
+        ),
+        (
             "HS256 without iss",
             hs.sign(&json!({"sub": "mallory", "exp": now + 600})),
             "customer token issuer is not accepted",

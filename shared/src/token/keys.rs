@@ -224,7 +224,8 @@ impl KeySet {
     /// bytes. Kept: RSA keys (`kty` `RSA`, `n`, `e`; [`MIN_RSA_BITS`]..=[`MAX_RSA_BITS`] bits)
     /// and P-256 keys (`kty` `EC`, `crv` `P-256`, `x`, `y`) whose `use` is absent or `sig` and
     /// whose `alg`, when given, is RS256 / ES256 respectively. Skipped: other keys (encryption
-    /// keys, other curves or algorithms), so that a provider adding one breaks nothing. Errors:
+    /// keys, other curves or algorithms, RSA moduli outside that range), so that a provider
+    /// adding one breaks nothing. Errors:
     /// not JSON of that shape, a kept key without a `kid` or with a broken value, more than
     /// [`MAX_KEYS`] kept keys or a key id given twice.
     pub fn parse_jwks(json: &[u8]) -> Result<KeySet, String> {
@@ -289,11 +290,10 @@ impl Jwk {
             {
                 let n = rsa::BigUint::from_bytes_be(&field("n", self.n)?);
                 let e = rsa::BigUint::from_bytes_be(&field("e", self.e)?);
-                let bits = n.bits();
-                if !(MIN_RSA_BITS..=MAX_RSA_BITS).contains(&bits) {
-                    return Err(format!(
-                        "key {kid:?}: an RSA modulus must have {MIN_RSA_BITS} to {MAX_RSA_BITS} bits (it has {bits})"
-                    ));
+                // Too small to be safe or too large to verify cheaply: skipped like any key
+                // flashgate does not use, so one such key in a provider's set breaks nothing.
+                if !(MIN_RSA_BITS..=MAX_RSA_BITS).contains(&n.bits()) {
+                    return Ok(None);
                 }
                 let public = rsa::RsaPublicKey::new_with_max_size(n, e, MAX_RSA_BITS)
                     .map_err(|e| format!("key {kid:?}: not an RSA public key: {e}"))?;

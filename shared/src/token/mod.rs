@@ -13,7 +13,11 @@
 //! - Time claims are NumericDate values (RFC 7519 §2): seconds since the Unix epoch, integer
 //!   or not, compared with the verifier's millisecond clock, with a leeway for clock skew
 //!   (RFC 7519 §4.1.4 allows "some small leeway"): refused when `now >= exp + leeway`,
-//!   `now < nbf - leeway` or `now < iat - leeway`.
+//!   `now < nbf - leeway` or `now < iat - leeway`. A token whose `exp` lies further ahead than
+//!   the longest lifetime (default 24 h) plus the leeway is refused too: `exp: 1e30` would
+//!   otherwise never expire.
+//! - A header with `crit` (RFC 7515 §4.1.11) is refused: the recipient must understand every
+//!   extension it names, and this verifier understands none.
 //! - HMAC signatures are compared in constant time.
 //!
 //! Verification is written over RustCrypto's `hmac`, `rsa` and `p256` rather than taken
@@ -128,6 +132,12 @@ pub enum TokenError {
     Expired,
     /// `now < nbf - leeway` or `now < iat - leeway`.
     NotYetValid,
+    /// `exp` lies further ahead than the verifier's longest token lifetime (plus the leeway):
+    /// a token that practically never expires.
+    LifetimeTooLong,
+    /// The header has `crit` (RFC 7515 §4.1.11): it names extensions that must be understood,
+    /// and this verifier understands none, so the token must be refused.
+    UnsupportedCritical,
     /// `iss` is not the expected issuer.
     WrongIssuer,
     /// `aud` does not contain the expected audience.
@@ -153,6 +163,12 @@ impl TokenError {
             TokenError::BadSignature => "customer token signature is invalid",
             TokenError::Expired => "customer token has expired",
             TokenError::NotYetValid => "customer token is not valid yet",
+            TokenError::LifetimeTooLong => {
+                "customer token expires further ahead than the longest accepted lifetime"
+            }
+            TokenError::UnsupportedCritical => {
+                "customer token names critical header extensions that are not supported"
+            }
             TokenError::WrongIssuer => "customer token issuer is not accepted",
             TokenError::WrongAudience => "customer token audience is not accepted",
             TokenError::BadSubject => "customer token subject is invalid",
@@ -169,12 +185,20 @@ pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
 pub const DEFAULT_LEEWAY_SECONDS: u32 = 30;
 /// Largest leeway accepted, in seconds (5 minutes).
 pub const MAX_LEEWAY_SECONDS: u32 = 300;
+/// Default longest token lifetime, in seconds (24 hours): a token whose `exp` lies further
+/// ahead than this (plus the leeway) is refused, whatever its issuer says.
+pub const DEFAULT_MAX_LIFETIME_SECONDS: u32 = 86_400;
+/// Largest setting of the longest token lifetime, in seconds (30 days).
+pub const MAX_MAX_LIFETIME_SECONDS: u32 = 30 * 86_400;
 
 #[derive(Deserialize)]
 struct Header {
     alg: String,
     #[serde(default)]
     kid: Option<String>,
+    /// Critical header extensions (RFC 7515 §4.1.11); none are understood.
+    #[serde(default)]
+    crit: Option<serde::de::IgnoredAny>,
 }
 
 /// `aud`: one audience or several (RFC 7519 §4.1.3).
@@ -216,6 +240,7 @@ pub struct Verifier {
     issuer: Option<String>,
     audience: Option<String>,
     leeway_s: u32,
+    max_lifetime_s: u32,
     /// A JWKS URL is configured and no JWKS was fetched yet ([`TokenError::KeysUnavailable`]).
     awaiting_jwks: bool,
 }
@@ -229,6 +254,7 @@ impl Verifier {
             issuer: None,
             audience: None,
             leeway_s: DEFAULT_LEEWAY_SECONDS,
+            max_lifetime_s: DEFAULT_MAX_LIFETIME_SECONDS,
             awaiting_jwks: false,
         }
     }
@@ -281,6 +307,13 @@ impl Verifier {
         &self.keys
     }
 
+    /// Refuses tokens whose `exp` lies more than `seconds` (plus the leeway) ahead of the
+    /// verifier's clock (capped at [`MAX_MAX_LIFETIME_SECONDS`]).
+    pub fn with_max_lifetime_seconds(mut self, seconds: u32) -> Self {
+        self.max_lifetime_s = seconds.min(MAX_MAX_LIFETIME_SECONDS);
+        self
+    }
+
     /// The leeway, in seconds.
     pub fn leeway_seconds(&self) -> u32 {
         self.leeway_s
@@ -319,6 +352,9 @@ impl Verifier {
         let header: Header =
             serde_json::from_slice(&header_bytes).map_err(|_| TokenError::Malformed)?;
         let alg = Algorithm::parse(&header.alg).ok_or(TokenError::UnsupportedAlgorithm)?;
+        if header.crit.is_some() {
+            return Err(TokenError::UnsupportedCritical);
+        }
         // A provider-signed token without its key while the JWKS is still to be fetched: the
         // keys are missing, not the token's.
         let missing = |e| match alg {
@@ -350,6 +386,9 @@ impl Verifier {
             nbf: payload.nbf,
         };
         claims.check_times(now, self.leeway_s)?;
+        if claims.exp.0 - now.0 > f64::from(self.max_lifetime_s) + f64::from(self.leeway_s) {
+            return Err(TokenError::LifetimeTooLong);
+        }
         if payload
             .iat
             .is_some_and(|iat| now.0 < iat.0 - f64::from(self.leeway_s))

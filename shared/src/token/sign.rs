@@ -62,7 +62,9 @@ impl SigningKey {
 
     /// Reads a PEM private key for `alg` (RS256: PKCS#8 `PRIVATE KEY` or PKCS#1
     /// `RSA PRIVATE KEY`; ES256: PKCS#8 or SEC1 `EC PRIVATE KEY`, curve P-256). Errors: HS256
-    /// (a secret is not a PEM key) or a PEM that is not such a key.
+    /// (a secret is not a PEM key), a PEM that is not such a key, or an RSA key outside
+    /// [`super::keys::MIN_RSA_BITS`]..=[`super::keys::MAX_RSA_BITS`] bits (the verifiers skip
+    /// such keys).
     #[cfg(feature = "pem")]
     pub fn from_pem(alg: Algorithm, kid: Option<String>, pem: &str) -> Result<Self, String> {
         use p256::pkcs8::DecodePrivateKey;
@@ -70,10 +72,20 @@ impl SigningKey {
             Algorithm::Hs256 => Err("HS256 signs with a secret, not a PEM key".into()),
             Algorithm::Rs256 => {
                 use rsa::pkcs1::DecodeRsaPrivateKey;
-                rsa::RsaPrivateKey::from_pkcs8_pem(pem)
+                use rsa::traits::PublicKeyParts;
+                let key = rsa::RsaPrivateKey::from_pkcs8_pem(pem)
                     .or_else(|_| rsa::RsaPrivateKey::from_pkcs1_pem(pem))
-                    .map(|k| SigningKey::rs256(kid, k))
-                    .map_err(|_| "not an RSA private key in PEM (PKCS#8 or PKCS#1)".into())
+                    .map_err(|_| "not an RSA private key in PEM (PKCS#8 or PKCS#1)".to_string())?;
+                // The verifiers skip keys outside this range: refuse to sign with one.
+                let bits = key.n().bits();
+                if !(super::keys::MIN_RSA_BITS..=super::keys::MAX_RSA_BITS).contains(&bits) {
+                    return Err(format!(
+                        "an RSA key must have {} to {} bits (RFC 7518 §3.3 requires at least 2048); this one has {bits}",
+                        super::keys::MIN_RSA_BITS,
+                        super::keys::MAX_RSA_BITS
+                    ));
+                }
+                Ok(SigningKey::rs256(kid, key))
             }
             Algorithm::Es256 => p256::ecdsa::SigningKey::from_pkcs8_pem(pem)
                 .or_else(|_| p256::SecretKey::from_sec1_pem(pem).map(Into::into))
@@ -119,7 +131,19 @@ impl SigningKey {
     /// Signs `payload` (any JSON object, e.g. [`super::CustomerClaims`] or a
     /// `serde_json::Value` with `iss` and `aud`) into a compact JWS (RFC 7515 §7.1).
     pub fn sign(&self, payload: &impl Serialize) -> String {
-        let mut header = serde_json::json!({"alg": self.algorithm().as_str(), "typ": "JWT"});
+        self.sign_with_header(serde_json::Map::new(), payload)
+    }
+
+    /// [`SigningKey::sign`] with more header parameters (`extra`, e.g. `crit`) beside `alg`,
+    /// `typ` and `kid`; the three are written by the key and win over `extra`.
+    pub fn sign_with_header(
+        &self,
+        extra: serde_json::Map<String, serde_json::Value>,
+        payload: &impl Serialize,
+    ) -> String {
+        let mut header = serde_json::Value::Object(extra);
+        header["alg"] = self.algorithm().as_str().into();
+        header["typ"] = "JWT".into();
         if let Some(kid) = &self.kid {
             header["kid"] = kid.clone().into();
         }

@@ -285,3 +285,83 @@ fn a_provider_token_without_its_key_is_keys_unavailable_only_until_a_jwks_is_hel
         Err(TokenError::UnknownKey)
     );
 }
+
+#[test]
+fn a_far_future_exp_is_refused_beyond_the_longest_lifetime() {
+    let v = Verifier::hs256(SECRET).with_leeway_seconds(30);
+    let now = 1_000_000;
+    let day = i64::from(DEFAULT_MAX_LIFETIME_SECONDS);
+    let ok = signed_payload(&format!(r#"{{"sub":"c","exp":{}}}"#, now + day + 30));
+    assert_eq!(v.verify(&ok, at(now)).unwrap().sub, "c");
+    let long = signed_payload(&format!(r#"{{"sub":"c","exp":{}}}"#, now + day + 31));
+    assert_eq!(v.verify(&long, at(now)), Err(TokenError::LifetimeTooLong));
+    let never = signed_payload(r#"{"sub":"c","exp":1e30}"#);
+    assert_eq!(v.verify(&never, at(now)), Err(TokenError::LifetimeTooLong));
+    // A shorter setting; a setting above the cap is capped.
+    let hour = Verifier::hs256(SECRET)
+        .with_leeway_seconds(0)
+        .with_max_lifetime_seconds(3_600);
+    let two_hours = signed_payload(&format!(r#"{{"sub":"c","exp":{}}}"#, now + 7_200));
+    assert_eq!(
+        hour.verify(&two_hours, at(now)),
+        Err(TokenError::LifetimeTooLong)
+    );
+    let year = Verifier::hs256(SECRET)
+        .with_leeway_seconds(0)
+        .with_max_lifetime_seconds(u32::MAX);
+    let forty_days = signed_payload(&format!(r#"{{"sub":"c","exp":{}}}"#, now + 40 * 86_400));
+    assert_eq!(
+        year.verify(&forty_days, at(now)),
+        Err(TokenError::LifetimeTooLong)
+    );
+}
+
+#[test]
+fn a_crit_header_is_refused_whatever_it_names() {
+    let payload = B64.encode(br#"{"sub":"c","exp":2000}"#);
+    for header in [
+        r#"{"alg":"HS256","crit":["exp"]}"#,
+        r#"{"alg":"HS256","crit":["x-ext"],"x-ext":1}"#,
+        r#"{"alg":"HS256","crit":[]}"#,
+    ] {
+        let input = format!("{}.{payload}", B64.encode(header));
+        let mut mac = keyed_mac(SECRET);
+        mac.update(input.as_bytes());
+        let t = format!("{input}.{}", B64.encode(mac.finalize().into_bytes()));
+        assert_eq!(
+            verify(&t, SECRET, at(1_000)),
+            Err(TokenError::UnsupportedCritical),
+            "{header}"
+        );
+    }
+}
+
+#[cfg(feature = "pem")]
+#[test]
+fn an_rsa_pem_key_under_2048_bits_is_refused_for_signing() {
+    use rsa::pkcs8::EncodePrivateKey;
+    let small = rsa::RsaPrivateKey::new(&mut rand_core::OsRng, 1024).unwrap();
+    let pem = small.to_pkcs8_pem(rsa::pkcs8::LineEnding::LF).unwrap();
+    let err = SigningKey::from_pem(Algorithm::Rs256, Some("s".into()), &pem)
+        .expect_err("a 1024-bit key is refused");
+    assert!(err.contains("has 1024"), "{err}");
+}
+
+#[test]
+fn rsa_keys_under_2048_bits_are_skipped_in_a_jwks() {
+    let small = SigningKey::rs256(
+        Some("s".into()),
+        rsa::RsaPrivateKey::new(&mut rand_core::OsRng, 1024).unwrap(),
+    );
+    let good = es("e1");
+    let set = KeySet::parse_jwks(&jwks_of(&[&small, &good])).unwrap();
+    let v = Verifier::new(set);
+    assert_eq!(
+        v.verify(&small.sign(&payload("c")), at(1_000)),
+        Err(TokenError::UnknownKey)
+    );
+    assert_eq!(
+        v.verify(&good.sign(&payload("c")), at(1_000)).unwrap().sub,
+        "c"
+    );
+}
