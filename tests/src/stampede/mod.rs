@@ -23,7 +23,7 @@ use anyhow::{anyhow, bail, Context};
 use chrono::Utc;
 use clap::Parser;
 use flashgate_shared::api::{CampaignKind, CampaignStatus, NewCampaign};
-use flashgate_shared::token::{mint, CustomerClaims};
+use flashgate_shared::token::SigningKey;
 use rand::Rng;
 
 use self::report::Report;
@@ -48,6 +48,14 @@ pub struct Args {
     /// Secret the customer tokens are signed with (HS256), as configured on origin and edge.
     #[arg(long, env = "FLASHGATE_CUSTOMER_TOKEN_SECRET", hide_env_values = true)]
     pub token_secret: String,
+    /// `iss` written into every customer token: the origin's and edge's
+    /// `FLASHGATE_JWT_ISSUER` when they check one.
+    #[arg(long, env = "FLASHGATE_JWT_ISSUER")]
+    pub iss: Option<String>,
+    /// `aud` written into every customer token: the origin's and edge's
+    /// `FLASHGATE_JWT_AUDIENCE` when they check one.
+    #[arg(long, env = "FLASHGATE_JWT_AUDIENCE")]
+    pub aud: Option<String>,
     /// PostgreSQL of the origin, to read the invariants back.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
@@ -275,15 +283,19 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         same_key: args.same_key,
         seed: args.seed,
     });
+    // Six hours: within the verifiers' default longest lifetime (24 h).
     let exp = Utc::now().timestamp() + 3600 * 6;
+    let key = SigningKey::hs256(None, args.token_secret.as_bytes());
     let auth: Vec<String> = (0..plan.customers)
         .map(|i| {
-            let claims = CustomerClaims {
-                sub: customer_id(i),
-                exp: exp.into(),
-                nbf: None,
-            };
-            format!("Bearer {}", mint(&claims, args.token_secret.as_bytes()))
+            let mut claims = serde_json::json!({"sub": customer_id(i), "exp": exp});
+            if let Some(iss) = &args.iss {
+                claims["iss"] = iss.as_str().into();
+            }
+            if let Some(aud) = &args.aud {
+                claims["aud"] = aud.as_str().into();
+            }
+            format!("Bearer {}", key.sign(&claims))
         })
         .collect();
     eprintln!(
