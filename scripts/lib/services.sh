@@ -115,11 +115,9 @@ _svc_redis_start_own() {
     --pidfile "$state/redis.pid" --logfile "$state/redis.log" --dir "$state" >&2 \
     || fg_die "redis-server did not start"
   echo "$port" >"$state/redis.port"
-  for i in $(seq 1 50); do
-    _svc_redis_ok "redis://127.0.0.1:$port" && { echo "redis://127.0.0.1:$port"; return 0; }
-    sleep 0.1
-  done
-  fg_die "Redis on port $port does not answer; log: $state/redis.log"
+  fg_until 50 _svc_redis_ok "redis://127.0.0.1:$port" \
+    || fg_die "Redis on port $port does not answer; log: $state/redis.log"
+  echo "redis://127.0.0.1:$port"
 }
 
 # _svc_pg_recreate_db URL: drops and creates the database named in URL (only used for a

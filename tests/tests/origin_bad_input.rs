@@ -44,14 +44,7 @@ async fn send(o: &TestOrigin, c: &str, r: &Req) -> (u16, Value) {
 async fn bad_claims_get_the_documented_4xx_and_change_nothing() {
     let o = TestOrigin::start().await;
     let c = o.campaign("sale", 3).await;
-    let secret = o
-        .config
-        .customer_token_secret
-        .as_ref()
-        .expect("the test configuration has a customer token secret")
-        .expose()
-        .as_bytes()
-        .to_vec();
+    let secret = o.customer_secret();
     let good = o.token(&unique("ana"));
     let expired = mint(
         &CustomerClaims {
@@ -368,14 +361,7 @@ async fn a_token_with_a_fractional_exp_is_accepted_by_the_origin() {
     use flashgate_shared::token::NumericDate;
     let o = TestOrigin::start().await;
     let c = o.campaign("sale", 3).await;
-    let secret = o
-        .config
-        .customer_token_secret
-        .as_ref()
-        .expect("the test configuration has a customer token secret")
-        .expose()
-        .as_bytes()
-        .to_vec();
+    let secret = o.customer_secret();
     let now_ms = Utc::now().timestamp() * 1_000;
     let fractional = |sub: &str, offset_ms: i64| {
         let claims = CustomerClaims {
