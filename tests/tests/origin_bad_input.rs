@@ -3,6 +3,7 @@
 
 use base64::Engine;
 use chrono::{Duration, Utc};
+use flashgate_shared::idempotency;
 use flashgate_shared::token::{mint, CustomerClaims};
 use flashgate_tests::support::{edge_headers, test_config, unique, TestOrigin, TEST_EDGE_SECRET};
 use serde_json::{json, Value};
@@ -154,6 +155,11 @@ async fn bad_claims_get_the_documented_4xx_and_change_nothing() {
         );
         let message = body["message"].as_str().unwrap_or("");
         assert!(!message.is_empty(), "{}: a message for humans", r.name);
+        match r.name {
+            "missing key" => assert_eq!(message, idempotency::MISSING_KEY),
+            "256-char key" => assert_eq!(message, idempotency::MALFORMED_KEY),
+            _ => {}
+        }
         for leak in ["sqlx", "redis", "panicked", "Error {"] {
             assert!(
                 !message.contains(leak),
