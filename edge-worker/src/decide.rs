@@ -338,13 +338,8 @@ pub fn check_claim(
         token::TokenError::KeysUnavailable => Answer::unavailable(),
         _ => Answer::error(401, codes::UNAUTHORIZED, e.message()),
     })?;
-    if !input.idempotency_key.is_some_and(idempotency::is_valid_key) {
-        return Err(Answer::error(
-            400,
-            codes::INVALID_IDEMPOTENCY_KEY,
-            "Idempotency-Key must be 1 to 255 visible ASCII characters",
-        ));
-    }
+    idempotency::check_key(input.idempotency_key)
+        .map_err(|m| Answer::error(400, codes::INVALID_IDEMPOTENCY_KEY, m))?;
     parse_claim_body(body).map_err(|e| Answer::error(400, codes::INVALID_JSON, &e.message))?;
     Ok(customer)
 }

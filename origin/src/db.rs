@@ -166,6 +166,51 @@ impl<'q> Execute<'q, Postgres> for Unnamed<'q> {
     }
 }
 
+/// A statement as a transaction's connection sends it: as given, or unnamed behind a
+/// transaction pooler.
+enum Sent<'q, E> {
+    Given(E),
+    Unnamed(Unnamed<'q>),
+}
+
+impl<'q, E: Execute<'q, Postgres>> Sent<'q, E> {
+    /// `query` as given, or unnamed when `unnamed`. Errors: an argument that failed to encode.
+    fn new(unnamed: bool, query: E) -> sqlx::Result<Self> {
+        if unnamed {
+            Unnamed::take(query).map(Sent::Unnamed)
+        } else {
+            Ok(Sent::Given(query))
+        }
+    }
+}
+
+impl<'q, E: Execute<'q, Postgres>> Execute<'q, Postgres> for Sent<'q, E> {
+    fn sql(&self) -> &'q str {
+        match self {
+            Sent::Given(q) => q.sql(),
+            Sent::Unnamed(q) => q.sql(),
+        }
+    }
+    fn statement(&self) -> Option<&PgStatement<'q>> {
+        match self {
+            Sent::Given(q) => q.statement(),
+            Sent::Unnamed(q) => q.statement(),
+        }
+    }
+    fn take_arguments(&mut self) -> Result<Option<PgArguments>, BoxDynError> {
+        match self {
+            Sent::Given(q) => q.take_arguments(),
+            Sent::Unnamed(q) => q.take_arguments(),
+        }
+    }
+    fn persistent(&self) -> bool {
+        match self {
+            Sent::Given(q) => q.persistent(),
+            Sent::Unnamed(q) => q.persistent(),
+        }
+    }
+}
+
 /// The error of [`Executor::prepare_with`] behind a transaction pooler.
 fn not_kept() -> sqlx::Error {
     sqlx::Error::Configuration(
@@ -243,10 +288,7 @@ impl<'c> Executor<'c> for &'_ Db {
     where
         'c: 'e,
     {
-        if self.unnamed {
-            return Box::pin(async { Err(not_kept()) });
-        }
-        self.pool.prepare_with(sql, parameters)
+        prepare_kept(self.unnamed, &self.pool, sql, parameters)
     }
 
     fn describe<'e, 'q: 'e>(self, sql: &'q str) -> BoxFuture<'e, sqlx::Result<Describe<Postgres>>>
@@ -257,6 +299,23 @@ impl<'c> Executor<'c> for &'_ Db {
     }
 }
 
+/// `prepare_with` on `inner`, refused when statements are unnamed (a pooler in transaction mode
+/// keeps no prepared statement between transactions).
+fn prepare_kept<'e, 'q: 'e, X>(
+    unnamed: bool,
+    inner: X,
+    sql: &'q str,
+    parameters: &'e [PgTypeInfo],
+) -> BoxFuture<'e, sqlx::Result<PgStatement<'q>>>
+where
+    X: Executor<'e, Database = Postgres>,
+{
+    if unnamed {
+        return Box::pin(async { Err(not_kept()) });
+    }
+    inner.prepare_with(sql, parameters)
+}
+
 impl<'c> Executor<'c> for &'c mut Conn<'_> {
     type Database = Postgres;
 
@@ -265,10 +324,7 @@ impl<'c> Executor<'c> for &'c mut Conn<'_> {
         'c: 'e,
         E: 'q + Execute<'q, Postgres>,
     {
-        if !self.unnamed {
-            return (&mut *self.tx).fetch_many(query);
-        }
-        match Unnamed::take(query) {
+        match Sent::new(self.unnamed, query) {
             Ok(q) => (&mut *self.tx).fetch_many(q),
             Err(e) => stream::once(async { Err(e) }).boxed(),
         }
@@ -279,10 +335,7 @@ impl<'c> Executor<'c> for &'c mut Conn<'_> {
         'c: 'e,
         E: 'q + Execute<'q, Postgres>,
     {
-        if !self.unnamed {
-            return (&mut *self.tx).fetch_optional(query);
-        }
-        match Unnamed::take(query) {
+        match Sent::new(self.unnamed, query) {
             Ok(q) => (&mut *self.tx).fetch_optional(q),
             Err(e) => Box::pin(async { Err(e) }),
         }
@@ -296,10 +349,7 @@ impl<'c> Executor<'c> for &'c mut Conn<'_> {
     where
         'c: 'e,
     {
-        if self.unnamed {
-            return Box::pin(async { Err(not_kept()) });
-        }
-        (&mut *self.tx).prepare_with(sql, parameters)
+        prepare_kept(self.unnamed, &mut *self.tx, sql, parameters)
     }
 
     fn describe<'e, 'q: 'e>(self, sql: &'q str) -> BoxFuture<'e, sqlx::Result<Describe<Postgres>>>

@@ -74,7 +74,9 @@ async fn main() -> anyhow::Result<()> {
             config
                 .validate()
                 .map_err(|e| anyhow::anyhow!("bad configuration: {e}"))?;
+            // Colour only on a terminal: a log file gets plain text.
             tracing_subscriber::fmt()
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
                 .with_env_filter(
                     tracing_subscriber::EnvFilter::try_from_default_env()
                         .unwrap_or_else(|_| "info,tower_http=warn,sqlx=warn".into()),

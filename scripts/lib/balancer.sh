@@ -109,12 +109,7 @@ balancer_up() {
 }
 
 balancer_down() {
-  local state="$1"
-  if [ -f "$state/balancer.pid" ]; then
-    fg_log "stopping HAProxy"
-    fg_stop_pid "$state/balancer.pid" 5
-  fi
-  rm -f "$state/balancer.url" "$state/balancer-stats.url"
+  fg_stop_service HAProxy "$1/balancer.pid" 5 "$1/balancer.url" "$1/balancer-stats.url"
 }
 
 # balancer_status STATE: the balancer line, then one line per origin as HAProxy sees it.

@@ -31,6 +31,29 @@ fg_free_port() {
   return 1
 }
 
+# fg_until TRIES CMD...: runs CMD every 0.1 s until it succeeds (then 0) or TRIES runs failed (1).
+fg_until() {
+  local tries="$1" i
+  shift
+  for i in $(seq 1 "$tries"); do
+    "$@" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# fg_stop_service WHAT PIDFILE SECONDS FILE...: stops the process of PIDFILE (when there is one,
+# saying "stopping WHAT"; see fg_stop_pid), then removes the FILEs that advertised it.
+fg_stop_service() {
+  local what="$1" pidfile="$2" secs="$3"
+  shift 3
+  if [ -f "$pidfile" ]; then
+    fg_log "stopping $what"
+    fg_stop_pid "$pidfile" "$secs"
+  fi
+  rm -f "$@"
+}
+
 # fg_wait_http URL SECONDS [PID]: waits until URL answers 2xx; gives up early when PID dies.
 fg_wait_http() {
   local url="$1" secs="$2" pid="${3:-}" i

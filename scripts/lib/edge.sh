@@ -75,12 +75,34 @@ _edge_worker_build() {
   )
 }
 
+# _edge_sources_stamp: a hash of what the worker is built from (the worker's and the shared
+# crate's files as they are in the working tree, the workspace manifest and lock file, the
+# build tools' versions); empty when git cannot list them.
+_edge_sources_stamp() {
+  local files
+  files="$(cd "$EDGE_REPO_ROOT" && git ls-files -co --exclude-standard -- edge-worker/src \
+    edge-worker/Cargo.toml shared Cargo.toml Cargo.lock 2>/dev/null)" || return 0
+  [ -n "$files" ] || return 0
+  {
+    (cd "$EDGE_REPO_ROOT" && printf '%s\n' "$files" | xargs -d '\n' sha1sum)
+    echo "$EDGE_WORKER_BUILD_VERSION $EDGE_WASM_BINDGEN_VERSION"
+  } | sha1sum | cut -c1-40
+}
+
 # edge_build: builds the worker (release, wasm-opt -O) into edge-worker/build/ (index.js +
-# index_bg.wasm). Needs edge_tools_install first. ~45 s cold, ~10 s incremental.
+# index_bg.wasm). Needs edge_tools_install first. ~45 s cold, ~10 s incremental; nothing to do
+# when its sources have not changed since the last build (build/.sources keeps their hash).
 edge_build() {
+  local stamp; stamp="$(_edge_sources_stamp)"
+  if [ -n "$stamp" ] && [ -f "$EDGE_DIR/build/index.js" ] \
+      && [ "$(cat "$EDGE_DIR/build/.sources" 2>/dev/null)" = "$stamp" ]; then
+    _edge_log "edge worker unchanged since its last build: not rebuilt"
+    return 0
+  fi
   _edge_log "building edge worker"
   _edge_worker_build "$EDGE_DIR" || return 1
   [ -f "$EDGE_DIR/build/index.js" ] || { _edge_log "build/index.js missing after build"; return 1; }
+  [ -z "$stamp" ] || echo "$stamp" >"$EDGE_DIR/build/.sources"
 }
 
 # edge_build_baseline: builds the trivial constant-JSON Rust worker (edge-worker/bench-baseline)

@@ -67,24 +67,15 @@ INI
   fg_log "starting PgBouncer (${FLASHGATE_PGBOUNCER_POOL_MODE:-transaction} pooling) on 127.0.0.1:$listen in front of $host:$port"
   "$bin" -d "${as[@]}" "$dir/pgbouncer.ini" >&2 || { tail -20 "$dir/pgbouncer.log" >&2; fg_die "PgBouncer did not start"; }
   PGBOUNCER_URL="postgres://$user@127.0.0.1:$listen/$db"
-  for i in $(seq 1 50); do
-    if psql "$PGBOUNCER_URL" -Atqc 'select 1' >/dev/null 2>&1; then
-      echo "$PGBOUNCER_URL" >"$state/pgbouncer.url"
-      export PGBOUNCER_URL
-      return 0
-    fi
-    sleep 0.1
-  done
-  tail -20 "$dir/pgbouncer.log" >&2
-  fg_die "PgBouncer on port $listen does not answer"
+  if ! fg_until 50 psql "$PGBOUNCER_URL" -Atqc 'select 1' >/dev/null 2>&1; then
+    tail -20 "$dir/pgbouncer.log" >&2
+    fg_die "PgBouncer on port $listen does not answer"
+  fi
+  echo "$PGBOUNCER_URL" >"$state/pgbouncer.url"
+  export PGBOUNCER_URL
 }
 
 # pgbouncer_down STATE
 pgbouncer_down() {
-  local state="$1"
-  if [ -f "$state/pgbouncer/pgbouncer.pid" ]; then
-    fg_log "stopping PgBouncer"
-    fg_stop_pid "$state/pgbouncer/pgbouncer.pid" 10
-  fi
-  rm -f "$state/pgbouncer.url"
+  fg_stop_service PgBouncer "$1/pgbouncer/pgbouncer.pid" 10 "$1/pgbouncer.url"
 }

@@ -22,21 +22,11 @@ provider_sim_up() {
   echo "$!" >"$state/provider-sim.pid"
   FLASHGATE_GIFT_PROVIDER_URL="http://127.0.0.1:$port"
   # Any answer (404 on /) means it listens.
-  local i
-  for i in $(seq 1 100); do
-    fg_port_open 127.0.0.1 "$port" && break
-    sleep 0.1
-  done
-  fg_port_open 127.0.0.1 "$port" || fg_die "the provider simulator did not start (log: $state/provider-sim.log)"
+  fg_until 100 fg_port_open 127.0.0.1 "$port" || fg_die "the provider simulator did not start (log: $state/provider-sim.log)"
   echo "$FLASHGATE_GIFT_PROVIDER_URL" >"$state/provider-sim.url"
   export FLASHGATE_GIFT_PROVIDER_URL
 }
 
 provider_sim_down() {
-  local state="$1"
-  if [ -f "$state/provider-sim.pid" ]; then
-    fg_log "stopping the provider simulator"
-    fg_stop_pid "$state/provider-sim.pid" 5
-  fi
-  rm -f "$state/provider-sim.url"
+  fg_stop_service "the provider simulator" "$1/provider-sim.pid" 5 "$1/provider-sim.url"
 }

@@ -115,22 +115,48 @@ _svc_redis_start_own() {
     --pidfile "$state/redis.pid" --logfile "$state/redis.log" --dir "$state" >&2 \
     || fg_die "redis-server did not start"
   echo "$port" >"$state/redis.port"
-  for i in $(seq 1 50); do
-    _svc_redis_ok "redis://127.0.0.1:$port" && { echo "redis://127.0.0.1:$port"; return 0; }
-    sleep 0.1
-  done
-  fg_die "Redis on port $port does not answer; log: $state/redis.log"
+  fg_until 50 _svc_redis_ok "redis://127.0.0.1:$port" \
+    || fg_die "Redis on port $port does not answer; log: $state/redis.log"
+  echo "redis://127.0.0.1:$port"
 }
 
 # _svc_pg_recreate_db URL: drops and creates the database named in URL (only used for a
 # database these scripts named themselves).
 _svc_pg_recreate_db() {
+  fg_log "recreating the database of $1 (fresh for this run)"
+  _svc_pg_drop_db "$1"
+}
+
+# _svc_pg_drop_db URL: drops the database named in URL (only a flashgate_* one).
+_svc_pg_drop_db() {
   local url="$1" db maint
   db="${url##*/}"; db="${db%%\?*}"
-  [[ "$db" =~ ^flashgate_[a-z0-9_]+$ ]] || fg_die "refusing to recreate database '$db'"
+  [[ "$db" =~ ^flashgate_[a-z0-9_]+$ ]] || fg_die "refusing to drop database '$db'"
   maint="${url%/*}/postgres"
-  fg_log "recreating database $db (fresh for this run)"
+  fg_log "dropping database $db"
   psql "$maint" -qc "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" >&2 || fg_die "DROP DATABASE $db failed"
+}
+
+# The key that names the owner of a Redis database (a clone's path), see _svc_redis_claim_db.
+SVC_REDIS_OWNER_KEY="flashgate:dev:owner"
+
+# _svc_redis_claim_db BASE_URL FIRST OWNER: the first Redis database from FIRST (then on, wrapping
+# within 4..15) that OWNER already owns, or that is empty and then becomes OWNER's; prints its
+# index. Fails when every one belongs to someone else. Databases 0 to 3 are left to others
+# (0 the default, 2 scripts/test, 3 scripts/test-topology).
+_svc_redis_claim_db() {
+  local base="$1" first="$2" owner="$3" k db have
+  fg_need_cmd redis-cli redis-tools
+  for k in $(seq 0 11); do
+    db=$(( 4 + (first - 4 + k) % 12 ))
+    have="$(redis-cli -u "$base/$db" get "$SVC_REDIS_OWNER_KEY" 2>/dev/null)" || return 1
+    if [ "$have" = "$owner" ]; then echo "$db"; return 0; fi
+    if [ -z "$have" ] && [ "$(redis-cli -u "$base/$db" dbsize)" = 0 ] \
+        && [ "$(redis-cli -u "$base/$db" set "$SVC_REDIS_OWNER_KEY" "$owner" NX)" = OK ]; then
+      echo "$db"; return 0
+    fi
+  done
+  return 1
 }
 
 # services_up STATE DB [FRESH]: FRESH=1 starts from an empty database DB and an empty Redis
@@ -159,11 +185,17 @@ services_up() {
     REDIS_URL="$CLUSTER_URL"; redis_from="local Redis Cluster, 3 primaries + 3 replicas"
   else
     [ "${FLASHGATE_REDIS:-single}" = single ] || fg_die "FLASHGATE_REDIS must be single or cluster"
+    local base
     if _svc_redis_ok "redis://127.0.0.1:6379"; then
-      REDIS_URL="redis://127.0.0.1:6379/$redis_db"; redis_from="this machine's Redis"
+      base="redis://127.0.0.1:6379"; redis_from="this machine's Redis"
     else
-      REDIS_URL="$(_svc_redis_start_own "$state")/$redis_db"; redis_from="throwaway Redis"
+      base="$(_svc_redis_start_own "$state")"; redis_from="throwaway Redis"
     fi
+    if [ -n "${FLASHGATE_REDIS_OWNER:-}" ]; then
+      redis_db="$(_svc_redis_claim_db "$base" "$redis_db" "$FLASHGATE_REDIS_OWNER")" \
+        || fg_die "Redis databases 4 to 15 all belong to other clones; set FLASHGATE_REDIS_DB"
+    fi
+    REDIS_URL="$base/$redis_db"
     if [ "$fresh" = 1 ]; then
       fg_need_cmd redis-cli redis-tools
       fg_log "emptying Redis database $redis_db (fresh for this run)"

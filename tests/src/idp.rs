@@ -65,16 +65,7 @@ impl Idp {
                 }
             }),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind JWKS server");
-        let url = format!(
-            "http://{}/jwks.json",
-            listener.local_addr().expect("address")
-        );
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (url, server) = serve_jwks(app).await;
         Idp {
             url,
             doc,
@@ -364,16 +355,7 @@ impl ChunkedJwks {
                 }
             }),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind JWKS server");
-        let url = format!(
-            "http://{}/jwks.json",
-            listener.local_addr().expect("address")
-        );
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (url, server) = serve_jwks(app).await;
         ChunkedJwks {
             url,
             served,
@@ -391,4 +373,20 @@ impl Drop for ChunkedJwks {
     fn drop(&mut self) {
         self.server.abort();
     }
+}
+
+/// Serves `app` on an ephemeral port of 127.0.0.1; returns the URL of its `/jwks.json` and the
+/// server task.
+async fn serve_jwks(app: axum::Router) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind JWKS server");
+    let url = format!(
+        "http://{}/jwks.json",
+        listener.local_addr().expect("address")
+    );
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (url, server)
 }

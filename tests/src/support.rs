@@ -40,7 +40,10 @@ pub use promo::{
     check_at, enc, fresh_code_name, fresh_ip, new_batch, new_code, one_time_rules, post_raw,
     use_at, use_body, Shopper,
 };
-pub use raw::{claim_at, claim_via, edge_headers, send_raw, token_for, RawReply, TEST_EDGE_SECRET};
+pub use raw::{
+    claim_at, claim_via, customer_secret, edge_headers, send_raw, token_for, RawReply,
+    TEST_EDGE_SECRET,
+};
 pub use redis_handle::{cluster_nodes, lose_redis_state, redis_conn, redis_is_cluster, redis_of};
 
 /// Default PostgreSQL URL of the tests.
@@ -300,6 +303,11 @@ impl TestOrigin {
     /// A customer token for `customer`, valid for an hour.
     pub fn token(&self, customer: &str) -> String {
         token_for(&self.config, customer)
+    }
+
+    /// The HS256 secret of this origin's customer tokens, as bytes (to mint tokens by hand).
+    pub fn customer_secret(&self) -> Vec<u8> {
+        customer_secret(&self.config).as_bytes().to_vec()
     }
 
     /// Creates an active campaign (started a minute ago, ends in an hour) and returns its id.

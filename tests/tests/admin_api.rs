@@ -529,3 +529,48 @@ async fn pause_during_a_stampede_stops_claims_at_its_commit_and_resume_restarts_
     assert_eq!(audit_rows(&o, &c).await, 3, "create, pause, resume");
     o.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_campaign_closed_before_its_start_keeps_the_planned_start_when_its_end_moves() {
+    let o = TestOrigin::start().await;
+    let c = unique("early");
+    let start = Utc::now() + chrono::Duration::hours(1);
+    let end = start + chrono::Duration::hours(1);
+    o.create_campaign(&c, "giveaway", 5, start, end, None).await;
+    let (s, b) = o
+        .change(&c, ChangeRequest::action(ChangeAction::Close))
+        .await;
+    assert_eq!(
+        (s, b["campaign"]["state"].as_str()),
+        (200, Some("ended")),
+        "{b}"
+    );
+    // An end before the planned start is refused (as any end not after the start is) and
+    // changes nothing.
+    let (s, b) = o
+        .change(
+            &c,
+            ChangeRequest::ends_at(start - chrono::Duration::minutes(1)),
+        )
+        .await;
+    assert_error_body(s, &b, 422, "validation_failed");
+    assert!(
+        b["message"].as_str().unwrap().contains("planned start"),
+        "{b}"
+    );
+    // A later end: the campaign waits for its planned start again, it does not open now.
+    let later = start + chrono::Duration::hours(2);
+    let (s, b) = o.change(&c, ChangeRequest::ends_at(later)).await;
+    assert_eq!(s, 200, "{b}");
+    let starts_at: DateTime<Utc> =
+        sqlx::query_scalar("SELECT starts_at FROM campaigns WHERE id = $1")
+            .bind(&c)
+            .fetch_one(&o.db)
+            .await
+            .unwrap();
+    assert_eq!(starts_at.timestamp_micros(), start.timestamp_micros());
+    let (s, b) = o.claim(&c, &unique("ana"), "k1").await;
+    assert_eq!((s, b["result"].as_str()), (409, Some("not_started")), "{b}");
+    assert_eq!(o.claim_rows(&c, &[]).await, 0);
+    o.stop().await;
+}

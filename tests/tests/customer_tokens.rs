@@ -27,37 +27,27 @@ fn config(jwks_url: Option<&str>, min_refresh_s: u64, ttl_s: u64) -> Config {
     c
 }
 
-fn secret(o: &TestOrigin) -> Vec<u8> {
-    o.config
-        .customer_token_secret
-        .as_ref()
-        .expect("the test configuration has a customer token secret")
-        .expose()
-        .as_bytes()
-        .to_vec()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn provider_tokens_are_accepted_and_every_bad_one_is_refused_with_401() {
     let (rs, es) = (idp::rsa_key("rs-1"), idp::ec_key("ec-1"));
     let provider = Idp::start(&[&rs, &es]).await;
     let o = TestOrigin::start_with(config(Some(&provider.url), 30, 600)).await;
     let c = o.campaign("sale", 1_000).await;
-    for (case, token) in idp::acceptances(&rs, &es, ISS, AUD, &secret(&o)) {
+    for (case, token) in idp::acceptances(&rs, &es, ISS, AUD, &o.customer_secret()) {
         assert_eq!(
             claim_with(&o.http, &o.url, &c, &token).await.0,
             201,
             "{case}"
         );
     }
-    for (case, token, message) in idp::refusals(&rs, &es, ISS, AUD, &secret(&o)) {
+    for (case, token, message) in idp::refusals(&rs, &es, ISS, AUD, &o.customer_secret()) {
         assert_eq!(
             claim_with(&o.http, &o.url, &c, &token).await,
             (401, message.to_string()),
             "{case}"
         );
     }
-    let accepted = idp::acceptances(&rs, &es, ISS, AUD, &secret(&o)).len() as i64;
+    let accepted = idp::acceptances(&rs, &es, ISS, AUD, &o.customer_secret()).len() as i64;
     assert_eq!(
         o.claim_rows(&c, &[]).await,
         accepted,
@@ -269,7 +259,7 @@ async fn hs256_secrets_with_key_ids_and_an_inline_jwks_work_offline() {
         Some("next".into()),
         b"next-customer-secret-0123456789abcdefgh",
     );
-    let today = SigningKey::hs256(None, &secret(&o));
+    let today = SigningKey::hs256(None, &o.customer_secret());
     for (case, t) in [
         ("inline ES256", es.sign(&claims())),
         ("HS256 kid next", next.sign(&claims())),
@@ -278,7 +268,7 @@ async fn hs256_secrets_with_key_ids_and_an_inline_jwks_work_offline() {
         assert_eq!(claim_with(&o.http, &o.url, &c, &t).await.0, 201, "{case}");
     }
     // The next secret under another kid, or the old secret naming kid "next": refused.
-    let wrong = SigningKey::hs256(Some("next".into()), &secret(&o));
+    let wrong = SigningKey::hs256(Some("next".into()), &o.customer_secret());
     assert_eq!(
         claim_with(&o.http, &o.url, &c, &wrong.sign(&claims())).await,
         (401, "customer token signature is invalid".into())

@@ -31,12 +31,7 @@ async fn bad_claims_are_refused_at_the_edge_with_the_origins_bodies() {
         };
         flashgate_shared::token::mint(
             &claims,
-            test_config()
-                .customer_token_secret
-                .as_ref()
-                .expect("the test configuration has a customer token secret")
-                .expose()
-                .as_bytes(),
+            flashgate_tests::support::customer_secret(&test_config()).as_bytes(),
         )
     };
     let cases: Vec<(&str, ClaimReq)> = vec![

@@ -59,14 +59,7 @@ async fn the_edge_accepts_provider_tokens_and_refuses_every_bad_one_itself() {
     let provider = Idp::start(&[&rs, &es]).await;
     let (o, e) = start(&provider, &[&rs, &es], 30, 600).await;
     let c = o.campaign("sale", 1_000).await;
-    let secret = o
-        .config
-        .customer_token_secret
-        .as_ref()
-        .expect("the test configuration has a customer token secret")
-        .expose()
-        .as_bytes()
-        .to_vec();
+    let secret = o.customer_secret();
     for (case, token) in idp::acceptances(&rs, &es, ISS, AUD, &secret) {
         let r = claim(&o, &e, &c, &token).await;
         assert_eq!((r.0, r.1.as_str()), (201, "origin"), "{case}: {r:?}");

@@ -32,6 +32,15 @@ async fn post(
     )
 }
 
+/// One fulfilment request of the bad-input table.
+struct Req {
+    path: String,
+    token: Option<String>,
+    key: Option<&'static str>,
+    content_type: &'static str,
+    body: Vec<u8>,
+}
+
 #[tokio::test]
 async fn bad_fulfilment_requests_get_a_4xx_and_change_nothing() {
     let o = gifts::gift_origin().await;
@@ -42,139 +51,132 @@ async fn bad_fulfilment_requests_get_a_4xx_and_change_nothing() {
     let service = o.config.service_token.expose().to_string();
     let path = format!("/api/v1/gift-campaigns/{c}/fulfilments");
     let body = |m: &str| serde_json::to_vec(&json!({ "msisdn": m })).unwrap();
-    let json = "application/json";
-    let cases: Vec<(u16, &str, (u16, Value))> = vec![
+    // Each case is a good request with one thing broken, and the status and result it gets.
+    let good = || Req {
+        path: path.clone(),
+        token: Some(service.clone()),
+        key: Some("k1"),
+        content_type: "application/json",
+        body: body(&m),
+    };
+    let campaign_path = |id: &str| format!("/api/v1/gift-campaigns/{id}/fulfilments");
+    let huge = json!({"msisdn": m, "pad": "x".repeat(100_000)});
+    let cases: Vec<(u16, &str, Req)> = vec![
         (
             401,
             "unauthorized",
-            post(&o, &path, None, Some("k1"), json, body(&m)).await,
+            Req {
+                token: None,
+                ..good()
+            },
         ),
         (
             403,
             "forbidden",
-            post(
-                &o,
-                &path,
-                Some(o.manager_token()),
-                Some("k1"),
-                json,
-                body(&m),
-            )
-            .await,
+            Req {
+                token: Some(o.manager_token().to_string()),
+                ..good()
+            },
         ),
         (
             400,
             "invalid_idempotency_key",
-            post(&o, &path, Some(&service), None, json, body(&m)).await,
+            Req {
+                key: None,
+                ..good()
+            },
         ),
         (
             415,
             "unsupported_media_type",
-            post(
-                &o,
-                &path,
-                Some(&service),
-                Some("k1"),
-                "text/plain",
-                body(&m),
-            )
-            .await,
+            Req {
+                content_type: "text/plain",
+                ..good()
+            },
         ),
         (
             413,
             "payload_too_large",
-            post(
-                &o,
-                &path,
-                Some(&service),
-                Some("k1"),
-                json,
-                serde_json::to_vec(&json!({"msisdn": m, "pad": "x".repeat(100_000)})).unwrap(),
-            )
-            .await,
+            Req {
+                body: serde_json::to_vec(&huge).unwrap(),
+                ..good()
+            },
         ),
         (
             400,
             "invalid_json",
-            post(&o, &path, Some(&service), Some("k1"), json, b"{".to_vec()).await,
+            Req {
+                body: b"{".to_vec(),
+                ..good()
+            },
         ),
         (
             422,
             "validation_failed",
-            post(&o, &path, Some(&service), Some("k1"), json, b"{}".to_vec()).await,
+            Req {
+                body: b"{}".to_vec(),
+                ..good()
+            },
         ),
         (
             422,
             "validation_failed",
-            post(
-                &o,
-                &path,
-                Some(&service),
-                Some("k1"),
-                json,
-                body("+201000000001"),
-            )
-            .await,
+            Req {
+                body: body("+201000000001"),
+                ..good()
+            },
         ),
         (
             422,
             "validation_failed",
-            post(&o, &path, Some(&service), Some("k1"), json, body("2010")).await,
+            Req {
+                body: body("2010"),
+                ..good()
+            },
         ),
         (
             422,
             "validation_failed",
-            post(
-                &o,
-                &path,
-                Some(&service),
-                Some("k1"),
-                json,
-                body("2010000000011234"),
-            )
-            .await,
+            Req {
+                body: body("2010000000011234"),
+                ..good()
+            },
         ),
         (
             422,
             "validation_failed",
-            post(
-                &o,
-                &path,
-                Some(&service),
-                Some("k1"),
-                json,
-                body("20100000000a"),
-            )
-            .await,
+            Req {
+                body: body("20100000000a"),
+                ..good()
+            },
         ),
         (
             404,
             "not_found",
-            post(
-                &o,
-                "/api/v1/gift-campaigns/NO_SUCH_CAMPAIGN/fulfilments",
-                Some(&service),
-                Some("k1"),
-                json,
-                body(&m),
-            )
-            .await,
+            Req {
+                path: campaign_path("NO_SUCH_CAMPAIGN"),
+                ..good()
+            },
         ),
         (
             404,
             "not_found",
-            post(
-                &o,
-                "/api/v1/gift-campaigns/bad%20id/fulfilments",
-                Some(&service),
-                Some("k1"),
-                json,
-                body(&m),
-            )
-            .await,
+            Req {
+                path: campaign_path("bad%20id"),
+                ..good()
+            },
         ),
     ];
-    for (i, (status, result, (s, b))) in cases.into_iter().enumerate() {
+    for (i, (status, result, r)) in cases.into_iter().enumerate() {
+        let (s, b) = post(
+            &o,
+            &r.path,
+            r.token.as_deref(),
+            r.key,
+            r.content_type,
+            r.body,
+        )
+        .await;
         assert_eq!(
             (s, b["result"].as_str()),
             (status, Some(result)),

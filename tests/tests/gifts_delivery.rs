@@ -51,6 +51,18 @@ async fn grant(o: &TestOrigin, c: &str, n: usize) -> HashMap<String, String> {
     out
 }
 
+/// The ledger's credits made under our fulfilments' keys (`ours`: key → msisdn).
+fn credits_of<'a>(
+    ledger: &'a flashgate_provider_sim::LedgerView,
+    ours: &HashMap<String, String>,
+) -> Vec<&'a flashgate_provider_sim::Credit> {
+    ledger
+        .credits
+        .iter()
+        .filter(|cr| ours.contains_key(&cr.key))
+        .collect()
+}
+
 /// Waits until no fulfilment of `c` is pending; returns (delivered, failed).
 async fn drained(o: &TestOrigin, c: &str) -> (i64, i64) {
     eventually(
@@ -103,11 +115,7 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
         "every fulfilment delivered"
     );
     let ledger = sim.sim.ledger();
-    let credited: Vec<_> = ledger
-        .credits
-        .iter()
-        .filter(|cr| ours.contains_key(&cr.key))
-        .collect();
+    let credited = credits_of(&ledger, &ours);
     assert_eq!(credited.len(), 1_000, "exactly one credit per fulfilment");
     let subscribers: HashSet<&str> = credited.iter().map(|cr| cr.msisdn.as_str()).collect();
     assert_eq!(subscribers.len(), 1_000, "no subscriber credited twice");
@@ -158,11 +166,7 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
     assert_eq!(ours.len(), 600);
     assert_eq!(drained(&a, &c).await, (600, 0));
     let ledger = sim.sim.ledger();
-    let credited: Vec<_> = ledger
-        .credits
-        .iter()
-        .filter(|cr| ours.contains_key(&cr.key))
-        .collect();
+    let credited = credits_of(&ledger, &ours);
     assert_eq!(credited.len(), 600);
     assert!(
         credited.iter().all(|cr| cr.calls == 1),

@@ -3,6 +3,7 @@
 
 use base64::Engine;
 use chrono::{Duration, Utc};
+use flashgate_shared::idempotency;
 use flashgate_shared::token::{mint, CustomerClaims};
 use flashgate_tests::support::{edge_headers, test_config, unique, TestOrigin, TEST_EDGE_SECRET};
 use serde_json::{json, Value};
@@ -44,14 +45,7 @@ async fn send(o: &TestOrigin, c: &str, r: &Req) -> (u16, Value) {
 async fn bad_claims_get_the_documented_4xx_and_change_nothing() {
     let o = TestOrigin::start().await;
     let c = o.campaign("sale", 3).await;
-    let secret = o
-        .config
-        .customer_token_secret
-        .as_ref()
-        .expect("the test configuration has a customer token secret")
-        .expose()
-        .as_bytes()
-        .to_vec();
+    let secret = o.customer_secret();
     let good = o.token(&unique("ana"));
     let expired = mint(
         &CustomerClaims {
@@ -161,6 +155,11 @@ async fn bad_claims_get_the_documented_4xx_and_change_nothing() {
         );
         let message = body["message"].as_str().unwrap_or("");
         assert!(!message.is_empty(), "{}: a message for humans", r.name);
+        match r.name {
+            "missing key" => assert_eq!(message, idempotency::MISSING_KEY),
+            "256-char key" => assert_eq!(message, idempotency::MALFORMED_KEY),
+            _ => {}
+        }
         for leak in ["sqlx", "redis", "panicked", "Error {"] {
             assert!(
                 !message.contains(leak),
@@ -368,14 +367,7 @@ async fn a_token_with_a_fractional_exp_is_accepted_by_the_origin() {
     use flashgate_shared::token::NumericDate;
     let o = TestOrigin::start().await;
     let c = o.campaign("sale", 3).await;
-    let secret = o
-        .config
-        .customer_token_secret
-        .as_ref()
-        .expect("the test configuration has a customer token secret")
-        .expose()
-        .as_bytes()
-        .to_vec();
+    let secret = o.customer_secret();
     let now_ms = Utc::now().timestamp() * 1_000;
     let fractional = |sub: &str, offset_ms: i64| {
         let claims = CustomerClaims {

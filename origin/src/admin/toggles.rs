@@ -43,7 +43,8 @@ pub enum Change {
     /// Sets the total stock; remaining moves by the same difference. Never below the units
     /// already claimed.
     SetStock { stock: i64 },
-    /// Moves the end.
+    /// Moves the end. On a campaign closed before it started, `starts_at` goes back to the
+    /// planned start (a new end never opens it early); an end not after it is refused.
     SetEndsAt { ends_at: DateTime<Utc> },
     /// Sets or changes the waiting room (and opens its queue in Redis).
     SetWaitingRoom { waiting_room: WaitingRoom },
@@ -115,9 +116,17 @@ impl Change {
                 "NOT c.queue_paused AND c.waiting_room IS NOT NULL",
             ),
             Change::ResumeAdmission => ("queue_paused = false", "c.queue_paused"),
+            // A campaign closed before it started keeps its planned start (the `starts_at`
+            // before its latest close, in the audit trail): a new end never opens it early.
             Change::SetEndsAt { .. } => (
-                "ends_at = ($4::jsonb->>'ends_at')::timestamptz",
-                "($4::jsonb->>'ends_at')::timestamptz > c.starts_at
+                "ends_at = ($4::jsonb->>'ends_at')::timestamptz,
+                 starts_at = greatest(c.starts_at, (SELECT (a.before->>'starts_at')::timestamptz
+                       FROM admin_audit a WHERE a.campaign_id = c.id AND a.action = 'close'
+                      ORDER BY a.seq DESC LIMIT 1))",
+                "($4::jsonb->>'ends_at')::timestamptz > greatest(c.starts_at,
+                     (SELECT (a.before->>'starts_at')::timestamptz
+                        FROM admin_audit a WHERE a.campaign_id = c.id AND a.action = 'close'
+                       ORDER BY a.seq DESC LIMIT 1))
                  AND ($4::jsonb->>'ends_at')::timestamptz <> c.ends_at",
             ),
         }
@@ -283,6 +292,11 @@ pub fn refusal(change: Change, before: &Facts) -> Result<(), String> {
             "ends_at must be after starts_at ({})",
             before.starts_at.to_rfc3339()
         )),
+        Change::SetEndsAt { ends_at } if ends_at != before.ends_at => Err(
+            "ends_at must be after the campaign's planned start: it was closed before it \
+             started, and a new end keeps the planned start (see the audit trail)"
+                .into(),
+        ),
         Change::PauseAdmission | Change::ResumeAdmission if before.waiting_room.is_none() => {
             Err("the campaign has no waiting room".into())
         }

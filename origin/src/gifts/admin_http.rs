@@ -14,7 +14,8 @@
 
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::{FromRequestParts, Query, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -28,7 +29,7 @@ use super::deliveries::{self, Retried};
 use super::http::{campaign_id, fulfilment_id, unknown_campaign};
 use super::store::{self, MembersResult, SegmentCreated};
 use crate::error::{ApiError, ApiResult};
-use crate::http::extract::{self, Path, Role};
+use crate::http::extract::{self, Admin, Path, Role};
 use crate::state::AppState;
 
 fn unknown_segment(s: &str) -> ApiError {
@@ -54,6 +55,30 @@ fn segment_id(s: &str) -> ApiResult<()> {
         Ok(())
     } else {
         Err(unknown_segment(s))
+    }
+}
+
+/// A manager's write to one segment, `…/gift-campaigns/{id}/segments/{seg}/…`: who calls and
+/// the two ids. Refused before the body is read: 401/403 a token that is not a manager's, 404
+/// an id that cannot name a campaign or segment (no query is made).
+pub struct SegmentWrite {
+    /// The caller, for the audit trail.
+    pub who: Admin,
+    /// The campaign id.
+    pub id: String,
+    /// The segment id.
+    pub seg: String,
+}
+
+impl FromRequestParts<AppState> for SegmentWrite {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        let Path((id, seg)) = Path::<(String, String)>::from_request_parts(parts, state).await?;
+        let who = extract::admin(&parts.headers, state, Role::Manager)?;
+        campaign_id(&id)?;
+        segment_id(&seg)?;
+        Ok(SegmentWrite { who, id, seg })
     }
 }
 
@@ -131,14 +156,11 @@ pub async fn create_segment(
 /// unknown campaign or segment; 422 bad caps.
 pub async fn set_caps(
     State(state): State<AppState>,
-    Path((id, seg)): Path<(String, String)>,
+    SegmentWrite { who, id, seg }: SegmentWrite,
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let who = extract::admin(&headers, &state, Role::Manager)?;
     let change: CapsChange = extract::json_body(&headers, body).await?;
-    campaign_id(&id)?;
-    segment_id(&seg)?;
     check_caps(&change.caps).map_err(ApiError::validation)?;
     let s = store::set_caps(&state.db, &who.name, &id, &seg, &change.caps)
         .await?
@@ -152,16 +174,13 @@ pub async fn set_caps(
 /// written).
 pub async fn add_members(
     State(state): State<AppState>,
-    Path((id, seg)): Path<(String, String)>,
+    SegmentWrite { who, id, seg }: SegmentWrite,
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let who = extract::admin(&headers, &state, Role::Manager)?;
     extract::require_json(&headers)?;
     let bytes = extract::read_body(&headers, body, MAX_MEMBERS_BODY_BYTES).await?;
     let m: Members = extract::parse_json(&bytes)?;
-    campaign_id(&id)?;
-    segment_id(&seg)?;
     if m.msisdns.len() > MAX_MEMBERS_PER_CALL {
         return Err(ApiError::validation(format!(
             "at most {MAX_MEMBERS_PER_CALL} msisdns per call"

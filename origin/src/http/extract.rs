@@ -88,17 +88,18 @@ pub fn admin(headers: &HeaderMap, state: &AppState, needed: Role) -> ApiResult<A
 }
 
 /// The `Idempotency-Key` header: 1 to 255 visible ASCII characters
-/// ([`flashgate_shared::idempotency::is_valid_key`]). 400 `invalid_idempotency_key` otherwise.
+/// ([`flashgate_shared::idempotency::check_key`]). 400 `invalid_idempotency_key` otherwise, the
+/// message saying whether the header is missing or malformed.
 pub fn idempotency_key(headers: &HeaderMap) -> ApiResult<String> {
-    headers
+    let given = headers
         .get(flashgate_shared::IDEMPOTENCY_KEY_HEADER)
-        .map(|v| v.as_bytes())
-        .filter(|k| flashgate_shared::idempotency::is_valid_key(k))
+        .map(|v| v.as_bytes());
+    flashgate_shared::idempotency::check_key(given)
         .map(|k| String::from_utf8_lossy(k).into_owned())
-        .ok_or_else(|| {
+        .map_err(|message| {
             ApiError::BadRequest(
                 flashgate_shared::api::codes::INVALID_IDEMPOTENCY_KEY,
-                "Idempotency-Key must be 1 to 255 visible ASCII characters".into(),
+                message.into(),
             )
         })
 }

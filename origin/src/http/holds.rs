@@ -1,6 +1,6 @@
 //! `POST /api/v1/claims/{id}/pay` and `POST /api/v1/claims/{id}/release`: the shop's checkout
 //! backend confirms or gives up a sale hold (service token). The state changes are in
-//! [`crate::holds`].
+//! [`crate::holds`]. `GET /api/v1/claims/{id}` (service token) reads a claim back.
 //!
 //! Checks, in order, each answered with the documented `{"result","message"}` body and
 //! changing nothing: service token (401 missing / 403 wrong), claim id shape (404),
@@ -12,6 +12,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
+use axum::Json;
 use flashgate_shared::api::{
     HoldReply, PayRequest, ReleaseRequest, MAX_PAYMENT_REF_LEN, MAX_REASON_LEN,
 };
@@ -63,6 +64,21 @@ fn authorize(state: &AppState, headers: &HeaderMap, id: &str, call: &'static str
     } else {
         Err(no_claim(id))
     }
+}
+
+/// A claim by id, whatever its status (`held`, `paid`, `released`, `expired`, `issued`,
+/// `redeemed`): 200 with the [`flashgate_shared::api::Claim`]; 401/403 the service token; 404
+/// a malformed or unknown id; 503 `unavailable` when PostgreSQL is down.
+pub async fn show(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    authorize(&state, &headers, &id, "claims")?;
+    let row = crate::claims::store::find(&state.db, &id)
+        .await?
+        .ok_or_else(|| no_claim(&id))?;
+    Ok(Json(row.to_claim()).into_response())
 }
 
 /// Pays a hold. Body `{"payment_ref": "<1..=255 visible ASCII>"}`. 200 `paid` (the same

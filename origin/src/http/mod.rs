@@ -73,6 +73,7 @@ pub fn router(state: AppState) -> Router {
                 .patch(promo::admin_change)
                 .layer(once()),
         )
+        .route("/api/v1/claims/{id}", get(holds::show))
         .route("/api/v1/claims/{id}/pay", post(holds::pay))
         .route("/api/v1/claims/{id}/release", post(holds::release))
         .route("/api/v1/coupons/{code}", get(giveaway::show))

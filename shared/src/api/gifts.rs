@@ -37,18 +37,14 @@ pub fn is_valid_gift_id(s: &str) -> bool {
     })
 }
 
-/// What a gift is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(
-    feature = "sqlx",
-    derive(sqlx::Type),
-    sqlx(type_name = "text", rename_all = "snake_case")
-)]
-pub enum GiftKind {
-    /// Mobile credit added to the subscriber's line by the provider.
-    #[default]
-    MobileCredit,
+stored_enum! {
+    /// What a gift is.
+    #[derive(Default)]
+    pub enum GiftKind {
+        /// Mobile credit added to the subscriber's line by the provider.
+        #[default]
+        MobileCredit = "mobile_credit",
+    }
 }
 
 stored_enum! {

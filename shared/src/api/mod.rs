@@ -22,7 +22,8 @@
 /// Declares a unit enum that is sent on the wire and stored in PostgreSQL (`text`) under one
 /// name per variant, written once as `Variant = "name"`: the derives (serde with that name;
 /// `sqlx::Type` with the `sqlx` feature), `as_str` (the name) and `parse` (`None` for any
-/// other text).
+/// other text). Attributes pass through: `#[derive(Default)]` on the enum with `#[default]` on
+/// a variant gives it a default.
 macro_rules! stored_enum {
     (
         $(#[$meta:meta])*
@@ -136,5 +137,12 @@ mod stored_enum_tests {
             UseStatus::parse,
         );
         assert_eq!(uses, ["held", "used", "released"]);
+        let gifts = names(
+            &[gifts::GiftKind::MobileCredit],
+            gifts::GiftKind::as_str,
+            gifts::GiftKind::parse,
+        );
+        assert_eq!(gifts, ["mobile_credit"]);
+        assert_eq!(gifts::GiftKind::default(), gifts::GiftKind::MobileCredit);
     }
 }

@@ -73,11 +73,7 @@ impl TestEdge {
             .env("FLASHGATE_ORIGIN_URL", origin_url)
             .env(
                 "FLASHGATE_CUSTOMER_TOKEN_SECRET",
-                test_config()
-                    .customer_token_secret
-                    .as_ref()
-                    .expect("the test configuration has a customer token secret")
-                    .expose(),
+                super::raw::customer_secret(&test_config()),
             )
             .stdout(std::process::Stdio::null())
             .stderr(stderr);

@@ -92,13 +92,17 @@ pub fn token_for(config: &Config, customer: &str) -> String {
             exp: exp.into(),
             nbf: None,
         },
-        config
-            .customer_token_secret
-            .as_ref()
-            .expect("the test configuration has a customer token secret")
-            .expose()
-            .as_bytes(),
+        customer_secret(config).as_bytes(),
     )
+}
+
+/// The HS256 secret of customer tokens in `config` (the test configurations always have one).
+pub fn customer_secret(config: &Config) -> &str {
+    config
+        .customer_token_secret
+        .as_ref()
+        .expect("the test configuration has a customer token secret")
+        .expose()
 }
 
 /// Sends a claim to `base_url`; returns status and JSON body (`Value::Null` when not JSON).
