@@ -374,7 +374,8 @@ async fn claim(
     let now = now_ms();
     // A campaign with a waiting room: rate limits first, then the gate, then the admission
     // token (so that a sold-out campaign still says sold_out to everyone).
-    let waiting_room = crate::queue::has_waiting_room(entry.as_deref());
+    let admit_rate = crate::queue::admit_rate(entry.as_deref());
+    let waiting_room = admit_rate.is_some();
     if waiting_room {
         if let Err(a) = glue_queue::limit(cfg, Action::Claim, Some(&customer), client_ip.as_deref())
         {
@@ -401,7 +402,9 @@ async fn claim(
                 crate::queue::Admitted::ReplayOnly => {
                     glue_queue::limit(cfg, Action::Replay, Some(&customer), None)
                 }
-            });
+            })
+            // Last: only a claim that is about to be forwarded takes a forwarding token.
+            .and_then(|()| glue_queue::pace(id, admit_rate.unwrap_or(0)));
         if let Err(a) = checked {
             return answer(&a);
         }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use flashgate_shared::queue::ADMISSION_HEADER;
 use rand::Rng;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use tokio::sync::Semaphore;
@@ -135,7 +136,13 @@ pub(super) async fn one_try(
                 o.unexpected = Some(format!("{e}"));
             }
         }
-        let in_progress = o.status == 409 && o.result == "in_progress";
+        // An admitted claim refused 429 `queued` was paced (the edge's or the origin's pace of
+        // admitted claims, docs/WAITING-ROOM.md): its turn comes after `Retry-After`, like
+        // a claim still in progress, and is counted with those retries.
+        let paced = o.status == 429
+            && o.result == "queued"
+            && extra.iter().any(|(n, _)| *n == ADMISSION_HEADER);
+        let in_progress = (o.status == 409 && o.result == "in_progress") || paced;
         let unavailable = o.status == 0 || o.status == 502 || o.status == 503 || o.status == 504;
         if !(in_progress || unavailable) || o.attempts >= cfg.max_attempts {
             break;

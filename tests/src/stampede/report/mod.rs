@@ -63,7 +63,8 @@ pub struct TryOutcome {
     pub answered_by: Answerer,
     /// Attempts made (1 + retries).
     pub attempts: u32,
-    /// Retries caused by 503 / transport errors, and by `in_progress`.
+    /// Retries caused by 503 / transport errors, and by `in_progress` (or an admitted claim
+    /// paced with 429 `queued`).
     pub retries_unavailable: u32,
     pub retries_in_progress: u32,
     /// For `claimed` and `already_claimed`: the claim id and its customer as returned.
