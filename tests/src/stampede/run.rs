@@ -85,6 +85,7 @@ pub(super) async fn one_try(
         o.attempts += 1;
         let start = Instant::now();
         o.sent_us.get_or_insert_with(|| us_since(t0));
+        o.last_sent_us = Some(us_since(t0));
         let mut req = client
             .post(&cfg.claims_url)
             .header(AUTHORIZATION, &auth[t.customer as usize])
@@ -144,7 +145,9 @@ pub(super) async fn one_try(
             && extra.iter().any(|(n, _)| *n == ADMISSION_HEADER);
         let in_progress = (o.status == 409 && o.result == "in_progress") || paced;
         let unavailable = o.status == 0 || o.status == 502 || o.status == 503 || o.status == 504;
-        if !(in_progress || unavailable) || o.attempts >= cfg.max_attempts {
+        // A paced claim waits its turn until the deadline, however many times it is paced: the
+        // pace lets one through at the admit rate, and its admission token stays valid.
+        if !(in_progress || unavailable) || (o.attempts >= cfg.max_attempts && !paced) {
             break;
         }
         let wait = backoff(
@@ -172,6 +175,7 @@ pub(super) fn not_sent(t: &PlannedTry) -> TryOutcome {
         kind: t.kind,
         due_us: t.at_us,
         sent_us: None,
+        last_sent_us: None,
         answered_us: None,
         status: 0,
         result: NOT_SENT.to_string(),
