@@ -114,7 +114,26 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>) -> Result<Response> {
         Route::QueueJoin { .. } => glue_queue::join(req, &cfg, &url).await,
         Route::PassThrough => pass_through(req, &cfg, &url).await,
         Route::NoSuchCampaign { id } => answer(&decide::no_such_campaign(id)),
-        Route::NoSuchRoute => answer(&Answer::no_such_route()),
+        Route::NoSuchRoute => {
+            drain(req).await;
+            answer(&Answer::no_such_route())
+        }
+        Route::WrongMethod { allow } => {
+            drain(req).await;
+            let resp = answer(&decide::method_not_allowed())?;
+            resp.headers().set("allow", allow)?;
+            Ok(resp)
+        }
+    }
+}
+
+/// Reads and drops the body of a request the edge refuses without looking at it, when it is
+/// at most [`decide::DRAIN_LIMIT_BYTES`]: answering without reading it makes the runtime
+/// close the client's connection (and a client's next request on it fails).
+async fn drain(mut req: Request) {
+    let length = req.headers().get("content-length").ok().flatten();
+    if decide::drain_before_refusing(length.as_deref()) {
+        let _ = req.bytes().await;
     }
 }
 
