@@ -35,9 +35,16 @@ pub enum Route<'a> {
         /// Campaign id as sent.
         id: &'a str,
     },
-    /// Any other `/api/v1/...` request: passed to the origin unchanged. Also ids with
-    /// percent-encoding, so that the origin's own 404 message (with the decoded id) is served.
+    /// Any other documented `/api/v1/...` path and method ([`API_ROUTES`]): passed to the
+    /// origin unchanged. Also campaign ids with percent-encoding, so that the origin's own 404
+    /// message (with the decoded id) is served.
     PassThrough,
+    /// A documented `/api/v1/...` path with a method it does not take: 405
+    /// `method_not_allowed` with `Allow` at the edge ([`method_not_allowed`]).
+    WrongMethod {
+        /// The `Allow` header: the path's methods.
+        allow: &'static str,
+    },
     /// A campaign id that is not a slug: the origin's 404 `no campaign {id}` at the edge.
     NoSuchCampaign {
         /// The id as sent.
@@ -48,11 +55,61 @@ pub enum Route<'a> {
     NoSuchRoute,
 }
 
+/// The documented routes under `/api/v1/` (README, API): path segments (`*` = one non-empty
+/// segment, an id or a code) and the `Allow` of the path. A `GET` route also takes `HEAD`, as
+/// the origin does. Anything else under `/api/v1/` is answered by the edge: 404 for an unknown
+/// path, 405 with `Allow` for a known path and another method.
+pub const API_ROUTES: &[(&[&str], &str)] = &[
+    (&["campaigns", "*"], "GET, HEAD"),
+    (&["campaigns", "*", "claims"], "POST"),
+    (&["campaigns", "*", "claims", "mine"], "GET, HEAD"),
+    (&["campaigns", "*", "queue"], "GET, HEAD, POST"),
+    (&["claims", "*", "pay"], "POST"),
+    (&["claims", "*", "release"], "POST"),
+    (&["codes", "*", "check"], "POST"),
+    (&["codes", "*", "use"], "POST"),
+    (&["uses", "*", "confirm"], "POST"),
+    (&["uses", "*", "release"], "POST"),
+    (&["coupons", "*"], "GET, HEAD"),
+    (&["coupons", "*", "redeem"], "POST"),
+    (&["gift-campaigns", "*", "eligibility"], "GET, HEAD"),
+    (&["gift-campaigns", "*", "fulfilments"], "POST"),
+    (&["fulfilments", "*"], "GET, HEAD"),
+];
+
+/// The `Allow` of `/api/v1/{rest}` in [`API_ROUTES`]; `None` for an undocumented path.
+pub fn allowed_methods(rest: &str) -> Option<&'static str> {
+    API_ROUTES.iter().find_map(|(pattern, allow)| {
+        let mut segments = rest.split('/');
+        let matched = pattern.iter().all(|p| {
+            segments
+                .next()
+                .is_some_and(|s| if *p == "*" { !s.is_empty() } else { s == *p })
+        }) && segments.next().is_none();
+        matched.then_some(*allow)
+    })
+}
+
+/// 405 `{"result":"method_not_allowed","message":…}`; the caller adds `Allow`.
+pub fn method_not_allowed() -> Answer {
+    Answer::error(
+        405,
+        codes::METHOD_NOT_ALLOWED,
+        "method not allowed on this path",
+    )
+}
+
 /// Routes a request by method and URL path (the path as sent, without the query string).
 pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
     let Some(rest) = path.strip_prefix("/api/v1/") else {
         return Route::NoSuchRoute;
     };
+    let Some(allow) = allowed_methods(rest) else {
+        return Route::NoSuchRoute;
+    };
+    if !allow.split(", ").any(|m| m == method) {
+        return Route::WrongMethod { allow };
+    }
     let Some(tail) = rest.strip_prefix("campaigns/") else {
         return Route::PassThrough;
     };

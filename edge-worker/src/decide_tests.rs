@@ -64,7 +64,7 @@ fn routes() {
     );
     assert_eq!(
         route("POST", "/api/v1/campaigns//claims"),
-        Route::PassThrough
+        Route::NoSuchRoute
     );
     assert_eq!(
         route("GET", "/api/v1/campaigns/Spring"),
@@ -72,10 +72,32 @@ fn routes() {
     );
     assert_eq!(
         route("GET", "/api/v1/campaigns/spring/claims"),
+        Route::WrongMethod { allow: "POST" }
+    );
+    assert_eq!(
+        route("PUT", "/api/v1/campaigns/spring"),
+        Route::WrongMethod { allow: "GET, HEAD" }
+    );
+    assert_eq!(
+        route("OPTIONS", "/api/v1/campaigns/spring/queue"),
+        Route::WrongMethod {
+            allow: "GET, HEAD, POST"
+        }
+    );
+    assert_eq!(
+        route("HEAD", "/api/v1/campaigns/spring"),
         Route::PassThrough
     );
-    assert_eq!(route("PUT", "/api/v1/campaigns/spring"), Route::PassThrough);
-    assert_eq!(route("GET", "/api/v1/claims/c_1"), Route::PassThrough);
+    assert_eq!(route("GET", "/api/v1/claims/c_1"), Route::NoSuchRoute);
+    assert_eq!(route("POST", "/api/v1/claims/c_1/pay"), Route::PassThrough);
+    assert_eq!(
+        route("GET", "/api/v1/campaigns/spring/claims/mine"),
+        Route::PassThrough
+    );
+    assert_eq!(route("GET", "/api/v1/fulfilments/f1"), Route::PassThrough);
+    assert_eq!(route("GET", "/api/v1/fulfilments/f1/x"), Route::NoSuchRoute);
+    assert_eq!(route("GET", "/api/v1/nothing-here"), Route::NoSuchRoute);
+    assert_eq!(route("GET", "/api/v1/coupons/"), Route::NoSuchRoute);
     assert_eq!(
         route("GET", "/api/v1/campaigns/spring/queue"),
         Route::QueuePoll { id: "spring" }

@@ -114,7 +114,26 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>) -> Result<Response> {
         Route::QueueJoin { .. } => glue_queue::join(req, &cfg, &url).await,
         Route::PassThrough => pass_through(req, &cfg, &url).await,
         Route::NoSuchCampaign { id } => answer(&decide::no_such_campaign(id)),
-        Route::NoSuchRoute => answer(&Answer::no_such_route()),
+        Route::NoSuchRoute => {
+            drain(req).await;
+            answer(&Answer::no_such_route())
+        }
+        Route::WrongMethod { allow } => {
+            drain(req).await;
+            let resp = answer(&decide::method_not_allowed())?;
+            resp.headers().set("allow", allow)?;
+            Ok(resp)
+        }
+    }
+}
+
+/// Reads and drops the body of a request the edge refuses without looking at it, when it is
+/// at most [`decide::DRAIN_LIMIT_BYTES`]: answering without reading it makes the runtime
+/// close the client's connection (and a client's next request on it fails).
+async fn drain(mut req: Request) {
+    let length = req.headers().get("content-length").ok().flatten();
+    if decide::drain_before_refusing(length.as_deref()) {
+        let _ = req.bytes().await;
     }
 }
 
@@ -374,7 +393,8 @@ async fn claim(
     let now = now_ms();
     // A campaign with a waiting room: rate limits first, then the gate, then the admission
     // token (so that a sold-out campaign still says sold_out to everyone).
-    let waiting_room = crate::queue::has_waiting_room(entry.as_deref());
+    let admit_rate = crate::queue::admit_rate(entry.as_deref());
+    let waiting_room = admit_rate.is_some();
     if waiting_room {
         if let Err(a) = glue_queue::limit(cfg, Action::Claim, Some(&customer), client_ip.as_deref())
         {
@@ -401,7 +421,9 @@ async fn claim(
                 crate::queue::Admitted::ReplayOnly => {
                     glue_queue::limit(cfg, Action::Replay, Some(&customer), None)
                 }
-            });
+            })
+            // Last: only a claim that is about to be forwarded takes a forwarding token.
+            .and_then(|()| glue_queue::pace(id, admit_rate.unwrap_or(0)));
         if let Err(a) = checked {
             return answer(&a);
         }

@@ -16,11 +16,16 @@ use worker::{Headers, Request, Response, Result};
 const LIMITER_CAPACITY: usize = 50_000;
 /// Checked tickets kept per isolate.
 const TICKET_CACHE_CAPACITY: usize = 50_000;
+/// Campaigns whose forwarding pace is kept per isolate (a forgotten pace is a full bucket: at
+/// most one extra second's burst for a campaign dropped and seen again).
+const PACE_CAPACITY: usize = 10_000;
 
 thread_local! {
     static LIMITER: RefCell<Limiter> = RefCell::new(Limiter::new(LIMITER_CAPACITY));
     static TICKETS: RefCell<queue::TicketCache> =
         RefCell::new(queue::TicketCache::new(TICKET_CACHE_CAPACITY));
+    /// Kept apart from [`LIMITER`], whose per-customer keys could fill it and start it over.
+    static PACE: RefCell<Limiter> = RefCell::new(Limiter::new(PACE_CAPACITY));
 }
 
 /// The client's IP as the runtime reports it (`CF-Connecting-IP`), normalised by
@@ -49,6 +54,7 @@ pub(super) fn limit(
         Action::Claim => cfg.limits.claims_per_s,
         Action::Replay => queue::REPLAY_PER_S,
         Action::AnyPerIp => cfg.limits.ip_per_s,
+        Action::Forward => 0,
     };
     LIMITER.with(|l| {
         let mut l = l.borrow_mut();
@@ -61,6 +67,17 @@ pub(super) fn limit(
                 .map_err(limit::rate_limited)?;
         }
         Ok(())
+    })
+}
+
+/// Takes one of campaign `id`'s forwarding tokens (`admit_per_second` of them per second,
+/// one second's burst); 429 `queued` + `Retry-After` ([`queue::paced`]) when spent.
+pub(super) fn pace(id: &str, admit_per_second: u32) -> std::result::Result<(), Answer> {
+    let now = now_ms();
+    PACE.with(|p| {
+        p.borrow_mut()
+            .take(Action::Forward, id, admit_per_second, now)
+            .map_err(queue::paced)
     })
 }
 

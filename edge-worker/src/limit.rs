@@ -23,6 +23,9 @@ pub enum Action {
     Replay,
     /// Any of them, per client IP (`CF-Connecting-IP`).
     AnyPerIp,
+    /// A claim on a campaign with a waiting room forwarded to the origin, per campaign, at
+    /// the campaign's `admit_per_second` (see [`crate::queue::paced`]).
+    Forward,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -142,5 +145,39 @@ mod tests {
         let a = rate_limited(3);
         assert_eq!((a.status, a.retry_after_s), (429, Some(3)));
         assert!(a.body.starts_with(r#"{"result":"rate_limited""#));
+    }
+
+    #[test]
+    fn the_forwarding_pace_keeps_any_second_to_twice_the_rate_even_after_a_stall() {
+        // 100 per second; claims arrive in bunches at instants 0, 1,000 (a stalled second's
+        // worth at once), 1,990, 2,000 ... : never more than 200 pass in any 1,000 ms window.
+        let mut l = Limiter::new(10);
+        let mut passed: Vec<i64> = Vec::new();
+        for at in [0, 1_000, 1_990, 2_000, 2_500, 5_000, 5_999] {
+            for _ in 0..300 {
+                if l.take(Action::Forward, "spring", 100, at).is_ok() {
+                    passed.push(at);
+                }
+            }
+        }
+        for &t0 in &passed {
+            let n = passed
+                .iter()
+                .filter(|&&t| t >= t0 && t < t0 + 1_000)
+                .count();
+            assert!(n <= 200, "{n} forwarded in the second from {t0}");
+        }
+        // Full burst at the start, a second's worth after a second, then the refill only.
+        let at = |t: i64| passed.iter().filter(|&&p| p == t).count();
+        assert_eq!((at(0), at(1_000), at(1_990), at(2_000)), (100, 100, 99, 1));
+        assert_eq!(
+            queue_paced_retry(),
+            (429, Some(1), r#"{"result":"queued"}"#.to_string())
+        );
+    }
+
+    fn queue_paced_retry() -> (u16, Option<u32>, String) {
+        let a = crate::queue::paced(0);
+        (a.status, a.retry_after_s, a.body)
     }
 }

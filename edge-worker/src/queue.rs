@@ -211,11 +211,38 @@ pub enum Admitted {
     ReplayOnly,
 }
 
-/// True when claims on this cached campaign need an admission token.
-pub fn has_waiting_room(entry: Option<&StatusEntry>) -> bool {
+/// 429 `{"result":"queued"}` + `Retry-After: retry_after_s`.
+fn queued(retry_after_s: u32) -> Answer {
+    Answer {
+        status: 429,
+        body: format!(r#"{{"result":"{QUEUED}"}}"#),
+        retry_after_s: Some(retry_after_s),
+    }
+}
+
+/// The answer to an admitted claim that the isolate's forwarding pace refused: 429
+/// `{"result":"queued"}` + `Retry-After` (whole seconds until the pace lets one more through,
+/// at least 1). An isolate forwards the claims of a campaign with a waiting room through a
+/// token bucket of `admit_per_second` tokens per second and one second's burst
+/// ([`crate::limit::Action::Forward`], keyed by campaign), so in any one-second window it
+/// forwards at most `2 × admit_per_second` of them, however the claims bunch up (after a
+/// stall of the machine, say). The admission token stays valid; the customer claims again
+/// after the delay.
+pub fn paced(retry_after_s: u32) -> Answer {
+    queued(retry_after_s.max(1))
+}
+
+/// The admission rate of this cached campaign's waiting room (customers per second); `None`
+/// without one.
+pub fn admit_rate(entry: Option<&StatusEntry>) -> Option<u32> {
     entry
         .and_then(StatusEntry::found)
-        .is_some_and(|(_, q)| q.is_some())
+        .and_then(|(_, q)| q.map(|q| q.admit_per_second))
+}
+
+/// True when claims on this cached campaign need an admission token.
+pub fn has_waiting_room(entry: Option<&StatusEntry>) -> bool {
+    admit_rate(entry).is_some()
 }
 
 /// Checks the admission token of a checked claim by `customer` on campaign `id`: 429
@@ -230,11 +257,7 @@ pub fn check_claim_admission(
     now_ms: i64,
 ) -> Result<Admitted, Answer> {
     let Some(token) = token.filter(|t| !t.trim().is_empty()) else {
-        return Err(Answer {
-            status: 429,
-            body: format!(r#"{{"result":"{QUEUED}"}}"#),
-            retry_after_s: Some(QUEUED_RETRY_AFTER_S),
-        });
+        return Err(queued(QUEUED_RETRY_AFTER_S));
     };
     let a = admission::open_admission(secret, token, id, customer)
         .map_err(|e| refusal(e, "admission token"))?;

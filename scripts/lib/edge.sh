@@ -112,6 +112,12 @@ edge_build_baseline() {
   _edge_worker_build "$EDGE_DIR/bench-baseline" || return 1
 }
 
+# edge_port: the PORT to give edge_start: 0 (Miniflare takes any free port), or with
+# FLASHGATE_PORT_RANGE a free port from that range.
+edge_port() {
+  if [ -n "${FLASHGATE_PORT_RANGE:-}" ]; then fg_free_port; else echo 0; fi
+}
+
 # edge_start ORIGIN_URL PORT PIDFILE URLFILE [SCRIPT_DIR]: starts Miniflare (workerd) in the
 # background serving the built worker (SCRIPT_DIR, default edge-worker/build) with
 # FLASHGATE_ORIGIN_URL=ORIGIN_URL and the FLASHGATE_* settings and secrets from the

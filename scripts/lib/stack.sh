@@ -166,8 +166,8 @@ edge_up() {
   fi
   fg_log "starting the edge worker (Miniflare/workerd) in front of $FLASHGATE_ORIGIN_URL"
   # Port 0 lets Miniflare take any free port; with FLASHGATE_PORT_RANGE it comes from the range.
-  local edge_port=0
-  if [ -n "${FLASHGATE_PORT_RANGE:-}" ]; then edge_port="$(fg_free_port)" || fg_die "no free port in FLASHGATE_PORT_RANGE"; fi
+  local edge_port
+  edge_port="$(edge_port)" || fg_die "no free port in FLASHGATE_PORT_RANGE"
   edge_start "$FLASHGATE_ORIGIN_URL" "$edge_port" "$state/edge.pid" "$state/edge.url" \
     || fg_die "the edge worker did not start (log: $state/edge.pid.log)"
   FLASHGATE_EDGE_URL="$(cat "$state/edge.url")"

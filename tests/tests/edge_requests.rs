@@ -1,5 +1,6 @@
 //! Requests the edge refuses or passes through, in the real runtime (bad claims, retried keys,
-//! the edge signature, not-started, origin timeouts, oversize bodies): the built worker (edge-worker/build) inside workerd via
+//! the edge signature, not-started, origin timeouts, oversize bodies, undocumented paths and
+//! methods): the built worker (edge-worker/build) inside workerd via
 //! Miniflare, in front of a real origin over real PostgreSQL and Redis. Requests are truly
 //! concurrent where the behaviour is about concurrency. Origin-side effects are read from the
 //! origin's own counters (`flashgate_status_requests_total`, `flashgate_claim_requests_total`).
@@ -356,5 +357,66 @@ async fn a_pass_through_body_the_origin_could_never_take_is_413_at_the_edge() {
         .expect("pass-through");
     let r = reply(res).await;
     assert_eq!((r.status, r.by.as_str()), (404, "origin"), "{:?}", r.json());
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn only_documented_routes_pass_unknown_paths_and_methods_are_answered_at_the_edge() {
+    let o = TestOrigin::start_signed().await;
+    let e = edge(&o.url, EdgeSettings::default());
+    let c = o.campaign("sale", 1).await;
+    let statuses = o.origin_count(|m| &m.status_requests);
+    let claims = o.origin_count(|m| &m.claim_requests);
+    // Unknown paths under /api/v1/: 404 at the edge.
+    for path in [
+        "/api/v1/nothing-here".to_string(),
+        format!("/api/v1/campaigns/{c}/claims/mine/x"),
+        "/api/v1/claims/c_1".to_string(),
+        "/api/v1/coupons/".to_string(),
+    ] {
+        let r = get(&o.http, &format!("{}{path}", e.url)).await;
+        assert_eq!((r.status, r.by.as_str()), (404, "edge"), "{path}");
+        assert_eq!(r.json()["result"], "not_found", "{path}");
+    }
+    // Known paths, other methods: 405 with the path's methods in `Allow`, at the edge.
+    for (method, path, allow) in [
+        (
+            reqwest::Method::PUT,
+            format!("/api/v1/campaigns/{c}"),
+            "GET, HEAD",
+        ),
+        (
+            reqwest::Method::DELETE,
+            format!("/api/v1/campaigns/{c}/claims"),
+            "POST",
+        ),
+        (
+            reqwest::Method::PATCH,
+            format!("/api/v1/campaigns/{c}/queue"),
+            "GET, HEAD, POST",
+        ),
+        (
+            reqwest::Method::GET,
+            "/api/v1/codes/SPRING10/use".to_string(),
+            "POST",
+        ),
+    ] {
+        let res = o
+            .http
+            .request(method.clone(), format!("{}{path}", e.url))
+            .send()
+            .await
+            .expect("wrong method");
+        let r = reply(res).await;
+        let allow_header = r.headers.get("allow").map(|v| v.to_str().unwrap());
+        assert_eq!((r.status, r.by.as_str()), (405, "edge"), "{method} {path}");
+        assert_eq!(r.json()["result"], "method_not_allowed");
+        assert_eq!(allow_header, Some(allow), "{method} {path}");
+    }
+    // None of them reached the origin; a documented route still does.
+    assert_eq!(o.origin_count(|m| &m.status_requests), statuses);
+    assert_eq!(o.origin_count(|m| &m.claim_requests), claims);
+    let r = get(&o.http, &format!("{}/api/v1/coupons/NOSUCH", e.url)).await;
+    assert_eq!(r.by, "origin", "{}", r.status);
     o.stop().await;
 }

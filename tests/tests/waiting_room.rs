@@ -1,6 +1,6 @@
 //! The waiting room, origin side, against a real origin, PostgreSQL and Redis: joins (5,000
 //! truly concurrent), FIFO admission, the shuffled prequeue, stock-aware admission, and the
-//! origin's admission check on claims. The whole trip through the built worker in workerd is
+//! origin's admission check on claims and its pace of admitted claims. The whole trip through the built worker in workerd is
 //! `waiting_room_trip.rs`.
 //!
 //! Sizes are parameters: `WR_JOINS` (default 5,000) and `WR_PREQUEUE` (default 1,000).
@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use flashgate_shared::admission::{mint_admission, open_ticket, sign_ticket, Ticket};
+use flashgate_shared::admission::{mint_admission, open_ticket, sign_ticket, Place, Ticket};
 use flashgate_shared::api::ChangeAction;
 use flashgate_shared::queue::RANDOM_BLOCK;
 use flashgate_tests::stampede::report::queue::kendall_tau_b;
@@ -360,5 +360,65 @@ async fn the_origin_checks_admission_tokens_on_claims() {
     assert_eq!(rebuilt.body["claim"]["id"], r.body["claim"]["id"]);
     assert_eq!(o.claim_rows(&id, &[]).await, 1);
     assert_eq!(o.remaining(&id).await, 4);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_origin_paces_admitted_claims_at_the_admit_rate() {
+    // 5 admissions per second; 30 admitted customers claim at once, straight at the origin
+    // (as several isolates, or a stalled machine catching up, could send them): 5 (one
+    // second's burst) + 5 per second go on to the gate, the rest are 429 queued.
+    let o = TestOrigin::start_with(queue_config()).await;
+    let id = campaign(&o, 100, chrono::Duration::minutes(-1), None, room(5)).await;
+    admission(&o, &id, ChangeAction::PauseAdmission).await;
+    let run = unique("p");
+    let now = Utc::now().timestamp();
+    let who: Vec<(String, String)> = (1..=30u64)
+        .map(|n| {
+            let customer = format!("{run}-{n}");
+            let t = Ticket {
+                place: Place {
+                    campaign: id.clone(),
+                    customer: customer.clone(),
+                    sequence: RANDOM_BLOCK + n,
+                },
+                issued_at_s: now,
+                drawn_waiting_at_issue: 0,
+            };
+            (customer, mint_admission(K, &t, now, 60))
+        })
+        .collect();
+    let started = Instant::now();
+    let replies = join_all(who.iter().map(|(c, tok)| {
+        let key = format!("{c}-k");
+        let o = &o;
+        let id = &id;
+        async move { o.signed_claim_with_key(id, c, Some(tok), &key).await }
+    }))
+    .await;
+    let whole_seconds = started.elapsed().as_secs() as usize;
+    let won = replies.iter().filter(|r| r.status == 201).count();
+    let paced: Vec<_> = replies.iter().filter(|r| r.status == 429).collect();
+    assert_eq!(won + paced.len(), 30);
+    assert!(
+        (5..=5 + 5 * (whole_seconds + 1)).contains(&won),
+        "{won} claims went on in {whole_seconds} s"
+    );
+    for r in &paced {
+        assert_eq!(r.body, serde_json::json!({"result": "queued"}));
+        assert_eq!(r.header("retry-after"), Some("1"), "{}", r.body);
+    }
+    assert_eq!(o.claim_rows(&id, &[]).await as usize, won);
+    // A paced customer claims again after `Retry-After` with the same key: she wins.
+    let i = replies
+        .iter()
+        .position(|r| r.status == 429)
+        .expect("one paced");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (c, tok) = &who[i];
+    let r = o
+        .signed_claim_with_key(&id, c, Some(tok), &format!("{c}-k"))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
     o.stop().await;
 }

@@ -167,6 +167,18 @@ async fn poll(http: &reqwest::Client, edge: &str, id: &str, ticket: Option<&str>
     }
 }
 
+/// Warms the edge's status of campaign `drop` (one poll), so that all the claims that follow
+/// meet the same fresh entry.
+async fn warm(http: &reqwest::Client, edge: &str) {
+    poll(
+        http,
+        edge,
+        "drop",
+        Some(&sign_ticket(K, &ticket("drop", "zed", 1))),
+    )
+    .await;
+}
+
 /// A claim through the edge by `customer` with an optional admission token: status, who
 /// answered, body, `Retry-After`.
 async fn claim(
@@ -478,14 +490,7 @@ async fn customers_faster_than_a_person_get_429_at_the_edge() {
     let http = reqwest::Client::new();
     let now = chrono::Utc::now().timestamp();
     let token = mint_admission(K, &ticket("drop", "ana", 1), now, 120);
-    // Warm the status so that all the claims below meet the same fresh entry.
-    poll(
-        &http,
-        &edge.url,
-        "drop",
-        Some(&sign_ticket(K, &ticket("drop", "zed", 1))),
-    )
-    .await;
+    warm(&http, &edge.url).await;
     let claims =
         join_all((0..12).map(|_| claim(&http, &edge.url, "drop", "ana", Some(&token)))).await;
     let limited: Vec<_> = claims.iter().filter(|c| c.0 == 429).collect();
@@ -561,4 +566,42 @@ async fn browsers_get_a_self_contained_waiting_page() {
         !html.contains("src=") && !html.contains("href="),
         "external asset in {html}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn admitted_claims_are_forwarded_at_the_admit_rate_and_the_rest_are_queued() {
+    // 10 admissions per second: 60 admitted customers claiming in the same instant (a stalled
+    // second catching up) reach the origin at most 10 (one second's burst) + 10 per second.
+    let (fake, edge) = stack(
+        vec![status_body("drop", "active", 100, Some(queue_fields(60)))],
+        &[],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let now = chrono::Utc::now().timestamp();
+    warm(&http, &edge.url).await;
+    let started = Instant::now();
+    let claims = join_all((1..=60).map(|n| {
+        let who = format!("c{n}");
+        let token = mint_admission(K, &ticket("drop", &who, n), now, 120);
+        let http = http.clone();
+        let url = edge.url.clone();
+        async move { claim(&http, &url, "drop", &who, Some(&token)).await }
+    }))
+    .await;
+    let whole_seconds = started.elapsed().as_secs();
+    let passed = claims.iter().filter(|c| c.0 == 201).count();
+    let paced: Vec<_> = claims.iter().filter(|c| c.0 == 429).collect();
+    assert_eq!(passed + paced.len(), 60);
+    assert!(
+        (10..=10 + 10 * (whole_seconds as usize + 1)).contains(&passed),
+        "{passed} forwarded in {whole_seconds} s"
+    );
+    for c in &paced {
+        assert_eq!(
+            (c.1.as_str(), c.2.clone(), c.3.as_str()),
+            ("edge", json!({"result": "queued"}), "1")
+        );
+    }
+    assert_eq!(fake.lock().unwrap().claims.len(), passed);
 }

@@ -1,6 +1,7 @@
 //! The waiting room end to end: a real origin (PostgreSQL, Redis) behind the built worker in
 //! workerd. Customers join through the edge, poll at the edge, claim once admitted; claims
-//! reach the origin at the admit rate plus at most one second's burst, polls cost the origin
+//! reach the origin at the admit rate plus at most one second's burst (paced claims are sent
+//! again after `Retry-After`), polls cost the origin
 //! one status fetch per TTL, bad admission tokens are refused at the edge, and after the
 //! sell-out every poll answers `sold_out` from the edge within the staleness bound.
 //!
@@ -30,7 +31,10 @@ const K: &[u8] = TEST_EDGE_SECRET.as_bytes();
 /// What one queued customer saw through the edge.
 #[derive(Default)]
 struct Seen {
-    /// When her claim was sent and its HTTP status.
+    /// Her claims answered 429 `queued` by the pace of admitted claims (sent again after
+    /// `Retry-After`).
+    paced: u32,
+    /// When her claim was last sent (the one answered other than 429) and its HTTP status.
     claim: Option<(Instant, u16)>,
     /// When her claim's answer came back.
     claim_answered: Option<Instant>,
@@ -104,11 +108,7 @@ impl Crowd {
                 continue;
             };
             assert_eq!(res.headers()[ANSWERED_BY_HEADER], "edge");
-            let retry: u64 = res
-                .headers()
-                .get("retry-after")
-                .and_then(|v| v.to_str().ok()?.parse().ok())
-                .unwrap_or(1);
+            let retry = retry_after_s(&res);
             let body: Value = res.json().await.expect("poll json");
             if body["state"] == "sold_out" {
                 seen.sold_out_at = Some(Instant::now());
@@ -116,11 +116,12 @@ impl Crowd {
             }
             seen.last_not_sold_out_sent = Some(sent);
             if body["state"] == "admitted" {
-                // Not behind the polls waiting for their turn: one claim per customer.
-                let sent = Instant::now();
+                // Not behind the polls waiting for their turn: one claim per customer, sent
+                // again (same key) after `Retry-After` while it is paced (429 `queued`).
                 let key = unique("k");
                 let mut tries = 0;
-                let res = loop {
+                let (sent, res) = loop {
+                    let sent = Instant::now();
                     let res = self
                         .http
                         .post(format!("{}/api/v1/campaigns/{}/claims", self.edge, self.id))
@@ -134,7 +135,14 @@ impl Crowd {
                     // A pooled connection the runtime had just closed: the same claim again
                     // (same key, so it is decided once).
                     match res {
-                        Ok(r) => break r,
+                        Ok(r) if r.status() == 429 => {
+                            seen.paced += 1;
+                            let retry = retry_after_s(&r);
+                            let b: Value = r.json().await.expect("paced json");
+                            assert_eq!(b["result"], "queued", "a paced claim is queued");
+                            tokio::time::sleep(Duration::from_secs(retry)).await;
+                        }
+                        Ok(r) => break (sent, r),
                         Err(_) if tries < 5 => tries += 1,
                         Err(e) => panic!("claim: {e}"),
                     }
@@ -147,6 +155,14 @@ impl Crowd {
         }
         seen
     }
+}
+
+/// The answer's `Retry-After`, seconds (1 when absent).
+fn retry_after_s(res: &reqwest::Response) -> u64 {
+    res.headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok()?.parse().ok())
+        .unwrap_or(1)
 }
 
 /// The most instants in any one-second window (`at` sorted).
@@ -291,6 +307,7 @@ async fn through_the_edge_claims_keep_to_the_rate_and_sold_out_reaches_every_pol
     let mut at: Vec<Instant> = seen.iter().filter_map(|s| s.claim.map(|c| c.0)).collect();
     at.sort();
     let peak = peak_per_second(&at);
+    let paced: u64 = seen.iter().map(|s| u64::from(s.paced)).sum();
     let won = seen
         .iter()
         .filter(|s| matches!(s.claim, Some((_, 201))))
@@ -316,7 +333,7 @@ async fn through_the_edge_claims_keep_to_the_rate_and_sold_out_reaches_every_pol
     eprintln!(
         "edge run: {customers} queued, {won} won, {claims_at_origin} claims reached the origin, \
          peak {origin_peak} claims/s recorded by the origin, {peak} claims/s sent \
-         (rate {rate}, bound {}), {statuses} status fetches at the origin in {elapsed:?} \
+         (rate {rate}, bound {}), {paced} claims paced (429 queued, sent again), {statuses} status fetches at the origin in {elapsed:?} \
          (TTL {ttl_ms} ms, bound {}); sold_out heard after the sell-out: p50 {} ms, p99 {} ms, \
          max {} ms; the last poll answered other than sold_out was sent {last_waiting:?} after it",
         2 * rate,
@@ -326,19 +343,20 @@ async fn through_the_edge_claims_keep_to_the_rate_and_sold_out_reaches_every_pol
         quantile_ms(&heard, 1.0),
     );
     assert_eq!(won as i64, stock, "every unit went to an admitted customer");
-    // The origin admits at most the rate + one second's burst, and the edge reveals what it
-    // learns at the admit rate (edge-worker/src/reveal.rs): claims keep to 2 × rate.
-    assert_eq!(
-        claims_at_origin, won as u64,
-        "only admitted customers' claims"
+    // The claims that reached the origin: every winner's, plus at most the ones the origin's
+    // own pace refused (those the edge paced never left it).
+    assert!(
+        (won as u64..=won as u64 + paced).contains(&claims_at_origin),
+        "{claims_at_origin} claims at the origin, {won} won, {paced} paced"
     );
+    // The origin admits at most the rate + one second's burst, the edge reveals what it learns
+    // at the admit rate (edge-worker/src/reveal.rs), and the edge and the origin pace admitted
+    // claims at the rate with one second's burst, whatever the crowd's timing (a stalled
+    // second catching up included): claims keep to 2 × rate where they are decided. The send
+    // times are the client's (a claim sent during a stall is decided after it) and shown only.
     assert!(
         origin_peak <= 2 * rate as usize,
         "peak {origin_peak} claims/s at the origin > 2 × {rate}"
-    );
-    assert!(
-        peak <= 2 * rate as usize,
-        "peak {peak} claims/s sent > 2 × {rate}"
     );
     // One refresh per TTL per isolate (one isolate here), plus one in flight.
     let bound = elapsed.as_millis() as u64 / ttl_ms + 2;

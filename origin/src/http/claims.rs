@@ -18,7 +18,8 @@ use crate::state::AppState;
 /// `{}` (400), campaign id shape (404, without a query), the admission token on a campaign
 /// with a waiting room ([`crate::queue::check_claim`]: 429 `queued`, 400, 403; a genuine
 /// expired token gets the recorded answer of a retried key instead, see
-/// [`crate::queue::replay`]). Then the claim path of
+/// [`crate::queue::replay`]), then the pace of admitted claims ([`crate::queue::pace`]: 429
+/// `queued` + `Retry-After` past `admit_per_second` plus one second's burst). Then the claim path of
 /// [`service::claim`]: 201 `claimed`, 409 business results, 422 `idempotency_key_reused`, 503.
 pub async fn create(
     State(state): State<AppState>,
@@ -42,7 +43,13 @@ pub async fn create(
     // for an unknown campaign).
     let admitted = match state.campaigns.get(&state.db, &campaign).await? {
         Some(row) => match crate::queue::check_claim(&state, &row, &customer, &headers) {
-            Ok(seq) => seq,
+            Ok(Some(seq)) => {
+                if let Err(paced) = crate::queue::pace(&state, &row).await {
+                    return Ok(paced);
+                }
+                Some(seq)
+            }
+            Ok(None) => None,
             Err(refusal) => {
                 // A genuine but expired token: a retry of a decided claim gets its recorded
                 // answer; anything else stays refused.

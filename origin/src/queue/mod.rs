@@ -60,6 +60,35 @@ pub fn queued() -> Response {
     res
 }
 
+/// The pace of admitted claims on campaign `row` ([`store::pace`]): at most `admit_per_second`
+/// per second plus one second's burst go on to the gate, across all origins, so the claims
+/// the origin decides keep to `2 × admit_per_second` in any one-second window even when the
+/// edge forwards a bunch (several isolates, or a stalled machine catching up). Over the pace:
+/// 429 `{"result":"queued"}` + `Retry-After` (whole seconds, at least 1); the admission token
+/// stays valid. A Redis error lets the claim through to the gate, which answers for itself.
+pub async fn pace(state: &AppState, row: &CampaignRow) -> Result<(), Response> {
+    let Some(w) = row.waiting_room() else {
+        return Ok(());
+    };
+    let mut redis = state.redis.clone();
+    match store::pace(&mut redis, &row.id, w.admit_per_second).await {
+        Ok(0) => Ok(()),
+        Ok(wait_ms) => {
+            let mut res = queued();
+            let s = u32::try_from(wait_ms.div_ceil(1000))
+                .unwrap_or(u32::MAX)
+                .max(1);
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(s));
+            Err(res)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, campaign = %row.id, "claim pace not checked");
+            Ok(())
+        }
+    }
+}
+
 /// A claim refused by [`check_claim`].
 #[derive(Debug)]
 pub struct Refusal {

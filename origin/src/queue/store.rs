@@ -17,6 +17,9 @@
 //! - `fg:{c}:q:unclaimed`— sorted set sequence → admission time (Unix ms) of admitted customers
 //!   who have not claimed yet; entries older than `admission_ttl_seconds` are dropped.
 //! - `fg:{c}:q:lease`    — the admitting origin's lease (`SET NX PX`).
+//! - `fg:{c}:q:pace`     — the claims' pace: a token bucket (`milli` tokens in thousandths,
+//!   `at` Redis time in ms) of `admit_per_second` tokens per second and one second's burst,
+//!   shared by every origin ([`pace`]).
 
 use std::sync::LazyLock;
 
@@ -36,6 +39,7 @@ pub struct Keys {
     pub admitted: String,
     pub unclaimed: String,
     pub lease: String,
+    pub pace: String,
 }
 
 impl Keys {
@@ -51,6 +55,7 @@ impl Keys {
             admitted: k("admitted"),
             unclaimed: k("unclaimed"),
             lease: k("lease"),
+            pace: k("pace"),
         }
     }
 }
@@ -299,6 +304,39 @@ pub async fn advance(
 pub async fn mark_used(redis: &mut RedisConn, c: &str, seq: u64) -> redis::RedisResult<()> {
     let _: i64 = redis.zrem(Keys::of(c).unclaimed, seq.to_string()).await?;
     Ok(())
+}
+
+// KEYS: pace. ARGV: tokens per second (>= 1). Redis's own clock, so that every origin fills
+// the same bucket at the same pace. Returns 0 when a token was taken, else the ms until the next.
+static PACE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local rate = tonumber(ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local full = rate * 1000
+local milli = tonumber(redis.call('HGET', KEYS[1], 'milli') or full)
+local at = tonumber(redis.call('HGET', KEYS[1], 'at') or now)
+if now > at then
+  milli = math.min(full, milli + (now - at) * rate)
+  at = now
+end
+local wait = 0
+if milli >= 1000 then milli = milli - 1000 else wait = math.ceil((1000 - milli) / rate) end
+redis.call('HSET', KEYS[1], 'milli', string.format('%.0f', milli), 'at', string.format('%.0f', at))
+redis.call('PEXPIRE', KEYS[1], 60000)
+return wait
+",
+    )
+});
+
+/// Takes one token of campaign `c`'s claim pace (`per_second` tokens per second, one second's
+/// burst, one bucket for all origins): `Ok(0)` when taken, else `Ok(ms)` until the next one.
+pub async fn pace(redis: &mut RedisConn, c: &str, per_second: u32) -> redis::RedisResult<u64> {
+    PACE.key(Keys::of(c).pace)
+        .arg(per_second.max(1))
+        .invoke_async(redis)
+        .await
 }
 
 /// The queue's live figures.

@@ -152,6 +152,7 @@ mod tests {
             kind: TapKind::First,
             due_us: 0,
             sent_us: Some(1),
+            last_sent_us: Some(1),
             answered_us: Some(2),
             status: 201,
             result: "claimed".into(),

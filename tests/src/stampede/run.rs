@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use flashgate_shared::queue::ADMISSION_HEADER;
 use rand::Rng;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use tokio::sync::Semaphore;
@@ -84,6 +85,7 @@ pub(super) async fn one_try(
         o.attempts += 1;
         let start = Instant::now();
         o.sent_us.get_or_insert_with(|| us_since(t0));
+        o.last_sent_us = Some(us_since(t0));
         let mut req = client
             .post(&cfg.claims_url)
             .header(AUTHORIZATION, &auth[t.customer as usize])
@@ -135,9 +137,17 @@ pub(super) async fn one_try(
                 o.unexpected = Some(format!("{e}"));
             }
         }
-        let in_progress = o.status == 409 && o.result == "in_progress";
+        // An admitted claim refused 429 `queued` was paced (the edge's or the origin's pace of
+        // admitted claims, docs/WAITING-ROOM.md): its turn comes after `Retry-After`, like
+        // a claim still in progress, and is counted with those retries.
+        let paced = o.status == 429
+            && o.result == "queued"
+            && extra.iter().any(|(n, _)| *n == ADMISSION_HEADER);
+        let in_progress = (o.status == 409 && o.result == "in_progress") || paced;
         let unavailable = o.status == 0 || o.status == 502 || o.status == 503 || o.status == 504;
-        if !(in_progress || unavailable) || o.attempts >= cfg.max_attempts {
+        // A paced claim waits its turn until the deadline, however many times it is paced: the
+        // pace lets one through at the admit rate, and its admission token stays valid.
+        if !(in_progress || unavailable) || (o.attempts >= cfg.max_attempts && !paced) {
             break;
         }
         let wait = backoff(
@@ -165,6 +175,7 @@ pub(super) fn not_sent(t: &PlannedTry) -> TryOutcome {
         kind: t.kind,
         due_us: t.at_us,
         sent_us: None,
+        last_sent_us: None,
         answered_us: None,
         status: 0,
         result: NOT_SENT.to_string(),

@@ -53,6 +53,8 @@ pub struct TryOutcome {
     pub due_us: u64,
     /// When its first attempt was sent; `None` if never sent.
     pub sent_us: Option<u64>,
+    /// When its last attempt was sent (the one the final answer is to); `None` if never sent.
+    pub last_sent_us: Option<u64>,
     /// When its final answer arrived.
     pub answered_us: Option<u64>,
     /// HTTP status of the final answer (0 if none).
@@ -63,7 +65,8 @@ pub struct TryOutcome {
     pub answered_by: Answerer,
     /// Attempts made (1 + retries).
     pub attempts: u32,
-    /// Retries caused by 503 / transport errors, and by `in_progress`.
+    /// Retries caused by 503 / transport errors, and by `in_progress` (or an admitted claim
+    /// paced with 429 `queued`).
     pub retries_unavailable: u32,
     pub retries_in_progress: u32,
     /// For `claimed` and `already_claimed`: the claim id and its customer as returned.
@@ -383,6 +386,7 @@ pub(crate) mod tests {
             kind: TapKind::First,
             due_us: sent_ms * 1000,
             sent_us: Some(sent_ms * 1000 + 500),
+            last_sent_us: Some(sent_ms * 1000 + 500),
             answered_us: Some(sent_ms * 1000 + 2_500),
             status: if result == "claimed" { 201 } else { 409 },
             result: result.to_string(),

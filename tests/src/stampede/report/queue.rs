@@ -202,14 +202,20 @@ pub fn fifo_violations(visits: &[Visit]) -> u64 {
     bad
 }
 
-/// The busiest second of the claims the origin answered (every attempt counted, by when it was
-/// sent), over every one-second window, not only whole seconds of the clock:
-/// `(claims, second the window starts in)`.
+/// The busiest second of the claims the origin answered (every attempt that was not answered
+/// by the edge counted, e.g. a retry after `in_progress`; an attempt the edge paced with 429
+/// `queued` did not reach the origin), by when the try's last attempt was sent, over every
+/// one-second window, not only whole seconds of the clock: `(claims, second the window starts
+/// in)`.
 pub fn origin_peak(outcomes: &[TryOutcome]) -> (u64, Option<u64>) {
     let mut sent: Vec<(u64, u64)> = outcomes
         .iter()
         .filter(|o| o.answered_by == Answerer::Origin)
-        .filter_map(|o| Some((o.sent_us?, o.attempts.max(1) as u64)))
+        .filter_map(|o| {
+            let by_edge = o.latencies.iter().filter(|(a, _)| *a == Answerer::Edge);
+            let reached = o.attempts.max(1) as usize - by_edge.count();
+            Some((o.last_sent_us.or(o.sent_us)?, reached.max(1) as u64))
+        })
         .collect();
     sent.sort_unstable();
     let (mut best, mut at, mut in_window, mut end) = (0, None, 0, 0);
@@ -519,6 +525,16 @@ mod tests {
         assert_eq!(origin_peak(&claims), (4, Some(0)));
         claims[3].attempts = 2;
         assert_eq!(origin_peak(&claims), (5, Some(0)));
+        // Paced twice by the edge, then sent at 3.1 s and answered by the origin: one claim
+        // at the origin, at 3.1 s.
+        claims[0].attempts = 3;
+        claims[0].latencies = vec![
+            (Answerer::Edge, 1),
+            (Answerer::Edge, 1),
+            (Answerer::Origin, 1),
+        ];
+        claims[0].last_sent_us = Some(3_100_000);
+        assert_eq!(origin_peak(&claims), (4, Some(1)));
         assert_eq!(origin_peak(&[]), (0, None));
     }
 }
