@@ -31,8 +31,8 @@ use crate::state::AppState;
 /// All routes of the origin with their layers, from the outside in:
 /// - `x-request-id`: a request without one gets a UUID v4 ([`SetRequestIdLayer`]); the id is
 ///   recorded in the `request` span and sent back on the response ([`PropagateRequestIdLayer`]);
-/// - the `request` span (method, path, request id, W3C trace id continued from `traceparent`
-///   ([`crate::telemetry::trace`]), campaign, outcome);
+/// - the `request` span (method, path, request id, the W3C trace id of `traceparent` or a new
+///   one, whether it was continued ([`crate::telemetry::trace`]), campaign, outcome);
 /// - the request metrics and access log line ([`crate::metrics::record_request`]);
 /// - `Flashgate-Answered-By: origin`;
 /// - the request deadline `FLASHGATE_REQUEST_TIMEOUT_MS` (408 `request_timeout`, see
@@ -126,6 +126,7 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(
             TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
+                let (trace_id, trace_continued) = crate::telemetry::trace::of(req.headers());
                 tracing::info_span!(
                     "request",
                     method = %req.method(),
@@ -135,7 +136,8 @@ pub fn router(state: AppState) -> Router {
                         .get(REQUEST_ID_HEADER)
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or_default(),
-                    trace_id = %crate::telemetry::trace::trace_id(req.headers()),
+                    trace_id,
+                    trace_continued,
                     campaign = tracing::field::Empty,
                     outcome = tracing::field::Empty,
                 )
