@@ -3,7 +3,7 @@
 //! every request, commit and gate step, and the per-campaign gauges read what PostgreSQL holds.
 
 use flashgate_tests::support::scrape::Scrape;
-use flashgate_tests::support::{count_replies, customers, TestOrigin};
+use flashgate_tests::support::{count_replies, customers, unique, TestOrigin};
 
 const CLAIMS: &str = "/api/v1/campaigns/{id}/claims";
 
@@ -35,7 +35,7 @@ async fn metrics_count_every_claim_by_result_and_answerer() {
         let (s, b) = o.claim(&c, w, &format!("again-{w}")).await;
         assert_eq!((s, b["result"].as_str()), (409, Some("already_claimed")));
     }
-    let (s, _) = o.claim(&c, "late-comer", "late-1").await;
+    let (s, _) = o.claim(&c, &unique("late"), "late-1").await;
     assert_eq!(s, 409);
 
     let m = Scrape::of(&o.http, &o.url).await;

@@ -150,8 +150,9 @@ async fn the_edge_writes_traceparent_on_every_claim_it_forwards_and_counts_its_a
 
     // Six late customers, one after the other: the first finds the stock gone at the origin,
     // which tells the edge; the edge answers the rest itself.
+    let late = unique("late");
     for i in 0..6 {
-        let r = edge_claim(&o, &e.url, &c, &format!("late-{i}"), "k1").await;
+        let r = edge_claim(&o, &e.url, &c, &format!("{late}-{i}"), "k1").await;
         assert_eq!(r.status, 409, "{r:?}");
     }
     let forwarded = o.claim_requests() - forwarded0;
