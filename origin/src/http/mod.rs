@@ -56,7 +56,7 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/app.js", get(admin::dashboard::app_js))
         .route("/admin/app.css", get(admin::dashboard::app_css));
     let private = Router::new()
-        .route("/api/v1/campaigns/{id}/claims", post(claims::create))
+        .route(crate::metrics::CLAIM_ROUTE, post(claims::create))
         .route("/api/v1/campaigns/{id}/claims/mine", get(claims::mine))
         .route("/api/v1/campaigns/{id}/queue", post(queue::join))
         // Promo codes.

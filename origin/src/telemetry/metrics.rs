@@ -23,6 +23,22 @@ use crate::reply::Outcome;
 /// The `Content-Type` of `GET /metrics`.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
+/// The claim route's template (the `route` label of its requests).
+pub const CLAIM_ROUTE: &str = "/api/v1/campaigns/{id}/claims";
+
+/// The results a claim is answered with, whose request series are created at start.
+pub const CLAIM_RESULTS: [&str; 9] = [
+    "claimed",
+    "sold_out",
+    "already_claimed",
+    "replay",
+    "in_progress",
+    "not_started",
+    "ended",
+    "paused",
+    "unavailable",
+];
+
 /// Latency buckets in seconds: 0.5 ms to about 8 s, doubling.
 pub fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.000_5, 2.0, 15))
@@ -178,6 +194,15 @@ impl Metrics {
             queue_length: Family::default(),
             queue_now_serving: Family::default(),
         };
+        // The claim route's series exist from the start, at 0: Prometheus computes a rate only
+        // between two samples, so a series born in the middle of a burst would hide the burst.
+        for result in CLAIM_RESULTS {
+            let labels = RequestLabels {
+                route: CLAIM_ROUTE.to_string(),
+                result,
+            };
+            drop(m.http_duration.get_or_create(&labels));
+        }
         let r = &mut m.registry;
         // Counters are registered without `_total`: the encoder appends it.
         r.register(
