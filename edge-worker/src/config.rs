@@ -100,6 +100,9 @@ pub struct EdgeConfig {
     pub edge_secret: Option<Vec<u8>>,
     /// The waiting room's rate limits.
     pub limits: Limits,
+    /// `FLASHGATE_EDGE_METRICS_TOKEN`: the bearer token of `GET /__flashgate/metrics`
+    /// ([`crate::telemetry`]); `None`: the route answers 404.
+    pub metrics_token: Option<String>,
 }
 
 impl EdgeConfig {
@@ -159,6 +162,7 @@ impl EdgeConfig {
             tokens,
             jwks,
             edge_secret,
+            metrics_token: get("FLASHGATE_EDGE_METRICS_TOKEN").map(|t| t.trim().to_string()),
             limits: Limits {
                 claims_per_s: rate("FLASHGATE_LIMIT_CLAIMS_PER_S", DEFAULT_LIMIT_CLAIMS_PER_S)?,
                 joins_per_s: rate("FLASHGATE_LIMIT_JOINS_PER_S", DEFAULT_LIMIT_JOINS_PER_S)?,

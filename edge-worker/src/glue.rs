@@ -14,6 +14,7 @@ use crate::decide::{self, Answer, ClaimInput, Gate, Route, TokenCache};
 use crate::limit::Action;
 use crate::status::{self, Freshness, RefreshState, StatusEntry, Step};
 use flashgate_shared::queue::ADMISSION_HEADER;
+use flashgate_shared::trace::TRACEPARENT_HEADER;
 use flashgate_shared::{ANSWERED_BY_HEADER, IDEMPOTENCY_KEY_HEADER};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -30,6 +31,8 @@ mod glue_jwks;
 mod glue_origin;
 #[path = "glue_queue.rs"]
 mod glue_queue;
+#[path = "glue_telemetry.rs"]
+mod glue_telemetry;
 
 use glue_origin::{origin_target, pass_through, relay, send, send_bounded, sign_forwarded};
 
@@ -107,9 +110,12 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>) -> Result<Response> {
     let url = req.url()?;
     let method = req.method();
     let path = url.path().to_string();
+    if path == crate::telemetry::METRICS_PATH {
+        return glue_telemetry::serve(&req, &cfg);
+    }
     match decide::route(method.as_ref(), &path) {
         Route::Status { id } => serve_status(&cfg, id, &url).await,
-        Route::Claim { id } => claim(req, &cfg, id, &url).await,
+        Route::Claim { id } => glue_telemetry::counted(claim(req, &cfg, id, &url).await?).await,
         Route::QueuePoll { id } => glue_queue::poll(req, &cfg, id, &url).await,
         Route::QueueJoin { .. } => glue_queue::join(req, &cfg, &url).await,
         Route::PassThrough => pass_through(req, &cfg, &url).await,
@@ -344,6 +350,7 @@ async fn claim(
     let content_length = headers.get("content-length")?;
     let content_type = headers.get("content-type")?;
     let admission = headers.get(ADMISSION_HEADER)?;
+    let traceparent = headers.get(TRACEPARENT_HEADER)?;
     if let Err(a) = decide::check_content_length(content_length.as_deref()) {
         // Read a moderately large body before answering so the client's connection stays
         // usable; a huge one is refused unread.
@@ -442,6 +449,9 @@ async fn claim(
     }
     if let Some(a) = &admission {
         out.set(ADMISSION_HEADER, a)?;
+    }
+    if let Some(t) = &traceparent {
+        out.set(TRACEPARENT_HEADER, t)?;
     }
     sign_forwarded(cfg, &out, client_ip.as_deref(), "POST", url.path(), &body)?;
     let target = origin_target(cfg, url);

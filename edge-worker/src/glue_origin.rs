@@ -2,9 +2,10 @@
 //! answer, signing what is forwarded, and passing other requests through. Part of the wasm32
 //! glue ([`super`]).
 
-use super::{answer, now_ms, CF_CONNECTING_IP_HEADER};
+use super::{answer, glue_telemetry, now_ms, CF_CONNECTING_IP_HEADER};
 use crate::config::EdgeConfig;
 use crate::decide::{self, Answer};
+use flashgate_shared::trace::TRACEPARENT_HEADER;
 use flashgate_shared::{
     signature, ANSWERED_BY_HEADER, CLIENT_IP_HEADER, EDGE_SIGNATURE_HEADER, IDEMPOTENCY_KEY_HEADER,
 };
@@ -83,10 +84,12 @@ pub(super) fn relay(code: u16, headers: &Headers, body: Vec<u8>) -> Result<Respo
         .with_headers(out))
 }
 
-/// Adds the client IP (`Flashgate-Client-Ip`) and the edge signature over the request in
-/// `out` (method, path, body, `Authorization`, `Idempotency-Key`, client IP) when an edge
-/// secret is configured; without one the request goes unsigned and without a client IP (the
-/// origin would not trust it).
+/// Sets `traceparent` in `out` (the caller's trace, found in `out`, continued with a new span
+/// id, or a new trace: see [`glue_telemetry::traceparent`]), then adds the client IP
+/// (`Flashgate-Client-Ip`) and the edge signature over the request in `out` (method, path,
+/// body, `Authorization`, `Idempotency-Key`, client IP) when an edge secret is configured;
+/// without one the request goes unsigned and without a client IP (the origin would not trust
+/// it).
 pub(super) fn sign_forwarded(
     cfg: &EdgeConfig,
     out: &Headers,
@@ -95,6 +98,11 @@ pub(super) fn sign_forwarded(
     path: &str,
     body: &[u8],
 ) -> Result<()> {
+    let incoming = out.get(TRACEPARENT_HEADER)?;
+    out.set(
+        TRACEPARENT_HEADER,
+        &glue_telemetry::traceparent(incoming.as_deref()),
+    )?;
     let Some(secret) = &cfg.edge_secret else {
         return Ok(());
     };

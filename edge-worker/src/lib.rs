@@ -26,6 +26,7 @@ pub mod page;
 pub mod queue;
 pub mod reveal;
 pub mod status;
+pub mod telemetry;
 
 #[cfg(target_arch = "wasm32")]
 mod glue;

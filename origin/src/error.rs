@@ -165,6 +165,8 @@ impl IntoResponse for ApiError {
             res.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
         }
+        res.extensions_mut()
+            .insert(crate::metrics::ResultLabel(code));
         res
     }
 }

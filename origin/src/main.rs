@@ -74,14 +74,28 @@ async fn main() -> anyhow::Result<()> {
             config
                 .validate()
                 .map_err(|e| anyhow::anyhow!("bad configuration: {e}"))?;
+            // FLASHGATE_LOG_FORMAT=json: one JSON object a line, the access line of every
+            // request included (route, result, latency, and from the request span the trace
+            // id and campaign). Otherwise human-readable lines without the access line.
+            let json = std::env::var("FLASHGATE_LOG_FORMAT").is_ok_and(|f| f == "json");
+            let access = if json { "info" } else { "off" };
+            let filter =
+                tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+                    format!(
+                        "info,tower_http=warn,sqlx=warn,{}={access}",
+                        flashgate_origin::metrics::ACCESS_LOG_TARGET
+                    )
+                    .into()
+                });
             // Colour only on a terminal: a log file gets plain text.
-            tracing_subscriber::fmt()
+            let logs = tracing_subscriber::fmt()
                 .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
-                .with_env_filter(
-                    tracing_subscriber::EnvFilter::try_from_default_env()
-                        .unwrap_or_else(|_| "info,tower_http=warn,sqlx=warn".into()),
-                )
-                .init();
+                .with_env_filter(filter);
+            if json {
+                logs.json().with_current_span(false).init();
+            } else {
+                logs.init();
+            }
             let origin = flashgate_origin::server::spawn(*config).await?;
             shutdown_signal().await;
             tracing::info!("shutting down: finishing in-flight requests");

@@ -146,6 +146,8 @@ impl IntoResponse for Reply {
             res.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
         }
+        res.extensions_mut()
+            .insert(crate::metrics::ResultLabel(self.outcome.as_str()));
         res
     }
 }

@@ -138,12 +138,21 @@ impl AppState {
         let cache_ttl = Duration::from_millis(config.campaign_cache_ms);
         let tasks = TaskTracker::new();
         let gate = Gate::new(redis.clone());
+        let gift_metrics = Arc::new(crate::gifts::metrics::GiftMetrics::default());
+        let mut metrics = Metrics::new();
+        gift_metrics.register(metrics.registry_mut());
+        let metrics = Arc::new(metrics);
         Ok(AppState {
-            gate_loader: GateLoader::new(db.clone(), gate.clone(), tasks.clone()),
-            committer: Committer::start(db.clone(), COMMIT_WORKERS, config.commit_batch_max),
+            gate_loader: GateLoader::new(db.clone(), gate.clone(), tasks.clone(), metrics.clone()),
+            committer: Committer::start(
+                db.clone(),
+                COMMIT_WORKERS,
+                config.commit_batch_max,
+                metrics.clone(),
+            ),
             campaigns: Arc::new(CampaignCache::new(cache_ttl)),
             flags: Arc::new(SoldOutFlags::new(cache_ttl, config.winners_snapshot_max)),
-            metrics: Arc::new(Metrics::default()),
+            metrics,
             code_rules: RulesCache::default(),
             tasks,
             customer_tokens: Arc::new(
@@ -158,7 +167,7 @@ impl AppState {
             redis,
             join_turns: JoinTurns::default(),
             gate,
-            gift_metrics: Arc::default(),
+            gift_metrics,
         })
     }
 
@@ -189,6 +198,7 @@ impl AppState {
             guesses_per_ip: self.config.code_guesses_per_ip,
             use_hold_seconds: self.config.code_use_hold_seconds,
             idempotency_ttl_seconds: self.config.idempotency_ttl_seconds,
+            metrics: self.metrics.clone(),
         }
     }
 

@@ -15,6 +15,8 @@
 # FLASHGATE_ORIGINS=N (default 1) starts N origins (origin-1 ... origin-N, each on a free
 # loopback port) behind HAProxy (scripts/lib/balancer.sh); FLASHGATE_ORIGIN_URL is then the
 # balancer's URL and the edge points at it. With 1 there is no balancer.
+# FLASHGATE_PROMETHEUS=1 starts Prometheus (Debian's package) scraping every origin
+# (scripts/lib/prometheus.sh); PROMETHEUS_URL is written to env.
 # FLASHGATE_PGBOUNCER=1 puts PgBouncer (FLASHGATE_PGBOUNCER_POOL_MODE, default transaction) between the origins and
 # PostgreSQL (scripts/lib/pgbouncer.sh; README "Behind a connection pooler").
 
@@ -29,6 +31,8 @@ fi
 . "$FG_ROOT/scripts/lib/pgbouncer.sh"
 # shellcheck source=provider_sim.sh
 . "$FG_ROOT/scripts/lib/provider_sim.sh"
+# shellcheck source=prometheus.sh
+. "$FG_ROOT/scripts/lib/prometheus.sh"
 
 # stack_pooler STATE: with FLASHGATE_PGBOUNCER=1, starts PgBouncer in
 # front of DATABASE_URL; the origins then use it (DATABASE_URL, FLASHGATE_DB_POOLER=transaction)
@@ -187,6 +191,7 @@ FLASHGATE_EDGE_SECRET=$FLASHGATE_EDGE_SECRET
 DATABASE_URL=$DATABASE_URL
 REDIS_URL=$REDIS_URL
 FLASHGATE_GIFT_PROVIDER_URL=${FLASHGATE_GIFT_PROVIDER_URL:-}
+PROMETHEUS_URL=${PROMETHEUS_URL:-}
 ENV
   if [ "${FLASHGATE_PGBOUNCER:-0}" = "1" ]; then
     printf 'FLASHGATE_DB_POOLER=transaction\nFLASHGATE_MIGRATION_DATABASE_URL=%s\n' \
@@ -205,6 +210,10 @@ stack_up() {
   stack_build "$profile"
   provider_sim_up "$state" "$(fg_target_dir)/$profile/provider-sim"
   origins_up "$state" "$(fg_target_dir)/$profile/flashgate" "$(stack_origins)"
+  if [ "${FLASHGATE_PROMETHEUS:-0}" = "1" ]; then
+    # shellcheck disable=SC2046 # one URL a file
+    prometheus_up "$state" $(cat "$state"/origin.url "$state"/origin-*.url 2>/dev/null)
+  fi
   edge_up "$state"
   export FLASHGATE_ORIGIN_URL FLASHGATE_EDGE_URL
   stack_write_env "$state"
@@ -240,6 +249,7 @@ stack_down() {
   local state="$1"
   [ -d "$state" ] || { fg_log "nothing to stop ($state does not exist)"; return 0; }
   stack_stop_servers "$state"
+  prometheus_down "$state"
   pgbouncer_down "$state"
   services_down "$state"
   rm -f "$state/env"

@@ -14,6 +14,7 @@
 //! - [`queue`]: the waiting room's wire types (campaign option, join and status replies).
 //! - [`admission`]: the waiting room's signed ticket and admission token (HMAC-SHA256).
 //! - [`text`]: the one definition of acceptable text in request fields.
+//! - [`trace`]: W3C Trace Context (`traceparent`) read by the origin, written by the edge.
 
 #![warn(missing_docs)]
 
@@ -26,6 +27,7 @@ pub mod queue;
 pub mod signature;
 pub mod text;
 pub mod token;
+pub mod trace;
 
 /// Header every response carries to say which half answered: `edge` or `origin`.
 pub const ANSWERED_BY_HEADER: &str = "flashgate-answered-by";

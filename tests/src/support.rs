@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, Duration, Utc};
 use flashgate_origin::config::Config;
+use flashgate_origin::metrics::Counter;
 use flashgate_origin::server::{self, RunningOrigin};
 use flashgate_shared::api::{CampaignKind, NewCampaign};
 use serde::Serialize;
@@ -25,6 +26,7 @@ mod promo;
 mod raw;
 mod redis_handle;
 pub mod room;
+pub mod scrape;
 pub use databases::{drop_db, fresh_db};
 pub use edge::{ensure_edge_built, repo_root, TestEdge};
 pub use edge_calls::{
@@ -215,15 +217,13 @@ impl TestOrigin {
     /// Claims that reached this origin's claim handler so far (the
     /// `flashgate_claim_requests_total` counter).
     pub fn claim_requests(&self) -> u64 {
-        let m = &self.origin.state.metrics;
-        m.claim_requests.load(Ordering::Relaxed)
+        self.origin.state.metrics.claim_requests.get()
     }
 
     /// Status reads that reached this origin so far (the `flashgate_status_requests_total`
     /// counter).
     pub fn status_requests(&self) -> u64 {
-        let m = &self.origin.state.metrics;
-        m.status_requests.load(Ordering::Relaxed)
+        self.origin.state.metrics.status_requests.get()
     }
 
     /// The admin token of role `manager` (named `admin`) this origin accepts.
@@ -531,9 +531,9 @@ impl TestOrigin {
     /// the origin.
     pub fn origin_count(
         &self,
-        counter: impl Fn(&flashgate_origin::metrics::Metrics) -> &AtomicU64,
+        counter: impl Fn(&flashgate_origin::metrics::Metrics) -> &Counter,
     ) -> u64 {
-        counter(&self.origin.state.metrics).load(Ordering::Relaxed)
+        counter(&self.origin.state.metrics).get()
     }
 
     /// `GET /api/v1/campaigns/{id}` body.

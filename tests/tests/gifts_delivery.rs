@@ -138,7 +138,7 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
     .await
     .unwrap();
     assert_eq!(refs, 1_000);
-    let metrics = o.origin.state.gift_metrics.render();
+    let metrics = o.origin.state.metrics.render();
     println!(
         "1,000 fulfilments: {calls} provider calls, {} timeouts, {} accept-then-timeout",
         ledger.timeouts, ledger.accept_then_timeouts
@@ -175,7 +175,7 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
     let delivered_by = |o: &TestOrigin| {
         o.origin
             .state
-            .gift_metrics
+            .metrics
             .render()
             .lines()
             .find(|l| l.starts_with("flashgate_gift_delivered_total "))

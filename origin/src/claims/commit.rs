@@ -25,6 +25,7 @@ use tokio::sync::{mpsc, oneshot, Mutex};
 use super::store::{self, ClaimRow};
 use crate::campaigns::store as campaigns;
 use crate::campaigns::CampaignRow;
+use crate::metrics::Metrics;
 
 /// A claim that passed the gate, to be written.
 #[derive(Debug, Clone)]
@@ -67,12 +68,14 @@ pub struct Committer {
 }
 
 impl Committer {
-    /// Starts `workers` commit tasks that take up to `batch_max` claims per transaction.
-    pub fn start(db: Db, workers: usize, batch_max: usize) -> Self {
+    /// Starts `workers` commit tasks that take up to `batch_max` claims per transaction; each
+    /// batch's size and time go to `metrics` (`flashgate_commit_batch_size`,
+    /// `flashgate_commit_duration_seconds`).
+    pub fn start(db: Db, workers: usize, batch_max: usize, metrics: Arc<Metrics>) -> Self {
         let (tx, rx) = mpsc::channel::<Job>(batch_max * 4);
         let rx = Arc::new(Mutex::new(rx));
         for _ in 0..workers.max(1) {
-            let (db, rx) = (db.clone(), rx.clone());
+            let (db, rx, metrics) = (db.clone(), rx.clone(), metrics.clone());
             tokio::spawn(async move {
                 loop {
                     let batch = {
@@ -89,7 +92,9 @@ impl Committer {
                     };
                     // A panic inside the driver drops the batch's reply senders (each waiting
                     // request answers 503; its transaction rolled back) and the worker goes on.
+                    let (size, t0) = (batch.len(), std::time::Instant::now());
                     crate::panics::catch("commit batch", run_batch(&db, batch)).await;
+                    metrics.commit(size, t0.elapsed());
                 }
             });
         }

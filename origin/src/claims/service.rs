@@ -20,7 +20,7 @@ use crate::gate::flags::SoldOutFlags;
 use crate::gate::loader::GateLoader;
 use crate::gate::{self, flags::Local, Take};
 use crate::idempotency::{self, Begin};
-use crate::metrics::Metrics;
+use crate::metrics::{AnsweredFrom, Metrics};
 use crate::reply::{Outcome, Reply};
 use std::sync::Arc;
 use tokio_util::task::TaskTracker;
@@ -80,10 +80,12 @@ pub async fn claim(svc: &ClaimService, req: ClaimRequest) -> ApiResult<Reply> {
         1,
     );
     if let Some(reply) = ClaimReply::for_state(state_now, campaign.starts_at) {
+        svc.metrics
+            .claim(Outcome::of_claim(&reply), AnsweredFrom::Memory);
         return Ok(Reply::claim(&reply));
     }
     if svc.flags.check(&req.campaign, &req.customer) == Local::SoldOut {
-        Metrics::inc(&svc.metrics.sold_out_local);
+        svc.metrics.claim(Outcome::SoldOut, AnsweredFrom::Memory);
         return Ok(Reply::claim(&ClaimReply::SoldOut));
     }
     let svc = svc.clone();
@@ -103,7 +105,11 @@ async fn claim_at_gate(
     let fp = idempotency::fingerprint(&req.campaign, &req.body);
     match idempotency::begin(&mut redis, &req.customer, &req.idempotency_key, &fp).await? {
         Begin::New => {}
-        Begin::InProgress => return Ok(Reply::claim(&ClaimReply::InProgress)),
+        Begin::InProgress => {
+            svc.metrics.in_progress.inc();
+            svc.metrics.claim(Outcome::InProgress, AnsweredFrom::Gate);
+            return Ok(Reply::claim(&ClaimReply::InProgress));
+        }
         Begin::Reused => {
             return Err(ApiError::Unprocessable(
                 flashgate_shared::api::codes::IDEMPOTENCY_KEY_REUSED,
@@ -111,7 +117,8 @@ async fn claim_at_gate(
             ))
         }
         Begin::Replay(reply) => {
-            Metrics::inc(&svc.metrics.replays);
+            svc.metrics.idempotency_replays.inc();
+            svc.metrics.claim(Outcome::Replay, AnsweredFrom::Gate);
             return Ok(reply);
         }
     }
@@ -154,13 +161,14 @@ async fn decide(
     let deadline = tokio::time::Instant::now() + WAIT_FOR_OTHER_TAB;
     loop {
         let token = gate::pending_token();
-        match gate::take(redis, c, &req.customer, &token).await? {
+        let take = gate::take(redis, c, &req.customer, &token);
+        match svc.metrics.gate_op("take", take).await? {
             Take::NotLoaded => {
                 svc.gate_loader.spawn(c);
                 return Err(ApiError::Unavailable(format!("gate of {c} is loading")));
             }
             Take::SoldOut { generation } => {
-                Metrics::inc(&svc.metrics.sold_out_gate);
+                svc.metrics.claim(Outcome::SoldOut, AnsweredFrom::Gate);
                 if svc.flags.note(c, generation) {
                     let (flags, mut r, c) = (svc.flags.clone(), redis.clone(), c.clone());
                     svc.tasks.spawn(async move {
@@ -180,7 +188,7 @@ async fn decide(
                 let row = store::find(&svc.db, &claim_id).await?;
                 match row {
                     Some(row) if row.is_active() && row.customer_id == req.customer => {
-                        return Ok(existing_claim_reply(row, req, fp));
+                        return Ok(existing_claim_reply(svc, row, req, fp));
                     }
                     Some(row) if row.customer_id == req.customer => {
                         // Her claim was released or expired, and its give-back to the gate
@@ -197,21 +205,26 @@ async fn decide(
                     }
                 }
             }
-            Take::Taken => return commit_taken(svc, redis, campaign, req, fp, &token).await,
+            Take::Taken => {
+                let _pending = svc.metrics.pending_take();
+                return commit_taken(svc, redis, campaign, req, fp, &token).await;
+            }
         }
     }
 }
 
 /// Her existing active claim: the first reply again when it was made with this very key and
 /// request (Redis lost the idempotency record), else `already_claimed`.
-fn existing_claim_reply(row: ClaimRow, req: &ClaimRequest, fp: &str) -> Reply {
+fn existing_claim_reply(svc: &ClaimService, row: ClaimRow, req: &ClaimRequest, fp: &str) -> Reply {
     let same_request = row.idempotency_key == req.idempotency_key && row.request_fp == fp;
     let claim = row.to_claim();
-    if same_request {
+    let reply = if same_request {
         Reply::claim(&ClaimReply::Claimed { claim })
     } else {
         Reply::claim(&ClaimReply::AlreadyClaimed { claim })
-    }
+    };
+    svc.metrics.claim(reply.outcome, AnsweredFrom::Store);
+    reply
 }
 
 async fn commit_taken(
@@ -247,8 +260,9 @@ async fn commit_taken(
         };
         match outcome {
             Committed::Committed(row) => {
-                Metrics::inc(&svc.metrics.claims_committed);
-                gate::confirm(redis, c, &req.customer, token, &row.id).await?;
+                svc.metrics.claim(Outcome::Claimed, AnsweredFrom::Store);
+                let confirm = gate::confirm(redis, c, &req.customer, token, &row.id);
+                svc.metrics.gate_op("confirm", confirm).await?;
                 return Ok(Reply::claim(&ClaimReply::Claimed {
                     claim: row.to_claim(),
                 }));
@@ -256,7 +270,7 @@ async fn commit_taken(
             Committed::AlreadyClaimed(row) => {
                 // The gate had lost her: give the unit back and remember her claim.
                 gate::give_back(redis, c, &req.customer, token, Some(&row.id)).await?;
-                return Ok(existing_claim_reply(row, req, fp));
+                return Ok(existing_claim_reply(svc, row, req, fp));
             }
             Committed::Refused(now) => {
                 // PostgreSQL's answer stands whatever the correction does; a correction that
@@ -268,6 +282,8 @@ async fn commit_taken(
                 let at = chrono::Utc::now();
                 let reply = ClaimReply::for_state(now.state_at(at), now.starts_at)
                     .unwrap_or(ClaimReply::SoldOut);
+                svc.metrics
+                    .claim(Outcome::of_claim(&reply), AnsweredFrom::Store);
                 return Ok(Reply::claim(&reply));
             }
             Committed::CodeTaken => continue,

@@ -75,3 +75,19 @@ pub async fn find_active<'e>(
 pub fn new_claim_id() -> String {
     format!("c_{}", uuid::Uuid::now_v7().simple())
 }
+
+/// The number of `held` claims (units held and not yet paid) of each campaign in `campaigns`;
+/// a campaign without any is absent.
+pub async fn held_counts<'e>(
+    db: impl PgExecutor<'e>,
+    campaigns: &[String],
+) -> sqlx::Result<Vec<(String, i64)>> {
+    let rows = sqlx::query!(
+        r#"SELECT campaign_id, count(*) AS "held!" FROM claims
+            WHERE status = 'held' AND campaign_id = ANY($1) GROUP BY campaign_id"#,
+        campaigns
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.campaign_id, r.held)).collect())
+}

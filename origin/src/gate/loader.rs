@@ -18,16 +18,24 @@ pub struct GateLoader {
     tasks: TaskTracker,
     /// Campaigns whose gate this origin is loading right now.
     loading: Arc<Mutex<HashSet<String>>>,
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl GateLoader {
-    /// A loader of campaign gates through `gate`, reading `db`, its tasks on `tasks`.
-    pub fn new(db: Db, gate: Gate, tasks: TaskTracker) -> Self {
+    /// A loader of campaign gates through `gate`, reading `db`, its tasks on `tasks`; each
+    /// load started is counted in `metrics` (`flashgate_gate_loads_total`).
+    pub fn new(
+        db: Db,
+        gate: Gate,
+        tasks: TaskTracker,
+        metrics: Arc<crate::metrics::Metrics>,
+    ) -> Self {
         GateLoader {
             db,
             gate,
             tasks,
             loading: Arc::default(),
+            metrics,
         }
     }
 
@@ -55,6 +63,7 @@ impl GateLoader {
         {
             return;
         }
+        self.metrics.gate_loads.inc();
         let this = self.clone();
         let c = c.to_string();
         self.tasks.spawn(async move {

@@ -10,7 +10,6 @@ use flashgate_shared::queue::QueueStatus;
 use super::extract::{self, Path};
 use crate::campaigns::store;
 use crate::error::{ApiError, ApiResult};
-use crate::metrics::Metrics;
 use crate::state::AppState;
 
 /// The public status body: [`flashgate_shared::api::CampaignStatus`] plus, for a campaign with a
@@ -28,7 +27,7 @@ struct StatusBody {
 /// The state is decided by the origin's clock. Counts may be up to `FLASHGATE_CAMPAIGN_CACHE_MS`
 /// old.
 pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
-    Metrics::inc(&state.metrics.status_requests);
+    state.metrics.status_requests.inc();
     tracing::Span::current().record("campaign", id.as_str());
     let row = extract::campaign(&state, &id).await?;
     let body = StatusBody {

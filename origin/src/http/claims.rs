@@ -9,7 +9,6 @@ use flashgate_shared::api::{codes, is_valid_slug, parse_claim_body, ClaimReply};
 use super::extract::{self, Path};
 use crate::claims::{service, store};
 use crate::error::{ApiError, ApiResult};
-use crate::metrics::Metrics;
 use crate::state::AppState;
 
 /// Claims one unit for the customer of the token. Checks, in the order the code runs them: the
@@ -28,7 +27,7 @@ pub async fn create(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    Metrics::inc(&state.metrics.claim_requests);
+    state.metrics.claim_requests.inc();
     let span = tracing::Span::current();
     span.record("campaign", campaign.as_str());
     let body = extract::signed_post_body(&state, &uri, &headers, body).await?;

@@ -1,5 +1,5 @@
 //! `/healthz` (the process is up), `/readyz` (whether this origin can serve: PostgreSQL, Redis
-//! and the gates of the live campaigns) and `/metrics` (Prometheus text).
+//! and the gates of the live campaigns) and `/metrics` (Prometheus metrics).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -11,6 +11,7 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use crate::gate::readiness::{self, GateHealth};
+use crate::metrics::LiveFigures;
 use crate::redis_conn::Reach;
 use crate::state::AppState;
 
@@ -105,10 +106,55 @@ async fn live_gates(state: &AppState, budget: Duration) -> Option<BTreeMap<GateH
     Some(counts)
 }
 
-/// Counters in the Prometheus text format.
+/// Every metric of this origin in the OpenMetrics text format
+/// ([`crate::metrics::CONTENT_TYPE`]), which Prometheus scrapes. The per-campaign gauges
+/// (remaining, held, waiting-room length and now serving) are read at each scrape for the
+/// campaigns that have not ended; when PostgreSQL does not answer they keep their last values.
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    if let Some(live) = live_figures(&state).await {
+        state.metrics.set_live(&live);
+    }
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.metrics.render() + &state.gift_metrics.render(),
+        [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
+        state.metrics.render(),
     )
+}
+
+/// The figures of the campaigns that have not ended; `None` when PostgreSQL could not list
+/// them. A waiting room whose Redis figures cannot be read is left out.
+async fn live_figures(state: &AppState) -> Option<Vec<LiveFigures>> {
+    let mut tx = state.db.begin().await.ok()?;
+    let live = crate::campaigns::store::live(&mut *tx).await.ok()?;
+    let ids: Vec<String> = live.iter().map(|c| c.id.clone()).collect();
+    let held: BTreeMap<String, i64> = crate::claims::store::held_counts(&mut *tx, &ids)
+        .await
+        .ok()?
+        .into_iter()
+        .collect();
+    let _ = tx.commit().await;
+    let mut redis = state.redis.clone();
+    let mut out = Vec::with_capacity(live.len());
+    for c in live {
+        let queue = match c.waiting_room {
+            Some(_) => crate::queue::store::figures(&mut redis, &c.id)
+                .await
+                .ok()
+                .map(|f| {
+                    let length = f.joined.saturating_sub(f.admitted);
+                    (to_i64(length), to_i64(f.now_serving))
+                }),
+            None => None,
+        };
+        out.push(LiveFigures {
+            held: held.get(&c.id).copied().unwrap_or(0),
+            remaining: c.remaining,
+            campaign: c.id,
+            queue,
+        });
+    }
+    Some(out)
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }

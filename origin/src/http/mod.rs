@@ -31,7 +31,9 @@ use crate::state::AppState;
 /// All routes of the origin with their layers, from the outside in:
 /// - `x-request-id`: a request without one gets a UUID v4 ([`SetRequestIdLayer`]); the id is
 ///   recorded in the `request` span and sent back on the response ([`PropagateRequestIdLayer`]);
-/// - the `request` span (method, path, request id, campaign, outcome);
+/// - the `request` span (method, path, request id, the W3C trace id of `traceparent` or a new
+///   one, whether it was continued ([`crate::telemetry::trace`]), campaign, outcome);
+/// - the request metrics and access log line ([`crate::metrics::record_request`]);
 /// - `Flashgate-Answered-By: origin`;
 /// - the request deadline `FLASHGATE_REQUEST_TIMEOUT_MS` (408 `request_timeout`, see
 ///   [`request_deadline`]) and the body-read timeout `FLASHGATE_BODY_READ_TIMEOUT_MS`;
@@ -47,13 +49,14 @@ pub fn router(state: AppState) -> Router {
     let once = || middleware::from_fn_with_state(state.clone(), admin::idempotency::replay_writes);
     let body_timeout = Duration::from_millis(state.config.body_read_timeout_ms);
     let request_timeout = Duration::from_millis(state.config.request_timeout_ms);
+    let metrics = state.metrics.clone();
     let public = Router::new()
         .route("/api/v1/campaigns/{id}", get(campaigns::status))
         .route("/admin", get(admin::dashboard::index))
         .route("/admin/app.js", get(admin::dashboard::app_js))
         .route("/admin/app.css", get(admin::dashboard::app_css));
     let private = Router::new()
-        .route("/api/v1/campaigns/{id}/claims", post(claims::create))
+        .route(crate::metrics::CLAIM_ROUTE, post(claims::create))
         .route("/api/v1/campaigns/{id}/claims/mine", get(claims::mine))
         .route("/api/v1/campaigns/{id}/queue", post(queue::join))
         // Promo codes.
@@ -114,12 +117,17 @@ pub fn router(state: AppState) -> Router {
             request_timeout,
             request_deadline,
         ))
+        .layer(middleware::from_fn_with_state(
+            metrics,
+            crate::metrics::record_request,
+        ))
         .layer(SetResponseHeaderLayer::overriding(
             HeaderName::from_static(flashgate_shared::ANSWERED_BY_HEADER),
             HeaderValue::from_static("origin"),
         ))
         .layer(
             TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
+                let (trace_id, trace_continued) = crate::telemetry::trace::of(req.headers());
                 tracing::info_span!(
                     "request",
                     method = %req.method(),
@@ -129,6 +137,8 @@ pub fn router(state: AppState) -> Router {
                         .get(REQUEST_ID_HEADER)
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or_default(),
+                    trace_id,
+                    trace_continued,
                     campaign = tracing::field::Empty,
                     outcome = tracing::field::Empty,
                 )

@@ -56,6 +56,8 @@ pub struct PromoService {
     pub use_hold_seconds: u64,
     /// `FLASHGATE_IDEMPOTENCY_TTL_SECONDS`: how long a final reply is kept for its key.
     pub idempotency_ttl_seconds: u64,
+    /// The origin's metrics (`flashgate_guess_refusals_total`).
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// Who is trying a code: the customer of the token and her client IP, if known.
@@ -82,6 +84,7 @@ async fn lookup(
     );
     let wait = guess::peek(&mut redis, &buckets).await?;
     if wait > 0 {
+        svc.metrics.guess_refusals.inc();
         return Err(rate_limited(wait));
     }
     if let Some(code) = flashgate_shared::code::normalise(raw_code) {
@@ -91,6 +94,7 @@ async fn lookup(
     }
     let wait = guess::spend(&mut redis, &buckets).await?;
     if wait > 0 {
+        svc.metrics.guess_refusals.inc();
         return Err(rate_limited(wait));
     }
     Ok(Err(refusal(CodeRefusal::InvalidCode)))

@@ -12,8 +12,8 @@ use flashgate_shared::api::ClaimReply;
 
 use crate::claims::store;
 use crate::idempotency::{self, Begin};
-use crate::metrics::Metrics;
-use crate::reply::Reply;
+use crate::metrics::AnsweredFrom;
+use crate::reply::{Outcome, Reply};
 use crate::state::AppState;
 
 /// The recorded answer to a retry of `customer`'s claim on `campaign` with `key` and `body`,
@@ -33,10 +33,15 @@ pub async fn recorded_answer(
     let mut redis = state.redis.clone();
     match idempotency::peek(&mut redis, customer, key, &fp).await {
         Ok(Some(Begin::Replay(reply))) => {
-            Metrics::inc(&state.metrics.replays);
+            state.metrics.idempotency_replays.inc();
+            state.metrics.claim(Outcome::Replay, AnsweredFrom::Gate);
             return Some(reply);
         }
-        Ok(Some(Begin::InProgress)) => return Some(Reply::claim(&ClaimReply::InProgress)),
+        Ok(Some(Begin::InProgress)) => {
+            state.metrics.in_progress.inc();
+            state.metrics.claim(Outcome::InProgress, AnsweredFrom::Gate);
+            return Some(Reply::claim(&ClaimReply::InProgress));
+        }
         Ok(Some(Begin::Reused | Begin::New)) => return None,
         Ok(None) => {}
         Err(e) => {
@@ -46,7 +51,8 @@ pub async fn recorded_answer(
     }
     match store::find_active(&state.db, campaign, customer).await {
         Ok(Some(row)) if row.idempotency_key == key && row.request_fp == fp => {
-            Metrics::inc(&state.metrics.replays);
+            state.metrics.idempotency_replays.inc();
+            state.metrics.claim(Outcome::Replay, AnsweredFrom::Store);
             Some(Reply::claim(&ClaimReply::Claimed {
                 claim: row.to_claim(),
             }))

@@ -40,7 +40,10 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
     // waits for the other.
     let every = Duration::from_millis(state.config.sweep_interval_ms.max(1));
     spawn_every(state, stop, every, "hold expiry sweep", |s| async move {
-        crate::holds::expiry::sweep(&s.gate_returns(), s.config.sweep_batch_max).await
+        let expired =
+            crate::holds::expiry::sweep(&s.gate_returns(), s.config.sweep_batch_max).await?;
+        s.metrics.sweeper_expired.inc_by(expired as u64);
+        Ok(expired)
     });
     spawn_every(state, stop, every, "promo code use sweep", |s| async move {
         crate::promo::service::sweep(&s.promo()).await

@@ -32,7 +32,7 @@ struct Args {
 fn lock_wait(metrics: &str) -> (u64, f64, f64) {
     let buckets: Vec<(f64, u64)> = metrics
         .lines()
-        .filter_map(|l| l.strip_prefix("flashgate_gift_lock_wait_seconds_bucket{le=\""))
+        .filter_map(|l| l.strip_prefix("flashgate_advisory_lock_wait_seconds_bucket{le=\""))
         .filter_map(|l| {
             let (le, n) = l.split_once("\"} ")?;
             Some((le.parse::<f64>().unwrap_or(f64::INFINITY), n.parse().ok()?))
@@ -53,7 +53,7 @@ fn delta(before: &str, after: &str) -> String {
     // Rebuild a histogram of the leg alone: bucket counts after minus before.
     let read = |m: &str| -> Vec<(String, u64)> {
         m.lines()
-            .filter(|l| l.starts_with("flashgate_gift_lock_wait_seconds_bucket"))
+            .filter(|l| l.starts_with("flashgate_advisory_lock_wait_seconds_bucket"))
             .filter_map(|l| {
                 let (k, v) = l.rsplit_once(' ')?;
                 Some((k.to_string(), v.parse().ok()?))
@@ -78,7 +78,7 @@ async fn main() {
     }
     let (hot, hot_key) = (msisdn(), msisdn());
     members(&o, &c, "s1", &[hot.clone(), hot_key.clone()]).await;
-    let metrics = |o: &flashgate_tests::support::TestOrigin| o.origin.state.gift_metrics.render();
+    let metrics = |o: &flashgate_tests::support::TestOrigin| o.origin.state.metrics.render();
 
     let m0 = metrics(&o);
     let started = Instant::now();

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use flashgate_origin::claims::commit::{Committer, NewClaim};
 use flashgate_origin::db::Db;
+use flashgate_origin::metrics::AnsweredFrom;
+use flashgate_origin::reply::Outcome;
 use flashgate_shared::api::CampaignKind;
 use flashgate_tests::support::{ensure_database, test_config, token_for, unique, TestOrigin};
 use hdrhistogram::Histogram;
@@ -141,7 +143,7 @@ async fn hot_row(db: &PgPool, campaign: &str, clients: usize, secs: u64) -> Leg 
 
 /// Leg 1b: claims submitted to the grouped committer by `clients` at once.
 async fn grouped(db: &Db, campaign: &str, clients: usize, secs: u64) -> Leg {
-    let committer = Committer::start(db.clone(), 4, 512);
+    let committer = Committer::start(db.clone(), 4, 512, Default::default());
     let c = campaign.to_string();
     let (ops, secs) = for_secs(clients, secs, move |w, i| {
         let claim = NewClaim {
@@ -388,8 +390,8 @@ async fn main() {
     let m = &o.origin.state.metrics;
     println!(
         "\nsold-out answers from memory: {}, from the Redis gate: {}",
-        m.sold_out_local.load(Ordering::Relaxed),
-        m.sold_out_gate.load(Ordering::Relaxed)
+        m.claims_of(Outcome::SoldOut, AnsweredFrom::Memory),
+        m.claims_of(Outcome::SoldOut, AnsweredFrom::Gate)
     );
     o.stop().await;
 }

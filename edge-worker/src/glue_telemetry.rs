@@ -1,0 +1,50 @@
+//! The worker side of [`crate::telemetry`]: the claim answers counted per isolate, the metrics
+//! route, and the `traceparent` written on every request forwarded to the origin.
+
+use std::cell::RefCell;
+
+use flashgate_shared::ANSWERED_BY_HEADER;
+use worker::{js_sys, Headers, Request, Response, Result};
+
+use crate::config::EdgeConfig;
+use crate::telemetry::{check_reader, Counts};
+
+thread_local! {
+    static COUNTS: RefCell<Counts> = RefCell::new(Counts::default());
+}
+
+/// Counts `resp`, a claim answer, by its JSON `result` and its `Flashgate-Answered-By`, and
+/// returns it unchanged (its body is read from a clone).
+pub(super) async fn counted(mut resp: Response) -> Result<Response> {
+    let by = resp.headers().get(ANSWERED_BY_HEADER)?.unwrap_or_default();
+    let body = resp.cloned()?.bytes().await.unwrap_or_default();
+    COUNTS.with(|c| c.borrow_mut().add(&body, &by));
+    Ok(resp)
+}
+
+/// `GET /__flashgate/metrics`: this isolate's counts in the Prometheus text format, for the
+/// bearer of `FLASHGATE_EDGE_METRICS_TOKEN`; 401 for anyone else, 404 when no token is set.
+pub(super) fn serve(req: &Request, cfg: &EdgeConfig) -> Result<Response> {
+    let authorization = req.headers().get("authorization")?;
+    if let Err(a) = check_reader(cfg.metrics_token.as_deref(), authorization.as_deref()) {
+        return super::answer(&a);
+    }
+    let headers = Headers::new();
+    headers.set("content-type", "text/plain; version=0.0.4")?;
+    headers.set("cache-control", flashgate_shared::PRIVATE_CACHE_CONTROL)?;
+    headers.set(ANSWERED_BY_HEADER, "edge")?;
+    let text = COUNTS.with(|c| c.borrow().render());
+    Ok(Response::ok(text)?.with_headers(headers))
+}
+
+/// The `traceparent` of a forwarded request: the caller's trace (`incoming`) continued with a
+/// new span id, or a new trace ([`flashgate_shared::trace::child`]).
+pub(super) fn traceparent(incoming: Option<&str>) -> String {
+    let mut random = [0u8; 24];
+    for chunk in random.chunks_mut(4) {
+        // Math.random: a trace id needs to be unique, not secret.
+        let n = (js_sys::Math::random() * 4_294_967_296.0) as u32;
+        chunk.copy_from_slice(&n.to_le_bytes());
+    }
+    flashgate_shared::trace::child(incoming, random)
+}

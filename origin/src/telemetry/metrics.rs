@@ -1,0 +1,425 @@
+//! The origin's Prometheus metrics, served at `GET /metrics` in the OpenMetrics text format
+//! (which Prometheus scrapes; the `prometheus-client` crate encodes it). One registry per
+//! origin ([`Metrics`]), so several origins in one process (the tests) keep their own counts.
+//!
+//! Names follow Prometheus conventions: base units (seconds), `_total` on counters, bounded
+//! label values (`route` is the route template, `result` an outcome or error code, `campaign`
+//! only a campaign that has not ended). The call sites are one line each; every definition is
+//! here (the gift metrics are in [`crate::gifts::metrics`], registered in the same registry).
+
+use std::future::Future;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
+
+use prometheus_client::encoding::EncodeLabelSet;
+pub use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use crate::reply::Outcome;
+
+/// The `Content-Type` of `GET /metrics`.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The claim route's template (the `route` label of its requests).
+pub const CLAIM_ROUTE: &str = "/api/v1/campaigns/{id}/claims";
+
+/// The results a claim is answered with, whose request series are created at start.
+pub const CLAIM_RESULTS: [&str; 9] = [
+    "claimed",
+    "sold_out",
+    "already_claimed",
+    "replay",
+    "in_progress",
+    "not_started",
+    "ended",
+    "paused",
+    "unavailable",
+];
+
+/// Latency buckets in seconds: 0.5 ms to about 8 s, doubling.
+pub fn latency_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.000_5, 2.0, 15))
+}
+
+/// The `result` label of a response, set as a response extension by the replies that know it
+/// ([`crate::reply::Reply`]: its outcome; [`crate::error::ApiError`]: its error code) and read
+/// by the request metrics layer ([`crate::http`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResultLabel(pub &'static str);
+
+/// Where a claim's answer came from (the `answered_from` label of `flashgate_claims_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AnsweredFrom {
+    /// This origin's memory: the cached campaign row or the local sold-out flag.
+    Memory,
+    /// Redis: the gate or the idempotency record.
+    Gate,
+    /// PostgreSQL: a commit or a claim row.
+    Store,
+}
+
+impl AnsweredFrom {
+    /// The label value: `memory`, `gate` or `store`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnsweredFrom::Memory => "memory",
+            AnsweredFrom::Gate => "gate",
+            AnsweredFrom::Store => "store",
+        }
+    }
+}
+
+/// Labels of `flashgate_http_request_duration_seconds`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct RequestLabels {
+    /// The route template (`/api/v1/campaigns/{id}/claims`), `unmatched` for no route.
+    pub route: String,
+    /// The outcome (`claimed`, `sold_out`, ...), the error code (`unavailable`, ...), or `ok`
+    /// / `error` for a reply that carries neither.
+    pub result: &'static str,
+}
+
+/// Labels of `flashgate_claims_total`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ClaimLabels {
+    pub result: &'static str,
+    pub answered_from: &'static str,
+}
+
+/// The `op` label of `flashgate_gate_op_duration_seconds`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct OpLabels {
+    pub op: &'static str,
+}
+
+/// The `campaign` label of the per-campaign gauges.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct CampaignLabels {
+    pub campaign: String,
+}
+
+/// One live campaign's figures, as set by [`Metrics::set_live`] at each scrape.
+#[derive(Debug, Clone, Default)]
+pub struct LiveFigures {
+    pub campaign: String,
+    /// Units left (PostgreSQL's `campaigns.remaining`).
+    pub remaining: i64,
+    /// Claims held and not yet paid (sales with a hold).
+    pub held: i64,
+    /// Waiting-room figures, for a campaign with a waiting room: (queue length, now serving).
+    pub queue: Option<(i64, i64)>,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// The origin's metrics and their registry. Every handle is cheap to update (atomics);
+/// families are keyed by bounded labels.
+pub struct Metrics {
+    registry: Registry,
+    /// `flashgate_status_requests_total`: `GET /api/v1/campaigns/{id}` requests.
+    pub status_requests: Counter,
+    /// `flashgate_claim_requests_total`: claim requests that reached the handler.
+    pub claim_requests: Counter,
+    /// `flashgate_http_request_duration_seconds{route,result}`.
+    pub http_duration: HistogramFamily<RequestLabels>,
+    /// `flashgate_claims_total{result,answered_from}`: claim answers.
+    pub claims: Family<ClaimLabels, Counter>,
+    /// `flashgate_commit_batch_size`: claims per grouped commit.
+    pub commit_batch_size: Histogram,
+    /// `flashgate_commit_duration_seconds`: one grouped commit, retries claim by claim included.
+    pub commit_duration: Histogram,
+    /// `flashgate_gate_op_duration_seconds{op}`: one step of the Redis gate.
+    pub gate_op: HistogramFamily<OpLabels>,
+    /// `flashgate_idempotency_replays_total`: first replies sent again for a repeated key.
+    pub idempotency_replays: Counter,
+    /// `flashgate_in_progress_total`: `in_progress` answers (the key's first request runs).
+    pub in_progress: Counter,
+    /// `flashgate_pending_takes`: units taken at the gate whose commit has not finished.
+    pub pending_takes: Gauge,
+    /// `flashgate_sweeper_expired_total`: holds expired by the sweeper.
+    pub sweeper_expired: Counter,
+    /// `flashgate_gate_loads_total`: gate loads started.
+    pub gate_loads: Counter,
+    /// `flashgate_guess_refusals_total`: promo code tries refused 429 by the guess limiter.
+    pub guess_refusals: Counter,
+    /// `flashgate_campaign_remaining{campaign}` (live campaigns only).
+    pub campaign_remaining: Family<CampaignLabels, Gauge>,
+    /// `flashgate_campaign_held{campaign}` (live campaigns only).
+    pub campaign_held: Family<CampaignLabels, Gauge>,
+    /// `flashgate_queue_length{campaign}`: joined and not yet admitted (live waiting rooms).
+    pub queue_length: Family<CampaignLabels, Gauge>,
+    /// `flashgate_queue_now_serving{campaign}`: the highest admitted place (live waiting rooms).
+    pub queue_now_serving: Family<CampaignLabels, Gauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+/// Counts one pending take while alive ([`Metrics::pending_take`]).
+pub struct PendingTake<'a>(&'a Gauge);
+
+impl Drop for PendingTake<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+impl Metrics {
+    /// A registry with every metric of the origin registered (the gift ones are added by
+    /// [`Metrics::registry_mut`] callers before the first scrape).
+    pub fn new() -> Self {
+        let mut m = Metrics {
+            registry: Registry::with_prefix("flashgate"),
+            status_requests: Counter::default(),
+            claim_requests: Counter::default(),
+            http_duration: Family::new_with_constructor(latency_histogram),
+            claims: Family::default(),
+            commit_batch_size: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
+            commit_duration: latency_histogram(),
+            gate_op: Family::new_with_constructor(latency_histogram),
+            idempotency_replays: Counter::default(),
+            in_progress: Counter::default(),
+            pending_takes: Gauge::default(),
+            sweeper_expired: Counter::default(),
+            gate_loads: Counter::default(),
+            guess_refusals: Counter::default(),
+            campaign_remaining: Family::default(),
+            campaign_held: Family::default(),
+            queue_length: Family::default(),
+            queue_now_serving: Family::default(),
+        };
+        // The claim route's series exist from the start, at 0: Prometheus computes a rate only
+        // between two samples, so a series born in the middle of a burst would hide the burst.
+        for result in CLAIM_RESULTS {
+            let labels = RequestLabels {
+                route: CLAIM_ROUTE.to_string(),
+                result,
+            };
+            drop(m.http_duration.get_or_create(&labels));
+        }
+        let r = &mut m.registry;
+        // Counters are registered without `_total`: the encoder appends it.
+        r.register(
+            "status_requests",
+            "Campaign status requests.",
+            m.status_requests.clone(),
+        );
+        r.register(
+            "claim_requests",
+            "Claim requests that reached the handler.",
+            m.claim_requests.clone(),
+        );
+        r.register(
+            "http_request_duration_seconds",
+            "Time to answer a request, by route template and result.",
+            m.http_duration.clone(),
+        );
+        r.register(
+            "claims",
+            "Claim answers by result and by what answered (memory, gate, store).",
+            m.claims.clone(),
+        );
+        r.register(
+            "commit_batch_size",
+            "Claims per grouped PostgreSQL commit.",
+            m.commit_batch_size.clone(),
+        );
+        r.register(
+            "commit_duration_seconds",
+            "Time of one grouped commit.",
+            m.commit_duration.clone(),
+        );
+        r.register(
+            "gate_op_duration_seconds",
+            "Time of one Redis gate step, by operation.",
+            m.gate_op.clone(),
+        );
+        r.register(
+            "idempotency_replays",
+            "First replies sent again for a repeated Idempotency-Key.",
+            m.idempotency_replays.clone(),
+        );
+        r.register(
+            "in_progress",
+            "Answers in_progress: the key's first request still runs.",
+            m.in_progress.clone(),
+        );
+        r.register(
+            "pending_takes",
+            "Units taken at the gate whose commit has not finished.",
+            m.pending_takes.clone(),
+        );
+        r.register(
+            "sweeper_expired",
+            "Holds expired by the sweeper.",
+            m.sweeper_expired.clone(),
+        );
+        r.register("gate_loads", "Gate loads started.", m.gate_loads.clone());
+        r.register(
+            "guess_refusals",
+            "Promo code tries refused by the guess limiter.",
+            m.guess_refusals.clone(),
+        );
+        r.register(
+            "campaign_remaining",
+            "Units left, per live campaign.",
+            m.campaign_remaining.clone(),
+        );
+        r.register(
+            "campaign_held",
+            "Claims held and not yet paid, per live campaign.",
+            m.campaign_held.clone(),
+        );
+        r.register(
+            "queue_length",
+            "Customers joined and not yet admitted, per live waiting room.",
+            m.queue_length.clone(),
+        );
+        r.register(
+            "queue_now_serving",
+            "Highest admitted place, per live waiting room.",
+            m.queue_now_serving.clone(),
+        );
+        m
+    }
+
+    /// The registry, to register more metrics (at start-up only).
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
+    /// One request answered in `elapsed` on `route` (a template) with `result`.
+    pub fn request(&self, route: &str, result: &'static str, elapsed: Duration) {
+        let labels = RequestLabels {
+            route: route.to_string(),
+            result,
+        };
+        self.http_duration
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// One claim answered with `outcome` by `from`.
+    pub fn claim(&self, outcome: Outcome, from: AnsweredFrom) {
+        let labels = ClaimLabels {
+            result: outcome.as_str(),
+            answered_from: from.as_str(),
+        };
+        self.claims.get_or_create(&labels).inc();
+    }
+
+    /// Claims answered with `outcome` by `from` so far.
+    pub fn claims_of(&self, outcome: Outcome, from: AnsweredFrom) -> u64 {
+        let labels = ClaimLabels {
+            result: outcome.as_str(),
+            answered_from: from.as_str(),
+        };
+        self.claims.get(&labels).map_or(0, |c| c.get())
+    }
+
+    /// One grouped commit of `size` claims that took `elapsed`.
+    pub fn commit(&self, size: usize, elapsed: Duration) {
+        self.commit_batch_size.observe(size as f64);
+        self.commit_duration.observe(elapsed.as_secs_f64());
+    }
+
+    /// Runs the gate step `op` and records its time.
+    pub async fn gate_op<T>(&self, op: &'static str, step: impl Future<Output = T>) -> T {
+        let t0 = Instant::now();
+        let out = step.await;
+        self.gate_op
+            .get_or_create(&OpLabels { op })
+            .observe(t0.elapsed().as_secs_f64());
+        out
+    }
+
+    /// Counts one pending take until the returned guard drops.
+    pub fn pending_take(&self) -> PendingTake<'_> {
+        self.pending_takes.inc();
+        PendingTake(&self.pending_takes)
+    }
+
+    /// Replaces the per-campaign gauges with `live` (campaigns that have not ended): a
+    /// campaign that ended leaves the families.
+    pub fn set_live(&self, live: &[LiveFigures]) {
+        for f in [
+            &self.campaign_remaining,
+            &self.campaign_held,
+            &self.queue_length,
+            &self.queue_now_serving,
+        ] {
+            f.clear();
+        }
+        for c in live {
+            let l = CampaignLabels {
+                campaign: c.campaign.clone(),
+            };
+            self.campaign_remaining.get_or_create(&l).set(c.remaining);
+            self.campaign_held.get_or_create(&l).set(c.held);
+            if let Some((length, serving)) = c.queue {
+                self.queue_length.get_or_create(&l).set(length);
+                self.queue_now_serving.get_or_create(&l).set(serving);
+            }
+        }
+    }
+
+    /// Every metric in the OpenMetrics text format (ends with `# EOF`).
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+}
+
+/// A float gauge (seconds, ratios).
+pub type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// The log target of the one line per request ([`record_request`]): on with
+/// `FLASHGATE_LOG_FORMAT=json`, off by default (see `RUST_LOG`).
+pub const ACCESS_LOG_TARGET: &str = "flashgate_access";
+
+/// Middleware (on every route, inside the `request` span): records the request's time in
+/// `flashgate_http_request_duration_seconds{route,result}` and writes one access log line
+/// (route, result, status, latency in milliseconds; the span adds method, path, request id,
+/// trace id and campaign). The route is the matched template, never the raw path, so the
+/// label stays bounded.
+pub async fn record_request(
+    axum::extract::State(metrics): axum::extract::State<std::sync::Arc<Metrics>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let t0 = Instant::now();
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .cloned();
+    let res = next.run(req).await;
+    let elapsed = t0.elapsed();
+    let route = route.as_ref().map_or("unmatched", |p| p.as_str());
+    let status = res.status();
+    let result = res.extensions().get::<ResultLabel>().map_or(
+        if status.is_client_error() || status.is_server_error() {
+            "error"
+        } else {
+            "ok"
+        },
+        |r| r.0,
+    );
+    metrics.request(route, result, elapsed);
+    tracing::info!(
+        target: ACCESS_LOG_TARGET,
+        route,
+        result,
+        status = status.as_u16(),
+        latency_ms = elapsed.as_secs_f64() * 1e3,
+        "answered"
+    );
+    res
+}

@@ -1,0 +1,6 @@
+//! What the origin tells its operator: Prometheus metrics ([`metrics`], served at
+//! `GET /metrics`) and W3C Trace Context ([`trace`]: the `traceparent` of a request, continued
+//! in the `request` span and so in every log line of the request).
+
+pub mod metrics;
+pub mod trace;
