@@ -12,7 +12,6 @@ use flashgate_shared::api::{CampaignKind, CampaignState, ClaimReply};
 
 use super::commit::{NewClaim, Outcome as Committed};
 use super::store::{self, ClaimRow};
-use crate::campaigns::CampaignCache;
 use crate::campaigns::CampaignRow;
 use crate::claims::commit::Committer;
 use crate::error::{ApiError, ApiResult};
@@ -32,7 +31,7 @@ pub struct ClaimService {
     pub redis: RedisConn,
     /// The gate's handle (the same Redis).
     pub gate: gate::Gate,
-    pub campaigns: Arc<CampaignCache>,
+    pub campaigns: Arc<crate::campaigns::CampaignCache>,
     pub flags: Arc<SoldOutFlags>,
     pub committer: Committer,
     pub metrics: Arc<Metrics>,
@@ -58,18 +57,15 @@ const WAIT_FOR_OTHER_TAB: Duration = Duration::from_secs(5);
 /// Most coupon-code draws before giving up (a collision among 2^60 codes is already rare).
 const MAX_CODE_DRAWS: usize = 5;
 
-/// Runs the claim path. Errors: 404 unknown campaign; 422 `idempotency_key_reused`; 503 when
-/// PostgreSQL or Redis fail or the gate is loading.
-pub async fn claim(svc: &ClaimService, req: ClaimRequest) -> ApiResult<Reply> {
-    let campaign = svc
-        .campaigns
-        .get(&svc.db, &req.campaign)
-        .await?
-        .ok_or_else(|| {
-            ApiError::NotFound(flashgate_shared::api::common::no_campaign_message(
-                &req.campaign,
-            ))
-        })?;
+/// Steps 1–2 of the claim path, from memory alone: the answer when the campaign is not active
+/// by the origin's clock, or when this origin's fresh sold-out flag says she is not a winner;
+/// `None` when the claim must go to the gate ([`claim`]).
+pub fn answer_early(
+    flags: &SoldOutFlags,
+    metrics: &Metrics,
+    campaign: &CampaignRow,
+    customer: &str,
+) -> Option<Reply> {
     let now = chrono::Utc::now();
     // Remaining is left to the gate: the cached count may be stale.
     let state_now = CampaignState::decide(
@@ -80,11 +76,25 @@ pub async fn claim(svc: &ClaimService, req: ClaimRequest) -> ApiResult<Reply> {
         1,
     );
     if let Some(reply) = ClaimReply::for_state(state_now, campaign.starts_at) {
-        return Ok(Reply::claim(&reply));
+        return Some(Reply::claim(&reply));
     }
-    if svc.flags.check(&req.campaign, &req.customer) == Local::SoldOut {
-        Metrics::inc(&svc.metrics.sold_out_local);
-        return Ok(Reply::claim(&ClaimReply::SoldOut));
+    if flags.check(&campaign.id, customer) == Local::SoldOut {
+        Metrics::inc(&metrics.sold_out_local);
+        return Some(Reply::sold_out());
+    }
+    None
+}
+
+/// Runs the claim path on `campaign` (its row from the cache): [`answer_early`], then the gate
+/// and the commit. Errors: 422 `idempotency_key_reused`; 503 when PostgreSQL or Redis fail or
+/// the gate is loading.
+pub async fn claim(
+    svc: &ClaimService,
+    campaign: Arc<CampaignRow>,
+    req: ClaimRequest,
+) -> ApiResult<Reply> {
+    if let Some(reply) = answer_early(&svc.flags, &svc.metrics, &campaign, &req.customer) {
+        return Ok(reply);
     }
     let svc = svc.clone();
     let tasks = svc.tasks.clone();
@@ -232,7 +242,7 @@ async fn decide(
                         let _ = flags.load_winners(&mut r, &c, generation).await;
                     });
                 }
-                return no(Reply::claim(&ClaimReply::SoldOut));
+                return no(Reply::sold_out());
             }
             Take::AlreadyHolds(holder) if holder.starts_with(gate::PENDING_PREFIX) => {
                 // Her other tab is committing: wait for its outcome, then answer with it.
