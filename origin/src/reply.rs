@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::ClaimReply;
 
 use crate::error::RETRY_AFTER_SECONDS;
+use std::sync::LazyLock;
 
 /// What a reply says, for logs, spans and metrics (never sent: the body says it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -125,6 +126,13 @@ impl Reply {
     /// The reply of a claim.
     pub fn claim(reply: &ClaimReply) -> Self {
         Reply::with_status(reply.http_status(), Outcome::of_claim(reply), reply)
+    }
+
+    /// The claim reply `sold_out`, the commonest answer of a sale: the same bytes as
+    /// `Reply::claim(&ClaimReply::SoldOut)`, serialised once per process and shared.
+    pub fn sold_out() -> Self {
+        static SOLD_OUT: LazyLock<Reply> = LazyLock::new(|| Reply::claim(&ClaimReply::SoldOut));
+        SOLD_OUT.clone()
     }
 }
 

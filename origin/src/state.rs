@@ -21,11 +21,24 @@ use crate::promo::RulesCache;
 use crate::queue::turns::JoinTurns;
 use crate::redis_conn::RedisConn;
 
-/// The bag of handles the HTTP layer and the background tasks hold; cloned into every handler,
-/// all fields are cheap handles. Domain code takes only the handles it uses (built here:
-/// [`AppState::claims`], [`AppState::promo`], [`AppState::gate_returns`]).
+/// The bag of handles the HTTP layer and the background tasks hold ([`Handles`] behind one
+/// `Arc`): axum clones it into every handler and layer of every request, so a clone is one
+/// reference count, not one per handle. Its fields are read through `Deref`. Domain code takes
+/// only the handles it uses (built here: [`AppState::claims`], [`AppState::promo`],
+/// [`AppState::gate_returns`]).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Handles>);
+
+impl std::ops::Deref for AppState {
+    type Target = Handles;
+
+    fn deref(&self) -> &Handles {
+        &self.0
+    }
+}
+
+/// The handles of [`AppState`]; all are cheap to clone.
+pub struct Handles {
     pub config: Arc<Config>,
     /// PostgreSQL: statements unnamed behind a transaction pooler ([`Db`]).
     pub db: Db,
@@ -142,7 +155,7 @@ impl AppState {
         let mut metrics = Metrics::new();
         gift_metrics.register(metrics.registry_mut());
         let metrics = Arc::new(metrics);
-        Ok(AppState {
+        Ok(AppState(Arc::new(Handles {
             gate_loader: GateLoader::new(db.clone(), gate.clone(), tasks.clone(), metrics.clone()),
             committer: Committer::start(
                 db.clone(),
@@ -168,7 +181,7 @@ impl AppState {
             join_turns: JoinTurns::default(),
             gate,
             gift_metrics,
-        })
+        })))
     }
 
     /// The handles of the claim path.

@@ -1,9 +1,12 @@
 //! Each gate script (origin/src/gate/lua.rs) run directly against a real Redis (one server, or
 //! the cluster when `REDIS_URL` names one), through the gate functions that call it, on gates
-//! set up by hand: take at zero, give-back exactly once, adjust across zero, and the take
-//! across shards (correct-down reads PostgreSQL: `gate_shards.rs`).
+//! set up by hand: take at zero, give-back exactly once, adjust across zero, the take
+//! across shards (correct-down reads PostgreSQL: `gate_shards.rs`), and a claim's idempotency
+//! record begun with the take and finished with the confirmation, each in one script whose keys
+//! share one hash tag (one Redis Cluster slot).
 
-use flashgate_origin::gate::{self, Gate, Keys, Take};
+use flashgate_origin::gate::{self, Begun, Gate, Keys, Take};
+use flashgate_origin::idempotency;
 use flashgate_tests::support::{redis_conn, unique};
 
 /// Writes a loaded gate of `remaining` units per shard for a new campaign; returns its id.
@@ -66,9 +69,9 @@ async fn take_at_zero_sets_the_flag_once_and_refuses() {
     assert_eq!(gate::holder(&mut r, &c, "bob").await.unwrap(), None);
     assert_eq!(remaining(&mut r, &c).await, vec![0]);
     // Confirm turns her pending holder into the claim id.
-    gate::confirm(&mut r, &c, "ana", &t, "claim-1")
+    assert!(gate::confirm(&mut r, &c, "ana", &t, "claim-1", None)
         .await
-        .unwrap();
+        .unwrap());
     assert_eq!(
         gate::holder(&mut r, &c, "ana").await.unwrap().as_deref(),
         Some("claim-1")
@@ -202,4 +205,159 @@ async fn the_last_unit_is_found_on_any_of_256_shards() {
         );
         assert!(remaining(&mut r, &c).await.iter().all(|u| *u == 0));
     }
+}
+
+/// The hash tag of a Redis key (the part between the first `{` and the next `}`), which alone
+/// decides its Redis Cluster slot; the whole key when it has none.
+fn hash_tag(key: &str) -> &str {
+    key.split_once('{')
+        .and_then(|(_, rest)| rest.split_once('}'))
+        .map(|(tag, _)| tag)
+        .filter(|tag| !tag.is_empty())
+        .unwrap_or(key)
+}
+
+async fn get_bytes(r: &mut Gate, key: &str) -> Option<Vec<u8>> {
+    redis::cmd("GET").arg(key).query_async(r).await.unwrap()
+}
+
+#[tokio::test]
+async fn begin_take_writes_the_record_with_the_take_and_confirm_finishes_it() {
+    let mut r = Gate::new(redis_conn().await);
+    let c = gate_of(&mut r, &[1]).await;
+    let k = Keys::of(&c);
+    let (t, fresh) = (gate::pending_token(), gate::pending_token());
+    let begun = gate::begin_take(&mut r, &c, "ana", &t, "key-1", "fp-a", 30).await;
+    assert_eq!(begun.unwrap(), Begun::Took(Take::Taken));
+    let record = gate::record_key(&mut r, &c, "ana", "key-1")
+        .await
+        .unwrap()
+        .expect("loaded");
+    assert_eq!(record, k.idempotency("ana", "key-1"));
+    assert_eq!(get_bytes(&mut r, &record).await.unwrap(), b"fp-a\npending");
+    let ttl: i64 = redis::cmd("TTL")
+        .arg(&record)
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    assert!(
+        (1..=30).contains(&ttl),
+        "pending record lives 30 s, has {ttl}"
+    );
+    assert_eq!(remaining(&mut r, &c).await, vec![0]);
+    // The same key again: the record, nothing taken or written.
+    let again = gate::begin_take(&mut r, &c, "ana", &fresh, "key-1", "fp-a", 30);
+    assert_eq!(
+        again.await.unwrap(),
+        Begun::Existing(b"fp-a\npending".to_vec())
+    );
+    assert_eq!(
+        gate::holder(&mut r, &c, "ana").await.unwrap(),
+        Some(t.clone())
+    );
+    // The confirmation writes the final record in the same script.
+    let done = b"fp-a\n201\n{}".as_slice();
+    let confirmed = gate::confirm(&mut r, &c, "ana", &t, "claim-1", Some((&record, done, 600)));
+    assert!(confirmed.await.unwrap());
+    assert_eq!(get_bytes(&mut r, &record).await.unwrap(), done);
+    let ttl: i64 = redis::cmd("TTL")
+        .arg(&record)
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    assert!(
+        ttl > 30 && ttl <= 600,
+        "final record lives 600 s, has {ttl}"
+    );
+    assert_eq!(
+        gate::holder(&mut r, &c, "ana").await.unwrap().as_deref(),
+        Some("claim-1")
+    );
+    // A stale confirmation (another token) still writes the record, not the holder.
+    let stale = gate::confirm(
+        &mut r,
+        &c,
+        "ana",
+        "p:old",
+        "claim-2",
+        Some((&record, done, 600)),
+    );
+    assert!(!stale.await.unwrap());
+    assert_eq!(
+        gate::holder(&mut r, &c, "ana").await.unwrap().as_deref(),
+        Some("claim-1")
+    );
+    // Sold out: bob's record is written with the flag's answer to come; no unit.
+    let bob = gate::begin_take(&mut r, &c, "bob", &fresh, "k", "fp-b", 30).await;
+    let g = get(&mut r, &k.sold_out).await.expect("flag");
+    assert_eq!(bob.unwrap(), Begun::Took(Take::SoldOut { generation: g }));
+    assert_eq!(
+        get_bytes(&mut r, &k.idempotency("bob", "k")).await.unwrap(),
+        b"fp-b\npending"
+    );
+    // Not loaded: nothing written, not even the record.
+    let _: () = redis::cmd("DEL")
+        .arg(&k.loaded)
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    let carl = gate::begin_take(&mut r, &c, "carl", &fresh, "k", "fp-c", 30);
+    assert_eq!(carl.await.unwrap(), Begun::Took(Take::NotLoaded));
+    assert_eq!(get_bytes(&mut r, &k.idempotency("carl", "k")).await, None);
+}
+
+#[tokio::test]
+async fn begin_take_keeps_her_record_on_her_own_shard_and_takes_from_any() {
+    let mut r = Gate::new(redis_conn().await);
+    // 8 shards, one unit, on a shard that is not hers.
+    let ana = (0..)
+        .map(|i| format!("ana{i}"))
+        .find(|n| gate::bucket(n, 8) != 3)
+        .unwrap();
+    let mut units = vec![0; 8];
+    units[3] = 1;
+    let c = gate_of(&mut r, &units).await;
+    let own = Keys::shard(&c, gate::bucket(&ana, 8));
+    let t = gate::pending_token();
+    let begun = gate::begin_take(&mut r, &c, &ana, &t, "k", "fp", 30).await;
+    assert_eq!(begun.unwrap(), Begun::Took(Take::Taken));
+    let record = gate::record_key(&mut r, &c, &ana, "k")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record, own.idempotency(&ana, "k"));
+    assert_eq!(get_bytes(&mut r, &record).await.unwrap(), b"fp\npending");
+    assert_eq!(remaining(&mut r, &c).await, vec![0; 8]);
+    // One slot per script: the record shares the hash tag of every key of her shard.
+    for key in [&own.loaded, &own.remaining, &own.holders, &own.pending] {
+        assert_eq!(hash_tag(key), hash_tag(&record), "{key} vs {record}");
+    }
+    let one = Keys::of(&c);
+    for key in [&one.sold_out, &one.sold_out_gen, &one.loaded] {
+        assert_eq!(hash_tag(key), hash_tag(&one.idempotency("x", "k")), "{key}");
+    }
+    let common = "fg:idem:3:ana:k";
+    assert_eq!(hash_tag(common), common, "the common key stamp has no tag");
+}
+
+#[tokio::test]
+async fn a_key_stamped_by_one_request_is_refused_to_another() {
+    let r = redis_conn().await;
+    let mut other = r.clone();
+    let customer = unique("stamp");
+    let own = |fp: &'static str| {
+        let (mut r, customer) = (r.clone(), customer.clone());
+        async move {
+            idempotency::own_key(&mut r, &customer, "k", fp, 60)
+                .await
+                .unwrap()
+        }
+    };
+    assert!(own("fp-a").await, "first use");
+    assert!(own("fp-a").await, "the same request again");
+    assert!(!own("fp-b").await, "another campaign or body");
+    idempotency::abandon(&mut other, &customer, "k")
+        .await
+        .unwrap();
+    assert!(own("fp-b").await, "free again once abandoned");
 }

@@ -7,10 +7,12 @@
 //!    without Redis;
 //! 3. the idempotency record in Redis ([`crate::idempotency`]): a repeated key gets its first
 //!    reply, `in_progress` or `idempotency_key_reused`;
-//! 4. the gate's atomic take in Redis ([`crate::gate`]);
+//! 4. the gate's atomic take in Redis ([`crate::gate`]), in the same script as step 3
+//!    ([`crate::gate::begin_take`]: one round trip);
 //! 5. the grouped PostgreSQL commit ([`commit`]), where the record decides; the winner is
 //!    answered only after it;
-//! 6. the gate and the idempotency record learn the outcome.
+//! 6. the gate and the idempotency record learn the outcome (a winner's: one script,
+//!    [`crate::gate::confirm`]).
 //!
 //! - [`service`]: the claim decision (steps 1–6);
 //! - [`commit`]: grouped commits of concurrent winners;

@@ -12,13 +12,12 @@ use flashgate_shared::api::{CampaignKind, CampaignState, ClaimReply};
 
 use super::commit::{NewClaim, Outcome as Committed};
 use super::store::{self, ClaimRow};
-use crate::campaigns::CampaignCache;
 use crate::campaigns::CampaignRow;
 use crate::claims::commit::Committer;
 use crate::error::{ApiError, ApiResult};
 use crate::gate::flags::SoldOutFlags;
 use crate::gate::loader::GateLoader;
-use crate::gate::{self, flags::Local, Take};
+use crate::gate::{self, flags::Local, Begun, Take};
 use crate::idempotency::{self, Begin};
 use crate::metrics::{AnsweredFrom, Metrics};
 use crate::reply::{Outcome, Reply};
@@ -32,7 +31,7 @@ pub struct ClaimService {
     pub redis: RedisConn,
     /// The gate's handle (the same Redis).
     pub gate: gate::Gate,
-    pub campaigns: Arc<CampaignCache>,
+    pub campaigns: Arc<crate::campaigns::CampaignCache>,
     pub flags: Arc<SoldOutFlags>,
     pub committer: Committer,
     pub metrics: Arc<Metrics>,
@@ -58,18 +57,15 @@ const WAIT_FOR_OTHER_TAB: Duration = Duration::from_secs(5);
 /// Most coupon-code draws before giving up (a collision among 2^60 codes is already rare).
 const MAX_CODE_DRAWS: usize = 5;
 
-/// Runs the claim path. Errors: 404 unknown campaign; 422 `idempotency_key_reused`; 503 when
-/// PostgreSQL or Redis fail or the gate is loading.
-pub async fn claim(svc: &ClaimService, req: ClaimRequest) -> ApiResult<Reply> {
-    let campaign = svc
-        .campaigns
-        .get(&svc.db, &req.campaign)
-        .await?
-        .ok_or_else(|| {
-            ApiError::NotFound(flashgate_shared::api::common::no_campaign_message(
-                &req.campaign,
-            ))
-        })?;
+/// Steps 1–2 of the claim path, from memory alone: the answer when the campaign is not active
+/// by the origin's clock, or when this origin's fresh sold-out flag says she is not a winner;
+/// `None` when the claim must go to the gate ([`claim`]).
+pub fn answer_early(
+    flags: &SoldOutFlags,
+    metrics: &Metrics,
+    campaign: &CampaignRow,
+    customer: &str,
+) -> Option<Reply> {
     let now = chrono::Utc::now();
     // Remaining is left to the gate: the cached count may be stale.
     let state_now = CampaignState::decide(
@@ -80,13 +76,26 @@ pub async fn claim(svc: &ClaimService, req: ClaimRequest) -> ApiResult<Reply> {
         1,
     );
     if let Some(reply) = ClaimReply::for_state(state_now, campaign.starts_at) {
-        svc.metrics
-            .claim(Outcome::of_claim(&reply), AnsweredFrom::Memory);
-        return Ok(Reply::claim(&reply));
+        metrics.claim(Outcome::of_claim(&reply), AnsweredFrom::Memory);
+        return Some(Reply::claim(&reply));
     }
-    if svc.flags.check(&req.campaign, &req.customer) == Local::SoldOut {
-        svc.metrics.claim(Outcome::SoldOut, AnsweredFrom::Memory);
-        return Ok(Reply::claim(&ClaimReply::SoldOut));
+    if flags.check(&campaign.id, customer) == Local::SoldOut {
+        metrics.claim(Outcome::SoldOut, AnsweredFrom::Memory);
+        return Some(Reply::sold_out());
+    }
+    None
+}
+
+/// Runs the claim path on `campaign` (its row from the cache): [`answer_early`], then the gate
+/// and the commit. Errors: 422 `idempotency_key_reused`; 503 when PostgreSQL or Redis fail or
+/// the gate is loading.
+pub async fn claim(
+    svc: &ClaimService,
+    campaign: Arc<CampaignRow>,
+    req: ClaimRequest,
+) -> ApiResult<Reply> {
+    if let Some(reply) = answer_early(&svc.flags, &svc.metrics, &campaign, &req.customer) {
+        return Ok(reply);
     }
     let svc = svc.clone();
     let tasks = svc.tasks.clone();
@@ -101,53 +110,117 @@ async fn claim_at_gate(
     campaign: &CampaignRow,
     req: &ClaimRequest,
 ) -> ApiResult<Reply> {
-    let mut redis = svc.redis.clone();
+    let (mut redis, mut gate) = (svc.redis.clone(), svc.gate.clone());
+    let c = &campaign.id;
     let fp = idempotency::fingerprint(&req.campaign, &req.body);
-    match idempotency::begin(&mut redis, &req.customer, &req.idempotency_key, &fp).await? {
-        Begin::New => {}
-        Begin::InProgress => {
-            svc.metrics.in_progress.inc();
-            svc.metrics.claim(Outcome::InProgress, AnsweredFrom::Gate);
-            return Ok(Reply::claim(&ClaimReply::InProgress));
+    let token = gate::pending_token();
+    let (owned, begun) = {
+        let mut stamp = svc.redis.clone();
+        let (owned, begun) = tokio::join!(
+            idempotency::own_key(
+                &mut stamp,
+                &req.customer,
+                &req.idempotency_key,
+                &fp,
+                svc.idempotency_ttl_seconds,
+            ),
+            svc.metrics.gate_op(
+                "take",
+                gate::begin_take(
+                    &mut gate,
+                    c,
+                    &req.customer,
+                    &token,
+                    &req.idempotency_key,
+                    &fp,
+                    idempotency::PENDING_TTL_SECONDS,
+                )
+            )
+        );
+        (owned?, begun?)
+    };
+    let record = gate::record_key(&mut gate, c, &req.customer, &req.idempotency_key).await?;
+    let first = match begun {
+        Begun::Existing(value) => match idempotency::existing(&value, &fp) {
+            Begin::Reused => return Err(key_reused()),
+            Begin::Replay(reply) => {
+                svc.metrics.idempotency_replays.inc();
+                svc.metrics.claim(Outcome::Replay, AnsweredFrom::Gate);
+                return Ok(reply);
+            }
+            Begin::InProgress | Begin::New => {
+                svc.metrics.in_progress.inc();
+                svc.metrics.claim(Outcome::InProgress, AnsweredFrom::Gate);
+                return Ok(Reply::claim(&ClaimReply::InProgress));
+            }
+        },
+        Begun::Took(_) if !owned => {
+            // The key belongs to another campaign or request: undo this one's begin and take.
+            if let Some(record) = &record {
+                let _ = idempotency::abandon_at(&mut redis, record).await;
+            }
+            if let Begun::Took(Take::Taken) = begun {
+                gate::give_back(&mut gate, c, &req.customer, &token, None).await?;
+            }
+            return Err(key_reused());
         }
-        Begin::Reused => {
-            return Err(ApiError::Unprocessable(
-                flashgate_shared::api::codes::IDEMPOTENCY_KEY_REUSED,
-                "this Idempotency-Key was used with another campaign or body".into(),
-            ))
-        }
-        Begin::Replay(reply) => {
-            svc.metrics.idempotency_replays.inc();
-            svc.metrics.claim(Outcome::Replay, AnsweredFrom::Gate);
-            return Ok(reply);
-        }
-    }
-    let mut gate = svc.gate.clone();
-    let result = decide(svc, &mut gate, campaign, req, &fp).await;
-    match &result {
+        Begun::Took(take) => take,
+    };
+    let ticket = Ticket {
+        fp: &fp,
+        record: record.as_deref(),
+        ttl_seconds: svc.idempotency_ttl_seconds,
+    };
+    let result = decide(svc, &mut gate, campaign, req, &ticket, first, token).await;
+    match (&result, ticket.record) {
+        (Ok((_, Recorded::Yes)), _) => {}
         // A pause or a schedule answer is not final for the key: a retry is decided again.
-        Ok(reply)
+        (Ok((reply, Recorded::No)), Some(record))
             if !matches!(
                 reply.outcome,
                 Outcome::Paused | Outcome::NotStarted | Outcome::Ended
             ) =>
         {
-            idempotency::finish(
-                &mut redis,
-                &req.customer,
-                &req.idempotency_key,
-                &fp,
-                reply,
-                svc.idempotency_ttl_seconds,
-            )
-            .await?;
+            idempotency::finish_at(&mut redis, record, &fp, reply, ticket.ttl_seconds).await?;
         }
-        _ => {
-            // No final answer: let a retry run again.
-            let _ = idempotency::abandon(&mut redis, &req.customer, &req.idempotency_key).await;
+        (_, record) => {
+            // No final answer: let a retry run again (with this or another request).
+            let mut stamp = svc.redis.clone();
+            let forget_record = async {
+                match record {
+                    Some(record) => idempotency::abandon_at(&mut redis, record).await,
+                    None => Ok(()),
+                }
+            };
+            let _ = tokio::join!(
+                forget_record,
+                idempotency::abandon(&mut stamp, &req.customer, &req.idempotency_key)
+            );
         }
     }
-    result
+    result.map(|(reply, _)| reply)
+}
+
+fn key_reused() -> ApiError {
+    ApiError::Unprocessable(
+        flashgate_shared::api::codes::IDEMPOTENCY_KEY_REUSED,
+        "this Idempotency-Key was used with another campaign or body".into(),
+    )
+}
+
+/// Her idempotency record for this request: the fingerprint, the record's key (`None` when the
+/// gate was not loaded) and how long a final reply is kept.
+struct Ticket<'a> {
+    fp: &'a str,
+    record: Option<&'a str>,
+    ttl_seconds: u64,
+}
+
+/// Whether a reply was already written to the idempotency record (with the gate's
+/// confirmation, in one script).
+enum Recorded {
+    Yes,
+    No,
 }
 
 async fn decide(
@@ -155,14 +228,17 @@ async fn decide(
     redis: &mut gate::Gate,
     campaign: &CampaignRow,
     req: &ClaimRequest,
-    fp: &str,
-) -> ApiResult<Reply> {
+    ticket: &Ticket<'_>,
+    first: Take,
+    first_token: String,
+) -> ApiResult<(Reply, Recorded)> {
     let c = &campaign.id;
+    let fp = ticket.fp;
     let deadline = tokio::time::Instant::now() + WAIT_FOR_OTHER_TAB;
+    let (mut taken, mut token) = (first, first_token);
     loop {
-        let token = gate::pending_token();
-        let take = gate::take(redis, c, &req.customer, &token);
-        match svc.metrics.gate_op("take", take).await? {
+        let no = |reply| Ok((reply, Recorded::No));
+        match taken {
             Take::NotLoaded => {
                 svc.gate_loader.spawn(c);
                 return Err(ApiError::Unavailable(format!("gate of {c} is loading")));
@@ -175,7 +251,7 @@ async fn decide(
                         let _ = flags.load_winners(&mut r, &c, generation).await;
                     });
                 }
-                return Ok(Reply::claim(&ClaimReply::SoldOut));
+                return no(Reply::sold_out());
             }
             Take::AlreadyHolds(holder) if holder.starts_with(gate::PENDING_PREFIX) => {
                 // Her other tab is committing: wait for its outcome, then answer with it.
@@ -188,7 +264,7 @@ async fn decide(
                 let row = store::find(&svc.db, &claim_id).await?;
                 match row {
                     Some(row) if row.is_active() && row.customer_id == req.customer => {
-                        return Ok(existing_claim_reply(svc, row, req, fp));
+                        return no(existing_claim_reply(svc, row, req, fp));
                     }
                     Some(row) if row.customer_id == req.customer => {
                         // Her claim was released or expired, and its give-back to the gate
@@ -207,9 +283,12 @@ async fn decide(
             }
             Take::Taken => {
                 let _pending = svc.metrics.pending_take();
-                return commit_taken(svc, redis, campaign, req, fp, &token).await;
+                return commit_taken(svc, redis, campaign, req, ticket, &token).await;
             }
         }
+        token = gate::pending_token();
+        let take = gate::take(redis, c, &req.customer, &token);
+        taken = svc.metrics.gate_op("take", take).await?;
     }
 }
 
@@ -232,10 +311,11 @@ async fn commit_taken(
     redis: &mut gate::Gate,
     campaign: &CampaignRow,
     req: &ClaimRequest,
-    fp: &str,
+    ticket: &Ticket<'_>,
     token: &str,
-) -> ApiResult<Reply> {
+) -> ApiResult<(Reply, Recorded)> {
     let c = &campaign.id;
+    let fp = ticket.fp;
     let kind = campaign.kind();
     let mut new = NewClaim {
         id: store::new_claim_id(),
@@ -261,16 +341,28 @@ async fn commit_taken(
         match outcome {
             Committed::Committed(row) => {
                 svc.metrics.claim(Outcome::Claimed, AnsweredFrom::Store);
-                let confirm = gate::confirm(redis, c, &req.customer, token, &row.id);
-                svc.metrics.gate_op("confirm", confirm).await?;
-                return Ok(Reply::claim(&ClaimReply::Claimed {
+                let reply = Reply::claim(&ClaimReply::Claimed {
                     claim: row.to_claim(),
-                }));
+                });
+                // The confirmation and her record in one script (one slot).
+                let value = ticket.record.map(|_| idempotency::record_value(fp, &reply));
+                let record = ticket
+                    .record
+                    .zip(value.as_deref())
+                    .map(|(key, value)| (key, value, ticket.ttl_seconds));
+                let confirm = gate::confirm(redis, c, &req.customer, token, &row.id, record);
+                svc.metrics.gate_op("confirm", confirm).await?;
+                let recorded = if record.is_some() {
+                    Recorded::Yes
+                } else {
+                    Recorded::No
+                };
+                return Ok((reply, recorded));
             }
             Committed::AlreadyClaimed(row) => {
                 // The gate had lost her: give the unit back and remember her claim.
                 gate::give_back(redis, c, &req.customer, token, Some(&row.id)).await?;
-                return Ok(existing_claim_reply(svc, row, req, fp));
+                return Ok((existing_claim_reply(svc, row, req, fp), Recorded::No));
             }
             Committed::Refused(now) => {
                 // PostgreSQL's answer stands whatever the correction does; a correction that
@@ -284,7 +376,7 @@ async fn commit_taken(
                     .unwrap_or(ClaimReply::SoldOut);
                 svc.metrics
                     .claim(Outcome::of_claim(&reply), AnsweredFrom::Store);
-                return Ok(Reply::claim(&reply));
+                return Ok((Reply::claim(&reply), Recorded::No));
             }
             Committed::CodeTaken => continue,
         }

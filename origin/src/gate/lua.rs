@@ -30,36 +30,73 @@ end
 /// The shared sold-out-flag snippet, as Lua source (see the module documentation).
 pub const SOLD_OUT_FN: &str = sold_out_fn!();
 
-/// The take on the customer's own shard.
+/// The Lua function `take(loaded, remaining, holders, pending, flag, gen, customer, token,
+/// now)`: the take on the customer's own shard, shared by [`TAKE`] and [`BEGIN_TAKE`]. `flag`
+/// and `gen` (sold_out, sold_out_gen) are given on a campaign of one shard only (nil
+/// otherwise).
 ///
-/// KEYS: loaded, remaining, holders, pending, and — on a campaign of one shard only —
-/// sold_out, sold_out_gen. ARGV: customer, pending token, take time (ms).
-///
-/// Replies `{'not_loaded'}`, `{'holds', holder}`, `{'taken'}`, or, when this shard is empty:
+/// Returns `{'not_loaded'}`, `{'holds', holder}`, `{'taken'}`, or, when this shard is empty:
 /// with the flag keys, `{'sold_out', generation}` (the flag is set; it is also set on the take
 /// of the last unit); without them, `{'empty'}` with her pending holder written all the same
 /// (her dedup entry while the origin tries the other shards, see [`TAKE_UNIT`]), its pending
 /// score the take time + 0.5: "no unit yet", so a correction does not count it as a unit
 /// ([`super::correct`]); the origin sets it to the take time once another shard gave her one.
+macro_rules! take_fn {
+    () => {
+        r"
+local function take(loaded, remaining, holders, pending, flag, gen, customer, token, now)
+  if redis.call('EXISTS', loaded) == 0 then return {'not_loaded'} end
+  local h = redis.call('HGET', holders, customer)
+  if h then return {'holds', h} end
+  local r = tonumber(redis.call('GET', remaining) or '0')
+  if r <= 0 and flag then return {'sold_out', sold_out(flag, gen)} end
+  redis.call('HSET', holders, customer, token)
+  if r <= 0 then
+    redis.call('ZADD', pending, now .. '.5', customer)
+    return {'empty'}
+  end
+  redis.call('ZADD', pending, now, customer)
+  r = redis.call('DECR', remaining)
+  if r == 0 and flag then sold_out(flag, gen) end
+  return {'taken'}
+end
+"
+    };
+}
+
+/// The take on the customer's own shard (the Lua function `take` above).
+///
+/// KEYS: loaded, remaining, holders, pending, and — on a campaign of one shard only —
+/// sold_out, sold_out_gen. ARGV: customer, pending token, take time (ms). Replies as `take`.
 pub static TAKE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(
         sold_out_fn!(),
+        take_fn!(),
+        "return take(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[1], ARGV[2], ARGV[3])"
+    ))
+});
+
+/// A claim's first step, in one round trip: her idempotency record for this key, and when
+/// there is none, the take (the Lua function `take` above) with a `pending` record written.
+///
+/// KEYS: the record (in her own shard's slot, [`super::Keys::idempotency`]), loaded,
+/// remaining, holders, pending, and on a campaign of one shard sold_out, sold_out_gen. ARGV:
+/// request fingerprint, pending record lifetime (s), customer, pending token, take time (ms).
+///
+/// Replies `{'existing', record}` (nothing else done), or the take's reply; the pending record
+/// (`fingerprint \n pending`) is written unless the gate is not loaded.
+pub static BEGIN_TAKE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        sold_out_fn!(),
+        take_fn!(),
         r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return {'not_loaded'} end
-local h = redis.call('HGET', KEYS[3], ARGV[1])
-if h then return {'holds', h} end
-local one = #KEYS >= 6
-local r = tonumber(redis.call('GET', KEYS[2]) or '0')
-if r <= 0 and one then return {'sold_out', sold_out(KEYS[5], KEYS[6])} end
-redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
-if r <= 0 then
-  redis.call('ZADD', KEYS[4], ARGV[3] .. '.5', ARGV[1])
-  return {'empty'}
+local v = redis.call('GET', KEYS[1])
+if v then return {'existing', v} end
+local out = take(KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[3], ARGV[4], ARGV[5])
+if out[1] ~= 'not_loaded' then
+  redis.call('SET', KEYS[1], ARGV[1] .. '\npending', 'EX', ARGV[2])
 end
-redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
-r = redis.call('DECR', KEYS[2])
-if r == 0 and one then sold_out(KEYS[5], KEYS[6]) end
-return {'taken'}
+return out
 "
     ))
 });
@@ -78,17 +115,21 @@ return 1
     )
 });
 
-/// Marks her take committed: the holder value becomes the claim id. KEYS: holders, pending.
-/// ARGV: customer, pending token, claim id. Replies 1 when her holder was the token.
+/// Marks her take committed: the holder value becomes the claim id; with a third key, writes
+/// her idempotency record in the same step. KEYS: holders, pending, and optionally the record
+/// (same slot). ARGV: customer, pending token, claim id, and with the record its value and
+/// lifetime (s). Replies 1 when her holder was the token (the record is written either way).
 pub static CONFIRM: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
+local ok = 0
 if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
   redis.call('ZREM', KEYS[2], ARGV[1])
-  return 1
+  ok = 1
 end
-return 0
+if #KEYS >= 3 then redis.call('SET', KEYS[3], ARGV[4], 'EX', ARGV[5]) end
+return ok
 ",
     )
 });

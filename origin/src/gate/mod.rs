@@ -12,6 +12,10 @@
 //!   reconciler can find takes whose origin died before committing.
 //! - `fg:{c}:sold_out`  — the sold-out flag; its value is a generation number that grows each
 //!   time the flag is set, so a cached view of the winners can tell whether it is still valid.
+//! - `fg:{c}:idem:<len>:<customer>:<key>` — the idempotency record of a claim with that key
+//!   ([`crate::idempotency`]), on the customer's own shard, so the record and the take are one
+//!   script ([`begin_take`]) and the commit's confirmation and the record one more
+//!   ([`confirm`]).
 //!
 //! PostgreSQL is the truth: every unit the gate hands out is only won once the claim commits
 //! under a conditional decrement of `campaigns.remaining`. When the two disagree, the gate is
@@ -27,7 +31,7 @@ pub mod readiness;
 pub mod settle;
 mod shards;
 
-use lua::{CONFIRM, FLAG, GIVE_BACK, TAKE, TAKE_UNIT};
+use lua::{BEGIN_TAKE, CONFIRM, FLAG, GIVE_BACK, TAKE, TAKE_UNIT};
 use rand::Rng;
 
 pub use correct::{adjust, correct_down, lock_changes, ChangeError, ChangeLock};
@@ -51,6 +55,8 @@ pub struct Keys {
     /// Shard 0 only: units returned so far on a campaign of several shards (a take that found
     /// every shard empty sets the flag only if no unit came back meanwhile).
     pub returned: String,
+    /// `fg:{tag}:`, the prefix of every key of this shard.
+    prefix: String,
 }
 
 impl Keys {
@@ -67,7 +73,8 @@ impl Keys {
         } else {
             format!("{c}:{s}")
         };
-        let k = |name: &str| format!("fg:{{{tag}}}:{name}");
+        let prefix = format!("fg:{{{tag}}}:");
+        let k = |name: &str| format!("{prefix}{name}");
         Keys {
             loaded: k("loaded"),
             loading: k("loading"),
@@ -79,7 +86,15 @@ impl Keys {
             shards: k("shards"),
             changing: k("changing"),
             returned: k("returned"),
+            prefix,
         }
+    }
+
+    /// The key of `customer`'s idempotency record for claims with `key`, in this shard's slot
+    /// (use her own shard, [`bucket`]). Length-prefixed so that no (customer, key) pair can
+    /// collide with another.
+    pub fn idempotency(&self, customer: &str, key: &str) -> String {
+        format!("{}idem:{}:{customer}:{key}", self.prefix, customer.len())
     }
 }
 
@@ -141,19 +156,91 @@ pub async fn take(
     if n == 1 {
         inv.key(&k.sold_out).key(&k.sold_out_gen);
     }
-    let out: Vec<String> = inv
+    let out: Vec<Vec<u8>> = inv
         .arg(customer)
         .arg(token)
         .arg(now_ms)
         .invoke_async(redis)
         .await?;
-    Ok(match out.first().map(String::as_str) {
-        Some("taken") => Take::Taken,
-        Some("sold_out") => Take::SoldOut {
-            generation: parse_generation(&out, 1),
+    took(redis, c, n, &k, customer, token, now_ms, &out).await
+}
+
+/// What [`begin_take`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Begun {
+    /// Her idempotency record for this key was there (its raw value); nothing was taken.
+    Existing(Vec<u8>),
+    /// There was none: a `pending` record was written (unless [`Take::NotLoaded`]) and the
+    /// take ran, as [`take`].
+    Took(Take),
+}
+
+/// A claim's idempotency begin and the take, in one script ([`lua::BEGIN_TAKE`]; on a
+/// campaign of several shards, further steps only when her own shard is empty). The record is
+/// `fingerprint \n pending` under [`Keys::idempotency`] of her own shard, living
+/// `pending_ttl_seconds`.
+pub async fn begin_take(
+    redis: &mut Gate,
+    c: &str,
+    customer: &str,
+    token: &str,
+    key: &str,
+    fingerprint: &str,
+    pending_ttl_seconds: u64,
+) -> redis::RedisResult<Begun> {
+    let Some((n, k)) = own_shard(redis, c, customer).await? else {
+        return Ok(Begun::Took(Take::NotLoaded));
+    };
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let mut inv = BEGIN_TAKE.key(k.idempotency(customer, key));
+    inv.key(&k.loaded)
+        .key(&k.remaining)
+        .key(&k.holders)
+        .key(&k.pending);
+    if n == 1 {
+        inv.key(&k.sold_out).key(&k.sold_out_gen);
+    }
+    let out: Vec<Vec<u8>> = inv
+        .arg(fingerprint)
+        .arg(pending_ttl_seconds)
+        .arg(customer)
+        .arg(token)
+        .arg(now_ms)
+        .invoke_async(redis)
+        .await?;
+    if out.first().map(Vec::as_slice) == Some(b"existing".as_slice()) {
+        return Ok(Begun::Existing(out.get(1).cloned().unwrap_or_default()));
+    }
+    Ok(Begun::Took(
+        took(redis, c, n, &k, customer, token, now_ms, &out).await?,
+    ))
+}
+
+/// The take's reply `out` on her own shard `k` (of `n`), finished on the other shards when
+/// hers was empty.
+#[allow(clippy::too_many_arguments)]
+async fn took(
+    redis: &mut Gate,
+    c: &str,
+    n: u16,
+    k: &Keys,
+    customer: &str,
+    token: &str,
+    now_ms: i64,
+    out: &[Vec<u8>],
+) -> redis::RedisResult<Take> {
+    let text = |at: usize| {
+        out.get(at)
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default()
+    };
+    Ok(match out.first().map(Vec::as_slice) {
+        Some(b"taken") => Take::Taken,
+        Some(b"sold_out") => Take::SoldOut {
+            generation: text(1).parse().unwrap_or(0),
         },
-        Some("holds") => Take::AlreadyHolds(out.get(1).cloned().unwrap_or_default()),
-        Some("empty") => match take_elsewhere(redis, c, n).await? {
+        Some(b"holds") => Take::AlreadyHolds(text(1)),
+        Some(b"empty") => match take_elsewhere(redis, c, n).await? {
             Elsewhere::Taken => {
                 // Her pending entry now stands for a unit (see [`lua::TAKE`]).
                 let _: i64 = redis::cmd("ZADD")
@@ -166,11 +253,11 @@ pub async fn take(
                 Take::Taken
             }
             Elsewhere::NotLoaded => {
-                undo_dedup(redis, &k, customer, token).await?;
+                undo_dedup(redis, k, customer, token).await?;
                 Take::NotLoaded
             }
             Elsewhere::SoldOut(generation) => {
-                undo_dedup(redis, &k, customer, token).await?;
+                undo_dedup(redis, k, customer, token).await?;
                 Take::SoldOut { generation }
             }
         },
@@ -288,26 +375,44 @@ async fn undo_dedup(
     Ok(())
 }
 
-/// Marks her pending take `token` as committed claim `claim_id`.
+/// A value to write under a key of the same slot in the same script: the key, the value and
+/// its lifetime in seconds.
+pub type Record<'a> = (&'a str, &'a [u8], u64);
+
+/// Marks her pending take `token` as committed claim `claim_id`; `record`, when given, is
+/// written in the same script (her idempotency record under [`Keys::idempotency`] of her own
+/// shard: [`record_key`]). Returns whether her holder was still `token`.
 pub async fn confirm(
     redis: &mut Gate,
     c: &str,
     customer: &str,
     token: &str,
     claim_id: &str,
-) -> redis::RedisResult<()> {
+    record: Option<Record<'_>>,
+) -> redis::RedisResult<bool> {
     let Some((_, k)) = own_shard(redis, c, customer).await? else {
-        return Ok(());
+        return Ok(false);
     };
-    let _: i64 = CONFIRM
-        .key(&k.holders)
-        .key(&k.pending)
-        .arg(customer)
-        .arg(token)
-        .arg(claim_id)
-        .invoke_async(redis)
-        .await?;
-    Ok(())
+    let mut inv = CONFIRM.key(&k.holders);
+    inv.key(&k.pending).arg(customer).arg(token).arg(claim_id);
+    if let Some((key, value, ttl)) = record {
+        inv.key(key).arg(value).arg(ttl);
+    }
+    let ok: i64 = inv.invoke_async(redis).await?;
+    Ok(ok == 1)
+}
+
+/// The key of `customer`'s idempotency record for claims on `c` with `key`
+/// ([`Keys::idempotency`] of her own shard); `None` when the gate is not loaded.
+pub async fn record_key(
+    redis: &mut Gate,
+    c: &str,
+    customer: &str,
+    key: &str,
+) -> redis::RedisResult<Option<String>> {
+    Ok(own_shard(redis, c, customer)
+        .await?
+        .map(|(_, k)| k.idempotency(customer, key)))
 }
 
 /// Returns her unit to the gate (to her own shard) if her holder value is still `expected` (a

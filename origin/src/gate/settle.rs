@@ -38,7 +38,9 @@ pub async fn settle_stale_takes(db: &Db, redis: &Gate) -> anyhow::Result<usize> 
                 continue;
             }
             match claims::find_active(db, &c.id, &customer).await? {
-                Some(row) => gate::confirm(&mut redis, &c.id, &customer, &token, &row.id).await?,
+                Some(row) => {
+                    gate::confirm(&mut redis, &c.id, &customer, &token, &row.id, None).await?;
+                }
                 None => {
                     gate::give_back(&mut redis, &c.id, &customer, &token, None).await?;
                 }

@@ -38,37 +38,45 @@ pub async fn create(
     if !is_valid_slug(&campaign) {
         return Err(extract::no_campaign(&campaign));
     }
-    // A campaign with a waiting room needs the admission token (the claim path answers 404
-    // for an unknown campaign).
-    let admitted = match state.campaigns.get(&state.db, &campaign).await? {
-        Some(row) => match crate::queue::check_claim(&state, &row, &customer, &headers) {
-            Ok(Some(seq)) => {
-                if let Err(paced) = crate::queue::pace(&state, &row).await {
-                    return Ok(paced);
-                }
-                Some(seq)
+    let row = state
+        .campaigns
+        .get(&state.db, &campaign)
+        .await?
+        .ok_or_else(|| extract::no_campaign(&campaign))?;
+    // A campaign with a waiting room needs the admission token.
+    let admitted = match crate::queue::check_claim(&state, &row, &customer, &headers) {
+        Ok(Some(seq)) => {
+            if let Err(paced) = crate::queue::pace(&state, &row).await {
+                return Ok(paced);
             }
-            Ok(None) => None,
-            Err(refusal) => {
-                // A genuine but expired token: a retry of a decided claim gets its recorded
-                // answer; anything else stays refused.
-                if refusal.expired {
-                    let recorded = crate::queue::replay::recorded_answer(
-                        &state, &campaign, &customer, &key, &body,
-                    )
-                    .await;
-                    if let Some(reply) = recorded {
-                        span.record("outcome", reply.outcome.as_str());
-                        return Ok(reply.into_response());
-                    }
+            Some(seq)
+        }
+        Ok(None) => None,
+        Err(refusal) => {
+            // A genuine but expired token: a retry of a decided claim gets its recorded
+            // answer; anything else stays refused.
+            if refusal.expired {
+                let recorded = crate::queue::replay::recorded_answer(
+                    &state, &campaign, &customer, &key, &body,
+                )
+                .await;
+                if let Some(reply) = recorded {
+                    span.record("outcome", reply.outcome.as_str());
+                    return Ok(reply.into_response());
                 }
-                return Ok(*refusal.response);
             }
-        },
-        None => None,
+            return Ok(*refusal.response);
+        }
     };
+    // Sold out from memory (or not active): answered before the claim path's handles are
+    // cloned for the gate.
+    if let Some(reply) = service::answer_early(&state.flags, &state.metrics, &row, &customer) {
+        span.record("outcome", reply.outcome.as_str());
+        return Ok(reply.into_response());
+    }
     let reply = service::claim(
         &state.claims(),
+        row,
         service::ClaimRequest {
             campaign: campaign.clone(),
             customer,

@@ -8,6 +8,14 @@
 //! differs gets 422 `idempotency_key_reused`. Records live `FLASHGATE_IDEMPOTENCY_TTL_SECONDS`
 //! (pending ones [`PENDING_TTL_SECONDS`]).
 //!
+//! A claim's record lives in its campaign's gate slot, next to the customer's gate entry
+//! ([`crate::gate::Keys::idempotency`]), so that its begin is one script with the take and its
+//! finish one with the gate's confirmation ([`crate::gate::begin_take`], [`crate::gate::confirm`]).
+//! So that a key stays one request across campaigns and kinds (the same key on another
+//! campaign, or for a code use, is 422 `idempotency_key_reused`), a claim also stamps the
+//! customer's key with its fingerprint under the common key ([`own_key`], sent alongside the
+//! begin, not after it).
+//!
 //! Redis may lose records (it keeps nothing on disk here). A winner's reply survives anyway:
 //! her claim row stores the key and fingerprint, and the claim path rebuilds the reply from it
 //! (see [`crate::claims::service`]).
@@ -101,25 +109,45 @@ pub async fn begin(
     ))
 }
 
-/// The record of `key` for `customer`, read without writing: `None` when there is none (never
-/// used, expired or lost), else what a retry with fingerprint `fp` would get from [`begin`]
-/// (`Replay`, `InProgress` or `Reused`). For a retry that may only be answered from the
-/// record (a claim whose admission token expired, see [`crate::queue`]).
-pub async fn peek(
+/// The record at `record_key` (a claim's, [`crate::gate::record_key`]), read without writing:
+/// `None` when there is none (never used, expired or lost), else what a retry with
+/// fingerprint `fp` would get (`Replay`, `InProgress` or `Reused`, [`existing`]). For a retry
+/// that may only be answered from the record (a claim whose admission token expired, see
+/// [`crate::queue`]).
+pub async fn peek_at(
+    redis: &mut RedisConn,
+    record_key: &str,
+    fp: &str,
+) -> redis::RedisResult<Option<Begin>> {
+    let v: Option<Vec<u8>> = redis::cmd("GET").arg(record_key).query_async(redis).await?;
+    Ok(v.map(|v| existing(&v, fp)))
+}
+
+/// Stamps `customer`'s `key` with fingerprint `fp` for `ttl_seconds` unless it bears one
+/// (`SET NX GET`, one command). Returns false when it bears another fingerprint: the key was
+/// used with another campaign, body or kind of request (`idempotency_key_reused`).
+pub async fn own_key(
     redis: &mut RedisConn,
     customer: &str,
     key: &str,
     fp: &str,
-) -> redis::RedisResult<Option<Begin>> {
-    let v: Option<Vec<u8>> = redis::cmd("GET")
+    ttl_seconds: u64,
+) -> redis::RedisResult<bool> {
+    let was: Option<Vec<u8>> = redis::cmd("SET")
         .arg(record_key(customer, key))
+        .arg(fp)
+        .arg("NX")
+        .arg("GET")
+        .arg("EX")
+        .arg(ttl_seconds)
         .query_async(redis)
         .await?;
-    Ok(v.map(|v| existing(&v, fp)))
+    Ok(was.is_none_or(|v| existing(&v, fp) != Begin::Reused))
 }
 
-/// What an existing record `value` (`fp \n state [\n body]`) says to a request with `fp`.
-fn existing(value: &[u8], fp: &str) -> Begin {
+/// What an existing record `value` (`fp \n state [\n body]`, or a bare `fp` stamp of
+/// [`own_key`]) says to a request with `fp`.
+pub fn existing(value: &[u8], fp: &str) -> Begin {
     let mut parts = value.splitn(3, |b| *b == b'\n');
     let (stored_fp, state, body) = (parts.next(), parts.next(), parts.next());
     if stored_fp != Some(fp.as_bytes()) {
@@ -148,23 +176,42 @@ pub async fn finish(
     reply: &Reply,
     ttl_seconds: u64,
 ) -> redis::RedisResult<()> {
-    let mut record = format!("{fp}\n{}\n", reply.status.as_u16()).into_bytes();
-    record.extend_from_slice(&reply.body);
+    finish_at(redis, &record_key(customer, key), fp, reply, ttl_seconds).await
+}
+
+/// [`finish`] for the record at `record_key` (a claim's, [`crate::gate::record_key`]).
+pub async fn finish_at(
+    redis: &mut RedisConn,
+    record_key: &str,
+    fp: &str,
+    reply: &Reply,
+    ttl_seconds: u64,
+) -> redis::RedisResult<()> {
     redis::cmd("SET")
-        .arg(record_key(customer, key))
-        .arg(record)
+        .arg(record_key)
+        .arg(record_value(fp, reply))
         .arg("EX")
         .arg(ttl_seconds)
         .query_async(redis)
         .await
 }
 
+/// The stored form of a finished request's record: `fp \n status \n body` (body bytes as
+/// sent).
+pub fn record_value(fp: &str, reply: &Reply) -> Vec<u8> {
+    let mut record = format!("{fp}\n{}\n", reply.status.as_u16()).into_bytes();
+    record.extend_from_slice(&reply.body);
+    record
+}
+
 /// Forgets a key whose request failed without a final answer (503), so a retry runs again.
 pub async fn abandon(redis: &mut RedisConn, customer: &str, key: &str) -> redis::RedisResult<()> {
-    redis::cmd("DEL")
-        .arg(record_key(customer, key))
-        .query_async(redis)
-        .await
+    abandon_at(redis, &record_key(customer, key)).await
+}
+
+/// [`abandon`] for the record at `record_key` (a claim's, [`crate::gate::record_key`]).
+pub async fn abandon_at(redis: &mut RedisConn, record_key: &str) -> redis::RedisResult<()> {
+    redis::cmd("DEL").arg(record_key).query_async(redis).await
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 use flashgate_shared::api::ClaimReply;
 
 use crate::claims::store;
+use crate::gate;
 use crate::idempotency::{self, Begin};
 use crate::metrics::AnsweredFrom;
 use crate::reply::{Outcome, Reply};
@@ -31,7 +32,19 @@ pub async fn recorded_answer(
 ) -> Option<Reply> {
     let fp = idempotency::fingerprint(campaign, body);
     let mut redis = state.redis.clone();
-    match idempotency::peek(&mut redis, customer, key, &fp).await {
+    let mut gate = state.gate.clone();
+    let record = match gate::record_key(&mut gate, campaign, customer, key).await {
+        Ok(record) => record,
+        Err(e) => {
+            tracing::warn!(error = %e, "gate unreadable; expired admission refused");
+            return None;
+        }
+    };
+    let found = match &record {
+        Some(record) => idempotency::peek_at(&mut redis, record, &fp).await,
+        None => Ok(None),
+    };
+    match found {
         Ok(Some(Begin::Replay(reply))) => {
             state.metrics.idempotency_replays.inc();
             state.metrics.claim(Outcome::Replay, AnsweredFrom::Gate);
