@@ -1,7 +1,9 @@
-//! `flashgate admin …` against a real origin: the subcommands reach the admin API, a refused
-//! call exits non-zero, and an unreachable origin exits 2.
+//! `flashgate admin …` against a real origin: the subcommands reach the admin API, and each
+//! kind of failure has its own exit code (2 a refused token, 3 not found, 4 refused, 5 an
+//! unreachable origin).
 
 use flashgate_origin::cli::admin::{run, AdminArgs, AdminCommand};
+use flashgate_origin::cli::exit;
 use flashgate_origin::secret::Secret;
 use flashgate_tests::support::TestOrigin;
 
@@ -80,7 +82,7 @@ async fn admin_subcommands_call_the_admin_api() {
         0
     );
 
-    // A viewer may read but not write; unknown campaigns exit 1.
+    // A viewer may read but not write (2); an unknown campaign is 3; a refused change 4.
     let v = o.viewer_token().to_string();
     assert_eq!(run(args(&o, &v, AdminCommand::List)).await, 0);
     assert_eq!(
@@ -92,12 +94,17 @@ async fn admin_subcommands_call_the_admin_api() {
             }
         ))
         .await,
-        1
+        exit::USAGE
     );
     let unknown = AdminCommand::Show {
         campaign: "no-such-campaign-cli".into(),
     };
-    assert_eq!(run(args(&o, &m, unknown)).await, 1);
+    assert_eq!(run(args(&o, &m, unknown)).await, exit::NOT_FOUND);
+    let below_claimed = AdminCommand::SetStock {
+        campaign: campaign(),
+        stock: 0,
+    };
+    assert_eq!(run(args(&o, &m, below_claimed)).await, exit::REFUSED);
     assert_eq!(
         run(args(
             &o,
@@ -113,6 +120,9 @@ async fn admin_subcommands_call_the_admin_api() {
 
     let mut gone = args(&o, &m, AdminCommand::List);
     gone.origin_url = "http://127.0.0.1:9".into();
-    assert_eq!(run(gone).await, 2);
+    assert_eq!(run(gone).await, exit::UNREACHABLE);
+    let mut no_token = args(&o, &m, AdminCommand::List);
+    no_token.token = None;
+    assert_eq!(run(no_token).await, exit::USAGE);
     o.stop().await;
 }

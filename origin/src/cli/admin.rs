@@ -3,8 +3,9 @@
 //! Every subcommand makes one HTTP call to the origin (`--origin-url` /
 //! `FLASHGATE_ORIGIN_URL`) with an admin token (`--token` / `FLASHGATE_ADMIN_TOKEN`), prints
 //! the JSON answer on stdout (pretty) and exits 0 on a 2xx answer. Otherwise it prints
-//! `error: <status> <result>: <message>` on stderr and exits 1 (2 when the origin could not be
-//! reached). The token is never printed.
+//! `error: <status> <result>: <message>` on stderr and exits with the code of
+//! [`super::exit::for_status`] (2 a missing or refused token, 3 not found, 4 refused, 5 the
+//! origin unreachable or 5xx). The token is never printed.
 
 use std::io::Write;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use flashgate_shared::api::{CampaignKind, ChangeAction, ChangeRequest, NewCampai
 use reqwest::Method;
 use serde_json::Value;
 
+use super::exit;
 use crate::secret::Secret;
 
 /// `flashgate admin` options and subcommand.
@@ -189,7 +191,7 @@ impl AdminCommand {
 pub async fn run(args: AdminArgs) -> i32 {
     let Some(token) = args.token.as_ref() else {
         eprintln!("error: no admin token: pass --token or set FLASHGATE_ADMIN_TOKEN");
-        return 2;
+        return exit::USAGE;
     };
     let (method, path, body) = args.command.request();
     let url = format!("{}{path}", args.origin_url.trim_end_matches('/'));
@@ -200,7 +202,7 @@ pub async fn run(args: AdminArgs) -> i32 {
         Ok(h) => h,
         Err(e) => {
             eprintln!("error: {e}");
-            return 2;
+            return exit::UNREACHABLE;
         }
     };
     let mut req = http.request(method, &url).bearer_auth(token.expose());
@@ -214,7 +216,7 @@ pub async fn run(args: AdminArgs) -> i32 {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot reach the origin at {url}: {e}");
-            return 2;
+            return exit::UNREACHABLE;
         }
     };
     let status = res.status();
@@ -227,7 +229,7 @@ pub async fn run(args: AdminArgs) -> i32 {
         };
         // A closed stdout (`| head`) is not an error of the call.
         let _ = writeln!(std::io::stdout(), "{out}");
-        0
+        exit::OK
     } else {
         let (result, message) = parsed
             .as_ref()
@@ -239,7 +241,7 @@ pub async fn run(args: AdminArgs) -> i32 {
             })
             .unwrap_or_else(|| ("error".into(), text.chars().take(200).collect()));
         eprintln!("error: {} {result}: {message}", status.as_u16());
-        1
+        exit::for_status(status.as_u16())
     }
 }
 
