@@ -107,6 +107,14 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>) -> Result<Response> {
     let url = req.url()?;
     let method = req.method();
     let path = url.path().to_string();
+    // The worker's own liveness (no origin call), as the origin's `/healthz` answers it.
+    if method == Method::Get && path == "/healthz" {
+        return answer(&Answer {
+            status: 200,
+            body: r#"{"status":"ok"}"#.into(),
+            retry_after_s: None,
+        });
+    }
     match decide::route(method.as_ref(), &path) {
         Route::Status { id } => serve_status(&cfg, id, &url).await,
         Route::Claim { id } => claim(req, &cfg, id, &url).await,

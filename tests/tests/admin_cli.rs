@@ -126,3 +126,54 @@ async fn admin_subcommands_call_the_admin_api() {
     assert_eq!(run(no_token).await, exit::USAGE);
     o.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn campaign_times_take_every_form_of_the_one_admin_time_parser() {
+    let o = TestOrigin::start().await;
+    let id = flashgate_tests::support::unique("zoned");
+    let body = serde_json::json!({
+        "id": id, "name": "Zoned", "kind": "giveaway", "stock": 3,
+        "starts_at": "2030-01-01T01:00 Europe/Paris",
+        "ends_at": "2030-01-02T01:00:00+01:00",
+    });
+    let token = o.manager_token().to_string();
+    let (s, b) = o
+        .admin(
+            reqwest::Method::POST,
+            "/admin/v1/campaigns",
+            Some(&token),
+            Some(body),
+        )
+        .await;
+    assert_eq!(s, 201, "{b}");
+    assert_eq!(b["starts_at"], "2030-01-01T00:00:00Z", "{b}");
+    let (s, b) = o
+        .change(
+            &id,
+            serde_json::json!({"ends_at": "2030-01-03T12:00 Asia/Tokyo"}),
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["campaign"]["ends_at"], "2030-01-03T03:00:00Z", "{b}");
+    // A time in no accepted form: 422 naming the field and the forms; nothing changed.
+    let (s, b) = o
+        .change(
+            &id,
+            serde_json::json!({"ends_at": "Sunday 23:59 Mars/Olympus"}),
+        )
+        .await;
+    assert_eq!(
+        (s, b["result"].as_str()),
+        (422, Some("validation_failed")),
+        "{b}"
+    );
+    let message = b["message"].as_str().unwrap();
+    assert!(message.starts_with("ends_at: "), "{message}");
+    let (s, b) = o
+        .change(&id, serde_json::json!({"ends_at": "next week"}))
+        .await;
+    assert_eq!(s, 422, "{b}");
+    assert!(b["message"].as_str().unwrap().contains("RFC 3339"), "{b}");
+    assert_eq!(o.status(&id).await["ends_at"], "2030-01-03T03:00:00Z");
+    o.stop().await;
+}

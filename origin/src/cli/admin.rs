@@ -18,6 +18,7 @@ use reqwest::Method;
 use serde_json::Value;
 
 use super::exit;
+use crate::admin::time::parse_cli_time;
 use crate::secret::Secret;
 
 /// `flashgate admin` options and subcommand.
@@ -67,11 +68,12 @@ pub enum AdminCommand {
         /// Total units (1..=10,000,000).
         #[arg(long)]
         stock: i64,
-        /// RFC 3339 start (default: now).
-        #[arg(long)]
+        /// Start (default: now): RFC 3339, or a local time in an IANA zone
+        /// (`"2026-03-29T23:59 Europe/Paris"`, `"Sunday 23:59 Europe/Paris"`).
+        #[arg(long, value_parser = parse_cli_time)]
         starts_at: Option<DateTime<Utc>>,
-        /// RFC 3339 end.
-        #[arg(long)]
+        /// End, in the forms of `--starts-at`.
+        #[arg(long, value_parser = parse_cli_time)]
         ends_at: DateTime<Utc>,
         /// Sale only: hold length in seconds (default 600).
         #[arg(long)]
@@ -95,9 +97,10 @@ pub enum AdminCommand {
     },
     /// Set the total stock (never below the units already claimed).
     SetStock { campaign: String, stock: i64 },
-    /// Move the end of the campaign (RFC 3339).
+    /// Move the end of the campaign (in the forms of `create --ends-at`).
     SetEndsAt {
         campaign: String,
+        #[arg(value_parser = parse_cli_time)]
         ends_at: DateTime<Utc>,
     },
     /// The campaign's audit trail, newest first.
@@ -314,6 +317,14 @@ mod tests {
         ]);
         assert_eq!((m, p.as_str()), (Method::POST, "/admin/v1/campaigns"));
         assert_eq!(b.unwrap()["stock"], 3);
+        // The admin API's one time parser: a local time in a zone, sent as an instant.
+        let zoned = req(&["set-ends-at", "s1", "2030-01-01T01:00 Europe/Paris"]).2;
+        assert_eq!(zoned, Some(json!({"ends_at": "2030-01-01T00:00:00Z"})));
+        let e = T::try_parse_from(["t", "--token", "x", "set-ends-at", "s1", "soon"])
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(e.contains("Sunday 23:59 Europe/Paris"), "{e}");
         assert!(T::try_parse_from([
             "t",
             "--token",
