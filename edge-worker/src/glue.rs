@@ -113,6 +113,14 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>) -> Result<Response> {
     if path == crate::telemetry::METRICS_PATH {
         return glue_telemetry::serve(&req, &cfg);
     }
+    // The worker's own liveness (no origin call), as the origin's `/healthz` answers it.
+    if method == Method::Get && path == "/healthz" {
+        return answer(&Answer {
+            status: 200,
+            body: r#"{"status":"ok"}"#.into(),
+            retry_after_s: None,
+        });
+    }
     match decide::route(method.as_ref(), &path) {
         Route::Status { id } => serve_status(&cfg, id, &url).await,
         Route::Claim { id } => glue_telemetry::counted(claim(req, &cfg, id, &url).await?).await,

@@ -1,6 +1,9 @@
 //! The `flashgate` command: run the origin, apply migrations, mint customer tokens.
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
+use flashgate_origin::cli::exit;
 use flashgate_origin::cli::token::TokenArgs;
 use flashgate_origin::config::{Config, DbPooler};
 
@@ -42,7 +45,8 @@ enum Command {
     /// FLASHGATE_CUSTOMER_TOKEN_SECRET, or RS256 / ES256 under a PEM private key (`--key`).
     Token(TokenArgs),
     /// Reconcile one campaign: print the JSON report (units, ledger, Redis gate vs PostgreSQL,
-    /// oversold and stranded units); exit status 1 when it found a fault.
+    /// oversold and stranded units); exit status 1 when it found a fault, 3 for an unknown
+    /// campaign, 5 when PostgreSQL or Redis cannot be reached.
     Reconcile {
         /// Campaign id.
         campaign: String,
@@ -67,13 +71,27 @@ enum GiftsCommand {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    // Expected errors end in one `error: …` line and their exit code, never a backtrace.
+    let code = match run(cli.command).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            exit::for_error(&e)
+        }
+    };
+    ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX))
+}
+
+/// Runs one command; returns its exit code ([`exit`]).
+async fn run(command: Command) -> anyhow::Result<i32> {
+    match command {
         Command::Serve(config) => {
-            config
-                .validate()
-                .map_err(|e| anyhow::anyhow!("bad configuration: {e}"))?;
+            if let Err(e) = config.validate() {
+                eprintln!("error: bad configuration: {e}");
+                return Ok(exit::USAGE);
+            }
             // FLASHGATE_LOG_FORMAT=json: one JSON object a line, the access line of every
             // request included (route, result, latency, and from the request span the trace
             // id and campaign). Otherwise human-readable lines without the access line.
@@ -107,30 +125,15 @@ async fn main() -> anyhow::Result<()> {
             db_pooler,
             redis_url,
         } => {
-            // Exit 1 means "checked, and found a fault"; 2 "could not check" (an unknown
-            // campaign, a service that does not answer), so a script can tell them apart.
-            match flashgate_origin::reconcile::run_cli(
+            return Ok(flashgate_origin::reconcile::run_cli(
                 &database_url,
                 db_pooler,
                 &redis_url,
                 &campaign,
             )
-            .await
-            {
-                Ok(true) => {}
-                Ok(false) => std::process::exit(1),
-                Err(e) => {
-                    eprintln!("error: {e:#}");
-                    std::process::exit(2);
-                }
-            }
+            .await);
         }
-        Command::Admin(args) => {
-            let code = flashgate_origin::cli::admin::run(args).await;
-            if code != 0 {
-                std::process::exit(code);
-            }
-        }
+        Command::Admin(args) => return Ok(flashgate_origin::cli::admin::run(args).await),
         Command::Migrate {
             migration_database_url,
             database_url,
@@ -161,7 +164,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Token(args) => println!("{}", args.run()?),
     }
-    Ok(())
+    Ok(exit::OK)
 }
 
 async fn shutdown_signal() {

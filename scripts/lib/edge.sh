@@ -44,11 +44,14 @@ edge_tools_install() {
     rustup target add wasm32-unknown-unknown || return 1
   fi
   local wb="$tools/worker-build-$EDGE_WORKER_BUILD_VERSION"
+  local bg="$tools/wasm-bindgen-cli-$EDGE_WASM_BINDGEN_VERSION"
+  if [ ! -x "$wb/bin/worker-build" ] || [ ! -x "$bg/bin/wasm-bindgen" ]; then
+    _edge_log "installing the edge toolchain into $tools (first run only, about 6 min on 2 cores; the compiler lines below are it)"
+  fi
   if [ ! -x "$wb/bin/worker-build" ]; then
     _edge_log "installing worker-build $EDGE_WORKER_BUILD_VERSION into $wb"
     cargo install worker-build --version "$EDGE_WORKER_BUILD_VERSION" --locked --root "$wb" || return 1
   fi
-  local bg="$tools/wasm-bindgen-cli-$EDGE_WASM_BINDGEN_VERSION"
   if [ ! -x "$bg/bin/wasm-bindgen" ]; then
     _edge_log "installing wasm-bindgen-cli $EDGE_WASM_BINDGEN_VERSION into $bg"
     # Without --locked: with it the install needs a webpki-roots version the index lacks.

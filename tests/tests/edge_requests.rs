@@ -324,6 +324,11 @@ async fn an_origin_that_never_answers_gives_503_after_the_timeout() {
         t0.elapsed()
     );
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    // The edge's own /healthz answers without the origin.
+    let health = get(&http, &format!("{}/healthz", e.url)).await;
+    assert_eq!((health.status, health.by.as_str()), (200, "edge"));
+    assert_eq!(health.json(), serde_json::json!({"status": "ok"}));
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
     held.abort();
 }
 

@@ -60,16 +60,31 @@ async fn clean_campaigns_reconcile_and_bad_callers_are_refused() {
         let (s, b) = o.admin(Method::GET, &path, Some(&token), None).await;
         assert_eq!((s, b["result"].as_str()), (404, Some("not_found")), "{bad}");
     }
-    // The CLI's function agrees.
-    let ok = flashgate_origin::reconcile::run_cli(
-        &database_url(),
-        flashgate_origin::config::DbPooler::None,
-        &redis_url(),
-        &sale,
-    )
-    .await
-    .expect("cli runs");
-    assert!(ok);
+    // The CLI's function agrees, with one exit code per meaning: clean, unknown campaign,
+    // services unreachable.
+    use flashgate_origin::cli::exit;
+    let cli = |db: String, redis: String, c: String| async move {
+        flashgate_origin::reconcile::run_cli(
+            &db,
+            flashgate_origin::config::DbPooler::None,
+            &redis,
+            &c,
+        )
+        .await
+    };
+    assert_eq!(
+        cli(database_url(), redis_url(), sale.clone()).await,
+        exit::OK
+    );
+    assert_eq!(
+        cli(database_url(), redis_url(), "no-such-campaign".into()).await,
+        exit::NOT_FOUND
+    );
+    let nowhere = "postgres://postgres@127.0.0.1:9/none".to_string();
+    assert_eq!(
+        cli(nowhere, redis_url(), sale.clone()).await,
+        exit::UNREACHABLE
+    );
     o.stop().await;
 }
 
@@ -104,15 +119,18 @@ async fn a_claim_row_deleted_behind_its_back_is_reported_stranded() {
             text.contains("stranded") && text.contains("ledger"),
             "{text}"
         );
-        let ok = flashgate_origin::reconcile::run_cli(
+        let code = flashgate_origin::reconcile::run_cli(
             &database_url(),
             flashgate_origin::config::DbPooler::None,
             &redis_url(),
             &c,
         )
-        .await
-        .expect("cli runs");
-        assert!(!ok, "the CLI reports the fault too");
+        .await;
+        assert_eq!(
+            code,
+            flashgate_origin::cli::exit::FAULT,
+            "the CLI reports the fault too"
+        );
     }
     o.stop().await;
 }

@@ -5,6 +5,7 @@
 
 pub mod audit;
 pub mod roles;
+pub mod time;
 pub mod toggles;
 pub mod views;
 

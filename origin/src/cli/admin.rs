@@ -3,8 +3,9 @@
 //! Every subcommand makes one HTTP call to the origin (`--origin-url` /
 //! `FLASHGATE_ORIGIN_URL`) with an admin token (`--token` / `FLASHGATE_ADMIN_TOKEN`), prints
 //! the JSON answer on stdout (pretty) and exits 0 on a 2xx answer. Otherwise it prints
-//! `error: <status> <result>: <message>` on stderr and exits 1 (2 when the origin could not be
-//! reached). The token is never printed.
+//! `error: <status> <result>: <message>` on stderr and exits with the code of
+//! [`super::exit::for_status`] (2 a missing or refused token, 3 not found, 4 refused, 5 the
+//! origin unreachable or 5xx). The token is never printed.
 
 use std::io::Write;
 use std::time::Duration;
@@ -16,6 +17,8 @@ use flashgate_shared::api::{CampaignKind, ChangeAction, ChangeRequest, NewCampai
 use reqwest::Method;
 use serde_json::Value;
 
+use super::exit;
+use crate::admin::time::parse_cli_time;
 use crate::secret::Secret;
 
 /// `flashgate admin` options and subcommand.
@@ -65,11 +68,12 @@ pub enum AdminCommand {
         /// Total units (1..=10,000,000).
         #[arg(long)]
         stock: i64,
-        /// RFC 3339 start (default: now).
-        #[arg(long)]
+        /// Start (default: now): RFC 3339, or a local time in an IANA zone
+        /// (`"2026-03-29T23:59 Europe/Paris"`, `"Sunday 23:59 Europe/Paris"`).
+        #[arg(long, value_parser = parse_cli_time)]
         starts_at: Option<DateTime<Utc>>,
-        /// RFC 3339 end.
-        #[arg(long)]
+        /// End, in the forms of `--starts-at`.
+        #[arg(long, value_parser = parse_cli_time)]
         ends_at: DateTime<Utc>,
         /// Sale only: hold length in seconds (default 600).
         #[arg(long)]
@@ -93,9 +97,10 @@ pub enum AdminCommand {
     },
     /// Set the total stock (never below the units already claimed).
     SetStock { campaign: String, stock: i64 },
-    /// Move the end of the campaign (RFC 3339).
+    /// Move the end of the campaign (in the forms of `create --ends-at`).
     SetEndsAt {
         campaign: String,
+        #[arg(value_parser = parse_cli_time)]
         ends_at: DateTime<Utc>,
     },
     /// The campaign's audit trail, newest first.
@@ -189,7 +194,7 @@ impl AdminCommand {
 pub async fn run(args: AdminArgs) -> i32 {
     let Some(token) = args.token.as_ref() else {
         eprintln!("error: no admin token: pass --token or set FLASHGATE_ADMIN_TOKEN");
-        return 2;
+        return exit::USAGE;
     };
     let (method, path, body) = args.command.request();
     let url = format!("{}{path}", args.origin_url.trim_end_matches('/'));
@@ -200,7 +205,7 @@ pub async fn run(args: AdminArgs) -> i32 {
         Ok(h) => h,
         Err(e) => {
             eprintln!("error: {e}");
-            return 2;
+            return exit::UNREACHABLE;
         }
     };
     let mut req = http.request(method, &url).bearer_auth(token.expose());
@@ -214,7 +219,7 @@ pub async fn run(args: AdminArgs) -> i32 {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot reach the origin at {url}: {e}");
-            return 2;
+            return exit::UNREACHABLE;
         }
     };
     let status = res.status();
@@ -227,7 +232,7 @@ pub async fn run(args: AdminArgs) -> i32 {
         };
         // A closed stdout (`| head`) is not an error of the call.
         let _ = writeln!(std::io::stdout(), "{out}");
-        0
+        exit::OK
     } else {
         let (result, message) = parsed
             .as_ref()
@@ -239,7 +244,7 @@ pub async fn run(args: AdminArgs) -> i32 {
             })
             .unwrap_or_else(|| ("error".into(), text.chars().take(200).collect()));
         eprintln!("error: {} {result}: {message}", status.as_u16());
-        1
+        exit::for_status(status.as_u16())
     }
 }
 
@@ -312,6 +317,14 @@ mod tests {
         ]);
         assert_eq!((m, p.as_str()), (Method::POST, "/admin/v1/campaigns"));
         assert_eq!(b.unwrap()["stock"], 3);
+        // The admin API's one time parser: a local time in a zone, sent as an instant.
+        let zoned = req(&["set-ends-at", "s1", "2030-01-01T01:00 Europe/Paris"]).2;
+        assert_eq!(zoned, Some(json!({"ends_at": "2030-01-01T00:00:00Z"})));
+        let e = T::try_parse_from(["t", "--token", "x", "set-ends-at", "s1", "soon"])
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(e.contains("Sunday 23:59 Europe/Paris"), "{e}");
         assert!(T::try_parse_from([
             "t",
             "--token",

@@ -2,4 +2,5 @@
 //! not run a server), and `flashgate token`.
 
 pub mod admin;
+pub mod exit;
 pub mod token;

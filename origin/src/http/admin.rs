@@ -94,7 +94,8 @@ pub async fn change(
     body: Body,
 ) -> ApiResult<Response> {
     let who = authorize(&headers, &state, Role::Manager, &id)?;
-    let request: ChangeRequest = extract::json_body(&headers, body).await?;
+    let request: ChangeRequest =
+        extract::json_body_with_times(&headers, body, &["ends_at"]).await?;
     let change = Change::try_from(request).map_err(ApiError::validation)?;
     if matches!(change, Change::SetWaitingRoom { .. }) {
         crate::queue::require_secret(&state)?;

@@ -51,7 +51,8 @@ pub async fn create(
     body: Body,
 ) -> ApiResult<Response> {
     let admin = extract::admin(&headers, &state, extract::Role::Manager)?;
-    let new: NewCampaign = extract::json_body(&headers, body).await?;
+    let new: NewCampaign =
+        extract::json_body_with_times(&headers, body, &["starts_at", "ends_at"]).await?;
     new.validate().map_err(ApiError::validation)?;
     if new.waiting_room.is_some() {
         crate::queue::require_secret(&state)?;

@@ -314,6 +314,79 @@ pub async fn json_body<T: DeserializeOwned>(headers: &HeaderMap, body: Body) -> 
     parse_json(&bytes)
 }
 
+/// [`json_body`] for an admin body with time fields: each of `time_fields` may take every form
+/// of the admin API's one time parser ([`crate::admin::time::parse_instant`]); a time that
+/// parses in none is 422 `validation_failed` naming the field and the accepted forms.
+pub async fn json_body_with_times<T: DeserializeOwned>(
+    headers: &HeaderMap,
+    body: Body,
+    time_fields: &[&str],
+) -> ApiResult<T> {
+    let StrictValue(mut value) = json_body(headers, body).await?;
+    crate::admin::time::normalize_times(&mut value, time_fields, chrono::Utc::now())
+        .map_err(ApiError::validation)?;
+    serde_json::from_value(value)
+        .map_err(|e| ApiError::validation(format!("body does not match the expected shape: {e}")))
+}
+
+/// A JSON value read as the typed bodies are: an object that repeats a key is refused
+/// (`serde_json::Value` alone keeps the last one).
+struct StrictValue(serde_json::Value);
+
+impl<'de> serde::Deserialize<'de> for StrictValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(StrictValue)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(StrictValue(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(items.into())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "duplicate field `{key}`"
+                )));
+            }
+            let StrictValue(v) = map.next_value()?;
+            object.insert(key, v);
+        }
+        Ok(object.into())
+    }
+}
+
 /// `axum::extract::Path` whose rejection has the documented body: a path segment that does
 /// not decode (bad percent-encoding, invalid UTF-8) names nothing that exists, so it is a 404
 /// `not_found`, never axum's plain-text 400.
