@@ -180,6 +180,11 @@ pub struct Config {
     /// turn it on in production.
     #[arg(long, env = "FLASHGATE_DEBUG_PANIC_ROUTE", default_value_t = false)]
     pub debug_panic_route: bool,
+    /// Records every request in `flashgate_http_request_duration_seconds` and writes its access
+    /// log line (docs/OPERATIONS.md). `false` leaves both out (the other metrics stay): for
+    /// measuring their cost (`bench_origin`).
+    #[arg(long, env = "FLASHGATE_REQUEST_METRICS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub request_metrics: bool,
 }
 
 /// What sits between the origin and PostgreSQL (`FLASHGATE_DB_POOLER`).
@@ -302,6 +307,7 @@ impl Config {
             db_statement_timeout_ms: 30_000,
             shutdown_timeout_ms: 30_000,
             debug_panic_route: false,
+            request_metrics: true,
         }
     }
 }

@@ -101,7 +101,9 @@ pub fn router(state: AppState) -> Router {
     if state.config.debug_panic_route {
         app = app.route("/debug/panic", get(debug_panic));
     }
-    app.merge(public)
+    let request_metrics = state.config.request_metrics;
+    let app = app
+        .merge(public)
         .merge(private)
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
@@ -119,36 +121,40 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(
             request_timeout,
             request_deadline,
-        ))
-        .layer(middleware::from_fn_with_state(
+        ));
+    let app = if request_metrics {
+        app.layer(middleware::from_fn_with_state(
             metrics,
             crate::metrics::record_request,
         ))
-        .layer(SetResponseHeaderLayer::overriding(
-            HeaderName::from_static(flashgate_shared::ANSWERED_BY_HEADER),
-            HeaderValue::from_static("origin"),
-        ))
-        .layer(
-            TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
-                let (trace_id, trace_continued) = crate::telemetry::trace::of(req.headers());
-                tracing::info_span!(
-                    "request",
-                    method = %req.method(),
-                    path = %req.uri().path(),
-                    request_id = req
-                        .headers()
-                        .get(REQUEST_ID_HEADER)
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or_default(),
-                    trace_id,
-                    trace_continued,
-                    campaign = tracing::field::Empty,
-                    outcome = tracing::field::Empty,
-                )
-            }),
-        )
-        .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(SetRequestIdLayer::x_request_id(RandomUuid))
+    } else {
+        app
+    };
+    app.layer(SetResponseHeaderLayer::overriding(
+        HeaderName::from_static(flashgate_shared::ANSWERED_BY_HEADER),
+        HeaderValue::from_static("origin"),
+    ))
+    .layer(
+        TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
+            let (trace_id, trace_continued) = crate::telemetry::trace::of(req.headers());
+            tracing::info_span!(
+                "request",
+                method = %req.method(),
+                path = %req.uri().path(),
+                request_id = req
+                    .headers()
+                    .get(REQUEST_ID_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default(),
+                trace_id,
+                trace_continued,
+                campaign = tracing::field::Empty,
+                outcome = tracing::field::Empty,
+            )
+        }),
+    )
+    .layer(PropagateRequestIdLayer::x_request_id())
+    .layer(SetRequestIdLayer::x_request_id(RandomUuid))
 }
 
 /// Makes the id of a request that came without one: a UUID v4 (RFC 9562) from `rand`'s

@@ -380,6 +380,37 @@ async fn main() {
     )
     .await;
     sold_out.print();
+    // The same leg on an origin without the request metrics (histogram and access line).
+    let off = TestOrigin::start_with(flashgate_origin::config::Config {
+        request_metrics: false,
+        ..o.config.clone()
+    })
+    .await;
+    let off_url = format!("{}/api/v1/campaigns/{c}/claims", off.url);
+    for i in 0..3 {
+        let _ = claim_request(&off.http, &off_url, &tokens[i], i as u64)
+            .send()
+            .await;
+    }
+    let sold_out_off = http_leg(
+        "sold-out answers, request metrics off".into(),
+        args.http_clients,
+        args.seconds,
+        409,
+        {
+            let tokens = tokens.clone();
+            move |h, i| claim_request(h, &off_url, &tokens[i as usize % tokens.len()], i)
+        },
+    )
+    .await;
+    sold_out_off.print();
+    println!(
+        "request metrics overhead: {:.1}% (on {:.0}/s vs off {:.0}/s; target < 5%)",
+        (1.0 - sold_out.rate() / sold_out_off.rate()) * 100.0,
+        sold_out.rate(),
+        sold_out_off.rate()
+    );
+    off.stop().await;
     let app = axum::Router::new().route(
         "/const",
         axum::routing::post(|| async {
