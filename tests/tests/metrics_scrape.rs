@@ -72,8 +72,10 @@ async fn metrics_count_every_claim_by_result_and_answerer() {
         ("route", &format!("/api/v1/campaigns/{c}/claims"))
     ));
 
-    // Every gate take answered: the sold-outs the gate gave, the ten wins and the three
-    // already-claimed ones (the memory answers and the replays never reach the gate).
+    // Every gate take answered: the sold-outs the gate gave, the ten wins, the three
+    // already-claimed ones and the five replays (a claim's idempotency record is read in the
+    // same script as the take, so a replay is found there; the memory answers never reach the
+    // gate).
     let by_gate = delta(
         "flashgate_claims_total",
         &[("result", "sold_out"), ("answered_from", "gate")],
@@ -83,7 +85,7 @@ async fn metrics_count_every_claim_by_result_and_answerer() {
             "flashgate_gate_op_duration_seconds_count",
             &[("op", "take")]
         ),
-        by_gate + 10 + 3
+        by_gate + 10 + 3 + 5
     );
     assert_eq!(
         delta(
