@@ -7,7 +7,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use flashgate_tests::stampede::{run_stampede, Args};
+use flashgate_tests::stampede::{plots, run_stampede, Args};
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -37,6 +37,17 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
         println!("report      written to {}", path.display());
+        match plots::write_all(path, &report.timeline) {
+            Ok(written) => {
+                for plot in written {
+                    println!("plot        written to {}", plot.display());
+                }
+            }
+            Err(e) => {
+                eprintln!("stampede: {e:#}");
+                return ExitCode::from(2);
+            }
+        }
     }
     if report.passed {
         ExitCode::SUCCESS

@@ -5,12 +5,14 @@
 //! - [`run`]: sends the tries with bounded concurrency, retries and backoff.
 //! - [`report`]: outcomes, timeline, latency per answerer, checks; text and JSON.
 //! - [`db`]: the invariants read back from PostgreSQL.
+//! - [`plots`]: SVG plots of the run's time series, beside the JSON report.
 //!
 //! The binary is `stampede` (tests/src/bin/stampede.rs); `stampede --help` lists the flags.
 //! All traffic goes to loopback addresses only: other targets are refused.
 
 pub mod db;
 pub mod plan;
+pub mod plots;
 pub mod queue;
 pub mod report;
 pub mod run;
@@ -105,7 +107,8 @@ pub struct Args {
     /// the edge (0 turns the check off, e.g. when the target is an origin).
     #[arg(long, default_value_t = 0.95)]
     pub min_edge_share: f64,
-    /// Write the report as JSON here.
+    /// Write the report as JSON here, and its plots beside it (`<report>-answers.svg`,
+    /// `-latency.svg`, `-remaining.svg`, and `-queue.svg` with a waiting room).
     #[arg(long)]
     pub report: Option<std::path::PathBuf>,
     /// Skip the PostgreSQL read-back (then no invariant is checked).

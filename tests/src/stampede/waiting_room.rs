@@ -69,6 +69,7 @@ pub(super) fn report(
         prequeue_seconds: args.prequeue_seconds,
     };
     let q = queue_report::compute(&opt, visits, claims);
+    super::report::series::add_queue(&mut report.timeline, visits);
     let arrived = visits.iter().filter(|v| v.join_sent_us.is_some()).count() as u64;
     report.add_check(
         "every join got a ticket (201) naming its customer and campaign",

@@ -10,6 +10,7 @@ use super::plan::{Plan, TapKind};
 
 pub mod queue;
 mod render;
+pub mod series;
 
 /// Who answered a response, from the `Flashgate-Answered-By` header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -169,6 +170,8 @@ pub struct Report {
     /// The waiting room's figures, when the crowd went through the queue (`--waiting-room`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue: Option<queue::QueueReport>,
+    /// The run as time series (answers/s, latency, remaining, the queue): what the plots draw.
+    pub timeline: series::Timeline,
     /// The origin's reconciliation of the campaign after the run
     /// (`GET /admin/v1/campaigns/{id}/reconcile`), when an admin token was given.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -240,6 +243,7 @@ pub fn compute(info: &RunInfo, plan: &Plan, outcomes: &[TryOutcome]) -> Report {
         checks: Vec::new(),
         checks_skipped: 0,
         queue: None,
+        timeline: series::timeline(info.stock, outcomes),
         reconcile: None,
         passed: true,
     };
