@@ -60,6 +60,9 @@ pub struct Handles {
     pub gate_loader: GateLoader,
     /// The waiting room's join turns (a bounded number of joins in their Redis step at once).
     pub join_turns: JoinTurns,
+    /// This origin's id and its takes in flight (pending tokens name their origin; its lease
+    /// in Redis tells the others it is alive).
+    pub takes: crate::gate::takes::Takes,
     /// Gift fulfilment metrics (lock wait, replays, provider calls, outbox lag).
     pub gift_metrics: Arc<crate::gifts::metrics::GiftMetrics>,
 }
@@ -180,6 +183,7 @@ impl AppState {
             redis,
             join_turns: JoinTurns::default(),
             gate,
+            takes: crate::gate::takes::Takes::new(),
             gift_metrics,
         })))
     }
@@ -196,6 +200,7 @@ impl AppState {
             metrics: self.metrics.clone(),
             gate_loader: self.gate_loader.clone(),
             tasks: self.tasks.clone(),
+            takes: self.takes.clone(),
             idempotency_ttl_seconds: self.config.idempotency_ttl_seconds,
         }
     }

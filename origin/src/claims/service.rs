@@ -17,6 +17,7 @@ use crate::claims::commit::Committer;
 use crate::error::{ApiError, ApiResult};
 use crate::gate::flags::SoldOutFlags;
 use crate::gate::loader::GateLoader;
+use crate::gate::takes::{InFlight, Takes};
 use crate::gate::{self, flags::Local, Begun, Take};
 use crate::idempotency::{self, Begin};
 use crate::metrics::{AnsweredFrom, Metrics};
@@ -38,6 +39,8 @@ pub struct ClaimService {
     pub gate_loader: GateLoader,
     /// The claim task of each request runs here, so shutdown joins it.
     pub tasks: TaskTracker,
+    /// This origin's takes in flight (what the orphaned-take settlement leaves alone).
+    pub takes: Takes,
     /// `FLASHGATE_IDEMPOTENCY_TTL_SECONDS`: how long a final reply is kept for its key.
     pub idempotency_ttl_seconds: u64,
 }
@@ -113,7 +116,9 @@ async fn claim_at_gate(
     let (mut redis, mut gate) = (svc.redis.clone(), svc.gate.clone());
     let c = &campaign.id;
     let fp = idempotency::fingerprint(&req.campaign, &req.body);
-    let token = gate::pending_token();
+    // Her tokens stay in flight until this request ends, so the settlement leaves them alone.
+    let mut flight = svc.takes.begin();
+    let token = flight.token().to_string();
     let (owned, begun) = {
         let mut stamp = svc.redis.clone();
         let (owned, begun) = tokio::join!(
@@ -171,7 +176,7 @@ async fn claim_at_gate(
         record: record.as_deref(),
         ttl_seconds: svc.idempotency_ttl_seconds,
     };
-    let result = decide(svc, &mut gate, campaign, req, &ticket, first, token).await;
+    let result = decide(svc, &mut gate, campaign, req, &ticket, first, &mut flight).await;
     match (&result, ticket.record) {
         (Ok((_, Recorded::Yes)), _) => {}
         // A pause or a schedule answer is not final for the key: a retry is decided again.
@@ -181,7 +186,13 @@ async fn claim_at_gate(
                 Outcome::Paused | Outcome::NotStarted | Outcome::Ended
             ) =>
         {
-            idempotency::finish_at(&mut redis, record, &fp, reply, ticket.ttl_seconds).await?;
+            // The reply stands without its record (a claim is in PostgreSQL, which a retry
+            // finds); a Redis fault here must not turn a final answer into a 503.
+            if let Err(e) =
+                idempotency::finish_at(&mut redis, record, &fp, reply, ticket.ttl_seconds).await
+            {
+                tracing::warn!(campaign = %c, error = %e, "idempotency record not written");
+            }
         }
         (_, record) => {
             // No final answer: let a retry run again (with this or another request).
@@ -230,12 +241,12 @@ async fn decide(
     req: &ClaimRequest,
     ticket: &Ticket<'_>,
     first: Take,
-    first_token: String,
+    flight: &mut InFlight,
 ) -> ApiResult<(Reply, Recorded)> {
     let c = &campaign.id;
     let fp = ticket.fp;
     let deadline = tokio::time::Instant::now() + WAIT_FOR_OTHER_TAB;
-    let (mut taken, mut token) = (first, first_token);
+    let (mut taken, mut token) = (first, flight.token().to_string());
     loop {
         let no = |reply| Ok((reply, Recorded::No));
         match taken {
@@ -286,7 +297,7 @@ async fn decide(
                 return commit_taken(svc, redis, campaign, req, ticket, &token).await;
             }
         }
-        token = gate::pending_token();
+        token = flight.renew().to_string();
         let take = gate::take(redis, c, &req.customer, &token);
         taken = svc.metrics.gate_op("take", take).await?;
     }
@@ -351,11 +362,16 @@ async fn commit_taken(
                     .zip(value.as_deref())
                     .map(|(key, value)| (key, value, ticket.ttl_seconds));
                 let confirm = gate::confirm(redis, c, &req.customer, token, &row.id, record);
-                svc.metrics.gate_op("confirm", confirm).await?;
-                let recorded = if record.is_some() {
-                    Recorded::Yes
-                } else {
-                    Recorded::No
+                // Her claim is committed: that is the answer. A confirmation lost to a Redis
+                // fault leaves her pending holder to the orphaned-take settlement (her token
+                // leaves the in-flight set when this request ends), which finds the claim.
+                let recorded = match svc.metrics.gate_op("confirm", confirm).await {
+                    Ok(_) if record.is_some() => Recorded::Yes,
+                    Ok(_) => Recorded::No,
+                    Err(e) => {
+                        tracing::warn!(campaign = %c, error = %e, "gate confirmation failed");
+                        Recorded::No
+                    }
                 };
                 return Ok((reply, recorded));
             }

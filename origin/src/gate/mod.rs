@@ -30,6 +30,7 @@ pub mod lua;
 pub mod readiness;
 pub mod settle;
 mod shards;
+pub mod takes;
 
 use lua::{BEGIN_TAKE, CONFIRM, FLAG, GIVE_BACK, TAKE, TAKE_UNIT};
 use rand::Rng;

@@ -49,6 +49,11 @@ impl RunningOrigin {
                 running = tasks.len(),
                 "shutdown deadline passed with background tasks still running"
             );
+        } else {
+            // Every request and task is done: nothing of this origin is in flight, so the
+            // others may settle what it left at once.
+            let mut gate = self.state.gate.clone();
+            let _ = crate::gate::takes::drop_lease(&mut gate, self.state.takes.origin()).await;
         }
         served
     }

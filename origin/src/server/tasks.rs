@@ -14,27 +14,46 @@
 //! - gift outbox relay (only with `FLASHGATE_GIFT_PROVIDER_URL`): about every
 //!   `FLASHGATE_GIFT_RELAY_INTERVAL_MS`, calls the provider for pending grants
 //!   ([`crate::gifts::relay::pass`]); safe with several origins relaying at once.
-//! - stale takes: every 5 s, settles takes left pending by an origin that died between the
-//!   gate and the commit ([`crate::gate::settle::settle_stale_takes`]).
+//! - orphaned takes: every second, settles takes left pending by a request of this origin
+//!   that has ended, by an origin whose lease lapsed, or for 30 s by anyone
+//!   ([`crate::gate::settle::settle_orphaned_takes`]).
+//! - the origin's lease: every second, renews this origin's lease in Redis
+//!   ([`crate::gate::takes`]), which tells the others that its pending takes are in flight.
 
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::gate::settle::settle_stale_takes;
+use crate::gate::settle::settle_orphaned_takes;
+use crate::gate::takes;
 use crate::state::AppState;
 
-/// How often the reconciler looks for stale takes.
-const RECONCILE_EVERY: Duration = Duration::from_secs(5);
+/// How often the orphaned takes are looked for.
+const SETTLE_EVERY: Duration = Duration::from_secs(1);
 
 /// Starts the background tasks.
 pub fn start(state: &AppState, stop: &CancellationToken) {
     spawn_every(
         state,
         stop,
-        RECONCILE_EVERY,
-        "settling stale takes",
-        |s| async move { settle_stale_takes(&s.db, &s.gate).await },
+        takes::LEASE_REFRESH,
+        "renewing the origin's lease",
+        |s| async move {
+            let mut gate = s.gate.clone();
+            takes::renew_lease(&mut gate, s.takes.origin()).await?;
+            Ok(0)
+        },
+    );
+    spawn_every(
+        state,
+        stop,
+        SETTLE_EVERY,
+        "settling orphaned takes",
+        |s| async move {
+            let settled = settle_orphaned_takes(&s.db, &s.gate, &s.takes).await?;
+            s.metrics.orphaned_takes_settled.inc_by(settled as u64);
+            Ok(settled)
+        },
     );
     // The hold sweeper and the promo code use sweeper run on loops of their own, so that neither
     // waits for the other.

@@ -143,6 +143,9 @@ pub struct Metrics {
     pub sweeper_expired: Counter,
     /// `flashgate_gate_loads_total`: gate loads started.
     pub gate_loads: Counter,
+    /// `flashgate_orphaned_takes_settled_total`: pending takes settled by PostgreSQL after their
+    /// request or their origin was gone ([`crate::gate::settle`]).
+    pub orphaned_takes_settled: Counter,
     /// `flashgate_guess_refusals_total`: promo code tries refused 429 by the guess limiter.
     pub guess_refusals: Counter,
     /// `flashgate_campaign_remaining{campaign}` (live campaigns only).
@@ -188,6 +191,7 @@ impl Metrics {
             pending_takes: Gauge::default(),
             sweeper_expired: Counter::default(),
             gate_loads: Counter::default(),
+            orphaned_takes_settled: Counter::default(),
             guess_refusals: Counter::default(),
             campaign_remaining: Family::default(),
             campaign_held: Family::default(),
@@ -261,6 +265,11 @@ impl Metrics {
             m.sweeper_expired.clone(),
         );
         r.register("gate_loads", "Gate loads started.", m.gate_loads.clone());
+        r.register(
+            "orphaned_takes_settled",
+            "Pending takes settled by PostgreSQL after their request or origin was gone.",
+            m.orphaned_takes_settled.clone(),
+        );
         r.register(
             "guess_refusals",
             "Promo code tries refused by the guess limiter.",
