@@ -67,7 +67,7 @@ impl ChangeLock {
     }
 }
 
-async fn try_lock(gate: &mut Gate, c: &str) -> redis::RedisResult<Option<ChangeLock>> {
+pub(super) async fn try_lock(gate: &mut Gate, c: &str) -> redis::RedisResult<Option<ChangeLock>> {
     let key = Keys::of(c).changing;
     let token = format!("{:016x}", rand::random::<u64>());
     let got: Option<String> = redis::cmd("SET")
@@ -97,15 +97,15 @@ pub async fn lock_changes(gate: &mut Gate, c: &str) -> redis::RedisResult<Option
 }
 
 /// The gate of a campaign as read in one pass over its shards.
-struct Snapshot {
+pub(super) struct Snapshot {
     remaining: Vec<i64>,
     /// Customers with an uncommitted take holding a unit, all shards.
-    pending: Vec<String>,
+    pub(super) pending: Vec<String>,
     /// The `returned` count of shard 0 before the pass (several shards).
     returned: String,
 }
 
-async fn snapshot(gate: &mut Gate, c: &str, n: u16) -> redis::RedisResult<Snapshot> {
+pub(super) async fn snapshot(gate: &mut Gate, c: &str, n: u16) -> redis::RedisResult<Snapshot> {
     let returned: Option<String> = redis::cmd("GET")
         .arg(Keys::of(c).returned)
         .query_async(gate)
@@ -138,7 +138,11 @@ async fn snapshot(gate: &mut Gate, c: &str, n: u16) -> redis::RedisResult<Snapsh
 
 /// PostgreSQL's `remaining` of `c` and how many of `customers` hold an active claim of it,
 /// from one snapshot.
-async fn pg_view(db: &Db, c: &str, customers: &[String]) -> sqlx::Result<Option<(i64, i64)>> {
+pub(super) async fn pg_view(
+    db: &Db,
+    c: &str,
+    customers: &[String],
+) -> sqlx::Result<Option<(i64, i64)>> {
     let row = sqlx::query!(
         r#"SELECT c.remaining,
                   (SELECT count(*) FROM claims a
@@ -155,7 +159,7 @@ async fn pg_view(db: &Db, c: &str, customers: &[String]) -> sqlx::Result<Option<
 }
 
 /// Customers with an active claim of `c` among `customers` (a later read than [`pg_view`]).
-async fn committed(db: &Db, c: &str, customers: &[String]) -> sqlx::Result<i64> {
+pub(super) async fn committed(db: &Db, c: &str, customers: &[String]) -> sqlx::Result<i64> {
     if customers.is_empty() {
         return Ok(0);
     }
@@ -172,7 +176,7 @@ async fn committed(db: &Db, c: &str, customers: &[String]) -> sqlx::Result<i64> 
 
 /// Units the gate still promises in `snap`: what is left plus the takes not yet committed
 /// (`done` of them have committed already, so PostgreSQL no longer counts them).
-fn promised(snap: &Snapshot, done: i64) -> i64 {
+pub(super) fn promised(snap: &Snapshot, done: i64) -> i64 {
     let pending = i64::try_from(snap.pending.len()).unwrap_or(i64::MAX);
     snap.remaining.iter().sum::<i64>() + pending - done
 }
@@ -201,7 +205,7 @@ pub async fn correct_down(
     result
 }
 
-async fn lower(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<i64, ChangeError> {
+pub(super) async fn lower(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<i64, ChangeError> {
     let before = snapshot(gate, c, n).await?;
     let Some((pg_remaining, done_before)) = pg_view(db, c, &before.pending).await? else {
         return Ok(0);

@@ -21,6 +21,7 @@
 //! under a conditional decrement of `campaigns.remaining`. When the two disagree, the gate is
 //! corrected toward PostgreSQL.
 
+pub mod audit;
 pub mod correct;
 pub mod flags;
 mod handle;
@@ -56,6 +57,9 @@ pub struct Keys {
     /// Shard 0 only: units returned so far on a campaign of several shards (a take that found
     /// every shard empty sets the flag only if no unit came back meanwhile).
     pub returned: String,
+    /// Shard 0 only: the shortfall of the gate against PostgreSQL the last audit saw
+    /// ([`audit`]), kept for a few seconds.
+    pub audit_deficit: String,
     /// `fg:{tag}:`, the prefix of every key of this shard.
     prefix: String,
 }
@@ -87,6 +91,7 @@ impl Keys {
             shards: k("shards"),
             changing: k("changing"),
             returned: k("returned"),
+            audit_deficit: k("audit_deficit"),
             prefix,
         }
     }

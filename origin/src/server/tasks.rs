@@ -17,6 +17,8 @@
 //! - orphaned takes: every second, settles takes left pending by a request of this origin
 //!   that has ended, by an origin whose lease lapsed, or for 30 s by anyone
 //!   ([`crate::gate::settle::settle_orphaned_takes`]).
+//! - the gate audit: every 2 s, on one origin at a time, compares each live campaign's gate
+//!   with PostgreSQL and repairs a count found apart ([`crate::gate::audit`]).
 //! - the origin's lease: every second, renews this origin's lease in Redis
 //!   ([`crate::gate::takes`]), which tells the others that its pending takes are in flight.
 
@@ -42,6 +44,18 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
             let mut gate = s.gate.clone();
             takes::renew_lease(&mut gate, s.takes.origin()).await?;
             Ok(0)
+        },
+    );
+    spawn_every(
+        state,
+        stop,
+        crate::gate::audit::AUDIT_EVERY,
+        "gate audit",
+        |s| async move {
+            let r = crate::gate::audit::audit_live(&s.db, &s.gate).await?;
+            s.metrics.gate_audit_lowered.inc_by(r.lowered as u64);
+            s.metrics.gate_audit_raised.inc_by(r.raised as u64);
+            Ok((r.lowered + r.raised) as usize)
         },
     );
     spawn_every(

@@ -146,6 +146,12 @@ pub struct Metrics {
     /// `flashgate_orphaned_takes_settled_total`: pending takes settled by PostgreSQL after their
     /// request or their origin was gone ([`crate::gate::settle`]).
     pub orphaned_takes_settled: Counter,
+    /// `flashgate_gate_audit_lowered_total`: units the gate audit took off gates that promised
+    /// more than PostgreSQL has ([`crate::gate::audit`]).
+    pub gate_audit_lowered: Counter,
+    /// `flashgate_gate_audit_raised_total`: units the gate audit put back on gates that had lost
+    /// them.
+    pub gate_audit_raised: Counter,
     /// `flashgate_guess_refusals_total`: promo code tries refused 429 by the guess limiter.
     pub guess_refusals: Counter,
     /// `flashgate_campaign_remaining{campaign}` (live campaigns only).
@@ -192,6 +198,8 @@ impl Metrics {
             sweeper_expired: Counter::default(),
             gate_loads: Counter::default(),
             orphaned_takes_settled: Counter::default(),
+            gate_audit_lowered: Counter::default(),
+            gate_audit_raised: Counter::default(),
             guess_refusals: Counter::default(),
             campaign_remaining: Family::default(),
             campaign_held: Family::default(),
@@ -269,6 +277,16 @@ impl Metrics {
             "orphaned_takes_settled",
             "Pending takes settled by PostgreSQL after their request or origin was gone.",
             m.orphaned_takes_settled.clone(),
+        );
+        r.register(
+            "gate_audit_lowered",
+            "Units the gate audit took off gates that promised more than PostgreSQL has.",
+            m.gate_audit_lowered.clone(),
+        );
+        r.register(
+            "gate_audit_raised",
+            "Units the gate audit put back on gates that had lost them.",
+            m.gate_audit_raised.clone(),
         );
         r.register(
             "guess_refusals",
