@@ -78,13 +78,17 @@ CFG
 }
 
 balancer_up() {
-  local state="$1" port stats_port pid i up; shift
+  local state="$1" port="" stats_port pid i up; shift
   [ "$#" -ge 1 ] || fg_die "balancer_up: no origin URL"
   fg_need_cmd haproxy haproxy
+  # A running HAProxy is restarted with the origins given, on its own port again when that is
+  # free, so the URL in .dev/env and the edge's origin URL stay valid.
   if fg_pid_alive "$state/balancer.pid" && [ -s "$state/balancer.url" ]; then
+    port="$(sed -n 's|^http://127\.0\.0\.1:\([0-9][0-9]*\)$|\1|p' "$state/balancer.url")"
     fg_stop_pid "$state/balancer.pid" 5
+    if [ -n "$port" ] && fg_port_open 127.0.0.1 "$port"; then port=""; fi
   fi
-  port="$(fg_free_port)"
+  [ -n "$port" ] || port="$(fg_free_port)"
   stats_port="$(fg_free_port)"
   [ "$port" != "$stats_port" ] || stats_port="$(fg_free_port)"
   _balancer_config "$port" "$stats_port" "$@" >"$state/haproxy.cfg"

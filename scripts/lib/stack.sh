@@ -160,9 +160,15 @@ edge_up() {
     fg_log "edge: not available (scripts/lib/edge.sh missing or FLASHGATE_NO_EDGE=1); origin only"
     return 0
   fi
+  # A running edge is kept when it forwards to this origin URL (.dev/edge.origin); one left
+  # pointing at another (a balancer restarted on another port) is restarted.
   if fg_pid_alive "$state/edge.pid" && [ -s "$state/edge.url" ]; then
-    FLASHGATE_EDGE_URL="$(cat "$state/edge.url")"
-    fg_log "edge already running at $FLASHGATE_EDGE_URL"; return 0
+    if [ "$(cat "$state/edge.origin" 2>/dev/null)" = "$FLASHGATE_ORIGIN_URL" ]; then
+      FLASHGATE_EDGE_URL="$(cat "$state/edge.url")"
+      fg_log "edge already running at $FLASHGATE_EDGE_URL"; return 0
+    fi
+    fg_log "edge: restarting it in front of $FLASHGATE_ORIGIN_URL (it forwarded to $(cat "$state/edge.origin" 2>/dev/null || echo 'an unknown origin'))"
+    if declare -F edge_stop >/dev/null; then edge_stop "$state/edge.pid"; else fg_stop_pid "$state/edge.pid"; fi
   fi
   if [ "${FLASHGATE_SKIP_EDGE_BUILD:-0}" != "1" ]; then
     edge_tools_install || fg_die "installing the edge tools failed"
@@ -175,6 +181,7 @@ edge_up() {
   edge_start "$FLASHGATE_ORIGIN_URL" "$edge_port" "$state/edge.pid" "$state/edge.url" \
     || fg_die "the edge worker did not start (log: $state/edge.pid.log)"
   FLASHGATE_EDGE_URL="$(cat "$state/edge.url")"
+  echo "$FLASHGATE_ORIGIN_URL" >"$state/edge.origin"
   fg_log "edge ready at $FLASHGATE_EDGE_URL"
 }
 
@@ -231,7 +238,7 @@ stack_stop_servers() {
     fg_log "stopping the edge worker"
     if declare -F edge_stop >/dev/null; then edge_stop "$state/edge.pid"; else fg_stop_pid "$state/edge.pid"; fi
   fi
-  rm -f "$state/edge.url"
+  rm -f "$state/edge.url" "$state/edge.origin"
   balancer_down "$state"
   local pidfile name
   for pidfile in "$state"/origin.pid "$state"/origin-*.pid; do

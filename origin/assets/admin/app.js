@@ -1,17 +1,26 @@
-// flashgate dashboard: campaigns with live counts, a claims-per-second chart, and the
-// manager's actions (pause, resume, restock, close) with a confirmation step. It only calls
+// flashgate dashboard: campaigns with live counts (filtered by state and name, a page at a
+// time), the selected campaign's per-second chart drawn from the origin's series (claims,
+// sold-out answers, remaining over the last minutes, so a spike stays visible after it), its
+// audit trail, and the manager's actions (pause, resume, restock, close) with a confirmation
+// step. It only calls
 // the origin's admin API (/admin/v1/...) with the token the manager pasted, which stays in
 // this tab's sessionStorage. Everything from the API is written with textContent, never as HTML.
 "use strict";
 
 const TOKEN_KEY = "flashgate.adminToken";
 const POLL_MS = 1000;
-const HISTORY = 120; // samples kept per campaign for the chart (two minutes at 1/s)
+const HISTORY = 2; // samples kept per campaign for its claims/s column (the last poll's delta)
+const PAGE_SIZE = 25; // campaigns per page
+const LISTED_MAX = 500; // most campaigns GET /admin/v1/campaigns lists (the newest)
+const SERIES_SECONDS = 300; // the chart's span (GET .../series?seconds=)
 
 const $ = (sel) => document.querySelector(sel);
 const rows = new Map(); // campaign id -> {tr, cells}
 const history = new Map(); // campaign id -> [{t, total, rate}]
 let selected = null;
+let campaigns = []; // the last list the origin sent, newest first
+let page = 0;
+let series = null; // the selected campaign's last series
 let pollTimer = null;
 let pendingConfirm = null;
 
@@ -81,7 +90,9 @@ function makeRow(c) {
   }
   cells.badge = el("span", "badge");
   cells.state.append(cells.badge);
-  const actions = el("td", "actions");
+  const actionsCell = el("td", "actions");
+  const actions = el("div", "buttons");
+  actionsCell.append(actions);
   cells.pause = button("Pause", "pause", c.id);
   cells.resume = button("Resume", "resume", c.id);
   cells.add = numberInput("10", "units to add to " + c.id);
@@ -95,12 +106,11 @@ function makeRow(c) {
   cells.waitingRoom = button("Set waiting room", "waiting_room", c.id);
   actions.append(cells.pause, cells.resume, cells.add, cells.restock, cells.close,
                  cells.pauseAdmission, cells.resumeAdmission, cells.admit, cells.waitingRoom);
-  tr.append(actions);
+  tr.append(actionsCell);
   tr.addEventListener("click", (ev) => {
     if (ev.target.closest("button, input")) return;
     select(c.id);
   });
-  $("#campaigns tbody").append(tr);
   return { tr, cells };
 }
 
@@ -114,13 +124,26 @@ function rateOf(id, total, now) {
   return rate;
 }
 
-function render(list) {
-  const now = Date.now();
+// The campaigns the filters keep: a state (the select) and a piece of the id or name.
+function filtered() {
+  const state = $("#filter-state").value;
+  const q = $("#filter-name").value.trim().toLowerCase();
+  return campaigns.filter((c) => (!state || c.state === state) &&
+    (!q || c.id.includes(q) || (c.name || "").toLowerCase().includes(q)));
+}
+
+function render() {
+  const shown = filtered();
+  const pages = Math.max(1, Math.ceil(shown.length / PAGE_SIZE));
+  page = Math.min(page, pages - 1);
+  const list = shown.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE);
   const seen = new Set();
+  const tbody = $("#campaigns tbody");
   for (const c of list) {
     seen.add(c.id);
     const row = rows.get(c.id) || makeRow(c);
     rows.set(c.id, row);
+    tbody.append(row.tr); // moves an existing row into the list's order
     row.waitingRoom = c.waiting_room;
     const k = row.cells;
     const counts = c.counts || {};
@@ -134,7 +157,8 @@ function render(list) {
     k.held.textContent = counts.held;
     k.done.textContent = c.kind === "sale" ? counts.paid : counts.issued + counts.redeemed;
     k.minute.textContent = counts.claims_last_minute;
-    k.rate.textContent = rateOf(c.id, counts.claims_total, now).toFixed(1);
+    const h = history.get(c.id) || [];
+    k.rate.textContent = (h.length ? h[h.length - 1].rate : 0).toFixed(1);
     const ended = c.state === "ended";
     k.pause.hidden = c.paused; k.resume.hidden = !c.paused;
     k.pause.disabled = ended; k.resume.disabled = ended; k.close.disabled = ended;
@@ -147,11 +171,22 @@ function render(list) {
     k.resumeAdmission.hidden = !c.waiting_room || !(q && q.paused);
   }
   for (const [id, row] of rows) {
-    if (!seen.has(id)) { row.tr.remove(); rows.delete(id); history.delete(id); }
+    if (!seen.has(id)) { row.tr.remove(); rows.delete(id); }
   }
-  $("#empty").hidden = list.length > 0;
+  const known = new Set(campaigns.map((c) => c.id));
+  for (const id of history.keys()) if (!known.has(id)) history.delete(id);
+  const empty = $("#empty");
+  empty.hidden = list.length > 0;
+  empty.textContent = campaigns.length ? "No campaign matches the filter." : "No campaigns yet.";
+  const newest = campaigns.length >= LISTED_MAX ? " (the newest " + LISTED_MAX + ")" : "";
+  $("#count").textContent = (shown.length === campaigns.length
+    ? campaigns.length + " campaigns" : shown.length + " of " + campaigns.length + " campaigns") + newest;
+  $("#page-info").textContent = "page " + (page + 1) + " of " + pages;
+  $("#page-prev").disabled = page === 0;
+  $("#page-next").disabled = page >= pages - 1;
   if (!selected && list.length) select(list[0].id);
-  drawChart();
+  else if (selected && !known.has(selected)) select(list.length ? list[0].id : null);
+  for (const [cid, row] of rows) row.tr.classList.toggle("selected", cid === selected);
 }
 
 function select(id) {
@@ -159,8 +194,35 @@ function select(id) {
   for (const [cid, row] of rows) row.tr.classList.toggle("selected", cid === id);
   $("#detail").hidden = !id;
   $("#detail-name").textContent = id || "";
+  series = null;
   drawChart();
+  loadSeries();
   loadAudit();
+}
+
+async function loadSeries() {
+  const id = selected;
+  if (!id) return;
+  try {
+    const data = await api("GET", "/admin/v1/campaigns/" + encodeURIComponent(id) +
+      "/series?seconds=" + SERIES_SECONDS);
+    if (id !== selected) return; // another campaign was selected meanwhile
+    series = data;
+  } catch (err) {
+    series = null;
+    $("#chart-sum").textContent = "series: " + err.message;
+  }
+  drawChart();
+}
+
+// What an audit entry changed: every fact whose value differs between before and after
+// ("paused false → true", "stock 25 → 32"); a create lists the facts it set.
+function changedFacts(e) {
+  const before = e.before || {}, after = e.after || {};
+  const keys = Object.keys(after).filter((k) => JSON.stringify(before[k]) !== JSON.stringify(after[k]));
+  if (!keys.length) return "no fact changed";
+  const show = (v) => (v === undefined || v === null ? "–" : typeof v === "object" ? JSON.stringify(v) : String(v));
+  return keys.map((k) => e.before ? k + " " + show(before[k]) + " → " + show(after[k]) : k + " " + show(after[k])).join(", ");
 }
 
 async function loadAudit() {
@@ -170,8 +232,7 @@ async function loadAudit() {
     const data = await api("GET", "/admin/v1/campaigns/" + encodeURIComponent(selected) + "/audit");
     ol.replaceChildren(...data.entries.slice(0, 10).map((e) => {
       const params = Object.keys(e.params || {}).length ? " " + JSON.stringify(e.params) : "";
-      return el("li", null, e.at + " · " + e.actor + " · " + e.action + params +
-        " · remaining " + (e.before ? e.before.remaining : "–") + " → " + e.after.remaining);
+      return el("li", null, e.at + " · " + e.actor + " · " + e.action + params + " · " + changedFacts(e));
     }));
     if (!data.entries.length) ol.replaceChildren(el("li", null, "no changes yet"));
   } catch (err) {
@@ -179,30 +240,48 @@ async function loadAudit() {
   }
 }
 
+// The selected campaign's series: claims/s and sold-out answers/s on the left axis, remaining
+// on the right one, the last SERIES_SECONDS seconds. The figures drawn are also kept in the
+// canvas's data attributes (the browser test reads them).
 function drawChart() {
   const canvas = $("#chart");
   const ctx = canvas.getContext("2d");
-  const w = canvas.width, h = canvas.height, pad = 36;
+  const w = canvas.width, h = canvas.height, left = 40, right = 52, top = 10, bottom = 22;
   ctx.clearRect(0, 0, w, h);
-  const h0 = (selected && history.get(selected)) || [];
-  const max = Math.max(1, ...h0.map((p) => p.rate));
+  const s = series && series.campaign === selected ? series : null;
+  const n = s ? s.seconds : SERIES_SECONDS;
+  const claims = s ? s.claims : [], soldOut = s ? s.sold_out : [], remaining = s ? s.remaining : [];
+  const max = Math.max(1, ...claims, ...soldOut);
+  const maxRem = Math.max(1, ...remaining);
+  const x = (i) => left + (w - left - right) * i / Math.max(1, n - 1);
+  const y = (v, m) => top + (h - top - bottom) * (1 - v / m);
   ctx.strokeStyle = "#e4e7ec"; ctx.fillStyle = "#667085"; ctx.font = "11px system-ui";
   for (let i = 0; i <= 4; i++) {
-    const y = pad / 2 + (h - pad) * i / 4;
-    ctx.beginPath(); ctx.moveTo(pad, y); ctx.lineTo(w - 8, y); ctx.stroke();
-    ctx.fillText((max * (4 - i) / 4).toFixed(max < 4 ? 1 : 0), 4, y + 4);
+    const yy = top + (h - top - bottom) * i / 4;
+    ctx.beginPath(); ctx.moveTo(left, yy); ctx.lineTo(w - right, yy); ctx.stroke();
+    ctx.fillText((max * (4 - i) / 4).toFixed(max < 4 ? 1 : 0), 4, yy + 4);
+    ctx.fillText(Math.round(maxRem * (4 - i) / 4), w - right + 6, yy + 4);
   }
-  ctx.fillText("−2 min", pad, h - 4);
-  ctx.fillText("now", w - 30, h - 4);
-  if (h0.length < 2) return;
-  ctx.strokeStyle = "#2f6fed"; ctx.lineWidth = 2; ctx.beginPath();
-  h0.forEach((p, i) => {
-    const x = pad + (w - 8 - pad) * (HISTORY - h0.length + i) / (HISTORY - 1);
-    const y = pad / 2 + (h - pad) * (1 - p.rate / max);
-    if (i === 0) ctx.moveTo(x, y); else ctx.lineTo(x, y);
-  });
-  ctx.stroke();
-  ctx.lineWidth = 1;
+  ctx.fillText("−" + Math.round(n / 60) + " min", left, h - 6);
+  ctx.fillText("now", w - right - 22, h - 6);
+  const line = (values, m, color, dash) => {
+    if (values.length < 2) return;
+    ctx.strokeStyle = color; ctx.lineWidth = 2; ctx.setLineDash(dash); ctx.beginPath();
+    values.forEach((v, i) => (i ? ctx.lineTo(x(i), y(v, m)) : ctx.moveTo(x(i), y(v, m))));
+    ctx.stroke(); ctx.setLineDash([]); ctx.lineWidth = 1;
+  };
+  line(remaining, maxRem, "#98a2b3", [4, 3]);
+  line(soldOut, max, "#c4320a", []);
+  line(claims, max, "#2f6fed", []);
+  const sum = (a) => a.reduce((t, v) => t + v, 0);
+  canvas.dataset.points = String(claims.length);
+  canvas.dataset.claimsPeak = String(claims.length ? Math.max(...claims) : 0);
+  canvas.dataset.claimsTotal = String(sum(claims));
+  canvas.dataset.soldOutTotal = String(sum(soldOut));
+  canvas.dataset.remainingPeak = String(remaining.length ? Math.max(...remaining) : "");
+  canvas.dataset.remainingLast = String(remaining.length ? remaining[remaining.length - 1] : "");
+  $("#chart-sum").textContent = s ? "· " + sum(claims) + " claims, peak " + Math.max(0, ...claims) +
+    "/s, " + sum(soldOut) + " sold-out answers in the last " + Math.round(n / 60) + " min" : "";
 }
 
 async function poll() {
@@ -210,7 +289,11 @@ async function poll() {
   if (!token()) return;
   try {
     const data = await api("GET", "/admin/v1/campaigns");
-    render(data.campaigns);
+    campaigns = data.campaigns;
+    const now = Date.now();
+    for (const c of campaigns) rateOf(c.id, (c.counts || {}).claims_total, now);
+    render();
+    loadSeries();
     if (!$("#notice").classList.contains("error") || $("#notice").dataset.kind === "poll") {
       notice("Live · " + data.campaigns.length + " campaigns · updated " + new Date().toLocaleTimeString());
       $("#notice").dataset.kind = "poll";
@@ -282,7 +365,7 @@ document.addEventListener("DOMContentLoaded", () => {
     sessionStorage.removeItem(TOKEN_KEY);
     clearTimeout(pollTimer);
     for (const row of rows.values()) row.tr.remove();
-    rows.clear(); history.clear(); selected = null;
+    rows.clear(); history.clear(); selected = null; campaigns = []; series = null;
     $("#detail").hidden = true;
     notice("Token forgotten. Paste a manager token to load the campaigns.");
   });
@@ -290,6 +373,10 @@ document.addEventListener("DOMContentLoaded", () => {
     const b = ev.target.closest("button[data-action]");
     if (b) act(b.dataset.action, b.dataset.campaign);
   });
+  $("#filter-state").addEventListener("change", () => { page = 0; render(); });
+  $("#filter-name").addEventListener("input", () => { page = 0; render(); });
+  $("#page-prev").addEventListener("click", () => { page = Math.max(0, page - 1); render(); });
+  $("#page-next").addEventListener("click", () => { page += 1; render(); });
   $("#confirm-no").addEventListener("click", closeConfirm);
   $("#confirm-yes").addEventListener("click", () => {
     const run = pendingConfirm;

@@ -4,6 +4,8 @@
 //! - `PATCH /admin/v1/campaigns/{id}` — pause, resume, close, restock, set stock, move the end,
 //!   set the waiting room, pause or resume its admission (manager);
 //! - `GET /admin/v1/campaigns/{id}/audit` — the audit trail, newest first (viewer);
+//! - `GET /admin/v1/campaigns/{id}/series` — claims, sold-out answers and remaining per
+//!   second over the last minutes (viewer; [`crate::admin::series`]);
 //! - `GET /admin` — the dashboard ([`dashboard`]).
 //!
 //! Every call needs an admin token: 401 without one, 403 with an unknown one or a viewer token
@@ -14,7 +16,8 @@ pub mod idempotency;
 
 use super::extract::Path;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -24,7 +27,7 @@ use flashgate_shared::api::is_valid_slug;
 use super::extract::{self, Admin, Role};
 use crate::admin::audit;
 use crate::admin::toggles::{self, Applied, Change, ChangeRequest, GateFollow};
-use crate::admin::views;
+use crate::admin::{series, views};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -81,6 +84,42 @@ pub async fn audit_trail(
         entries,
     })
     .into_response())
+}
+
+/// The query of [`series_of`]: `?seconds=N`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeriesQuery {
+    /// Seconds back from now (1 to [`series::MAX_SECONDS`]; default
+    /// [`series::DEFAULT_SECONDS`]).
+    pub seconds: Option<i64>,
+}
+
+/// 200 with the campaign's per-second series ([`series::CampaignSeries`]); 404 when the
+/// campaign is unknown; 422 `validation_failed` for `seconds` outside 1..=600 or another
+/// query parameter.
+pub async fn series_of(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    q: Result<Query<SeriesQuery>, QueryRejection>,
+) -> ApiResult<Response> {
+    authorize(&headers, &state, Role::Viewer, &id)?;
+    let bad = || {
+        ApiError::validation(format!(
+            "the query must be ?seconds=N with N a whole number from 1 to {}",
+            series::MAX_SECONDS
+        ))
+    };
+    let Query(q) = q.map_err(|_| bad())?;
+    let seconds = q.seconds.unwrap_or(series::DEFAULT_SECONDS);
+    if !(1..=series::MAX_SECONDS).contains(&seconds) {
+        return Err(bad());
+    }
+    let body = series::read(&state.db, &state.metrics.sold_out_series, &id, seconds)
+        .await?
+        .ok_or_else(|| extract::no_campaign(&id))?;
+    Ok(Json(body).into_response())
 }
 
 /// Applies one change (manager token). 200 with [`ChangeReply`]; 404 unknown campaign; 409

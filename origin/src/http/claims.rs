@@ -9,6 +9,7 @@ use flashgate_shared::api::{codes, is_valid_slug, parse_claim_body, ClaimReply};
 use super::extract::{self, Path};
 use crate::claims::{service, store};
 use crate::error::{ApiError, ApiResult};
+use crate::reply::{Outcome, Reply};
 use crate::state::AppState;
 
 /// Claims one unit for the customer of the token. Checks, in the order the code runs them: the
@@ -28,8 +29,7 @@ pub async fn create(
     body: Body,
 ) -> ApiResult<Response> {
     state.metrics.claim_requests.inc();
-    let span = tracing::Span::current();
-    span.record("campaign", campaign.as_str());
+    tracing::Span::current().record("campaign", campaign.as_str());
     let body = extract::signed_post_body(&state, &uri, &headers, body).await?;
     extract::require_json(&headers)?;
     let customer = extract::customer(&headers, &state).await?;
@@ -61,7 +61,7 @@ pub async fn create(
                 )
                 .await;
                 if let Some(reply) = recorded {
-                    span.record("outcome", reply.outcome.as_str());
+                    answered(&state, &campaign, &reply);
                     return Ok(reply.into_response());
                 }
             }
@@ -71,7 +71,7 @@ pub async fn create(
     // Sold out from memory (or not active): answered before the claim path's handles are
     // cloned for the gate.
     if let Some(reply) = service::answer_early(&state.flags, &state.metrics, &row, &customer) {
-        span.record("outcome", reply.outcome.as_str());
+        answered(&state, &campaign, &reply);
         return Ok(reply.into_response());
     }
     let reply = service::claim(
@@ -85,7 +85,7 @@ pub async fn create(
         },
     )
     .await?;
-    span.record("outcome", reply.outcome.as_str());
+    answered(&state, &campaign, &reply);
     if let (Some(seq), true) = (admitted, reply.status == StatusCode::CREATED) {
         let mut redis = state.redis.clone();
         if let Err(e) = crate::queue::store::mark_used(&mut redis, &campaign, seq).await {
@@ -93,6 +93,15 @@ pub async fn create(
         }
     }
     Ok(reply.into_response())
+}
+
+/// Records the outcome of a claim's answer in the request span and counts a `sold_out` in the
+/// dashboard's per-second series ([`crate::telemetry::series`]).
+fn answered(state: &AppState, campaign: &str, reply: &Reply) {
+    tracing::Span::current().record("outcome", reply.outcome.as_str());
+    if reply.outcome == Outcome::SoldOut {
+        state.metrics.sold_out_series.record_now(campaign);
+    }
 }
 
 /// Her active claim on the campaign: 200 `{"result":"claimed","claim":{…}}`, 404 when she has

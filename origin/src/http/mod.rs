@@ -92,6 +92,7 @@ pub fn router(state: AppState) -> Router {
             get(admin::show).patch(admin::change).layer(once()),
         )
         .route("/admin/v1/campaigns/{id}/audit", get(admin::audit_trail))
+        .route("/admin/v1/campaigns/{id}/series", get(admin::series_of))
         .merge(crate::gifts::http::routes(&state))
         .layer(SetResponseHeaderLayer::overriding(
             header::CACHE_CONTROL,

@@ -162,6 +162,9 @@ pub struct Metrics {
     pub queue_length: Family<CampaignLabels, Gauge>,
     /// `flashgate_queue_now_serving{campaign}`: the highest admitted place (live waiting rooms).
     pub queue_now_serving: Family<CampaignLabels, Gauge>,
+    /// `sold_out` answers of this origin per campaign and second (the dashboard's series; not
+    /// exported to Prometheus, which has `flashgate_claims_total{result="sold_out"}`).
+    pub sold_out_series: super::series::AnswerSeries,
 }
 
 impl Default for Metrics {
@@ -205,6 +208,7 @@ impl Metrics {
             campaign_held: Family::default(),
             queue_length: Family::default(),
             queue_now_serving: Family::default(),
+            sold_out_series: Default::default(),
         };
         // The claim route's series exist from the start, at 0: Prometheus computes a rate only
         // between two samples, so a series born in the middle of a burst would hide the burst.

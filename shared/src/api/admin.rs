@@ -1,5 +1,6 @@
 //! Admin API bodies (`/admin/v1/...`): the campaign as managers see it with live counts, the
-//! change request and its reply, the audit trail, and the reconcile report. The origin
+//! change request and its reply, the audit trail, the per-second series, and the reconcile
+//! report. The origin
 //! computes them; the admin CLI and the tests read and send these same types.
 //!
 //! With the `sqlx` feature (the origin's), [`Counts`] and [`AuditEntry`] also read straight
@@ -258,6 +259,28 @@ pub struct ChangeReply {
     pub audit: Option<AuditEntry>,
     /// How the Redis gate followed.
     pub gate: GateFollow,
+}
+
+/// `GET /admin/v1/campaigns/{id}/series` 200 body: a campaign's answers and units, one value
+/// per second over the last `seconds` seconds (oldest first; the last is the current second,
+/// still counting). The three arrays have `seconds` values each.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CampaignSeries {
+    /// The campaign id.
+    pub campaign: String,
+    /// The first second of the series (RFC 3339 UTC, whole seconds); value `i` is the second
+    /// `from + i` seconds.
+    pub from: DateTime<Utc>,
+    /// Seconds in the series (1 to 600).
+    pub seconds: i64,
+    /// Claims made in each second, by every origin (rows of PostgreSQL's `claims`).
+    pub claims: Vec<i64>,
+    /// `sold_out` answers this origin gave in each second (counted in its memory: the other
+    /// origins' and the edge's own sold-out answers are not in it).
+    pub sold_out: Vec<i64>,
+    /// Units remaining at the end of each second, by the claims, returned holds and manager
+    /// changes PostgreSQL recorded since.
+    pub remaining: Vec<i64>,
 }
 
 /// `PATCH /admin/v1/codes/{code}` 200 body.

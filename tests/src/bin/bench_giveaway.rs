@@ -15,6 +15,7 @@ use clap::Parser;
 use flashgate_origin::gate;
 use flashgate_origin::gate::Gate;
 use flashgate_origin::redis_conn::RedisConn;
+use flashgate_tests::stampede::progress::Progress;
 use flashgate_tests::support::{claim_at, TestOrigin};
 use hdrhistogram::Histogram;
 
@@ -107,6 +108,10 @@ async fn giveaway(args: &Args) {
     let probe = tokio::spawn(ping_probe(r.clone(), stop.clone(), sold.clone()));
     let next = Arc::new(AtomicU64::new(0));
     let unsold_at_first = Arc::new(AtomicU64::new(u64::MAX));
+    // Planned: one try per unit (each client's last try is its sold_out); every try is a new
+    // customer, so every 201 is a winner.
+    let progress = Progress::new("giveaway", args.units as u64, 0);
+    let reporter = progress.report(Duration::from_secs(5));
     let started = Instant::now();
     let workers: Vec<_> = (0..args.clients)
         .map(|w| {
@@ -119,13 +124,16 @@ async fn giveaway(args: &Args) {
             );
             let config = o.config.clone();
             let mut r = r.clone();
+            let progress = progress.clone();
             tokio::spawn(async move {
                 let mut won = 0u64;
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let who = format!("b{w}-{i}");
                     let token = flashgate_tests::support::token_for(&config, &who);
+                    progress.sent();
                     let (s, b) = claim_at(&http, &url, &token, &c, "k").await;
+                    progress.answered(0, false, s == 201);
                     match s {
                         201 => won += 1,
                         409 if b["result"] == "sold_out" => {
@@ -151,6 +159,7 @@ async fn giveaway(args: &Args) {
         winners += w.await.unwrap();
     }
     let secs = started.elapsed().as_secs_f64();
+    reporter.finish().await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     stop.store(true, Ordering::Relaxed);
     let (before, across) = probe.await.unwrap();

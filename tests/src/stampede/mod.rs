@@ -6,6 +6,7 @@
 //! - [`report`]: outcomes, timeline, latency per answerer, checks; text and JSON.
 //! - [`db`]: the invariants read back from PostgreSQL.
 //! - [`plots`]: SVG plots of the run's time series, beside the JSON report.
+//! - [`progress`]: the live progress line while the tries are sent.
 //!
 //! The binary is `stampede` (tests/src/bin/stampede.rs); `stampede --help` lists the flags.
 //! All traffic goes to loopback addresses only: other targets are refused.
@@ -13,6 +14,7 @@
 pub mod db;
 pub mod plan;
 pub mod plots;
+pub mod progress;
 pub mod queue;
 pub mod report;
 pub mod run;
@@ -151,6 +153,10 @@ pub struct Args {
     /// stock). `FLASHGATE_GATE_SHARDS` sets it for a whole script (e.g. the cluster demo).
     #[arg(long, env = "FLASHGATE_GATE_SHARDS")]
     pub gate_shards: Option<i64>,
+    /// When stderr is not a terminal, a progress line every this many seconds (0: none). On a
+    /// terminal the progress is a live bar instead.
+    #[arg(long, default_value_t = 5.0)]
+    pub progress_seconds: f64,
 }
 
 /// Refuses any URL whose host is not a loopback address.
@@ -324,13 +330,24 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         max_backoff: Duration::from_millis(args.max_backoff_ms),
         request_timeout: Duration::from_secs_f64(args.request_timeout),
         max_duration: Duration::from_secs_f64(args.max_duration),
+        progress: progress::Progress::new(
+            "stampede",
+            plan.tries.len() as u64,
+            plan.customers as usize,
+        ),
     };
-    let (outcomes, visits) = if args.waiting_room {
-        let (visits, claims) = waiting_room::play(args, &campaign.id, send, &plan, auth).await?;
-        (claims, Some(visits))
+    let reporter = send
+        .progress
+        .report(Duration::from_secs_f64(args.progress_seconds.max(0.0)));
+    let sent = if args.waiting_room {
+        waiting_room::play(args, &campaign.id, send, &plan, auth)
+            .await
+            .map(|(visits, claims)| (claims, Some(visits)))
     } else {
-        (run::send_all(send, &plan, auth).await?, None)
+        run::send_all(send, &plan, auth).await.map(|o| (o, None))
     };
+    reporter.finish().await;
+    let (outcomes, visits) = sent?;
 
     let mut report = report::compute(
         &report::RunInfo {

@@ -11,6 +11,7 @@ use tokio::sync::Semaphore;
 use tokio::time::{sleep, sleep_until, Instant};
 
 use super::plan::{Plan, PlannedTry};
+use super::progress::Progress;
 use super::report::{Answerer, TryOutcome, NOT_SENT, TRANSPORT_ERROR};
 
 /// How the tries are sent.
@@ -29,6 +30,8 @@ pub struct SendConfig {
     pub request_timeout: Duration,
     /// No try is sent after this long; no retry starts after it either.
     pub max_duration: Duration,
+    /// The live progress line's counters (each try counted when first sent and when answered).
+    pub progress: Arc<Progress>,
 }
 
 /// Backoff before retry number `retry` (1-based): the server's `Retry-After` when it gave one,
@@ -81,6 +84,7 @@ pub(super) async fn one_try(
 ) -> TryOutcome {
     let key = format!("{}-{}", cfg.key_prefix, t.key);
     let mut o = not_sent(&t);
+    cfg.progress.sent();
     loop {
         o.attempts += 1;
         let start = Instant::now();
@@ -166,6 +170,8 @@ pub(super) async fn one_try(
         }
         sleep(wait).await;
     }
+    cfg.progress
+        .answered(t.customer, o.answered_by == Answerer::Edge, o.status == 201);
     o
 }
 

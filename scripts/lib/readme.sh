@@ -1,0 +1,42 @@
+# shellcheck shell=bash
+# README.md's shell examples run as written, against a running dev stack. Source after
+# scripts/lib/common.sh.
+#
+#   readme_block MARKER         prints the first ```sh block after the README line that is
+#                               exactly MARKER (e.g. "Try it by hand:")
+#   readme_run MARKER ENV LOG   runs that block with bash -euo pipefail in a scratch folder laid
+#                               out like a clone whose `scripts/dev up` wrote ENV: `.dev/env` is
+#                               ENV, `target/release` and `target/debug` are this build's debug
+#                               binaries (the block names target/release/…). Output (stdout and
+#                               stderr) in LOG; returns the block's exit status.
+#   readme_expect LOG TEXT...   true when LOG contains every TEXT (fixed strings); else names
+#                               the first one missing.
+
+readme_block() {
+  awk -v m="$1" '$0 == m { found = 1; next }
+                 found && /^```sh$/ { inside = 1; next }
+                 inside && /^```$/ { exit }
+                 inside { print }' "$FG_ROOT/README.md"
+}
+
+readme_run() {
+  local marker="$1" env="$2" log="$3" block scratch rc=0
+  block="$(readme_block "$marker")"
+  [ -n "$block" ] || { fg_log "README.md has no sh block after '$marker'"; return 1; }
+  scratch="$(mktemp -d)"
+  mkdir -p "$scratch/.dev" "$scratch/target"
+  ln -s "$env" "$scratch/.dev/env"
+  ln -s "$(fg_target_dir)/debug" "$scratch/target/release"
+  ln -s "$(fg_target_dir)/debug" "$scratch/target/debug"
+  (cd "$scratch" && bash -euo pipefail -c "$block") >"$log" 2>&1 || rc=$?
+  rm -rf "$scratch"
+  return "$rc"
+}
+
+readme_expect() {
+  local log="$1" want
+  shift
+  for want in "$@"; do
+    grep -qF -- "$want" "$log" || { fg_log "README example: no '$want' in its output ($log)"; return 1; }
+  done
+}
