@@ -330,7 +330,7 @@ async fn unsigned_client_ip_headers_are_ignored_and_the_tcp_peer_is_used() {
     let mut redis = o.origin.state.redis.clone();
     let exists = |ip: &str| {
         redis::cmd("EXISTS")
-            .arg(format!("fg:guess:ip:{ip}"))
+            .arg(flashgate_origin::promo::guess::ip_bucket_key(ip))
             .clone()
     };
     let spoofed_bucket: i64 = exists(&spoofed).query_async(&mut redis).await.unwrap();
