@@ -74,6 +74,15 @@ async fn won(o: &TestOrigin, c: &str, customer: &str, key: &str) -> Value {
     b["claim"].clone()
 }
 
+/// An origin with a sale of `stock` units held 600 s, and the hold of one fresh customer
+/// (named after `who`) on it: the origin, the sale's id and the claim's id.
+async fn sale_with_one_hold(stock: i64, who: &str) -> (TestOrigin, String, String) {
+    let (o, c) = origin_with_sale(stock, 600).await;
+    let claim = won(&o, &c, &unique(who), "k").await;
+    let id = claim["id"].as_str().expect("claim id").to_string();
+    (o, c, id)
+}
+
 async fn status_of(o: &TestOrigin, claim: &str) -> String {
     sqlx::query_scalar("SELECT status FROM claims WHERE id = $1")
         .bind(claim)
@@ -176,9 +185,7 @@ async fn expired_hold_goes_to_the_next_customer_and_the_late_pay_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_concurrent_releases_return_the_unit_once() {
-    let (o, c) = origin_with_sale(5, 600).await;
-    let claim = won(&o, &c, &unique("cy"), "k").await;
-    let id = claim["id"].as_str().unwrap().to_string();
+    let (o, c, id) = sale_with_one_hold(5, "cy").await;
     assert_eq!(o.remaining(&c).await, 4);
 
     let replies = join_all((0..3).map(|_| release(&o, &id))).await;
@@ -370,9 +377,7 @@ async fn a_released_customer_may_claim_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pay_and_release_answers() {
-    let (o, c) = origin_with_sale(3, 600).await;
-    let claim = won(&o, &c, &unique("eve"), "k").await;
-    let id = claim["id"].as_str().unwrap().to_string();
+    let (o, c, id) = sale_with_one_hold(3, "eve").await;
 
     let (s, first) = pay(&o, &id, "psp-1").await;
     assert_eq!(s, 200);
@@ -411,9 +416,7 @@ async fn pay_and_release_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_pay_and_release_requests_change_nothing() {
-    let (o, c) = origin_with_sale(2, 600).await;
-    let claim = won(&o, &c, &unique("gus"), "k").await;
-    let id = claim["id"].as_str().unwrap().to_string();
+    let (o, c, id) = sale_with_one_hold(2, "gus").await;
     let service = o.config.service_token.expose().to_string();
     let url = |action: &str| format!("{}/api/v1/claims/{id}/{action}", o.url);
     let raw = |action: &'static str, token: Option<&str>, ctype: &str, body: &str| {
