@@ -440,88 +440,30 @@ async fn bad_pay_and_release_requests_change_nothing() {
         }
     };
     let json = "application/json";
-    let cases: Vec<(u16, &str, (u16, String, Value))> = vec![
-        (
-            401,
-            "unauthorized",
-            raw("pay", None, json, r#"{"payment_ref":"p"}"#).await,
-        ),
-        (
-            403,
-            "forbidden",
-            raw("pay", Some("nope"), json, r#"{"payment_ref":"p"}"#).await,
-        ),
-        (
-            403,
-            "forbidden",
-            raw("release", Some("nope"), json, "{}").await,
-        ),
-        (
-            400,
-            "invalid_json",
-            raw("pay", Some(&service), json, "{").await,
-        ),
-        (
-            422,
-            "validation_failed",
-            raw(
-                "pay",
-                Some(&service),
-                json,
-                r#"{"payment_ref":"p","payment_ref":"q"}"#,
-            )
-            .await,
-        ),
-        (
-            422,
-            "validation_failed",
-            raw("pay", Some(&service), json, "{}").await,
-        ),
-        (
-            422,
-            "validation_failed",
-            raw("pay", Some(&service), json, r#"{"payment_ref":"p","x":1}"#).await,
-        ),
-        (
-            422,
-            "validation_failed",
-            raw(
-                "pay",
-                Some(&service),
-                json,
-                r#"{"payment_ref":"has space"}"#,
-            )
-            .await,
-        ),
-        (
-            415,
-            "unsupported_media_type",
-            raw(
-                "pay",
-                Some(&service),
-                "text/plain",
-                r#"{"payment_ref":"p"}"#,
-            )
-            .await,
-        ),
-        (
-            422,
-            "validation_failed",
-            raw("release", Some(&service), json, r#"{"reason":""}"#).await,
-        ),
-        (
-            400,
-            "invalid_json",
-            raw("release", Some(&service), json, "[").await,
-        ),
+    let (none, nope, svc) = (None, Some("nope"), Some(service.as_str()));
+    // (answer, result, action, token, Content-Type, body)
+    #[rustfmt::skip]
+    let cases = [
+        (401, "unauthorized", "pay", none, json, r#"{"payment_ref":"p"}"#),
+        (403, "forbidden", "pay", nope, json, r#"{"payment_ref":"p"}"#),
+        (403, "forbidden", "release", nope, json, "{}"),
+        (400, "invalid_json", "pay", svc, json, "{"),
+        (422, "validation_failed", "pay", svc, json, r#"{"payment_ref":"p","payment_ref":"q"}"#),
+        (422, "validation_failed", "pay", svc, json, "{}"),
+        (422, "validation_failed", "pay", svc, json, r#"{"payment_ref":"p","x":1}"#),
+        (422, "validation_failed", "pay", svc, json, r#"{"payment_ref":"has space"}"#),
+        (415, "unsupported_media_type", "pay", svc, "text/plain", r#"{"payment_ref":"p"}"#),
+        (422, "validation_failed", "release", svc, json, r#"{"reason":""}"#),
+        (400, "invalid_json", "release", svc, json, "["),
     ];
-    for (want_status, want_result, (status, result, body)) in cases {
+    for (want_status, want_result, action, token, ctype, body) in cases {
+        let (status, result, reply) = raw(action, token, ctype, body).await;
         assert_eq!(
             (status, result.as_str()),
             (want_status, want_result),
-            "{body}"
+            "{action} {body}: {reply}"
         );
-        assert!(body["message"].is_string(), "{body}");
+        assert!(reply["message"].is_string(), "{reply}");
     }
     let big = format!(r#"{{"payment_ref":"{}"}}"#, "p".repeat(70 * 1024));
     let (s, r, _) = raw("pay", Some(&service), json, &big).await;
