@@ -29,7 +29,7 @@ use super::deliveries::{self, Retried};
 use super::http::{campaign_id, fulfilment_id, unknown_campaign};
 use super::store::{self, MembersResult, SegmentCreated};
 use crate::error::{ApiError, ApiResult};
-use crate::http::extract::{self, Admin, Path, Role};
+use crate::http::extract::{self, Admin, ManagerJson, Path, Role};
 use crate::state::AppState;
 
 fn unknown_segment(s: &str) -> ApiError {
@@ -87,11 +87,8 @@ impl FromRequestParts<AppState> for SegmentWrite {
 /// `starts_at`.
 pub async fn create_campaign(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Body,
+    ManagerJson { who, body: c }: ManagerJson<NewGiftCampaign>,
 ) -> ApiResult<Response> {
-    let who = extract::admin(&headers, &state, Role::Manager)?;
-    let c: NewGiftCampaign = extract::json_body(&headers, body).await?;
     new_id(&c.id)?;
     flashgate_shared::text::check_free_text("name", &c.name, MAX_GIFT_CAMPAIGN_NAME)
         .map_err(ApiError::validation)?;
@@ -124,11 +121,8 @@ pub async fn show_campaign(
 pub async fn create_segment(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Body,
+    ManagerJson { who, body: s }: ManagerJson<NewSegment>,
 ) -> ApiResult<Response> {
-    let who = extract::admin(&headers, &state, Role::Manager)?;
-    let s: NewSegment = extract::json_body(&headers, body).await?;
     campaign_id(&id)?;
     new_id(&s.id)?;
     if !(1..=MAX_GIFT_AMOUNT).contains(&s.gift.amount) {

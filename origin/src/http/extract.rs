@@ -342,6 +342,27 @@ pub async fn json_body<T: DeserializeOwned>(headers: &HeaderMap, body: Body) -> 
     parse_json(&bytes)
 }
 
+/// A manager's JSON write: the caller, refused before the body is read when the token is not a
+/// manager's ([`admin`]: 401, 403), then the body as [`json_body`] reads it (415, 413, 400,
+/// 422).
+pub struct ManagerJson<T> {
+    /// The caller, for the audit trail.
+    pub who: Admin,
+    /// The body.
+    pub body: T,
+}
+
+impl<T: DeserializeOwned> axum::extract::FromRequest<AppState> for ManagerJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &AppState) -> ApiResult<Self> {
+        let (parts, body) = req.into_parts();
+        let who = admin(&parts.headers, state, Role::Manager)?;
+        let body = json_body(&parts.headers, body).await?;
+        Ok(ManagerJson { who, body })
+    }
+}
+
 /// [`json_body`] for an admin body with time fields: each of `time_fields` may take every form
 /// of the admin API's one time parser ([`crate::admin::time::parse_instant`]); a time that
 /// parses in none is 422 `validation_failed` naming the field and the accepted forms.
