@@ -5,7 +5,7 @@
 //! `coupons_concurrency.rs`.
 
 use chrono::{DateTime, Utc};
-use flashgate_shared::api::coupons::NewCode;
+use flashgate_shared::api::promo::NewCode;
 use flashgate_shared::CLIENT_IP_HEADER;
 use flashgate_tests::support::fresh_code_name as fresh_code;
 use flashgate_tests::support::{
