@@ -77,6 +77,17 @@ pub async fn campaign(o: &TestOrigin, segments: &[SegmentSpec<'_>]) -> String {
     id
 }
 
+/// The usual start of a gift test: an origin with the test clock ([`gift_origin`]), a campaign
+/// with one segment `s1` (2,000 EGP minor units, at most one grant a day) and one fresh member
+/// of it. Returns the origin, the campaign id and the member's MSISDN.
+pub async fn one_member_one_a_day() -> (TestOrigin, String, String) {
+    let o = gift_origin().await;
+    let c = campaign(&o, &[("s1", 2_000, &[(1, 1)])]).await;
+    let m = msisdn();
+    members(&o, &c, "s1", std::slice::from_ref(&m)).await;
+    (o, c, m)
+}
+
 /// Adds `msisdns` to `segment`; returns the reply body.
 pub async fn members(o: &TestOrigin, campaign: &str, segment: &str, msisdns: &[String]) -> Value {
     let (s, b) = o

@@ -43,10 +43,7 @@ struct Req {
 
 #[tokio::test]
 async fn bad_fulfilment_requests_get_a_4xx_and_change_nothing() {
-    let o = gifts::gift_origin().await;
-    let c = campaign(&o, &[("s1", 2_000, &[(1, 1)])]).await;
-    let m = msisdn();
-    members(&o, &c, "s1", std::slice::from_ref(&m)).await;
+    let (o, c, m) = gifts::one_member_one_a_day().await;
     let before = row_counts(&o, &c).await;
     let service = o.config.service_token.expose().to_string();
     let path = format!("/api/v1/gift-campaigns/{c}/fulfilments");
