@@ -272,43 +272,31 @@ impl Config {
         Ok(())
     }
 
-    /// A configuration for tests and tools: the given URLs and secrets, defaults elsewhere,
-    /// listening on an ephemeral port of 127.0.0.1.
+    /// A configuration for tests and tools: the given URLs, the test secrets and tokens
+    /// ([`TEST_MANAGER_TOKEN`], [`TEST_VIEWER_TOKEN`]), listening on an ephemeral port of
+    /// 127.0.0.1, the sweeper every 200 ms (tests wait for expiries), and every other setting
+    /// at its declared default (environment variables are not read).
     pub fn for_tests(database_url: &str, redis_url: &str) -> Self {
-        Config {
-            listen: "127.0.0.1:0".parse().expect("valid address"),
-            database_url: database_url.into(),
-            redis_url: redis_url.into(),
-            redis_cluster_nodes: None,
-            admin_token: Some(Secret::new(TEST_MANAGER_TOKEN)),
-            admin_tokens: Some(Secret::new(format!("viewer:viewer:{TEST_VIEWER_TOKEN}"))),
-            parsed_admin_tokens: Default::default(),
-            customer_token_secret: Some(Secret::new("test-customer-secret-0123456789abcdef")),
-            tokens: crate::customer_tokens::TokenSettings::for_tests(),
-            gifts: crate::gifts::settings::GiftSettings::for_tests(),
-            service_token: Secret::new("test-service-token-0123456789abcdef"),
-            edge_secret: None,
-            db_pooler: DbPooler::None,
-            migrate: true,
-            migration_database_url: None,
-            db_max_connections: 16,
-            commit_batch_max: 512,
-            campaign_cache_ms: 100,
-            idempotency_ttl_seconds: 86_400,
-            winners_snapshot_max: 1_000_000,
-            sweep_interval_ms: 200,
-            code_use_hold_seconds: 600,
-            code_guesses_per_customer: 5,
-            code_guesses_per_ip: 100,
-            sweep_batch_max: 1_000,
-            header_read_timeout_ms: 10_000,
-            body_read_timeout_ms: 15_000,
-            request_timeout_ms: 60_000,
-            db_statement_timeout_ms: 30_000,
-            shutdown_timeout_ms: 30_000,
-            debug_panic_route: false,
-            request_metrics: true,
-        }
+        let viewer = format!("viewer:viewer:{TEST_VIEWER_TOKEN}");
+        flashgate_shared::settings::from_declarations(&[
+            "--listen",
+            "127.0.0.1:0",
+            "--database-url",
+            database_url,
+            "--redis-url",
+            redis_url,
+            "--admin-token",
+            TEST_MANAGER_TOKEN,
+            "--admin-tokens",
+            &viewer,
+            "--customer-token-secret",
+            "test-customer-secret-0123456789abcdef",
+            "--service-token",
+            "test-service-token-0123456789abcdef",
+            "--sweep-interval-ms",
+            "200",
+        ])
+        .expect("the test configuration parses")
     }
 }
 
@@ -322,6 +310,21 @@ mod tests {
             Config::for_tests("postgres://x", "redis://x").validate(),
             Ok(())
         );
+    }
+
+    #[test]
+    fn the_test_configuration_keeps_the_declared_defaults() {
+        let c = Config::for_tests("postgres://x", "redis://x");
+        assert_eq!(c.listen.to_string(), "127.0.0.1:0");
+        assert_eq!((c.sweep_interval_ms, c.commit_batch_max), (200, 512));
+        assert_eq!(
+            (c.db_pooler, c.migrate, c.request_metrics),
+            (DbPooler::None, true, true)
+        );
+        assert_eq!(c.tokens.jwks_ttl_seconds, 600);
+        assert_eq!(c.gifts.gift_relay_interval_ms, 200);
+        assert!(c.gifts.gift_provider_url.is_none() && c.edge_secret.is_none());
+        assert_eq!(c.admin_tokens().entries().len(), 2);
     }
 
     #[test]

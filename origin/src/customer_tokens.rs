@@ -19,7 +19,7 @@ use crate::secret::Secret;
 
 /// Settings of customer tokens besides `FLASHGATE_CUSTOMER_TOKEN_SECRET` (flattened into
 /// [`crate::config::Config`]).
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct TokenSettings {
     /// The `iss` every customer token must carry (e.g. `https://tenant.eu.auth0.com/`); unset:
     /// not checked.
@@ -75,18 +75,6 @@ pub struct TokenSettings {
 }
 
 impl TokenSettings {
-    /// The settings of [`crate::config::Config::for_tests`]: nothing beyond the single secret.
-    pub fn for_tests() -> Self {
-        TokenSettings {
-            jwt_leeway_seconds: DEFAULT_LEEWAY_SECONDS,
-            jwt_max_lifetime_seconds: DEFAULT_MAX_LIFETIME_SECONDS,
-            jwks_ttl_seconds: 600,
-            jwks_min_refresh_seconds: 30,
-            jwks_timeout_ms: 3_000,
-            ..TokenSettings::default()
-        }
-    }
-
     /// The verifier of these settings before any fetch: the single secret (no key id; unset in
     /// an identity-provider-only setup), the secrets with key ids, the inline JWKS, issuer,
     /// audience and leeway. The error names the variable, never a secret; [`NO_KEYS`] when no

@@ -221,6 +221,38 @@ fn not_kept() -> sqlx::Error {
 
 type Item = Result<Either<PgQueryResult, PgRow>, sqlx::Error>;
 
+/// `prepare_with` and `describe` of the two [`Executor`] impls below, both run on `$inner` (an
+/// expression of the receiver `$this`): a prepare is refused when statements are unnamed (a
+/// pooler in transaction mode keeps no prepared statement between transactions), a describe
+/// is `$inner`'s.
+macro_rules! prepare_and_describe_on {
+    ($c:lifetime, $this:ident => $inner:expr) => {
+        fn prepare_with<'e, 'q: 'e>(
+            $this,
+            sql: &'q str,
+            parameters: &'e [PgTypeInfo],
+        ) -> BoxFuture<'e, sqlx::Result<PgStatement<'q>>>
+        where
+            $c: 'e,
+        {
+            if $this.unnamed {
+                return Box::pin(async { Err(not_kept()) });
+            }
+            ($inner).prepare_with(sql, parameters)
+        }
+
+        fn describe<'e, 'q: 'e>(
+            $this,
+            sql: &'q str,
+        ) -> BoxFuture<'e, sqlx::Result<Describe<Postgres>>>
+        where
+            $c: 'e,
+        {
+            ($inner).describe(sql)
+        }
+    };
+}
+
 // Like sqlx's `&Pool`: an executor for any lifetime `'c`, whatever the borrow's; what outlives
 // the call holds a clone of the pool (a handle), not the borrow.
 impl<'c> Executor<'c> for &'_ Db {
@@ -280,40 +312,7 @@ impl<'c> Executor<'c> for &'_ Db {
         })
     }
 
-    fn prepare_with<'e, 'q: 'e>(
-        self,
-        sql: &'q str,
-        parameters: &'e [PgTypeInfo],
-    ) -> BoxFuture<'e, sqlx::Result<PgStatement<'q>>>
-    where
-        'c: 'e,
-    {
-        prepare_kept(self.unnamed, &self.pool, sql, parameters)
-    }
-
-    fn describe<'e, 'q: 'e>(self, sql: &'q str) -> BoxFuture<'e, sqlx::Result<Describe<Postgres>>>
-    where
-        'c: 'e,
-    {
-        self.pool.describe(sql)
-    }
-}
-
-/// `prepare_with` on `inner`, refused when statements are unnamed (a pooler in transaction mode
-/// keeps no prepared statement between transactions).
-fn prepare_kept<'e, 'q: 'e, X>(
-    unnamed: bool,
-    inner: X,
-    sql: &'q str,
-    parameters: &'e [PgTypeInfo],
-) -> BoxFuture<'e, sqlx::Result<PgStatement<'q>>>
-where
-    X: Executor<'e, Database = Postgres>,
-{
-    if unnamed {
-        return Box::pin(async { Err(not_kept()) });
-    }
-    inner.prepare_with(sql, parameters)
+    prepare_and_describe_on!('c, self => &self.pool);
 }
 
 impl<'c> Executor<'c> for &'c mut Conn<'_> {
@@ -341,21 +340,5 @@ impl<'c> Executor<'c> for &'c mut Conn<'_> {
         }
     }
 
-    fn prepare_with<'e, 'q: 'e>(
-        self,
-        sql: &'q str,
-        parameters: &'e [PgTypeInfo],
-    ) -> BoxFuture<'e, sqlx::Result<PgStatement<'q>>>
-    where
-        'c: 'e,
-    {
-        prepare_kept(self.unnamed, &mut *self.tx, sql, parameters)
-    }
-
-    fn describe<'e, 'q: 'e>(self, sql: &'q str) -> BoxFuture<'e, sqlx::Result<Describe<Postgres>>>
-    where
-        'c: 'e,
-    {
-        (&mut *self.tx).describe(sql)
-    }
+    prepare_and_describe_on!('c, self => &mut *self.tx);
 }

@@ -25,11 +25,11 @@
 
 use std::time::Duration;
 
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
-use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+use redis::{ErrorKind, RedisError, RedisResult};
 use tokio::time::{timeout_at, Instant};
 
 /// Time to open a connection to a Redis server or cluster node, in milliseconds.
@@ -219,33 +219,46 @@ impl RedisConn {
     }
 }
 
-impl ConnectionLike for RedisConn {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        match self {
-            RedisConn::Single(c) => c.req_packed_command(cmd),
-            RedisConn::Cluster(c) => c.req_packed_command(cmd),
-        }
-    }
+/// Implements [`ConnectionLike`] for a type by handing every call to the connection its
+/// patterns bind: `connection_like_via!(T: pattern => binding, …)`, each pattern matching
+/// `self` (a variant, or a struct with the connection in a field). The one place the trait's
+/// three methods are forwarded, for [`RedisConn`] and the gate's handle.
+macro_rules! connection_like_via {
+    ($ty:ty: $($pattern:pat => $conn:ident),+ $(,)?) => {
+        impl ::redis::aio::ConnectionLike for $ty {
+            fn req_packed_command<'a>(
+                &'a mut self,
+                cmd: &'a ::redis::Cmd,
+            ) -> ::redis::RedisFuture<'a, ::redis::Value> {
+                match self {
+                    $($pattern => ::redis::aio::ConnectionLike::req_packed_command($conn, cmd),)+
+                }
+            }
 
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        match self {
-            RedisConn::Single(c) => c.req_packed_commands(pipeline, offset, count),
-            RedisConn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
-        }
-    }
+            fn req_packed_commands<'a>(
+                &'a mut self,
+                pipeline: &'a ::redis::Pipeline,
+                offset: usize,
+                count: usize,
+            ) -> ::redis::RedisFuture<'a, Vec<::redis::Value>> {
+                match self {
+                    $($pattern => ::redis::aio::ConnectionLike::req_packed_commands(
+                        $conn, pipeline, offset, count,
+                    ),)+
+                }
+            }
 
-    fn get_db(&self) -> i64 {
-        match self {
-            RedisConn::Single(c) => c.get_db(),
-            RedisConn::Cluster(c) => c.get_db(),
+            fn get_db(&self) -> i64 {
+                match self {
+                    $($pattern => ::redis::aio::ConnectionLike::get_db($conn),)+
+                }
+            }
         }
-    }
+    };
 }
+pub(crate) use connection_like_via;
+
+connection_like_via!(RedisConn: RedisConn::Single(c) => c, RedisConn::Cluster(c) => c);
 
 #[cfg(test)]
 mod tests {

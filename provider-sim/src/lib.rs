@@ -48,14 +48,9 @@ pub struct Faults {
 }
 
 impl Faults {
-    /// No fault.
+    /// No fault: the declared defaults (environment variables are not read).
     pub fn none() -> Self {
-        Faults {
-            timeout_rate: 0.0,
-            error_rate: 0.0,
-            accept_then_timeout_rate: 0.0,
-            hang_ms: 5_000,
-        }
+        flashgate_shared::settings::from_declarations(&[]).expect("the defaults parse")
     }
 }
 

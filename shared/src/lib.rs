@@ -15,6 +15,8 @@
 //! - [`admission`]: the waiting room's signed ticket and admission token (HMAC-SHA256).
 //! - [`text`]: the one definition of acceptable text in request fields.
 //! - [`trace`]: W3C Trace Context (`traceparent`) read by the origin, written by the edge.
+//! - `settings` (feature `clap`): settings built from their clap declarations, for the test
+//!   and tool configurations of the origin and the provider simulator.
 
 #![warn(missing_docs)]
 
@@ -24,6 +26,8 @@ pub mod code;
 pub mod idempotency;
 pub mod money;
 pub mod queue;
+#[cfg(feature = "clap")]
+pub mod settings;
 pub mod signature;
 pub mod text;
 pub mod token;

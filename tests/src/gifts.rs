@@ -77,6 +77,17 @@ pub async fn campaign(o: &TestOrigin, segments: &[SegmentSpec<'_>]) -> String {
     id
 }
 
+/// The usual start of a gift test: an origin with the test clock ([`gift_origin`]), a campaign
+/// with one segment `s1` (2,000 EGP minor units, at most one grant a day) and one fresh member
+/// of it. Returns the origin, the campaign id and the member's MSISDN.
+pub async fn one_member_one_a_day() -> (TestOrigin, String, String) {
+    let o = gift_origin().await;
+    let c = campaign(&o, &[("s1", 2_000, &[(1, 1)])]).await;
+    let m = msisdn();
+    members(&o, &c, "s1", std::slice::from_ref(&m)).await;
+    (o, c, m)
+}
+
 /// Adds `msisdns` to `segment`; returns the reply body.
 pub async fn members(o: &TestOrigin, campaign: &str, segment: &str, msisdns: &[String]) -> Value {
     let (s, b) = o
@@ -129,15 +140,24 @@ impl Raw {
     }
 }
 
+/// A `method` request with the service token to `/api/v1/gift-campaigns/{campaign}/{rest}`.
+fn service_call(
+    o: &TestOrigin,
+    method: Method,
+    campaign: &str,
+    rest: &str,
+) -> reqwest::RequestBuilder {
+    o.http
+        .request(
+            method,
+            format!("{}/api/v1/gift-campaigns/{campaign}/{rest}", o.url),
+        )
+        .bearer_auth(o.config.service_token.expose())
+}
+
 /// `POST /api/v1/gift-campaigns/{campaign}/fulfilments` with the service token.
 pub async fn fulfil(o: &TestOrigin, campaign: &str, key: &str, msisdn: &str) -> Raw {
-    let res = o
-        .http
-        .post(format!(
-            "{}/api/v1/gift-campaigns/{campaign}/fulfilments",
-            o.url
-        ))
-        .bearer_auth(o.config.service_token.expose())
+    let res = service_call(o, Method::POST, campaign, "fulfilments")
         .header("idempotency-key", key)
         .json(&json!({ "msisdn": msisdn }))
         .send()
@@ -151,16 +171,15 @@ pub async fn fulfil(o: &TestOrigin, campaign: &str, key: &str, msisdn: &str) -> 
 
 /// `GET …/eligibility?msisdn=` with the service token: status, `Cache-Control`, body.
 pub async fn eligibility(o: &TestOrigin, campaign: &str, msisdn: &str) -> (u16, String, Value) {
-    let res = o
-        .http
-        .get(format!(
-            "{}/api/v1/gift-campaigns/{campaign}/eligibility?msisdn={msisdn}",
-            o.url
-        ))
-        .bearer_auth(o.config.service_token.expose())
-        .send()
-        .await
-        .expect("eligibility request");
+    let res = service_call(
+        o,
+        Method::GET,
+        campaign,
+        &format!("eligibility?msisdn={msisdn}"),
+    )
+    .send()
+    .await
+    .expect("eligibility request");
     let cc = res
         .headers()
         .get("cache-control")

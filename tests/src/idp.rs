@@ -10,6 +10,8 @@ use flashgate_shared::token::SigningKey;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
+use crate::support::{send_claim, ClaimReq};
+
 /// A fresh 2048-bit RSA key named `kid`.
 pub fn rsa_key(kid: &str) -> SigningKey {
     let key = rsa::RsaPrivateKey::new(&mut rand_core::OsRng, 2048).expect("RSA key");
@@ -286,33 +288,13 @@ pub async fn claim_answer(
     campaign: &str,
     token: &str,
 ) -> ClaimAnswer {
-    let res = http
-        .post(format!("{base_url}/api/v1/campaigns/{campaign}/claims"))
-        .bearer_auth(token)
-        .header("idempotency-key", crate::support::unique("k"))
-        .header("content-type", "application/json")
-        .body("{}")
-        .send()
-        .await
-        .expect("claim request");
-    let header = |name: &str| {
-        res.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string()
-    };
-    let (status, by, retry_after) = (
-        res.status().as_u16(),
-        header(flashgate_shared::ANSWERED_BY_HEADER),
-        header("retry-after"),
-    );
-    let body: Value = res.json().await.unwrap_or(Value::Null);
+    let req = ClaimReq::with_token(token, &crate::support::unique("k"));
+    let r = send_claim(http, base_url, campaign, &req, false).await;
     ClaimAnswer {
-        status,
-        by,
-        message: body["message"].as_str().unwrap_or_default().to_string(),
-        retry_after,
+        status: r.status,
+        message: r.json()["message"].as_str().unwrap_or_default().to_string(),
+        retry_after: r.header("retry-after").unwrap_or_default().to_string(),
+        by: r.by,
     }
 }
 

@@ -36,6 +36,18 @@ async fn facts(o: &TestOrigin, c: &str) -> (i64, i64, bool, DateTime<Utc>) {
         .unwrap()
 }
 
+/// Closes campaign `c` and expects 200 with the campaign `ended`.
+async fn close(o: &TestOrigin, c: &str) {
+    let (s, b) = o
+        .change(c, ChangeRequest::action(ChangeAction::Close))
+        .await;
+    assert_eq!(
+        (s, b["campaign"]["state"].as_str()),
+        (200, Some("ended")),
+        "{b}"
+    );
+}
+
 fn assert_error_body(status: u16, body: &Value, want_status: u16, want_result: &str) {
     assert_eq!(status, want_status, "{body}");
     assert_eq!(body["result"], want_result, "{body}");
@@ -324,14 +336,7 @@ async fn each_change_is_audited_and_the_claim_path_follows() {
     let (s, b) = o.change(&c, ChangeRequest::ends_at(later)).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(facts(&o, &c).await.3.timestamp(), later.timestamp());
-    let (s, b) = o
-        .change(&c, ChangeRequest::action(ChangeAction::Close))
-        .await;
-    assert_eq!(
-        (s, b["campaign"]["state"].as_str()),
-        (200, Some("ended")),
-        "{b}"
-    );
+    close(&o, &c).await;
     let (s, b) = o.claim(&c, &people[7], "k3").await;
     assert_eq!((s, b["result"].as_str()), (409, Some("ended")));
 
@@ -537,14 +542,7 @@ async fn a_campaign_closed_before_its_start_keeps_the_planned_start_when_its_end
     let start = Utc::now() + chrono::Duration::hours(1);
     let end = start + chrono::Duration::hours(1);
     o.create_campaign(&c, "giveaway", 5, start, end, None).await;
-    let (s, b) = o
-        .change(&c, ChangeRequest::action(ChangeAction::Close))
-        .await;
-    assert_eq!(
-        (s, b["campaign"]["state"].as_str()),
-        (200, Some("ended")),
-        "{b}"
-    );
+    close(&o, &c).await;
     // An end before the planned start is refused (as any end not after the start is) and
     // changes nothing.
     let (s, b) = o

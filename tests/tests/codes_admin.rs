@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use flashgate_shared::api::coupons::CodeChange;
+use flashgate_shared::api::promo::CodeChange;
 use flashgate_shared::api::{CampaignKind, ChangeRequest, NewCampaign};
 use flashgate_tests::support::{self, eventually, unique, TestOrigin};
 use futures::future::join_all;

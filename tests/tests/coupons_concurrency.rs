@@ -79,7 +79,8 @@ async fn limit_3_with_20_customers_at_once_and_one_customer_twice() {
         );
         let r = o.use_as(&late, &code, 6000, "late").await;
         assert_eq!((r.status, r.body), (409, json!({"result": "used_up"})));
-        let flag: Option<String> = redis_hget(&format!("fg:code:{{{code}}}"), "out").await;
+        let flag: Option<String> =
+            redis_hget(&flashgate_origin::promo::flags::key(&code), "out").await;
         assert_eq!(flag.as_deref(), Some("1"));
     }
     o.stop().await;

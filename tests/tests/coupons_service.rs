@@ -5,7 +5,7 @@
 //! `coupons_concurrency.rs`.
 
 use chrono::{DateTime, Utc};
-use flashgate_shared::api::coupons::NewCode;
+use flashgate_shared::api::promo::NewCode;
 use flashgate_shared::CLIENT_IP_HEADER;
 use flashgate_tests::support::fresh_code_name as fresh_code;
 use flashgate_tests::support::{
@@ -330,7 +330,7 @@ async fn unsigned_client_ip_headers_are_ignored_and_the_tcp_peer_is_used() {
     let mut redis = o.origin.state.redis.clone();
     let exists = |ip: &str| {
         redis::cmd("EXISTS")
-            .arg(format!("fg:guess:ip:{ip}"))
+            .arg(flashgate_origin::promo::guess::ip_bucket_key(ip))
             .clone()
     };
     let spoofed_bucket: i64 = exists(&spoofed).query_async(&mut redis).await.unwrap();

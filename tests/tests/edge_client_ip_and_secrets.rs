@@ -19,7 +19,7 @@ async fn per_ip_guess_limit_applies_through_the_edge() {
     // A bucket left by an earlier run within the hour would not be full.
     let mut redis = o.origin.state.redis.clone();
     let _: i64 = redis::cmd("DEL")
-        .arg(format!("fg:guess:ip:{ip}"))
+        .arg(flashgate_origin::promo::guess::ip_bucket_key(ip))
         .query_async(&mut redis)
         .await
         .unwrap();
@@ -67,7 +67,7 @@ async fn per_ip_guess_limit_applies_through_the_edge() {
         }));
     // The bucket is the client's, not the edge's loopback address.
     let left: Option<String> = redis::cmd("HGET")
-        .arg(format!("fg:guess:ip:{ip}"))
+        .arg(flashgate_origin::promo::guess::ip_bucket_key(ip))
         .arg("tokens")
         .query_async(&mut redis)
         .await

@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use chrono::Utc;
-use flashgate_shared::api::coupons::{CheckRequest, UseRequest};
+use flashgate_shared::api::promo::{CheckRequest, UseRequest};
 use flashgate_shared::api::{
     CampaignKind, ChangeRequest, ClaimRequest, NewCampaign, PayRequest, RedeemRequest,
     ReleaseRequest,

@@ -221,6 +221,11 @@ async fn get_bytes(r: &mut Gate, key: &str) -> Option<Vec<u8>> {
     redis::cmd("GET").arg(key).query_async(r).await.unwrap()
 }
 
+/// The seconds `key` has left to live (`TTL`: -1 without expiry, -2 when it is gone).
+async fn ttl_seconds(r: &mut Gate, key: &str) -> i64 {
+    redis::cmd("TTL").arg(key).query_async(r).await.unwrap()
+}
+
 #[tokio::test]
 async fn begin_take_writes_the_record_with_the_take_and_confirm_finishes_it() {
     let mut r = Gate::new(redis_conn().await);
@@ -235,11 +240,7 @@ async fn begin_take_writes_the_record_with_the_take_and_confirm_finishes_it() {
         .expect("loaded");
     assert_eq!(record, k.idempotency("ana", "key-1"));
     assert_eq!(get_bytes(&mut r, &record).await.unwrap(), b"fp-a\npending");
-    let ttl: i64 = redis::cmd("TTL")
-        .arg(&record)
-        .query_async(&mut r)
-        .await
-        .unwrap();
+    let ttl = ttl_seconds(&mut r, &record).await;
     assert!(
         (1..=30).contains(&ttl),
         "pending record lives 30 s, has {ttl}"
@@ -260,11 +261,7 @@ async fn begin_take_writes_the_record_with_the_take_and_confirm_finishes_it() {
     let confirmed = gate::confirm(&mut r, &c, "ana", &t, "claim-1", Some((&record, done, 600)));
     assert!(confirmed.await.unwrap());
     assert_eq!(get_bytes(&mut r, &record).await.unwrap(), done);
-    let ttl: i64 = redis::cmd("TTL")
-        .arg(&record)
-        .query_async(&mut r)
-        .await
-        .unwrap();
+    let ttl = ttl_seconds(&mut r, &record).await;
     assert!(
         ttl > 30 && ttl <= 600,
         "final record lives 600 s, has {ttl}"
@@ -336,8 +333,8 @@ async fn begin_take_keeps_her_record_on_her_own_shard_and_takes_from_any() {
     for key in [&one.sold_out, &one.sold_out_gen, &one.loaded] {
         assert_eq!(hash_tag(key), hash_tag(&one.idempotency("x", "k")), "{key}");
     }
-    let common = "fg:idem:3:ana:k";
-    assert_eq!(hash_tag(common), common, "the common key stamp has no tag");
+    let common = idempotency::record_key("ana", "k");
+    assert_eq!(hash_tag(&common), common, "the common key stamp has no tag");
 }
 
 #[tokio::test]

@@ -43,10 +43,7 @@ struct Req {
 
 #[tokio::test]
 async fn bad_fulfilment_requests_get_a_4xx_and_change_nothing() {
-    let o = gifts::gift_origin().await;
-    let c = campaign(&o, &[("s1", 2_000, &[(1, 1)])]).await;
-    let m = msisdn();
-    members(&o, &c, "s1", std::slice::from_ref(&m)).await;
+    let (o, c, m) = gifts::one_member_one_a_day().await;
     let before = row_counts(&o, &c).await;
     let service = o.config.service_token.expose().to_string();
     let path = format!("/api/v1/gift-campaigns/{c}/fulfilments");
@@ -61,111 +58,22 @@ async fn bad_fulfilment_requests_get_a_4xx_and_change_nothing() {
     };
     let campaign_path = |id: &str| format!("/api/v1/gift-campaigns/{id}/fulfilments");
     let huge = json!({"msisdn": m, "pad": "x".repeat(100_000)});
+    // (answer, result, request)
+    #[rustfmt::skip]
     let cases: Vec<(u16, &str, Req)> = vec![
-        (
-            401,
-            "unauthorized",
-            Req {
-                token: None,
-                ..good()
-            },
-        ),
-        (
-            403,
-            "forbidden",
-            Req {
-                token: Some(o.manager_token().to_string()),
-                ..good()
-            },
-        ),
-        (
-            400,
-            "invalid_idempotency_key",
-            Req {
-                key: None,
-                ..good()
-            },
-        ),
-        (
-            415,
-            "unsupported_media_type",
-            Req {
-                content_type: "text/plain",
-                ..good()
-            },
-        ),
-        (
-            413,
-            "payload_too_large",
-            Req {
-                body: serde_json::to_vec(&huge).unwrap(),
-                ..good()
-            },
-        ),
-        (
-            400,
-            "invalid_json",
-            Req {
-                body: b"{".to_vec(),
-                ..good()
-            },
-        ),
-        (
-            422,
-            "validation_failed",
-            Req {
-                body: b"{}".to_vec(),
-                ..good()
-            },
-        ),
-        (
-            422,
-            "validation_failed",
-            Req {
-                body: body("+201000000001"),
-                ..good()
-            },
-        ),
-        (
-            422,
-            "validation_failed",
-            Req {
-                body: body("2010"),
-                ..good()
-            },
-        ),
-        (
-            422,
-            "validation_failed",
-            Req {
-                body: body("2010000000011234"),
-                ..good()
-            },
-        ),
-        (
-            422,
-            "validation_failed",
-            Req {
-                body: body("20100000000a"),
-                ..good()
-            },
-        ),
-        (
-            404,
-            "not_found",
-            Req {
-                path: campaign_path("NO_SUCH_CAMPAIGN"),
-                ..good()
-            },
-        ),
-        (
-            404,
-            "not_found",
-            Req {
-                path: campaign_path("bad%20id"),
-                ..good()
-            },
-        ),
+        (401, "unauthorized", Req { token: None, ..good() }),
+        (403, "forbidden", Req { token: Some(o.manager_token().to_string()), ..good() }),
+        (400, "invalid_idempotency_key", Req { key: None, ..good() }),
+        (415, "unsupported_media_type", Req { content_type: "text/plain", ..good() }),
+        (413, "payload_too_large", Req { body: serde_json::to_vec(&huge).unwrap(), ..good() }),
+        (400, "invalid_json", Req { body: b"{".to_vec(), ..good() }),
+        (422, "validation_failed", Req { body: b"{}".to_vec(), ..good() }),
+        (422, "validation_failed", Req { body: body("+201000000001"), ..good() }),
+        (422, "validation_failed", Req { body: body("2010"), ..good() }),
+        (422, "validation_failed", Req { body: body("2010000000011234"), ..good() }),
+        (422, "validation_failed", Req { body: body("20100000000a"), ..good() }),
+        (404, "not_found", Req { path: campaign_path("NO_SUCH_CAMPAIGN"), ..good() }),
+        (404, "not_found", Req { path: campaign_path("bad%20id"), ..good() }),
     ];
     for (i, (status, result, r)) in cases.into_iter().enumerate() {
         let (s, b) = post(
@@ -220,154 +128,51 @@ async fn bad_admin_writes_get_a_4xx_and_change_nothing() {
     let o = gifts::gift_origin().await;
     let c = campaign(&o, &[("s1", 2_000, &[(1, 1)])]).await;
     let before = row_counts(&o, &c).await;
-    let mgr = Some(o.manager_token());
-    let seg = |v: Value| v;
-    let cases: Vec<(u16, Method, String, Option<&str>, Value)> = vec![
-        (
-            403,
-            Method::POST,
-            format!("/admin/v1/gift-campaigns/{c}/segments"),
-            Some(o.viewer_token()),
-            seg(json!({"id": "s2", "gift": {"amount": 1, "currency": "EGP"}})),
-        ),
-        (
-            401,
-            Method::POST,
-            format!("/admin/v1/gift-campaigns/{c}/segments"),
-            None,
-            seg(json!({"id": "s2", "gift": {"amount": 1, "currency": "EGP"}})),
-        ),
-        (
-            422,
-            Method::POST,
-            format!("/admin/v1/gift-campaigns/{c}/segments"),
-            mgr,
-            seg(json!({"id": "s2", "gift": {"amount": 0, "currency": "EGP"}})),
-        ),
-        (
-            422,
-            Method::POST,
-            format!("/admin/v1/gift-campaigns/{c}/segments"),
-            mgr,
-            seg(json!({"id": "s2", "gift": {"amount": 100, "currency": "egp"}})),
-        ),
-        (
-            422,
-            Method::POST,
-            format!("/admin/v1/gift-campaigns/{c}/segments"),
-            mgr,
-            seg(
-                json!({"id": "s2", "gift": {"amount": 100, "currency": "EGP"}, "caps": [{"max": 0, "per_days": 1}]}),
-            ),
-        ),
-        (
-            422,
-            Method::POST,
-            format!("/admin/v1/gift-campaigns/{c}/segments"),
-            mgr,
-            seg(
-                json!({"id": "s2", "gift": {"amount": 100, "currency": "EGP"}, "caps": [{"max": 1, "per_days": 1}, {"max": 2, "per_days": 1}]}),
-            ),
-        ),
-        (
-            422,
-            Method::POST,
-            format!("/admin/v1/gift-campaigns/{c}/segments"),
-            mgr,
-            seg(json!({"id": "s 2", "gift": {"amount": 100, "currency": "EGP"}})),
-        ),
-        (
-            409,
-            Method::POST,
-            format!("/admin/v1/gift-campaigns/{c}/segments"),
-            mgr,
-            seg(json!({"id": "s1", "gift": {"amount": 100, "currency": "EGP"}})),
-        ),
-        (
-            404,
-            Method::POST,
-            "/admin/v1/gift-campaigns/NOPE_X/segments".to_string(),
-            mgr,
-            seg(json!({"id": "s2", "gift": {"amount": 100, "currency": "EGP"}})),
-        ),
-        (
-            422,
-            Method::PATCH,
-            format!("/admin/v1/gift-campaigns/{c}/segments/s1"),
-            mgr,
-            json!({"caps": [{"max": 1, "per_days": 0}]}),
-        ),
-        (
-            404,
-            Method::PATCH,
-            format!("/admin/v1/gift-campaigns/{c}/segments/nope"),
-            mgr,
-            json!({"caps": []}),
-        ),
-        (
-            422,
-            Method::PUT,
-            format!("/admin/v1/gift-campaigns/{c}/segments/s1/members"),
-            mgr,
-            json!({"msisdns": ["201000000001", "+201000000002"]}),
-        ),
-        (
-            422,
-            Method::PUT,
-            format!("/admin/v1/gift-campaigns/{c}/segments/s1/members"),
-            mgr,
-            json!({"msisdns": ["1234567"]}),
-        ),
-        (
-            404,
-            Method::PUT,
-            format!("/admin/v1/gift-campaigns/{c}/segments/nope/members"),
-            mgr,
-            json!({"msisdns": ["201000000001"]}),
-        ),
-        (
-            403,
-            Method::PUT,
-            format!("/admin/v1/gift-campaigns/{c}/segments/s1/members"),
-            Some(o.viewer_token()),
-            json!({"msisdns": ["201000000001"]}),
-        ),
-        (
-            409,
-            Method::POST,
-            "/admin/v1/gift-campaigns".to_string(),
-            mgr,
-            json!({"id": c, "name": "x", "starts_at": "2026-01-01T00:00:00Z", "ends_at": "2027-01-01T00:00:00Z"}),
-        ),
-        (
-            422,
-            Method::POST,
-            "/admin/v1/gift-campaigns".to_string(),
-            mgr,
-            json!({"id": "BAD ID", "name": "x", "starts_at": "2026-01-01T00:00:00Z", "ends_at": "2027-01-01T00:00:00Z"}),
-        ),
-        (
-            422,
-            Method::POST,
-            "/admin/v1/gift-campaigns".to_string(),
-            mgr,
-            json!({"id": "ENDS_FIRST", "name": "x", "starts_at": "2027-01-01T00:00:00Z", "ends_at": "2026-01-01T00:00:00Z"}),
-        ),
+    let (mgr, viewer) = (Some(o.manager_token()), Some(o.viewer_token()));
+    let (post, patch, put) = (Method::POST, Method::PATCH, Method::PUT);
+    let campaigns = "/admin/v1/gift-campaigns";
+    let segments = format!("{campaigns}/{c}/segments");
+    let (s1, nope) = (format!("{segments}/s1"), format!("{segments}/nope"));
+    let (s1_members, nope_members) = (format!("{s1}/members"), format!("{nope}/members"));
+    let gift = |amount: i64, currency: &str| json!({"amount": amount, "currency": currency});
+    let new_s2 = json!({"id": "s2", "gift": gift(100, "EGP")});
+    let with_caps = |caps: Value| json!({"id": "s2", "gift": gift(100, "EGP"), "caps": caps});
+    let new_campaign = |id: &str, starts: &str, ends: &str| {
+        json!({"id": id, "name": "x", "starts_at": format!("{starts}-01-01T00:00:00Z"),
+               "ends_at": format!("{ends}-01-01T00:00:00Z")})
+    };
+    // (answer, method, path, token, body)
+    #[rustfmt::skip]
+    let cases: Vec<(u16, Method, &str, Option<&str>, Value)> = vec![
+        (403, post.clone(), &segments, viewer, json!({"id": "s2", "gift": gift(1, "EGP")})),
+        (401, post.clone(), &segments, None, json!({"id": "s2", "gift": gift(1, "EGP")})),
+        (422, post.clone(), &segments, mgr, json!({"id": "s2", "gift": gift(0, "EGP")})),
+        (422, post.clone(), &segments, mgr, json!({"id": "s2", "gift": gift(100, "egp")})),
+        (422, post.clone(), &segments, mgr, with_caps(json!([{"max": 0, "per_days": 1}]))),
+        (422, post.clone(), &segments, mgr,
+         with_caps(json!([{"max": 1, "per_days": 1}, {"max": 2, "per_days": 1}]))),
+        (422, post.clone(), &segments, mgr, json!({"id": "s 2", "gift": gift(100, "EGP")})),
+        (409, post.clone(), &segments, mgr, json!({"id": "s1", "gift": gift(100, "EGP")})),
+        (404, post.clone(), "/admin/v1/gift-campaigns/NOPE_X/segments", mgr, new_s2.clone()),
+        (422, patch.clone(), &s1, mgr, json!({"caps": [{"max": 1, "per_days": 0}]})),
+        (404, patch.clone(), &nope, mgr, json!({"caps": []})),
+        (422, put.clone(), &s1_members, mgr, json!({"msisdns": ["201000000001", "+201000000002"]})),
+        (422, put.clone(), &s1_members, mgr, json!({"msisdns": ["1234567"]})),
+        (404, put.clone(), &nope_members, mgr, json!({"msisdns": ["201000000001"]})),
+        (403, put.clone(), &s1_members, viewer, json!({"msisdns": ["201000000001"]})),
+        (409, post.clone(), campaigns, mgr, new_campaign(&c, "2026", "2027")),
+        (422, post.clone(), campaigns, mgr, new_campaign("BAD ID", "2026", "2027")),
+        (422, post.clone(), campaigns, mgr, new_campaign("ENDS_FIRST", "2027", "2026")),
     ];
     for (i, (status, method, path, token, body)) in cases.into_iter().enumerate() {
-        let (s, b) = o.admin(method, &path, token, Some(body)).await;
+        let (s, b) = o.admin(method, path, token, Some(body)).await;
         assert_eq!(s, status, "case {i} {path}: {b}");
         assert!(b["message"].is_string(), "case {i}: {b}");
     }
     // 100,001 members is one too many.
     let many: Vec<String> = (0..100_001u64).map(|i| format!("20{:010}", i)).collect();
     let (s, _) = o
-        .admin(
-            Method::PUT,
-            &format!("/admin/v1/gift-campaigns/{c}/segments/s1/members"),
-            mgr,
-            Some(json!({ "msisdns": many })),
-        )
+        .admin(put, &s1_members, mgr, Some(json!({ "msisdns": many })))
         .await;
     assert_eq!(s, 422);
     assert_eq!(row_counts(&o, &c).await, before, "nothing was written");

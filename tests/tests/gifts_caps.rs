@@ -10,10 +10,7 @@ use serde_json::json;
 
 #[tokio::test]
 async fn one_per_day_is_denied_at_23h59m_and_allowed_at_24h() {
-    let o = gifts::gift_origin().await;
-    let c = campaign(&o, &[("s1", 2_000, &[(1, 1)])]).await;
-    let m = msisdn();
-    members(&o, &c, "s1", std::slice::from_ref(&m)).await;
+    let (o, c, m) = gifts::one_member_one_a_day().await;
     assert_eq!(fulfil(&o, &c, &key(), &m).await.status, 201);
     set_clock(&o, &c, t0() + Duration::hours(23) + Duration::minutes(59)).await;
     let r = fulfil(&o, &c, &key(), &m).await;
@@ -33,10 +30,7 @@ async fn one_per_day_is_denied_at_23h59m_and_allowed_at_24h() {
 async fn a_refused_key_replays_its_refusal_after_the_subscriber_becomes_eligible() {
     // One key, one outcome: the retry of a refused request gets the refusal again, byte for
     // byte, even once the window has passed; a new key gets a new decision.
-    let o = gifts::gift_origin().await;
-    let c = campaign(&o, &[("s1", 2_000, &[(1, 1)])]).await;
-    let m = msisdn();
-    members(&o, &c, "s1", std::slice::from_ref(&m)).await;
+    let (o, c, m) = gifts::one_member_one_a_day().await;
     assert_eq!(fulfil(&o, &c, &key(), &m).await.status, 201);
     set_clock(&o, &c, t0() + Duration::hours(1)).await;
     let refused_key = key();
@@ -128,10 +122,7 @@ async fn segment_two_over_fourteen_days_matches_the_hand_computed_table() {
 
 #[tokio::test]
 async fn a_cap_changed_mid_flight_applies_to_the_next_request() {
-    let o = gifts::gift_origin().await;
-    let c = campaign(&o, &[("s1", 2_000, &[(1, 1)])]).await;
-    let m = msisdn();
-    members(&o, &c, "s1", std::slice::from_ref(&m)).await;
+    let (o, c, m) = gifts::one_member_one_a_day().await;
     assert_eq!(fulfil(&o, &c, &key(), &m).await.status, 201);
     assert_eq!(fulfil(&o, &c, &key(), &m).await.status, 409);
     // Two per day now: the next request is granted, the one after refused.

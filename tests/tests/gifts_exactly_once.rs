@@ -9,10 +9,7 @@ const ONE_PER_DAY: &[(i32, i32)] = &[(1, 1)];
 
 #[tokio::test]
 async fn five_simultaneous_requests_with_one_key_grant_once_and_replay_byte_for_byte() {
-    let o = gifts::gift_origin().await;
-    let c = campaign(&o, &[("s1", 2_000, ONE_PER_DAY)]).await;
-    let m = msisdn();
-    members(&o, &c, "s1", std::slice::from_ref(&m)).await;
+    let (o, c, m) = gifts::one_member_one_a_day().await;
     let k = key();
     let replies = join_all((0..5).map(|_| fulfil(&o, &c, &k, &m))).await;
     for r in &replies {
@@ -60,10 +57,7 @@ async fn five_simultaneous_requests_with_one_key_grant_once_and_replay_byte_for_
 
 #[tokio::test]
 async fn five_simultaneous_requests_with_five_keys_grant_once_and_refuse_four_with_cap_reached() {
-    let o = gifts::gift_origin().await;
-    let c = campaign(&o, &[("s1", 2_000, ONE_PER_DAY)]).await;
-    let m = msisdn();
-    members(&o, &c, "s1", std::slice::from_ref(&m)).await;
+    let (o, c, m) = gifts::one_member_one_a_day().await;
     let replies = join_all((0..5).map(|_| {
         let k = key();
         let (o, c, m) = (&o, &c, &m);
@@ -137,10 +131,7 @@ async fn a_key_used_for_another_subscriber_is_refused_and_writes_nothing() {
 
 #[tokio::test]
 async fn the_ledger_refuses_update_and_delete_and_a_second_grant_for_a_request() {
-    let o = gifts::gift_origin().await;
-    let c = campaign(&o, &[("s1", 2_000, ONE_PER_DAY)]).await;
-    let m = msisdn();
-    members(&o, &c, "s1", std::slice::from_ref(&m)).await;
+    let (o, c, m) = gifts::one_member_one_a_day().await;
     let k = key();
     assert_eq!(fulfil(&o, &c, &k, &m).await.status, 201);
     let upd = sqlx::query("UPDATE gift_ledger SET amount = amount + 1 WHERE campaign_id = $1")

@@ -74,6 +74,15 @@ async fn won(o: &TestOrigin, c: &str, customer: &str, key: &str) -> Value {
     b["claim"].clone()
 }
 
+/// An origin with a sale of `stock` units held 600 s, and the hold of one fresh customer
+/// (named after `who`) on it: the origin, the sale's id and the claim's id.
+async fn sale_with_one_hold(stock: i64, who: &str) -> (TestOrigin, String, String) {
+    let (o, c) = origin_with_sale(stock, 600).await;
+    let claim = won(&o, &c, &unique(who), "k").await;
+    let id = claim["id"].as_str().expect("claim id").to_string();
+    (o, c, id)
+}
+
 async fn status_of(o: &TestOrigin, claim: &str) -> String {
     sqlx::query_scalar("SELECT status FROM claims WHERE id = $1")
         .bind(claim)
@@ -176,9 +185,7 @@ async fn expired_hold_goes_to_the_next_customer_and_the_late_pay_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_concurrent_releases_return_the_unit_once() {
-    let (o, c) = origin_with_sale(5, 600).await;
-    let claim = won(&o, &c, &unique("cy"), "k").await;
-    let id = claim["id"].as_str().unwrap().to_string();
+    let (o, c, id) = sale_with_one_hold(5, "cy").await;
     assert_eq!(o.remaining(&c).await, 4);
 
     let replies = join_all((0..3).map(|_| release(&o, &id))).await;
@@ -370,9 +377,7 @@ async fn a_released_customer_may_claim_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pay_and_release_answers() {
-    let (o, c) = origin_with_sale(3, 600).await;
-    let claim = won(&o, &c, &unique("eve"), "k").await;
-    let id = claim["id"].as_str().unwrap().to_string();
+    let (o, c, id) = sale_with_one_hold(3, "eve").await;
 
     let (s, first) = pay(&o, &id, "psp-1").await;
     assert_eq!(s, 200);
@@ -411,9 +416,7 @@ async fn pay_and_release_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_pay_and_release_requests_change_nothing() {
-    let (o, c) = origin_with_sale(2, 600).await;
-    let claim = won(&o, &c, &unique("gus"), "k").await;
-    let id = claim["id"].as_str().unwrap().to_string();
+    let (o, c, id) = sale_with_one_hold(2, "gus").await;
     let service = o.config.service_token.expose().to_string();
     let url = |action: &str| format!("{}/api/v1/claims/{id}/{action}", o.url);
     let raw = |action: &'static str, token: Option<&str>, ctype: &str, body: &str| {
@@ -437,88 +440,30 @@ async fn bad_pay_and_release_requests_change_nothing() {
         }
     };
     let json = "application/json";
-    let cases: Vec<(u16, &str, (u16, String, Value))> = vec![
-        (
-            401,
-            "unauthorized",
-            raw("pay", None, json, r#"{"payment_ref":"p"}"#).await,
-        ),
-        (
-            403,
-            "forbidden",
-            raw("pay", Some("nope"), json, r#"{"payment_ref":"p"}"#).await,
-        ),
-        (
-            403,
-            "forbidden",
-            raw("release", Some("nope"), json, "{}").await,
-        ),
-        (
-            400,
-            "invalid_json",
-            raw("pay", Some(&service), json, "{").await,
-        ),
-        (
-            422,
-            "validation_failed",
-            raw(
-                "pay",
-                Some(&service),
-                json,
-                r#"{"payment_ref":"p","payment_ref":"q"}"#,
-            )
-            .await,
-        ),
-        (
-            422,
-            "validation_failed",
-            raw("pay", Some(&service), json, "{}").await,
-        ),
-        (
-            422,
-            "validation_failed",
-            raw("pay", Some(&service), json, r#"{"payment_ref":"p","x":1}"#).await,
-        ),
-        (
-            422,
-            "validation_failed",
-            raw(
-                "pay",
-                Some(&service),
-                json,
-                r#"{"payment_ref":"has space"}"#,
-            )
-            .await,
-        ),
-        (
-            415,
-            "unsupported_media_type",
-            raw(
-                "pay",
-                Some(&service),
-                "text/plain",
-                r#"{"payment_ref":"p"}"#,
-            )
-            .await,
-        ),
-        (
-            422,
-            "validation_failed",
-            raw("release", Some(&service), json, r#"{"reason":""}"#).await,
-        ),
-        (
-            400,
-            "invalid_json",
-            raw("release", Some(&service), json, "[").await,
-        ),
+    let (none, nope, svc) = (None, Some("nope"), Some(service.as_str()));
+    // (answer, result, action, token, Content-Type, body)
+    #[rustfmt::skip]
+    let cases = [
+        (401, "unauthorized", "pay", none, json, r#"{"payment_ref":"p"}"#),
+        (403, "forbidden", "pay", nope, json, r#"{"payment_ref":"p"}"#),
+        (403, "forbidden", "release", nope, json, "{}"),
+        (400, "invalid_json", "pay", svc, json, "{"),
+        (422, "validation_failed", "pay", svc, json, r#"{"payment_ref":"p","payment_ref":"q"}"#),
+        (422, "validation_failed", "pay", svc, json, "{}"),
+        (422, "validation_failed", "pay", svc, json, r#"{"payment_ref":"p","x":1}"#),
+        (422, "validation_failed", "pay", svc, json, r#"{"payment_ref":"has space"}"#),
+        (415, "unsupported_media_type", "pay", svc, "text/plain", r#"{"payment_ref":"p"}"#),
+        (422, "validation_failed", "release", svc, json, r#"{"reason":""}"#),
+        (400, "invalid_json", "release", svc, json, "["),
     ];
-    for (want_status, want_result, (status, result, body)) in cases {
+    for (want_status, want_result, action, token, ctype, body) in cases {
+        let (status, result, reply) = raw(action, token, ctype, body).await;
         assert_eq!(
             (status, result.as_str()),
             (want_status, want_result),
-            "{body}"
+            "{action} {body}: {reply}"
         );
-        assert!(body["message"].is_string(), "{body}");
+        assert!(reply["message"].is_string(), "{reply}");
     }
     let big = format!(r#"{{"payment_ref":"{}"}}"#, "p".repeat(70 * 1024));
     let (s, r, _) = raw("pay", Some(&service), json, &big).await;

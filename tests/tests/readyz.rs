@@ -157,6 +157,7 @@ async fn a_ready_origin_stays_ready_while_many_gates_reload_under_concurrent_pro
             }
         }
     }
+    // The scenario: time for a reload to show if one were coming; an absence cannot be polled.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         loaded_at_all(&config, &names).await,

@@ -1,8 +1,8 @@
 //! The waiting room at the edge: the built worker in workerd (Miniflare) in front of a small
 //! fake origin written here (axum), which serves a campaign status with the `queue` fields,
-//! signs join tickets and counts every request it gets. The real origin side of the waiting
-//! room (joins, `now_serving`, its own admission check) does not exist yet; these tests pin
-//! down what the edge does with the fields and tokens it will produce.
+//! signs join tickets and counts every request it gets, so that these tests pin down what the
+//! edge alone does with the fields and tokens. The real origin's side of the room is tested in
+//! `waiting_room.rs`, the two together in `waiting_room_trip.rs`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,7 +15,7 @@ use axum::{Json, Router};
 use flashgate_shared::admission::{mint_admission, sign_ticket, Place, Ticket};
 use flashgate_shared::queue::{ADMISSION_HEADER, TICKET_HEADER};
 use flashgate_shared::ANSWERED_BY_HEADER;
-use flashgate_tests::support::eventually;
+use flashgate_tests::support::{eventually, reply, Reply};
 use flashgate_tests::support::{test_config, token_for, unique, TestEdge};
 use futures::future::join_all;
 use serde_json::{json, Value};
@@ -136,35 +136,13 @@ async fn stack(statuses: Vec<Value>, extra: &[(&str, &str)]) -> (Shared, TestEdg
     (fake, TestEdge::start(&origin, &env))
 }
 
-struct Answer {
-    status: u16,
-    headers: HeaderMap,
-    text: String,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.text).unwrap_or(Value::Null)
-    }
-    fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-    }
-}
-
-async fn poll(http: &reqwest::Client, edge: &str, id: &str, ticket: Option<&str>) -> Answer {
+/// A poll of the room through the edge, with a ticket or without.
+async fn poll(http: &reqwest::Client, edge: &str, id: &str, ticket: Option<&str>) -> Reply {
     let mut req = http.get(format!("{edge}/api/v1/campaigns/{id}/queue"));
     if let Some(t) = ticket {
         req = req.header(TICKET_HEADER, t);
     }
-    let res = req.send().await.expect("poll");
-    Answer {
-        status: res.status().as_u16(),
-        headers: res.headers().clone(),
-        text: res.text().await.unwrap_or_default(),
-    }
+    reply(req.send().await.expect("poll")).await
 }
 
 /// Warms the edge's status of campaign `drop` (one poll), so that all the claims that follow
@@ -224,18 +202,18 @@ async fn polls_are_answered_at_the_edge_and_admission_reaches_the_origin() {
     let answers = join_all((0..40).map(|_| poll(&http, &edge.url, "drop", Some(&waiting)))).await;
     for a in &answers {
         assert_eq!(
-            (a.status, a.header(ANSWERED_BY_HEADER)),
+            (a.status, a.by.as_str()),
             (200, "edge"),
             "{}",
-            a.text
+            String::from_utf8_lossy(&a.body)
         );
         assert_eq!(
             a.json(),
             json!({"position": 40, "eta_seconds": 4, "state": "waiting", "admitted": false,
                 "outlook": "likely"})
         );
-        assert_eq!(a.header("retry-after"), "2");
-        assert_eq!(a.header("cache-control"), "private, no-store");
+        assert_eq!(a.header("retry-after"), Some("2"));
+        assert_eq!(a.header("cache-control"), Some("private, no-store"));
     }
     {
         let f = fake.lock().unwrap();
@@ -352,7 +330,7 @@ async fn bad_tokens_and_tickets_are_refused_at_the_edge() {
             (status, json!(code)),
             "{t:?}"
         );
-        assert_eq!(a.header(ANSWERED_BY_HEADER), "edge");
+        assert_eq!(a.by, "edge");
     }
     // No waiting room: 409 for a poll, and claims go to the origin as today, no token needed.
     let good = sign_ticket(K, &ticket("plain", "ana", 1));
@@ -453,7 +431,7 @@ async fn a_sold_out_status_answers_sold_out_to_every_ticket() {
             if a.json()["state"] == "sold_out" {
                 Ok(a)
             } else {
-                Err(a.text.clone())
+                Err(String::from_utf8_lossy(&a.body).into_owned())
             }
         },
     )
@@ -462,7 +440,7 @@ async fn a_sold_out_status_answers_sold_out_to_every_ticket() {
         a.json(),
         json!({"position": 5, "eta_seconds": 0, "state": "sold_out", "admitted": false})
     );
-    assert_eq!(a.header("retry-after"), "30");
+    assert_eq!(a.header("retry-after"), Some("30"));
     // Within the staleness bound (TTL 300 ms + a loopback round trip).
     assert!(
         flipped.elapsed() < Duration::from_millis(1_000),

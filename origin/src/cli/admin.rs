@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
-use flashgate_shared::api::coupons::CodeChange;
+use flashgate_shared::api::promo::CodeChange;
 use flashgate_shared::api::{CampaignKind, ChangeAction, ChangeRequest, NewCampaign};
 use reqwest::Method;
 use serde_json::Value;

@@ -3,14 +3,11 @@
 //!
 //! It is owned by the service state and cloned into each task (a clone shares the learned
 //! counts), so there is no process-wide state: two origins in one process (as in the tests)
-//! each keep their own. It implements [`ConnectionLike`], so any Redis command, pipeline or
+//! each keep their own. It implements [`redis::aio::ConnectionLike`], so any Redis command, pipeline or
 //! script runs on it as on a [`RedisConn`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-
-use redis::aio::ConnectionLike;
-use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 use crate::redis_conn::RedisConn;
 
@@ -52,21 +49,4 @@ impl Gate {
     }
 }
 
-impl ConnectionLike for Gate {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        self.redis.req_packed_command(cmd)
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        self.redis.req_packed_commands(pipeline, offset, count)
-    }
-
-    fn get_db(&self) -> i64 {
-        self.redis.get_db()
-    }
-}
+crate::redis_conn::connection_like_via!(Gate: Gate { redis, .. } => redis);

@@ -12,10 +12,8 @@
 //! Bad input is refused before anything is written: 401/403 token, 415, 413, 400 JSON, 404
 //! unknown campaign or segment, 422 a value, 409 something that exists or conflicts.
 
-use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{FromRequestParts, Query, State};
-use axum::http::request::Parts;
+use axum::extract::{FromRequest, FromRequestParts, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -29,7 +27,7 @@ use super::deliveries::{self, Retried};
 use super::http::{campaign_id, fulfilment_id, unknown_campaign};
 use super::store::{self, MembersResult, SegmentCreated};
 use crate::error::{ApiError, ApiResult};
-use crate::http::extract::{self, Admin, Path, Role};
+use crate::http::extract::{self, Admin, ManagerJson, Path, Role};
 use crate::state::AppState;
 
 fn unknown_segment(s: &str) -> ApiError {
@@ -58,27 +56,47 @@ fn segment_id(s: &str) -> ApiResult<()> {
     }
 }
 
-/// A manager's write to one segment, `…/gift-campaigns/{id}/segments/{seg}/…`: who calls and
-/// the two ids. Refused before the body is read: 401/403 a token that is not a manager's, 404
-/// an id that cannot name a campaign or segment (no query is made).
-pub struct SegmentWrite {
+/// A JSON body of a segment write, with its size bound.
+pub trait SegmentBody: serde::de::DeserializeOwned {
+    /// Largest body accepted, in bytes (413 past it).
+    const MAX_BYTES: usize = extract::MAX_JSON_BODY_BYTES;
+}
+
+impl SegmentBody for CapsChange {}
+
+impl SegmentBody for Members {
+    const MAX_BYTES: usize = MAX_MEMBERS_BODY_BYTES;
+}
+
+/// A manager's write to one segment, `…/gift-campaigns/{id}/segments/{seg}/…`: who calls, the
+/// two ids and the JSON body. Refused before the body is read: 401/403 a token that is not a
+/// manager's, 404 an id that cannot name a campaign or segment (no query is made); then the
+/// body: 415 not JSON, 413 past [`SegmentBody::MAX_BYTES`], 400/422 as [`extract::parse_json`].
+pub struct SegmentWrite<T> {
     /// The caller, for the audit trail.
     pub who: Admin,
     /// The campaign id.
     pub id: String,
     /// The segment id.
     pub seg: String,
+    /// The body.
+    pub body: T,
 }
 
-impl FromRequestParts<AppState> for SegmentWrite {
+impl<T: SegmentBody> FromRequest<AppState> for SegmentWrite<T> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
-        let Path((id, seg)) = Path::<(String, String)>::from_request_parts(parts, state).await?;
+    async fn from_request(req: Request, state: &AppState) -> ApiResult<Self> {
+        let (mut parts, body) = req.into_parts();
+        let Path((id, seg)) =
+            Path::<(String, String)>::from_request_parts(&mut parts, state).await?;
         let who = extract::admin(&parts.headers, state, Role::Manager)?;
         campaign_id(&id)?;
         segment_id(&seg)?;
-        Ok(SegmentWrite { who, id, seg })
+        extract::require_json(&parts.headers)?;
+        let bytes = extract::read_body(&parts.headers, body, T::MAX_BYTES).await?;
+        let body = extract::parse_json(&bytes)?;
+        Ok(SegmentWrite { who, id, seg, body })
     }
 }
 
@@ -87,11 +105,8 @@ impl FromRequestParts<AppState> for SegmentWrite {
 /// `starts_at`.
 pub async fn create_campaign(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Body,
+    ManagerJson { who, body: c }: ManagerJson<NewGiftCampaign>,
 ) -> ApiResult<Response> {
-    let who = extract::admin(&headers, &state, Role::Manager)?;
-    let c: NewGiftCampaign = extract::json_body(&headers, body).await?;
     new_id(&c.id)?;
     flashgate_shared::text::check_free_text("name", &c.name, MAX_GIFT_CAMPAIGN_NAME)
         .map_err(ApiError::validation)?;
@@ -124,11 +139,8 @@ pub async fn show_campaign(
 pub async fn create_segment(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Body,
+    ManagerJson { who, body: s }: ManagerJson<NewSegment>,
 ) -> ApiResult<Response> {
-    let who = extract::admin(&headers, &state, Role::Manager)?;
-    let s: NewSegment = extract::json_body(&headers, body).await?;
     campaign_id(&id)?;
     new_id(&s.id)?;
     if !(1..=MAX_GIFT_AMOUNT).contains(&s.gift.amount) {
@@ -156,11 +168,13 @@ pub async fn create_segment(
 /// unknown campaign or segment; 422 bad caps.
 pub async fn set_caps(
     State(state): State<AppState>,
-    SegmentWrite { who, id, seg }: SegmentWrite,
-    headers: HeaderMap,
-    body: Body,
+    SegmentWrite {
+        who,
+        id,
+        seg,
+        body: change,
+    }: SegmentWrite<CapsChange>,
 ) -> ApiResult<Response> {
-    let change: CapsChange = extract::json_body(&headers, body).await?;
     check_caps(&change.caps).map_err(ApiError::validation)?;
     let s = store::set_caps(&state.db, &who.name, &id, &seg, &change.caps)
         .await?
@@ -174,13 +188,13 @@ pub async fn set_caps(
 /// written).
 pub async fn add_members(
     State(state): State<AppState>,
-    SegmentWrite { who, id, seg }: SegmentWrite,
-    headers: HeaderMap,
-    body: Body,
+    SegmentWrite {
+        who,
+        id,
+        seg,
+        body: m,
+    }: SegmentWrite<Members>,
 ) -> ApiResult<Response> {
-    extract::require_json(&headers)?;
-    let bytes = extract::read_body(&headers, body, MAX_MEMBERS_BODY_BYTES).await?;
-    let m: Members = extract::parse_json(&bytes)?;
     if m.msisdns.len() > MAX_MEMBERS_PER_CALL {
         return Err(ApiError::validation(format!(
             "at most {MAX_MEMBERS_PER_CALL} msisdns per call"

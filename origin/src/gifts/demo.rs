@@ -33,30 +33,14 @@ pub fn demo_segments() -> Vec<(NewSegment, Vec<String>)> {
     };
     vec![
         (
-            seg(
-                "segment-1",
-                2_000,
-                vec![CapRule {
-                    max: 1,
-                    per_days: 1,
-                }],
-            ),
+            seg("segment-1", 2_000, vec![CapRule::at_most(1, 1)]),
             vec!["201000000001".into()],
         ),
         (
             seg(
                 "segment-2",
                 5_000,
-                vec![
-                    CapRule {
-                        max: 1,
-                        per_days: 3,
-                    },
-                    CapRule {
-                        max: 2,
-                        per_days: 7,
-                    },
-                ],
+                vec![CapRule::at_most(1, 3), CapRule::at_most(2, 7)],
             ),
             vec!["201000000002".into(), "201000000003".into()],
         ),

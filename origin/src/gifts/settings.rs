@@ -41,18 +41,3 @@ pub struct GiftSettings {
     #[arg(long, env = "FLASHGATE_GIFT_TEST_CLOCK", default_value_t = false)]
     pub gift_test_clock: bool,
 }
-
-impl GiftSettings {
-    /// The defaults, without a provider (what the tests start from).
-    pub fn for_tests() -> Self {
-        GiftSettings {
-            gift_provider_url: None,
-            gift_provider_timeout_ms: 2_000,
-            gift_delivery_max_attempts: 8,
-            gift_retry_base_ms: 500,
-            gift_relay_interval_ms: 200,
-            gift_relay_batch: 64,
-            gift_test_clock: false,
-        }
-    }
-}

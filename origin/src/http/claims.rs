@@ -1,8 +1,7 @@
 //! `POST /api/v1/campaigns/{id}/claims` and `GET /api/v1/campaigns/{id}/claims/mine`.
 
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{codes, is_valid_slug, parse_claim_body, ClaimReply};
 
@@ -23,26 +22,16 @@ use crate::state::AppState;
 /// [`service::claim`]: 201 `claimed`, 409 business results, 422 `idempotency_key_reused`, 503.
 pub async fn create(
     State(state): State<AppState>,
-    Path(campaign): Path<String>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
+    mut post: extract::ForwardedPost,
 ) -> ApiResult<Response> {
     state.metrics.claim_requests.inc();
-    tracing::Span::current().record("campaign", campaign.as_str());
-    let body = extract::signed_post_body(&state, &uri, &headers, body).await?;
+    let body = post.signed_body(&state).await?;
+    let (campaign, headers) = (post.campaign, post.headers);
     extract::require_json(&headers)?;
     let customer = extract::customer(&headers, &state).await?;
     let key = extract::idempotency_key(&headers)?;
     parse_claim_body(&body).map_err(|e| ApiError::BadRequest(codes::INVALID_JSON, e.message))?;
-    if !is_valid_slug(&campaign) {
-        return Err(extract::no_campaign(&campaign));
-    }
-    let row = state
-        .campaigns
-        .get(&state.db, &campaign)
-        .await?
-        .ok_or_else(|| extract::no_campaign(&campaign))?;
+    let row = extract::campaign(&state, &campaign).await?;
     // A campaign with a waiting room needs the admission token.
     let admitted = match crate::queue::check_claim(&state, &row, &customer, &headers) {
         Ok(Some(seq)) => {
@@ -114,14 +103,13 @@ pub async fn mine(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let customer = extract::customer(&headers, &state).await?;
+    let none = || ApiError::NotFound("no active claim on this campaign".into());
     if !is_valid_slug(&campaign) {
-        return Err(ApiError::NotFound(
-            "no active claim on this campaign".into(),
-        ));
+        return Err(none());
     }
     let row = store::find_active(&state.db, &campaign, &customer)
         .await?
-        .ok_or_else(|| ApiError::NotFound("no active claim on this campaign".into()))?;
+        .ok_or_else(none)?;
     let body = ClaimReply::Claimed {
         claim: row.to_claim(),
     };

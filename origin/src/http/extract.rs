@@ -167,20 +167,48 @@ pub fn edge_signature(
     }
 }
 
-/// Reads a POST body of at most [`flashgate_shared::MAX_CLAIM_BODY_BYTES`] (413 past it) and
-/// requires its edge signature ([`edge_signature`], 403) over the path as sent (the edge signs
-/// it still percent-encoded). Used by the customer POSTs the edge forwards (claims, queue joins).
-/// The secret is the state's `FLASHGATE_EDGE_SECRET`.
-pub async fn signed_post_body(
-    state: &AppState,
-    uri: &Uri,
-    headers: &HeaderMap,
+/// A customer POST the edge forwards on `…/campaigns/{id}/…` (claims, queue joins): the
+/// campaign id of the path (recorded in the request's span), the headers, and the body, still
+/// unread. The path must decode (404 otherwise); nothing else is checked until
+/// [`ForwardedPost::signed_body`].
+pub struct ForwardedPost {
+    /// The campaign id, as the path names it (not checked yet).
+    pub campaign: String,
+    /// The request's headers.
+    pub headers: HeaderMap,
+    uri: Uri,
     body: Body,
-) -> ApiResult<Bytes> {
-    let body = read_body(headers, body, flashgate_shared::MAX_CLAIM_BODY_BYTES).await?;
-    let secret = state.config.edge_secret.as_ref();
-    edge_signature(headers, secret, "POST", uri.path(), &body)?;
-    Ok(body)
+}
+
+impl axum::extract::FromRequest<AppState> for ForwardedPost {
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &AppState) -> ApiResult<Self> {
+        use axum::extract::FromRequestParts;
+        let (mut parts, body) = req.into_parts();
+        let Path(campaign) = Path::<String>::from_request_parts(&mut parts, state).await?;
+        tracing::Span::current().record("campaign", campaign.as_str());
+        Ok(ForwardedPost {
+            campaign,
+            headers: parts.headers,
+            uri: parts.uri,
+            body,
+        })
+    }
+}
+
+impl ForwardedPost {
+    /// Reads the body, at most [`flashgate_shared::MAX_CLAIM_BODY_BYTES`] (413 past it), and
+    /// requires its edge signature ([`edge_signature`], 403) over the path as sent (the edge
+    /// signs it still percent-encoded). The secret is the state's `FLASHGATE_EDGE_SECRET`. The
+    /// body is taken: a second call reads an empty one.
+    pub async fn signed_body(&mut self, state: &AppState) -> ApiResult<Bytes> {
+        let body = std::mem::take(&mut self.body);
+        let body = read_body(&self.headers, body, flashgate_shared::MAX_CLAIM_BODY_BYTES).await?;
+        let secret = state.config.edge_secret.as_ref();
+        edge_signature(&self.headers, secret, "POST", self.uri.path(), &body)?;
+        Ok(body)
+    }
 }
 
 /// 404 `not_found` naming campaign `id`.
@@ -312,6 +340,27 @@ pub async fn json_body<T: DeserializeOwned>(headers: &HeaderMap, body: Body) -> 
     require_json(headers)?;
     let bytes = read_body(headers, body, MAX_JSON_BODY_BYTES).await?;
     parse_json(&bytes)
+}
+
+/// A manager's JSON write: the caller, refused before the body is read when the token is not a
+/// manager's ([`admin`]: 401, 403), then the body as [`json_body`] reads it (415, 413, 400,
+/// 422).
+pub struct ManagerJson<T> {
+    /// The caller, for the audit trail.
+    pub who: Admin,
+    /// The body.
+    pub body: T,
+}
+
+impl<T: DeserializeOwned> axum::extract::FromRequest<AppState> for ManagerJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &AppState) -> ApiResult<Self> {
+        let (parts, body) = req.into_parts();
+        let who = admin(&parts.headers, state, Role::Manager)?;
+        let body = json_body(&parts.headers, body).await?;
+        Ok(ManagerJson { who, body })
+    }
 }
 
 /// [`json_body`] for an admin body with time fields: each of `time_fields` may take every form

@@ -16,11 +16,12 @@
 //! - `POST /api/v1/uses/{id}/release` → 200 `{"use","code","status":"released"}`; 409
 //!   `use_confirmed`. Any body is ignored.
 //!
-//! Admin (ADMIN HANDLERS: `require_admin` below is the one place that checks admin tokens):
-//! - `POST /admin/v1/codes` ([`flashgate_shared::api::coupons::NewCode`]) → 201 `AdminCode`;
+//! Admin (ADMIN HANDLERS below; the token and its role are checked by [`extract::admin`],
+//! writes with a body by [`ManagerJson`]):
+//! - `POST /admin/v1/codes` ([`flashgate_shared::api::promo::NewCode`]) → 201 `AdminCode`;
 //!   409 when the code exists.
 //! - `GET /admin/v1/codes/{code}` → 200 `AdminCode` with `uses_left`.
-//! - `POST /admin/v1/codes/batches` ([`flashgate_shared::api::coupons::NewCodeBatch`]) → 201
+//! - `POST /admin/v1/codes/batches` ([`flashgate_shared::api::promo::NewCodeBatch`]) → 201
 //!   `CodeBatch`.
 //! - `PATCH /admin/v1/codes/{code}` `{"action":"disable"|"enable"}` → 200 `{changed, code,
 //!   audit}`; 404; 422 for an unknown action.
@@ -38,7 +39,7 @@ use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 pub use flashgate_shared::api::admin::CodeChangeReply;
-use flashgate_shared::api::coupons::{
+use flashgate_shared::api::promo::{
     validate_offer, AdminCode, CheckRequest, CodeBatch, CodeChange, CodeKind, NewCode,
     NewCodeBatch, Offer, UseRequest, MAX_BATCH_COUNT, MAX_CART_TOTAL, MAX_CODE_LIMIT,
     MAX_ORDER_LEN,
@@ -47,7 +48,7 @@ use flashgate_shared::MAX_CLAIM_BODY_BYTES;
 use futures::TryStreamExt;
 use sqlx::postgres::PgPoolCopyExt;
 
-use super::extract::{self, Admin, Role};
+use super::extract::{self, ManagerJson, Role};
 use crate::error::{ApiError, ApiResult};
 use crate::promo::admin::{self, CodeAction};
 use crate::promo::rules::NewRules;
@@ -67,7 +68,7 @@ fn check_cart(cart_total: i64, currency: Option<&str>) -> ApiResult<()> {
             "cart_total must be 0 to {MAX_CART_TOTAL} minor units"
         )));
     }
-    if currency.is_some_and(|c| !flashgate_shared::api::coupons::is_currency(c)) {
+    if currency.is_some_and(|c| !flashgate_shared::api::promo::is_currency(c)) {
         return Err(ApiError::validation(
             "currency must be three uppercase letters",
         ));
@@ -199,13 +200,6 @@ pub async fn release(
 
 // ---- ADMIN HANDLERS -------------------------------------------------------------------------
 
-/// The one admin-token check of this file: the role each call needs is named at the call
-/// (a viewer may read rules and uses left; anything that writes or hands out codes — which are
-/// money — needs a manager). Returns who called, for the audit trail.
-fn require_admin(headers: &HeaderMap, state: &AppState, needed: Role) -> ApiResult<Admin> {
-    extract::admin(headers, state, needed)
-}
-
 fn admin_view(
     code: &CodeRules,
     uses_left: i64,
@@ -277,11 +271,8 @@ fn times(
 /// exists; 422 for a broken rule.
 pub async fn admin_create(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Body,
+    ManagerJson { body: new, .. }: ManagerJson<NewCode>,
 ) -> ApiResult<Response> {
-    require_admin(&headers, &state, Role::Manager)?;
-    let new: NewCode = extract::json_body(&headers, body).await?;
     let code = flashgate_shared::code::normalise(&new.code).ok_or_else(|| {
         ApiError::validation("code must be 1 to 64 characters A-Z and 0-9 after normalisation")
     })?;
@@ -313,7 +304,7 @@ pub async fn admin_show(
     path: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    require_admin(&headers, &state, Role::Viewer)?;
+    extract::admin(&headers, &state, Role::Viewer)?;
     let raw = raw_code(path);
     let not_found = || ApiError::NotFound(format!("no code {raw}"));
     let code = flashgate_shared::code::normalise(&raw).ok_or_else(not_found)?;
@@ -334,7 +325,7 @@ pub async fn admin_change(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let who = require_admin(&headers, &state, Role::Manager)?;
+    let who = extract::admin(&headers, &state, Role::Manager)?;
     let raw = raw_code(path);
     let not_found = || ApiError::NotFound(format!("no code {raw}"));
     let change: CodeChange = extract::json_body(&headers, body).await?;
@@ -370,11 +361,8 @@ pub async fn admin_change(
 /// (synchronously; a million take seconds). 201 `CodeBatch`; 422 for a broken rule.
 pub async fn batch_create(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Body,
+    ManagerJson { body: new, .. }: ManagerJson<NewCodeBatch>,
 ) -> ApiResult<Response> {
-    require_admin(&headers, &state, Role::Manager)?;
-    let new: NewCodeBatch = extract::json_body(&headers, body).await?;
     if !(1..=MAX_BATCH_COUNT).contains(&new.count) {
         return Err(ApiError::validation(format!(
             "count must be 1 to {MAX_BATCH_COUNT}"
@@ -400,7 +388,7 @@ pub async fn batch_csv(
     path: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let who = require_admin(&headers, &state, Role::Manager)?;
+    let who = extract::admin(&headers, &state, Role::Manager)?;
     let file = path.map(|Path(f)| f).unwrap_or_default();
     let not_found = || ApiError::NotFound(format!("no batch file {file}"));
     let id = file.strip_suffix(".csv").ok_or_else(not_found)?;

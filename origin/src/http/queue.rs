@@ -1,13 +1,12 @@
 //! `POST /api/v1/campaigns/{id}/queue`: join a campaign's waiting room (the poll,
 //! `GET …/queue`, is answered by the edge).
 
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::queue::NO_WAITING_ROOM;
 
-use super::extract::{self, Path};
+use super::extract;
 use crate::error::ApiResult;
 use crate::state::AppState;
 
@@ -33,13 +32,10 @@ fn no_waiting_room(id: &str) -> Response {
 /// Nothing changes on a refusal.
 pub async fn join(
     State(state): State<AppState>,
-    Path(campaign): Path<String>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
+    mut post: extract::ForwardedPost,
 ) -> ApiResult<Response> {
-    tracing::Span::current().record("campaign", campaign.as_str());
-    extract::signed_post_body(&state, &uri, &headers, body).await?;
+    post.signed_body(&state).await?;
+    let (campaign, headers) = (post.campaign, post.headers);
     let customer = extract::customer(&headers, &state).await?;
     let row = extract::campaign(&state, &campaign).await?;
     let Some(w) = row.waiting_room() else {

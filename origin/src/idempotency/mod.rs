@@ -69,8 +69,10 @@ fn canonical_json(body: &[u8]) -> Option<Vec<u8>> {
     serde_json::to_vec(&value).ok()
 }
 
-fn record_key(customer: &str, key: &str) -> String {
-    // Length-prefixed so that no (customer, key) pair can collide with another.
+/// The Redis key of `customer`'s idempotency record for `key`:
+/// `fg:idem:<customer length>:<customer>:<key>`. Length-prefixed so that no (customer, key)
+/// pair can collide with another.
+pub fn record_key(customer: &str, key: &str) -> String {
     format!("fg:idem:{}:{customer}:{key}", customer.len())
 }
 

@@ -16,7 +16,9 @@ use crate::redis_conn::RedisConn;
 use redis::Script;
 use std::sync::LazyLock;
 
-fn key(code: &str) -> String {
+/// The Redis key of code `code`'s cached state, `fg:code:{CODE}` (its own hash tag: one
+/// Redis Cluster slot per code).
+pub fn key(code: &str) -> String {
     format!("fg:code:{{{code}}}")
 }
 

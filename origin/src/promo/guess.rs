@@ -31,6 +31,17 @@ pub struct Buckets {
     limits: Vec<i64>,
 }
 
+/// The Redis key of `customer`'s bucket, `fg:guess:c:<customer length>:<customer>`
+/// (length-prefixed like every key naming a customer).
+pub fn customer_bucket_key(customer: &str) -> String {
+    format!("fg:guess:c:{}:{customer}", customer.len())
+}
+
+/// The Redis key of client IP `ip`'s bucket, `fg:guess:ip:<ip>`.
+pub fn ip_bucket_key(ip: &str) -> String {
+    format!("fg:guess:ip:{ip}")
+}
+
 impl Buckets {
     /// The customer's bucket of `per_customer` failures an hour and, when the client IP is
     /// known, the IP's bucket of `per_ip`. A limit of 0 turns that bucket off.
@@ -40,12 +51,11 @@ impl Buckets {
             limits: Vec::new(),
         };
         if per_customer > 0 {
-            b.keys
-                .push(format!("fg:guess:c:{}:{customer}", customer.len()));
+            b.keys.push(customer_bucket_key(customer));
             b.limits.push(per_customer);
         }
         if let (Some(ip), true) = (ip, per_ip > 0) {
-            b.keys.push(format!("fg:guess:ip:{ip}"));
+            b.keys.push(ip_bucket_key(ip));
             b.limits.push(per_ip);
         }
         b

@@ -3,7 +3,7 @@
 //! API's one parser ([`parse_instant`]).
 
 use chrono::{DateTime, Utc};
-use flashgate_shared::api::coupons::{CodeKind, NotApplicable};
+use flashgate_shared::api::promo::{CodeKind, NotApplicable};
 use flashgate_shared::money::{self, Applied, Discount};
 
 pub use crate::admin::time::parse_instant;

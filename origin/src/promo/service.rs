@@ -15,7 +15,7 @@ use std::sync::Arc;
 use axum::http::StatusCode;
 use chrono::Utc;
 use flashgate_shared::api::codes;
-use flashgate_shared::api::coupons::{
+use flashgate_shared::api::promo::{
     CheckReply, CheckRequest, CodeRefusal, NotApplicable, UseConflict, UseReply, UseRequest,
     UseState, UseStatus,
 };

@@ -3,7 +3,7 @@
 
 use crate::db::Db;
 use chrono::{DateTime, Utc};
-use flashgate_shared::api::coupons::{CodeKind, UseStatus};
+use flashgate_shared::api::promo::{CodeKind, UseStatus};
 
 use super::rules::{CodeRules, NewRules};
 

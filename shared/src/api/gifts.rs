@@ -93,6 +93,13 @@ pub struct CapRule {
     pub per_days: i32,
 }
 
+impl CapRule {
+    /// At most `max` grants per `per_days` days: `CapRule::at_most(2, 7)`.
+    pub const fn at_most(max: i32, per_days: i32) -> Self {
+        CapRule { max, per_days }
+    }
+}
+
 /// Checks a set of cap rules: at most [`MAX_CAPS_PER_SEGMENT`], `max` in
 /// 1..=[`MAX_CAP_GRANTS`], `per_days` in 1..=[`MAX_CAP_DAYS`], one rule per `per_days`.
 /// The error is for humans.
@@ -320,27 +327,10 @@ mod tests {
 
     #[test]
     fn caps_rules() {
-        let ok = [
-            CapRule {
-                max: 1,
-                per_days: 3,
-            },
-            CapRule {
-                max: 2,
-                per_days: 7,
-            },
-        ];
+        let ok = [CapRule::at_most(1, 3), CapRule::at_most(2, 7)];
         assert!(check_caps(&ok).is_ok());
-        assert!(check_caps(&[CapRule {
-            max: 0,
-            per_days: 1
-        }])
-        .is_err());
-        assert!(check_caps(&[CapRule {
-            max: 1,
-            per_days: 0
-        }])
-        .is_err());
+        assert!(check_caps(&[CapRule::at_most(0, 1)]).is_err());
+        assert!(check_caps(&[CapRule::at_most(1, 0)]).is_err());
         assert!(check_caps(&[ok[0], ok[0]]).is_err());
     }
 

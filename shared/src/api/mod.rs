@@ -11,7 +11,7 @@
 //! - [`admin`]: the admin bodies (campaign views, change request and reply, audit, reconcile).
 //!
 //! Every item is also re-exported here, so `flashgate_shared::api::X` names it whatever its
-//! area; [`coupons`] is the former name of [`promo`].
+//! area.
 //!
 //! Every non-2xx answer has one of two shapes:
 //! - a business result: `{"result": "<code>", ...fields of that result}` (e.g. 409 `sold_out`);
@@ -77,8 +77,6 @@ pub use claims::*;
 pub use common::*;
 pub use giveaway::*;
 pub use holds::*;
-/// The former name of [`promo`], kept while callers move to it.
-pub use promo as coupons;
 
 #[cfg(test)]
 mod stored_enum_tests {

@@ -134,8 +134,13 @@ pub struct ClaimReq {
 impl ClaimReq {
     /// A well-formed claim of `customer` with key `key` and body `{}`.
     pub fn good(o: &TestOrigin, customer: &str, key: &str) -> Self {
+        Self::with_token(&o.token(customer), key)
+    }
+
+    /// A well-formed claim carrying customer token `token`, with key `key` and body `{}`.
+    pub fn with_token(token: &str, key: &str) -> Self {
         ClaimReq {
-            token: Some(o.token(customer)),
+            token: Some(token.into()),
             key: Some(key.into()),
             content_type: Some("application/json"),
             body: b"{}".to_vec(),

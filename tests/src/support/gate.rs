@@ -57,10 +57,6 @@ pub async fn stop_reconciled(o: TestOrigin, c: &str) {
     o.stop().await;
 }
 
-/// The Redis key of the idempotency record of `customer`'s key `key`, as the origin's
-/// idempotency module writes it (`fg:idem:<customer length>:<customer>:<key>`; the length
-/// prefix keeps every pair apart). The origin keeps its builder private; a test that drops a
-/// record on purpose uses this one.
-pub fn idempotency_record_key(customer: &str, key: &str) -> String {
-    format!("fg:idem:{}:{customer}:{key}", customer.len())
-}
+/// The Redis key of the idempotency record of `customer`'s key `key`, the origin's own
+/// builder (a test that drops a record on purpose uses it).
+pub use flashgate_origin::idempotency::record_key as idempotency_record_key;

@@ -3,7 +3,7 @@
 //! HTTP against a [`TestOrigin`]; and what PostgreSQL holds about a code.
 
 use chrono::{Duration, Utc};
-use flashgate_shared::api::coupons::{CheckRequest, NewCode, NewCodeBatch, Offer, UseRequest};
+use flashgate_shared::api::promo::{CheckRequest, NewCode, NewCodeBatch, Offer, UseRequest};
 use flashgate_shared::CLIENT_IP_HEADER;
 use serde::Serialize;
 use serde_json::Value;
@@ -182,7 +182,7 @@ pub fn new_batch(count: i64, amount_off: i64) -> NewCodeBatch {
 /// `amount_off` minor units off in USD, valid from now for 30 days.
 pub fn one_time_rules(amount_off: i64) -> flashgate_origin::promo::rules::NewRules {
     flashgate_origin::promo::rules::NewRules {
-        kind: flashgate_shared::api::coupons::CodeKind::OneTime,
+        kind: flashgate_shared::api::promo::CodeKind::OneTime,
         percent_off_bp: None,
         amount_off: Some(amount_off),
         currency: "USD".into(),
