@@ -157,11 +157,8 @@ pub async fn take(
         return Ok(Take::NotLoaded);
     };
     let now_ms = chrono::Utc::now().timestamp_millis();
-    let mut inv = TAKE.key(&k.loaded);
-    inv.key(&k.remaining).key(&k.holders).key(&k.pending);
-    if n == 1 {
-        inv.key(&k.sold_out).key(&k.sold_out_gen);
-    }
+    let mut inv = TAKE.prepare_invoke();
+    take_keys(&mut inv, &k, n);
     let out: Vec<Vec<u8>> = inv
         .arg(customer)
         .arg(token)
@@ -169,6 +166,18 @@ pub async fn take(
         .invoke_async(redis)
         .await?;
     took(redis, c, n, &k, customer, token, now_ms, &out).await
+}
+
+/// Adds the keys of a take on her own shard `k` (of `n`) to `inv`: loaded, remaining, holders,
+/// pending, and on a campaign of one shard the flag's two keys ([`lua::TAKE`]).
+fn take_keys(inv: &mut redis::ScriptInvocation<'_>, k: &Keys, n: u16) {
+    inv.key(&k.loaded)
+        .key(&k.remaining)
+        .key(&k.holders)
+        .key(&k.pending);
+    if n == 1 {
+        inv.key(&k.sold_out).key(&k.sold_out_gen);
+    }
 }
 
 /// What [`begin_take`] found.
@@ -199,13 +208,7 @@ pub async fn begin_take(
     };
     let now_ms = chrono::Utc::now().timestamp_millis();
     let mut inv = BEGIN_TAKE.key(k.idempotency(customer, key));
-    inv.key(&k.loaded)
-        .key(&k.remaining)
-        .key(&k.holders)
-        .key(&k.pending);
-    if n == 1 {
-        inv.key(&k.sold_out).key(&k.sold_out_gen);
-    }
+    take_keys(&mut inv, &k, n);
     let out: Vec<Vec<u8>> = inv
         .arg(fingerprint)
         .arg(pending_ttl_seconds)
