@@ -20,7 +20,9 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod cors;
 pub mod decide;
+pub mod index;
 pub mod limit;
 pub mod page;
 pub mod queue;

@@ -15,12 +15,16 @@
 //! - [`admission`]: the waiting room's signed ticket and admission token (HMAC-SHA256).
 //! - [`text`]: the one definition of acceptable text in request fields.
 //! - [`trace`]: W3C Trace Context (`traceparent`) read by the origin, written by the edge.
+//! - [`campaign_index`]: the compact set of campaign ids the origin hands the edge.
+//! - [`cors`]: the allowed shop origins and the CORS header lists of both halves.
 
 #![warn(missing_docs)]
 
 pub mod admission;
 pub mod api;
+pub mod campaign_index;
 pub mod code;
+pub mod cors;
 pub mod idempotency;
 pub mod money;
 pub mod queue;
