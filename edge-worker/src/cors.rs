@@ -5,11 +5,11 @@
 //! - No allowed origins (`FLASHGATE_CORS_ORIGINS` empty, the default): no CORS at all; an
 //!   `OPTIONS` is a 405 like any other method a path does not take.
 //! - Allowed origins set: every `OPTIONS` is a preflight answered by the edge (200, empty
-//!   body); every answer (edge or origin, errors included) carries `Vary: Origin`, and, when
+//!   body); every answer (edge or origin, errors included) carries `Vary` ([`VARY`]), and, when
 //!   the request's `Origin` is in the list, `Access-Control-Allow-Origin` with it and the
 //!   other headers below. Other origins get no `Access-Control-*` header at all.
 
-use flashgate_shared::cors::{ALLOW_HEADERS, ALLOW_METHODS, EXPOSE_HEADERS, MAX_AGE_S};
+use flashgate_shared::cors::{ALLOW_HEADERS, ALLOW_METHODS, EXPOSE_HEADERS, MAX_AGE_S, VARY};
 
 /// The allowed origins (lowercase, as [`flashgate_shared::cors::parse_origins`] leaves them).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -41,7 +41,7 @@ impl Cors {
         if !self.enabled() {
             return Vec::new();
         }
-        let mut out = vec![("vary", "origin".to_string())];
+        let mut out = vec![("vary", VARY.to_string())];
         let Some(origin) = origin.filter(|o| self.origins.iter().any(|a| a == o)) else {
             return out;
         };
@@ -98,7 +98,7 @@ mod tests {
             Some("https://SHOP.example"),
             None,
         ] {
-            assert_eq!(c.headers(other, true), [("vary", "origin".to_string())]);
+            assert_eq!(c.headers(other, true), [("vary", VARY.to_string())]);
         }
     }
 }

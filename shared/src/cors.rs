@@ -29,6 +29,9 @@ pub const EXPOSE_HEADERS: &[&str] = &[
     "flashgate-stale",
     "x-request-id",
 ];
+/// `Vary` of every answer while CORS is on (the answer depends on these request headers): the
+/// value tower-http's `CorsLayer` sends by default.
+pub const VARY: &str = "origin, access-control-request-method, access-control-request-headers";
 /// How long a browser may keep a preflight's answer (`Access-Control-Max-Age`), seconds.
 pub const MAX_AGE_S: u32 = 600;
 
