@@ -491,8 +491,8 @@ async fn index_figures_for_100_000_campaigns() {
     assert_eq!(warm.status, 200);
     let (same, same_t) = fetch(tag.clone()).await;
     assert_eq!(same.status, 304);
-    // Past the origin's cache time: rebuilt from PostgreSQL, still unchanged.
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // Past the origin's cache time (at least 1 s): rebuilt from PostgreSQL, still unchanged.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
     let (rebuilt, rebuilt_t) = fetch(tag).await;
     assert_eq!(rebuilt.status, 304);
     println!(

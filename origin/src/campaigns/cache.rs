@@ -37,7 +37,10 @@ impl CampaignCache {
                 .max_capacity(MAX_ENTRIES)
                 .time_to_live(ttl)
                 .build(),
-            index: Cache::builder().max_capacity(1).time_to_live(ttl).build(),
+            index: Cache::builder()
+                .max_capacity(1)
+                .time_to_live(ttl.max(super::index::MIN_CACHE))
+                .build(),
         }
     }
 
@@ -48,8 +51,8 @@ impl CampaignCache {
         crate::cache::get_or_load(&self.rows, id.to_string(), load).await
     }
 
-    /// The campaign index, from cache when fresh, else built from PostgreSQL (once for all
-    /// the requests that ask at the same time). Errors: the PostgreSQL error of the read.
+    /// The campaign index, from cache when fresh (`ttl`, at least [`super::index::MIN_CACHE`]),
+    /// else built from PostgreSQL (once for all the requests that ask at the same time). Errors: the PostgreSQL error of the read.
     pub async fn index(&self, db: &Db) -> sqlx::Result<Arc<BuiltIndex>> {
         let load = async { build(db, chrono::Utc::now()).await.map(Arc::new) };
         crate::cache::get_or_load(&self.index, (), load).await
