@@ -58,6 +58,10 @@ const bindings = {};
 for (const name of NAMES) {
   if (process.env[name]) bindings[name] = process.env[name];
 }
+// A list in wrangler.toml's [vars] (FLASHGATE_CORS_ORIGINS = ["https://shop.example"]) reaches
+// the worker as a JSON value, not a string: given as JSON text here, it is passed the same way.
+const cors = bindings.FLASHGATE_CORS_ORIGINS;
+if (cors && cors.trim().startsWith("[")) bindings.FLASHGATE_CORS_ORIGINS = JSON.parse(cors);
 
 const mf = new Miniflare({
   modules: [

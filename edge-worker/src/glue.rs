@@ -84,17 +84,28 @@ fn config(env: &Env) -> std::result::Result<Rc<EdgeConfig>, String> {
     if let Some(c) = CONFIG.with(|c| c.borrow().clone()) {
         return Ok(c);
     }
-    // A [vars] list (FLASHGATE_CORS_ORIGINS = ["https://shop.example"]) is a JSON binding,
-    // read as the comma-separated text a plain string binding would carry.
     let cfg = Rc::new(EdgeConfig::from_lookup(|name| {
-        env.var(name).ok().map(|v| v.to_string()).or_else(|| {
-            env.object_var::<Vec<String>>(name)
-                .ok()
-                .map(|list| list.join(","))
-        })
+        let text = env.var(name).ok().map(|v| v.to_string());
+        // A [vars] list (FLASHGATE_CORS_ORIGINS = ["https://shop.example"]) is a JS array
+        // binding, not a string (read as one it is empty): its strings joined by commas.
+        text.filter(|t| !t.is_empty())
+            .or_else(|| list_var(env, name))
     })?);
     CONFIG.with(|c| *c.borrow_mut() = Some(cfg.clone()));
     Ok(cfg)
+}
+
+/// The strings of a binding that is a JS array, joined by commas; `None` for anything else.
+fn list_var(env: &Env, name: &str) -> Option<String> {
+    let value = js_sys::Reflect::get(env.as_ref(), &wasm_bindgen::JsValue::from_str(name)).ok()?;
+    if !js_sys::Array::is_array(&value) {
+        return None;
+    }
+    let items: Vec<String> = js_sys::Array::from(&value)
+        .iter()
+        .filter_map(|v| v.as_string())
+        .collect();
+    Some(items.join(","))
 }
 
 #[event(fetch)]

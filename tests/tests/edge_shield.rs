@@ -245,9 +245,10 @@ async fn cors_for_allowed_and_other_origins_at_the_edge_and_the_origin() {
         &o.url,
         &[
             ("FLASHGATE_EDGE_SECRET", TEST_EDGE_SECRET.into()),
+            // As wrangler.toml's [vars] list (a JSON value binding, not a string).
             (
                 "FLASHGATE_CORS_ORIGINS",
-                format!("{SHOP}, http://localhost:3000"),
+                format!(r#"["{SHOP}", "http://localhost:3000"]"#),
             ),
         ],
     );
