@@ -170,7 +170,10 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Re
         Route::PassThrough | Route::CampaignPassThrough { .. } => {
             pass_through(req, &cfg, &url).await
         }
-        Route::NoSuchCampaign { id } => answer(&decide::no_such_campaign(id)),
+        Route::NoSuchCampaign { id } => {
+            drain(req).await;
+            answer(&decide::no_such_campaign(id))
+        }
         Route::NoSuchRoute => {
             drain(req).await;
             answer(&Answer::no_such_route())
