@@ -2,15 +2,18 @@
 // per phase. Usage:
 //   node bench.mjs PHASE_JSON
 // where PHASE_JSON is {"name", "url", "method", "headers", "body", "expectStatus",
-// "expectBody", "connections", "seconds"}. Before the load, one request checks that the
-// answer has the expected status, body and `flashgate-answered-by: edge`; the phase fails
-// (exit 1) when it does not, or when any answer under load has another status.
+// "expectBody", "connections", "seconds", "randomSuffix"?}. With "randomSuffix": true every
+// request (the probe too) goes to the URL's path plus a random suffix, e.g. a made-up campaign
+// id per request. Before the load, one request checks that the answer has the expected status,
+// body and `flashgate-answered-by: edge`; the phase fails (exit 1) when it does not, or when
+// any answer under load has another status.
 import autocannon from "autocannon";
 
 const phase = JSON.parse(process.argv[2]);
 const init = { method: phase.method || "GET", headers: phase.headers || {}, body: phase.body };
 
-const probe = await fetch(phase.url, init);
+const suffix = () => `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+const probe = await fetch(phase.randomSuffix ? phase.url + suffix() : phase.url, init);
 const probeBody = await probe.text();
 const by = probe.headers.get("flashgate-answered-by");
 if (probe.status !== phase.expectStatus || by !== "edge" || (phase.expectBody && probeBody !== phase.expectBody)) {
@@ -25,6 +28,9 @@ const result = await autocannon({
   body: init.body,
   connections: phase.connections,
   duration: phase.seconds,
+  ...(phase.randomSuffix && {
+    requests: [{ setupRequest: (req) => ({ ...req, path: new URL(phase.url).pathname + suffix() }) }],
+  }),
 });
 const total = result.requests.total;
 const expected = phase.expectStatus >= 400 && phase.expectStatus < 500 ? result["4xx"] : result["2xx"];

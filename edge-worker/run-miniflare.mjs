@@ -9,7 +9,7 @@
 //   FLASHGATE_*       passed to the worker as bindings: FLASHGATE_ORIGIN_URL (required),
 //                     FLASHGATE_STATUS_TTL_MS, FLASHGATE_STATUS_MAX_STALE_MS,
 //                     FLASHGATE_NOT_STARTED_SKEW_MS, FLASHGATE_ORIGIN_TIMEOUT_MS,
-//                     FLASHGATE_LIMIT_{CLAIMS,JOINS,POLLS,IP}_PER_S and the
+//                     FLASHGATE_LIMIT_{CLAIMS,JOINS,POLLS,IP}_PER_S, FLASHGATE_CORS_ORIGINS and the
 //                     secrets FLASHGATE_CUSTOMER_TOKEN_SECRET, FLASHGATE_EDGE_SECRET,
 //                     FLASHGATE_EDGE_METRICS_TOKEN,
 //                     and the customer-token settings FLASHGATE_CUSTOMER_TOKEN_SECRETS,
@@ -41,6 +41,7 @@ const NAMES = [
   "FLASHGATE_LIMIT_JOINS_PER_S",
   "FLASHGATE_LIMIT_POLLS_PER_S",
   "FLASHGATE_LIMIT_IP_PER_S",
+  "FLASHGATE_CORS_ORIGINS",
   "FLASHGATE_CUSTOMER_TOKEN_SECRET",
   "FLASHGATE_EDGE_SECRET",
   "FLASHGATE_EDGE_METRICS_TOKEN",
@@ -57,6 +58,10 @@ const bindings = {};
 for (const name of NAMES) {
   if (process.env[name]) bindings[name] = process.env[name];
 }
+// A list in wrangler.toml's [vars] (FLASHGATE_CORS_ORIGINS = ["https://shop.example"]) reaches
+// the worker as a JSON value, not a string: given as JSON text here, it is passed the same way.
+const cors = bindings.FLASHGATE_CORS_ORIGINS;
+if (cors && cors.trim().startsWith("[")) bindings.FLASHGATE_CORS_ORIGINS = JSON.parse(cors);
 
 const mf = new Miniflare({
   modules: [

@@ -23,6 +23,7 @@
 //! | `FLASHGATE_LIMIT_JOINS_PER_S` | var | 2 | queue joins per second per customer (0 = off) |
 //! | `FLASHGATE_LIMIT_POLLS_PER_S` | var | 2 | queue polls per second per customer (0 = off) |
 //! | `FLASHGATE_LIMIT_IP_PER_S` | var | 50 | joins, polls and waiting-room claims per second per client IP (0 = off) |
+//! | `FLASHGATE_CORS_ORIGINS` | var | empty | shop origins allowed to call the API from a browser, comma-separated (`https://shop.example`); empty = same-origin only |
 
 use flashgate_shared::token::keys::NO_KEYS;
 use flashgate_shared::token::refresh::Schedule;
@@ -103,6 +104,9 @@ pub struct EdgeConfig {
     /// `FLASHGATE_EDGE_METRICS_TOKEN`: the bearer token of `GET /__flashgate/metrics`
     /// ([`crate::telemetry`]); `None`: the route answers 404.
     pub metrics_token: Option<String>,
+    /// `FLASHGATE_CORS_ORIGINS`: the shop origins allowed to call the API from a browser
+    /// ([`crate::cors`]); empty: same-origin only.
+    pub cors: crate::cors::Cors,
 }
 
 impl EdgeConfig {
@@ -163,6 +167,10 @@ impl EdgeConfig {
             jwks,
             edge_secret,
             metrics_token: get("FLASHGATE_EDGE_METRICS_TOKEN").map(|t| t.trim().to_string()),
+            cors: crate::cors::Cors::new(flashgate_shared::cors::parse_origins(
+                "FLASHGATE_CORS_ORIGINS",
+                get("FLASHGATE_CORS_ORIGINS").as_deref(),
+            )?),
             limits: Limits {
                 claims_per_s: rate("FLASHGATE_LIMIT_CLAIMS_PER_S", DEFAULT_LIMIT_CLAIMS_PER_S)?,
                 joins_per_s: rate("FLASHGATE_LIMIT_JOINS_PER_S", DEFAULT_LIMIT_JOINS_PER_S)?,
@@ -272,6 +280,7 @@ mod tests {
         assert_eq!(c.origin_timeout_ms, 5_000);
         assert_eq!(c.customer_token_secret.as_deref(), Some(SECRET.as_bytes()));
         assert_eq!(c.edge_secret, None);
+        assert!(!c.cors.enabled());
         assert_eq!(
             c.limits,
             Limits {
@@ -330,6 +339,24 @@ mod tests {
             ("FLASHGATE_CUSTOMER_TOKEN_SECRET", SECRET)
         ])
         .is_err());
+    }
+
+    #[test]
+    fn cors_origins_are_read_and_checked() {
+        let base = [
+            ("FLASHGATE_ORIGIN_URL", "http://o"),
+            ("FLASHGATE_CUSTOMER_TOKEN_SECRET", SECRET),
+        ];
+        let mut p = base.to_vec();
+        p.push((
+            "FLASHGATE_CORS_ORIGINS",
+            "https://shop.example, http://localhost:3000",
+        ));
+        let c = cfg(&p).unwrap();
+        assert!(c.cors.headers(Some("http://localhost:3000"), false).len() > 1);
+        let mut p = base.to_vec();
+        p.push(("FLASHGATE_CORS_ORIGINS", "https://shop.example/cart"));
+        assert!(cfg(&p).unwrap_err().starts_with("FLASHGATE_CORS_ORIGINS: "));
     }
 
     #[test]

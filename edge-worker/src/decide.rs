@@ -6,12 +6,14 @@ use flashgate_shared::api::{
     codes, is_valid_slug, parse_claim_body, CampaignState, ClaimReply, ErrorBody,
 };
 use flashgate_shared::{idempotency, token, MAX_CLAIM_BODY_BYTES};
+use std::borrow::Cow;
 
 /// `Retry-After` of a 503 `unavailable` answered by the edge, seconds.
 pub const UNAVAILABLE_RETRY_AFTER_S: u32 = 1;
 
-/// Where a request goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a request goes. Every per-campaign route carries the campaign id, checked against the
+/// campaign index ([`crate::index`]) before anything else is asked of the origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route<'a> {
     /// `GET /api/v1/campaigns/{id}`: served from the status cache.
     Status {
@@ -32,12 +34,18 @@ pub enum Route<'a> {
     },
     /// `POST /api/v1/campaigns/{id}/queue`: a join, rate limited, then passed to the origin.
     QueueJoin {
-        /// Campaign id as sent.
+        /// Campaign id (a valid slug).
         id: &'a str,
     },
+    /// Another per-campaign route (`claims/mine`, `HEAD` of the status or queue), or any of
+    /// them with a percent-encoded id: passed to the origin unchanged once the index lets the
+    /// id through.
+    CampaignPassThrough {
+        /// The campaign id, percent-decoded (a valid slug).
+        id: Cow<'a, str>,
+    },
     /// Any other documented `/api/v1/...` path and method ([`API_ROUTES`]): passed to the
-    /// origin unchanged. Also campaign ids with percent-encoding, so that the origin's own 404
-    /// message (with the decoded id) is served.
+    /// origin unchanged.
     PassThrough,
     /// A documented `/api/v1/...` path with a method it does not take: 405
     /// `method_not_allowed` with `Allow` at the edge ([`method_not_allowed`]).
@@ -45,7 +53,8 @@ pub enum Route<'a> {
         /// The `Allow` header: the path's methods.
         allow: &'static str,
     },
-    /// A campaign id that is not a slug: the origin's 404 `no campaign {id}` at the edge.
+    /// A campaign id that is not a slug (also once percent-decoded): the origin's 404
+    /// `no campaign {id}` at the edge, without any lookup.
     NoSuchCampaign {
         /// The id as sent.
         id: &'a str,
@@ -113,20 +122,30 @@ pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
     let Some(tail) = rest.strip_prefix("campaigns/") else {
         return Route::PassThrough;
     };
-    let (id, sub) = match tail.split_once('/') {
+    let (raw, sub) = match tail.split_once('/') {
         Some((id, sub)) => (id, Some(sub)),
         None => (tail, None),
     };
-    if id.is_empty() || id.contains('%') {
-        return Route::PassThrough;
+    let encoded = raw.contains('%');
+    let id = percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .unwrap_or(Cow::Borrowed(raw));
+    if !is_valid_slug(&id) {
+        // A claim is checked first, as the origin does; the 404 comes after the checks.
+        return match (method, sub) {
+            ("POST", Some("claims")) if !encoded => Route::Claim { id: raw },
+            _ => Route::NoSuchCampaign { id: raw },
+        };
+    }
+    if encoded {
+        return Route::CampaignPassThrough { id };
     }
     match (method, sub) {
-        ("GET", None | Some("queue")) if !is_valid_slug(id) => Route::NoSuchCampaign { id },
-        ("GET", None) => Route::Status { id },
-        ("GET", Some("queue")) => Route::QueuePoll { id },
-        ("POST", Some("queue")) => Route::QueueJoin { id },
-        ("POST", Some("claims")) => Route::Claim { id },
-        _ => Route::PassThrough,
+        ("GET", None) => Route::Status { id: raw },
+        ("GET", Some("queue")) => Route::QueuePoll { id: raw },
+        ("POST", Some("queue")) => Route::QueueJoin { id: raw },
+        ("POST", Some("claims")) => Route::Claim { id: raw },
+        _ => Route::CampaignPassThrough { id },
     }
 }
 

@@ -60,7 +60,7 @@ fn routes() {
     );
     assert_eq!(
         route("GET", "/api/v1/campaigns/Spring%20"),
-        Route::PassThrough
+        Route::NoSuchCampaign { id: "Spring%20" }
     );
     assert_eq!(
         route("POST", "/api/v1/campaigns//claims"),
@@ -86,13 +86,37 @@ fn routes() {
     );
     assert_eq!(
         route("HEAD", "/api/v1/campaigns/spring"),
-        Route::PassThrough
+        Route::CampaignPassThrough {
+            id: "spring".into()
+        }
     );
     assert_eq!(route("GET", "/api/v1/claims/c_1"), Route::NoSuchRoute);
     assert_eq!(route("POST", "/api/v1/claims/c_1/pay"), Route::PassThrough);
     assert_eq!(
         route("GET", "/api/v1/campaigns/spring/claims/mine"),
-        Route::PassThrough
+        Route::CampaignPassThrough {
+            id: "spring".into()
+        }
+    );
+    // Percent-encoded ids are decoded for the index; the request goes on as sent.
+    assert_eq!(
+        route("POST", "/api/v1/campaigns/spr%69ng/claims"),
+        Route::CampaignPassThrough {
+            id: "spring".into()
+        }
+    );
+    assert_eq!(
+        route("POST", "/api/v1/campaigns/%ff/claims"),
+        Route::NoSuchCampaign { id: "%ff" }
+    );
+    // Only a claim keeps an id that is not a slug (checked after the request checks).
+    assert_eq!(
+        route("POST", "/api/v1/campaigns/Bad_Id/queue"),
+        Route::NoSuchCampaign { id: "Bad_Id" }
+    );
+    assert_eq!(
+        route("GET", "/api/v1/campaigns/Bad_Id/claims/mine"),
+        Route::NoSuchCampaign { id: "Bad_Id" }
     );
     assert_eq!(route("GET", "/api/v1/fulfilments/f1"), Route::PassThrough);
     assert_eq!(route("GET", "/api/v1/fulfilments/f1/x"), Route::NoSuchRoute);

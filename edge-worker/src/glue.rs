@@ -1,6 +1,7 @@
-//! The thin layer between the Workers runtime and the decisions in [`crate::decide`] and
-//! [`crate::status`]: reads requests, keeps the per-isolate status cache, talks to the Cache
-//! API and the origin, writes responses. Compiled for wasm32 only.
+//! The thin layer between the Workers runtime and the decisions in [`crate::decide`],
+//! [`crate::status`], [`crate::index`] and [`crate::cors`]: reads requests, keeps the
+//! per-isolate status cache and campaign index, talks to the Cache API and the origin, writes
+//! responses (with their CORS headers). Compiled for wasm32 only.
 //!
 //! Single-flight: per campaign, one request of the isolate (the leader) refreshes the status;
 //! concurrent requests wait for it by checking the slot on short timers of their own. They are
@@ -25,6 +26,8 @@ use worker::{
     Response, Result,
 };
 
+#[path = "glue_index.rs"]
+mod glue_index;
 #[path = "glue_jwks.rs"]
 mod glue_jwks;
 #[path = "glue_origin.rs"]
@@ -82,10 +85,27 @@ fn config(env: &Env) -> std::result::Result<Rc<EdgeConfig>, String> {
         return Ok(c);
     }
     let cfg = Rc::new(EdgeConfig::from_lookup(|name| {
-        env.var(name).ok().map(|v| v.to_string())
+        let text = env.var(name).ok().map(|v| v.to_string());
+        // A [vars] list (FLASHGATE_CORS_ORIGINS = ["https://shop.example"]) is a JS array
+        // binding, not a string (read as one it is empty): its strings joined by commas.
+        text.filter(|t| !t.is_empty())
+            .or_else(|| list_var(env, name))
     })?);
     CONFIG.with(|c| *c.borrow_mut() = Some(cfg.clone()));
     Ok(cfg)
+}
+
+/// The strings of a binding that is a JS array, joined by commas; `None` for anything else.
+fn list_var(env: &Env, name: &str) -> Option<String> {
+    let value = js_sys::Reflect::get(env.as_ref(), &wasm_bindgen::JsValue::from_str(name)).ok()?;
+    if !js_sys::Array::is_array(&value) {
+        return None;
+    }
+    let items: Vec<String> = js_sys::Array::from(&value)
+        .iter()
+        .filter_map(|v| v.as_string())
+        .collect();
+    Some(items.join(","))
 }
 
 #[event(fetch)]
@@ -97,16 +117,23 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
             return answer(&Answer::misconfigured());
         }
     };
-    match handle(req, cfg).await {
-        Ok(resp) => Ok(resp),
+    let origin = req.headers().get("origin").ok().flatten();
+    let preflight = cfg.cors.is_preflight(req.method().as_ref());
+    let resp = match handle(req, cfg.clone(), preflight).await {
+        Ok(resp) => resp,
         Err(e) => {
             worker::console_error!("flashgate edge error: {e}");
-            answer(&Answer::unavailable())
+            answer(&Answer::unavailable())?
         }
-    }
+    };
+    glue_index::cors(&cfg, origin.as_deref(), preflight, resp)
 }
 
-async fn handle(req: Request, cfg: Rc<EdgeConfig>) -> Result<Response> {
+async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Response> {
+    if preflight {
+        drain(req).await;
+        return glue_index::preflight();
+    }
     let url = req.url()?;
     let method = req.method();
     let path = url.path().to_string();
@@ -121,13 +148,32 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>) -> Result<Response> {
             retry_after_s: None,
         });
     }
-    match decide::route(method.as_ref(), &path) {
+    let route = decide::route(method.as_ref(), &path);
+    // Unknown campaigns are answered here, before anything asks the origin (claims after
+    // their request checks, in `claim`).
+    let campaign = match &route {
+        Route::Status { id } | Route::QueuePoll { id } | Route::QueueJoin { id } => Some(*id),
+        Route::CampaignPassThrough { id } => Some(id.as_ref()),
+        _ => None,
+    };
+    if let Some(id) = campaign {
+        if let Err(a) = glue_index::known(&cfg, id).await {
+            drain(req).await;
+            return answer(&a);
+        }
+    }
+    match route {
         Route::Status { id } => serve_status(&cfg, id, &url).await,
         Route::Claim { id } => glue_telemetry::counted(claim(req, &cfg, id, &url).await?).await,
         Route::QueuePoll { id } => glue_queue::poll(req, &cfg, id, &url).await,
         Route::QueueJoin { .. } => glue_queue::join(req, &cfg, &url).await,
-        Route::PassThrough => pass_through(req, &cfg, &url).await,
-        Route::NoSuchCampaign { id } => answer(&decide::no_such_campaign(id)),
+        Route::PassThrough | Route::CampaignPassThrough { .. } => {
+            pass_through(req, &cfg, &url).await
+        }
+        Route::NoSuchCampaign { id } => {
+            drain(req).await;
+            answer(&decide::no_such_campaign(id))
+        }
         Route::NoSuchRoute => {
             drain(req).await;
             answer(&Answer::no_such_route())
@@ -402,6 +448,9 @@ async fn claim(
         Err(a) => return answer(&a),
     };
     if let Err(a) = decide::claim_campaign_check(id) {
+        return answer(&a);
+    }
+    if let Err(a) = glue_index::known(cfg, id).await {
         return answer(&a);
     }
     let (entry, fresh) = status_for(cfg, id, url).await;

@@ -51,6 +51,10 @@ pub(super) async fn send_bounded(
 /// The body of `resp`, chunk by chunk; an error once it passes `max` bytes.
 pub(super) async fn read_bounded(resp: &mut Response, max: usize) -> Result<Vec<u8>> {
     use futures_util::StreamExt;
+    // A bodiless answer (a 304, a 204) has nothing to stream.
+    if matches!(resp.body(), worker::ResponseBody::Empty) {
+        return Ok(Vec::new());
+    }
     let mut stream = resp.stream()?;
     let mut body = Vec::new();
     while let Some(chunk) = stream.next().await {

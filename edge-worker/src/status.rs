@@ -157,7 +157,20 @@ pub fn next_step(
     ttl_ms: i64,
     lead_timeout_ms: i64,
 ) -> Step {
-    if freshness(entry, now_ms, ttl_ms) == Freshness::Fresh {
+    let fresh = freshness(entry, now_ms, ttl_ms) == Freshness::Fresh;
+    step(fresh, refresh, now_ms, ttl_ms, lead_timeout_ms)
+}
+
+/// [`next_step`] for anything refreshed from the origin at most once per TTL (a status, the
+/// campaign index), given whether what the isolate holds is `fresh`.
+pub fn step(
+    fresh: bool,
+    refresh: &RefreshState,
+    now_ms: i64,
+    ttl_ms: i64,
+    lead_timeout_ms: i64,
+) -> Step {
+    if fresh {
         return Step::Serve;
     }
     if let Some(since) = refresh.refreshing_since {

@@ -185,6 +185,12 @@ pub struct Config {
     /// measuring their cost (`bench_origin`).
     #[arg(long, env = "FLASHGATE_REQUEST_METRICS", default_value_t = true, action = clap::ArgAction::Set)]
     pub request_metrics: bool,
+
+    /// Shop origins allowed to call the API from a browser (CORS), separated by commas:
+    /// `https://shop.example,https://www.shop.example`. Empty (the default): same-origin only,
+    /// no CORS headers. See README, "CORS".
+    #[arg(long, env = "FLASHGATE_CORS_ORIGINS", default_value = "")]
+    pub cors_origins: String,
 }
 
 /// What sits between the origin and PostgreSQL (`FLASHGATE_DB_POOLER`).
@@ -234,7 +240,14 @@ impl Config {
         })
     }
 
+    /// The allowed CORS origins of `FLASHGATE_CORS_ORIGINS`
+    /// ([`flashgate_shared::cors::parse_origins`]). The error names the variable and the entry.
+    pub fn cors_origins(&self) -> Result<Vec<String>, String> {
+        flashgate_shared::cors::parse_origins("FLASHGATE_CORS_ORIGINS", Some(&self.cors_origins))
+    }
+
     /// Checks settings that clap cannot: the admin tokens parse and at least one exists, and
+    /// `FLASHGATE_CORS_ORIGINS` lists origins, and
     /// every secret — `FLASHGATE_CUSTOMER_TOKEN_SECRET`, `FLASHGATE_SERVICE_TOKEN`,
     /// `FLASHGATE_EDGE_SECRET` (when set, also when set empty), `FLASHGATE_ADMIN_TOKEN` and each
     /// token of `FLASHGATE_ADMIN_TOKENS` — has at least
@@ -263,6 +276,7 @@ impl Config {
                 )?;
             }
         }
+        self.cors_origins()?;
         let tokens = self.parse_admin_tokens()?;
         if tokens.is_empty() {
             return Err(

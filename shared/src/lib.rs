@@ -17,12 +17,16 @@
 //! - [`trace`]: W3C Trace Context (`traceparent`) read by the origin, written by the edge.
 //! - `settings` (feature `clap`): settings built from their clap declarations, for the test
 //!   and tool configurations of the origin and the provider simulator.
+//! - [`campaign_index`]: the compact set of campaign ids the origin hands the edge.
+//! - [`cors`]: the allowed shop origins and the CORS header lists of both halves.
 
 #![warn(missing_docs)]
 
 pub mod admission;
 pub mod api;
+pub mod campaign_index;
 pub mod code;
+pub mod cors;
 pub mod idempotency;
 pub mod money;
 pub mod queue;

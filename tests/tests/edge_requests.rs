@@ -228,12 +228,9 @@ async fn not_started_is_answered_at_the_edge_only_when_clearly_early() {
     )
     .await;
     let e = edge(&o.url, EdgeSettings::default());
-    let before = o.claim_requests();
-    let r = edge_claim(&o, &e.url, &early, &fay, "k").await;
-    assert_eq!((r.status, r.by.as_str()), (409, "edge"));
-    assert_eq!(r.json()["result"], "not_started");
-    assert_eq!(o.claim_requests() - before, 0);
-    // Starting within the skew allowance (1 s < 2 s): the origin's clock decides.
+    // Starting within the skew allowance (1 s < 2 s): the origin's clock decides. Created
+    // before the edge's first request, so that its campaign index lists it (a campaign
+    // created later shows within one TTL plus a round trip: edge_shield).
     let soon = unique("soon");
     let start = chrono::Utc::now() + chrono::Duration::milliseconds(1_500);
     o.create_campaign(
@@ -245,6 +242,11 @@ async fn not_started_is_answered_at_the_edge_only_when_clearly_early() {
         None,
     )
     .await;
+    let before = o.claim_requests();
+    let r = edge_claim(&o, &e.url, &early, &fay, "k").await;
+    assert_eq!((r.status, r.by.as_str()), (409, "edge"));
+    assert_eq!(r.json()["result"], "not_started");
+    assert_eq!(o.claim_requests() - before, 0);
     let r = edge_claim(&o, &e.url, &soon, &fay, "k2").await;
     assert_eq!(r.by, "origin", "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(r.json()["result"], "not_started");
@@ -302,13 +304,14 @@ async fn an_origin_that_never_answers_gives_503_after_the_timeout() {
     assert_eq!((r.status, r.by.as_str()), (503, "edge"));
     assert_eq!(r.json()["result"], "unavailable");
     assert_eq!(r.header("retry-after"), Some("1"));
-    // The status refresh and the forward each wait at most the timeout.
+    // The campaign-index fetch, the status refresh and the forward each wait at most the
+    // timeout (without an index the claim goes on, as an unknown id could be a campaign).
     assert!(took >= Duration::from_millis(500), "{took:?}");
-    assert!(took < Duration::from_millis(2_500), "{took:?}");
+    assert!(took < Duration::from_millis(3_000), "{took:?}");
     assert_eq!(
         accepted.load(Ordering::SeqCst),
-        2,
-        "one status fetch, one forward"
+        3,
+        "one index fetch, one status fetch, one forward"
     );
     // Within one TTL of the failed refresh the edge leaves the origin alone: 20 concurrent
     // status GETs are answered at once, and no new connection reaches the origin.
@@ -323,12 +326,12 @@ async fn an_origin_that_never_answers_gives_503_after_the_timeout() {
         "{:?}",
         t0.elapsed()
     );
-    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(accepted.load(Ordering::SeqCst), 3);
     // The edge's own /healthz answers without the origin.
     let health = get(&http, &format!("{}/healthz", e.url)).await;
     assert_eq!((health.status, health.by.as_str()), (200, "edge"));
     assert_eq!(health.json(), serde_json::json!({"status": "ok"}));
-    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(accepted.load(Ordering::SeqCst), 3);
     held.abort();
 }
 

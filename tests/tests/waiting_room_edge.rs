@@ -32,6 +32,9 @@ struct Fake {
     claims: Vec<String>,
     joins: usize,
     next_sequence: u64,
+    /// Campaign-index fetches: answered 404 like an origin without the route, so the edge
+    /// lets every id through to the status (the fake's statuses change during a test).
+    index_fetches: usize,
     other: usize,
 }
 
@@ -87,7 +90,12 @@ async fn start_fake(fake: Shared) -> String {
         f.lock().unwrap().other += 1;
         StatusCode::IM_A_TEAPOT
     }
+    async fn index(State(f): State<Shared>) -> StatusCode {
+        f.lock().unwrap().index_fetches += 1;
+        StatusCode::NOT_FOUND
+    }
     let app = Router::new()
+        .route(flashgate_shared::campaign_index::INDEX_PATH, get(index))
         .route("/api/v1/campaigns/{id}", get(status))
         .route("/api/v1/campaigns/{id}/claims", post(claim))
         .route("/api/v1/campaigns/{id}/queue", post(join))

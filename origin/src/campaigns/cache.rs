@@ -14,6 +14,7 @@ use std::time::Duration;
 use crate::db::Db;
 use moka::future::Cache;
 
+use super::index::{build, BuiltIndex};
 use super::store::{self, CampaignRow};
 
 /// Entries kept at most (a bound against floods of made-up ids).
@@ -24,6 +25,8 @@ type Cached = Option<Arc<CampaignRow>>;
 /// See the module documentation.
 pub struct CampaignCache {
     rows: Cache<String, Cached>,
+    /// The campaign index ([`super::index`]), one entry, built single-flight.
+    index: Cache<(), Arc<BuiltIndex>>,
 }
 
 impl CampaignCache {
@@ -34,6 +37,10 @@ impl CampaignCache {
                 .max_capacity(MAX_ENTRIES)
                 .time_to_live(ttl)
                 .build(),
+            index: Cache::builder()
+                .max_capacity(1)
+                .time_to_live(ttl.max(super::index::MIN_CACHE))
+                .build(),
         }
     }
 
@@ -42,6 +49,18 @@ impl CampaignCache {
     pub async fn get(&self, db: &Db, id: &str) -> sqlx::Result<Cached> {
         let load = async { store::find(db, id).await.map(|row| row.map(Arc::new)) };
         crate::cache::get_or_load(&self.rows, id.to_string(), load).await
+    }
+
+    /// The campaign index, from cache when fresh (`ttl`, at least [`super::index::MIN_CACHE`]),
+    /// else built from PostgreSQL (once for all the requests that ask at the same time). Errors: the PostgreSQL error of the read.
+    pub async fn index(&self, db: &Db) -> sqlx::Result<Arc<BuiltIndex>> {
+        let load = async { build(db, chrono::Utc::now()).await.map(Arc::new) };
+        crate::cache::get_or_load(&self.index, (), load).await
+    }
+
+    /// Drops the cached index (a campaign was created), so the next fetch lists it.
+    pub async fn invalidate_index(&self) {
+        self.index.invalidate(&()).await;
     }
 
     /// Drops the entry of `id`, so the next read goes to PostgreSQL.

@@ -1,6 +1,8 @@
-//! Campaigns: the stored row, its queries, and this origin's short-lived cache of it.
+//! Campaigns: the stored row, its queries, this origin's short-lived cache of it, and the
+//! campaign index served to the edge.
 
 pub mod cache;
+pub mod index;
 pub mod store;
 
 pub use cache::CampaignCache;

@@ -1,4 +1,5 @@
-//! `GET /api/v1/campaigns/{id}` (public status) and `POST /admin/v1/campaigns` (create).
+//! `GET /api/v1/campaigns/{id}` (public status), `POST /admin/v1/campaigns` (create) and
+//! `GET /edge/v1/campaign-index` (the campaign index the edge fetches).
 
 use axum::body::Body;
 use axum::extract::State;
@@ -68,6 +69,7 @@ pub async fn create(
         crate::queue::store::open(&mut state.redis.clone(), &row.id).await?;
     }
     state.campaigns.invalidate(&row.id).await;
+    state.campaigns.invalidate_index().await;
     let body = AdminCampaign {
         status: row.status_at(chrono::Utc::now()),
         hold_seconds: row.hold_seconds.map(i64::from),
@@ -77,4 +79,43 @@ pub async fn create(
         queue: None,
     };
     Ok((StatusCode::CREATED, axum::Json(body)).into_response())
+}
+
+/// `GET /edge/v1/campaign-index`: the campaign index ([`flashgate_shared::campaign_index`]) of
+/// the campaigns that have not ended or ended at most 7 days (+ up to 1 hour) ago, at most
+/// `FLASHGATE_CAMPAIGN_CACHE_MS` old (a campaign created through this origin is listed at
+/// once). 200 with the body, `Content-Type: application/vnd.flashgate.campaign-index` and an
+/// `ETag`; 304 (no body) when `If-None-Match` names the current `ETag`. For the edge: a valid
+/// edge signature (over `GET`, the path and an empty body) or, without one,
+/// `Authorization: Bearer <service token>`; an origin without an edge secret takes any caller
+/// (the index holds fingerprints, not ids). 401/403 otherwise; 503 when PostgreSQL fails.
+pub async fn index(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
+    use flashgate_shared::campaign_index::{CONTENT_TYPE, INDEX_PATH};
+    state.metrics.index_requests.inc();
+    let secret = state.config.edge_secret.as_ref();
+    if extract::edge_proof(&headers, secret, "GET", INDEX_PATH, b"")?
+        == extract::EdgeProof::Unsigned
+    {
+        extract::require_token(&headers, &state.config.service_token, "the campaign index")?;
+    }
+    let built = state.campaigns.index(&state.db).await?;
+    let unchanged = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|tags| tags.split(',').any(|t| t.trim() == built.etag));
+    if unchanged {
+        return Ok((
+            StatusCode::NOT_MODIFIED,
+            [(header::ETAG, built.etag.clone())],
+        )
+            .into_response());
+    }
+    Ok((
+        [
+            (header::CONTENT_TYPE, CONTENT_TYPE.to_string()),
+            (header::ETAG, built.etag.clone()),
+        ],
+        built.body.clone(),
+    )
+        .into_response())
 }

@@ -4,6 +4,7 @@ pub mod admin;
 pub mod body_deadline;
 pub mod campaigns;
 pub mod claims;
+pub mod cors;
 pub mod extract;
 pub mod giveaway;
 pub mod health;
@@ -41,7 +42,8 @@ use crate::state::AppState;
 /// - the request deadline `FLASHGATE_REQUEST_TIMEOUT_MS` (408 `request_timeout`, see
 ///   [`request_deadline`]) and the body-read timeout `FLASHGATE_BODY_READ_TIMEOUT_MS`;
 /// - a panic in a handler is answered 503 `unavailable` + `Retry-After` with the documented
-///   body ([`CatchPanicLayer`], [`panic_reply`]); its text is logged, never sent.
+///   body ([`CatchPanicLayer`], [`panic_reply`]); its text is logged, never sent;
+/// - outermost, CORS when `FLASHGATE_CORS_ORIGINS` lists origins ([`cors`]).
 ///
 /// Every route that takes a customer, service or admin token answers with
 /// `Cache-Control: private, no-store` ([`flashgate_shared::PRIVATE_CACHE_CONTROL`]), set here in
@@ -62,6 +64,10 @@ pub fn router(state: AppState) -> Router {
         .route(crate::metrics::CLAIM_ROUTE, post(claims::create))
         .route("/api/v1/campaigns/{id}/claims/mine", get(claims::mine))
         .route("/api/v1/campaigns/{id}/queue", post(queue::join))
+        .route(
+            flashgate_shared::campaign_index::INDEX_PATH,
+            get(campaigns::index),
+        )
         // Promo codes.
         .route("/api/v1/codes/{code}/check", post(promo::check))
         .route("/api/v1/codes/{code}/use", post(promo::use_code))
@@ -103,6 +109,8 @@ pub fn router(state: AppState) -> Router {
         app = app.route("/debug/panic", get(debug_panic));
     }
     let request_metrics = state.config.request_metrics;
+    // Checked at start-up (Config::validate); a broken list here means no CORS.
+    let cors_origins = state.config.cors_origins().unwrap_or_default();
     let app = app
         .merge(public)
         .merge(private)
@@ -131,31 +139,39 @@ pub fn router(state: AppState) -> Router {
     } else {
         app
     };
-    app.layer(SetResponseHeaderLayer::overriding(
-        HeaderName::from_static(flashgate_shared::ANSWERED_BY_HEADER),
-        HeaderValue::from_static("origin"),
-    ))
-    .layer(
-        TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
-            let (trace_id, trace_continued) = crate::telemetry::trace::of(req.headers());
-            tracing::info_span!(
-                "request",
-                method = %req.method(),
-                path = %req.uri().path(),
-                request_id = req
-                    .headers()
-                    .get(REQUEST_ID_HEADER)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or_default(),
-                trace_id,
-                trace_continued,
-                campaign = tracing::field::Empty,
-                outcome = tracing::field::Empty,
-            )
-        }),
-    )
-    .layer(PropagateRequestIdLayer::x_request_id())
-    .layer(SetRequestIdLayer::x_request_id(RandomUuid))
+    let app = app
+        .layer(SetResponseHeaderLayer::overriding(
+            HeaderName::from_static(flashgate_shared::ANSWERED_BY_HEADER),
+            HeaderValue::from_static("origin"),
+        ))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
+                let (trace_id, trace_continued) = crate::telemetry::trace::of(req.headers());
+                tracing::info_span!(
+                    "request",
+                    method = %req.method(),
+                    path = %req.uri().path(),
+                    request_id = req
+                        .headers()
+                        .get(REQUEST_ID_HEADER)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default(),
+                    trace_id,
+                    trace_continued,
+                    campaign = tracing::field::Empty,
+                    outcome = tracing::field::Empty,
+                )
+            }),
+        )
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(RandomUuid));
+    // Outermost, so that every answer (errors, timeouts, panics) carries the CORS headers.
+    match cors::layer(&cors_origins) {
+        Some(layer) => app
+            .layer(layer)
+            .layer(middleware::map_response(cors::strip_refused)),
+        None => app,
+    }
 }
 
 /// Makes the id of a request that came without one: a UUID v4 (RFC 9562) from `rand`'s

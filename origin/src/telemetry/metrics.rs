@@ -123,6 +123,8 @@ pub struct Metrics {
     pub status_requests: Counter,
     /// `flashgate_claim_requests_total`: claim requests that reached the handler.
     pub claim_requests: Counter,
+    /// `flashgate_campaign_index_requests_total`: campaign index fetches (the edge's).
+    pub index_requests: Counter,
     /// `flashgate_http_request_duration_seconds{route,result}`.
     pub http_duration: HistogramFamily<RequestLabels>,
     /// `flashgate_claims_total{result,answered_from}`: claim answers.
@@ -190,6 +192,7 @@ impl Metrics {
             registry: Registry::with_prefix("flashgate"),
             status_requests: Counter::default(),
             claim_requests: Counter::default(),
+            index_requests: Counter::default(),
             http_duration: Family::new_with_constructor(latency_histogram),
             claims: Family::default(),
             commit_batch_size: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
@@ -230,6 +233,11 @@ impl Metrics {
             "claim_requests",
             "Claim requests that reached the handler.",
             m.claim_requests.clone(),
+        );
+        r.register(
+            "campaign_index_requests",
+            "Campaign index fetches (by the edge).",
+            m.index_requests.clone(),
         );
         r.register(
             "http_request_duration_seconds",

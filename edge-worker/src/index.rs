@@ -1,0 +1,164 @@
+//! The isolate's campaign index ([`flashgate_shared::campaign_index`]): which campaign ids
+//! exist, so that an unknown id is answered 404 at the edge without an origin request.
+//!
+//! - A hit ("may exist") goes on to the status cache as before, however old the index is: a
+//!   campaign, once listed, only leaves the index a week after its end.
+//! - A miss on an index younger than the status TTL is a 404 at the edge.
+//! - A miss on an older index (or no index yet) refreshes it first, single-flight, at most
+//!   once per TTL (a failed refresh backs off for one TTL, as a status refresh does), then
+//!   decides from the refreshed index. A new campaign is therefore seen within one TTL plus one
+//!   origin round trip.
+//! - No index at all (the origin does not serve one, refuses the edge, or is down) lets every
+//!   well-formed id through to the status cache: the edge never turns away a real campaign
+//!   because it could not learn the index. An index older than the max-stale bound counts as
+//!   none.
+//!
+//! Times are ms since the Unix epoch on the edge's clock.
+
+use crate::status::{self, RefreshState, Step};
+use flashgate_shared::campaign_index::{CampaignIndex, IndexError};
+use std::rc::Rc;
+
+/// What the isolate holds.
+#[derive(Debug, Default)]
+pub struct IndexSlot {
+    /// The last index received, shared with the requests reading it.
+    pub index: Option<Rc<CampaignIndex>>,
+    /// Its entity tag, sent back in `If-None-Match`.
+    pub etag: Option<String>,
+    /// When the origin last confirmed it (a 200 or a 304), ms.
+    pub fetched_at_ms: i64,
+    /// Refresh bookkeeping (single-flight, back-off).
+    pub refresh: RefreshState,
+}
+
+/// What a request does about a campaign id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// The id may exist (or no index can be had): go on to the status cache.
+    Pass,
+    /// No such campaign: the origin's 404, answered by the edge.
+    NotFound,
+    /// Refresh the index first; this request leads.
+    Lead,
+    /// Another request is refreshing it: wait for that one, then [`IndexSlot::decide`].
+    Wait,
+}
+
+/// The origin's answer to an index fetch, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fetched {
+    /// 200 with a valid index and its entity tag.
+    New {
+        /// The index.
+        index: CampaignIndex,
+        /// Its `ETag`, if sent.
+        etag: Option<String>,
+    },
+    /// 304: the index held is still the origin's.
+    Unchanged,
+    /// Anything else (the reason, for the log).
+    Failed(FetchError),
+}
+
+/// Why an index fetch was not usable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchError {
+    /// Unreachable, timed out, or a body over the size bound.
+    Unreachable,
+    /// Another HTTP status (403: the edge secret differs from the origin's; 404: an origin
+    /// without the route).
+    Status(u16),
+    /// 200 with a body that is not an index.
+    BadBody(IndexError),
+}
+
+impl Fetched {
+    /// Reads the origin's answer: status, `ETag` and body. A 304 when no index is held is a
+    /// failure (nothing to keep).
+    pub fn from_origin(code: u16, etag: Option<&str>, body: &[u8], held: bool) -> Self {
+        match code {
+            200 => match CampaignIndex::decode(body) {
+                Ok(index) => Fetched::New {
+                    index,
+                    etag: etag.map(str::to_string),
+                },
+                Err(e) => Fetched::Failed(FetchError::BadBody(e)),
+            },
+            304 if held => Fetched::Unchanged,
+            other => Fetched::Failed(FetchError::Status(other)),
+        }
+    }
+}
+
+impl IndexSlot {
+    /// The index when usable at `now_ms`: held and confirmed by the origin at most
+    /// `max_stale_ms` ago.
+    fn usable(&self, now_ms: i64, max_stale_ms: i64) -> Option<&CampaignIndex> {
+        let age = now_ms.saturating_sub(self.fetched_at_ms);
+        self.index.as_deref().filter(|_| age <= max_stale_ms)
+    }
+
+    /// Decides what a request for campaign `id` (a valid slug) does at `now_ms` (see the
+    /// module documentation). Status TTL `ttl_ms`, max-stale `max_stale_ms`, and the time
+    /// after which a refresh in progress is presumed dead, `lead_timeout_ms`.
+    pub fn check(
+        &self,
+        id: &str,
+        now_ms: i64,
+        ttl_ms: i64,
+        max_stale_ms: i64,
+        lead_timeout_ms: i64,
+    ) -> Check {
+        let index = self.usable(now_ms, max_stale_ms);
+        if index.is_some_and(|i| i.may_contain(id)) {
+            return Check::Pass;
+        }
+        let fresh = index.is_some() && now_ms.saturating_sub(self.fetched_at_ms) < ttl_ms;
+        match status::step(fresh, &self.refresh, now_ms, ttl_ms, lead_timeout_ms) {
+            Step::Serve => Check::NotFound,
+            Step::Lead => Check::Lead,
+            Step::Wait => Check::Wait,
+            // A refresh failed within the last TTL: decide from what is held.
+            Step::BackOff => self.decide(id, now_ms, max_stale_ms),
+        }
+    }
+
+    /// After a refresh (led or waited for): the verdict from what is held now. No usable index
+    /// lets the id pass.
+    pub fn decide(&self, id: &str, now_ms: i64, max_stale_ms: i64) -> Check {
+        match self.usable(now_ms, max_stale_ms) {
+            Some(index) if !index.may_contain(id) => Check::NotFound,
+            _ => Check::Pass,
+        }
+    }
+
+    /// Marks the refresh this request leads as started at `now_ms`.
+    pub fn start(&mut self, now_ms: i64) {
+        self.refresh.refreshing_since = Some(now_ms);
+    }
+
+    /// Takes in the refresh's outcome at `now_ms` and ends it (waiters see the new
+    /// generation).
+    pub fn finish(&mut self, fetched: Fetched, now_ms: i64) {
+        match fetched {
+            Fetched::New { index, etag } => {
+                self.index = Some(Rc::new(index));
+                self.etag = etag;
+                self.fetched_at_ms = now_ms;
+                self.refresh.failed_at = None;
+            }
+            Fetched::Unchanged => {
+                self.fetched_at_ms = now_ms;
+                self.refresh.failed_at = None;
+            }
+            Fetched::Failed(_) => self.refresh.failed_at = Some(now_ms),
+        }
+        self.refresh.refreshing_since = None;
+        self.refresh.generation = self.refresh.generation.wrapping_add(1);
+    }
+}
+
+#[cfg(test)]
+#[path = "index_tests.rs"]
+mod tests;
