@@ -69,6 +69,23 @@ async fn the_service_token_reads_a_claim_by_id_in_every_status() {
             "{b}"
         );
     }
+    // claims/mine with her customer token gives the same real status, the released one too.
+    for (who, status) in [(&ana, "paid"), (&bea, "released")] {
+        let res = o
+            .http
+            .get(format!("{}/api/v1/campaigns/{c}/claims/mine", o.url))
+            .bearer_auth(o.token(who))
+            .send()
+            .await
+            .expect("mine");
+        let s = res.status().as_u16();
+        let b: Value = res.json().await.unwrap_or(Value::Null);
+        assert_eq!(
+            (s, b["claim"]["status"].as_str()),
+            (200, Some(status)),
+            "{b}"
+        );
+    }
     // Refusals: no token, another token, an unknown id, a malformed one.
     let unknown = format!("c_{}", "0".repeat(32));
     let cases = [

@@ -71,6 +71,29 @@ pub async fn find_active<'e>(
     .await
 }
 
+/// The claim of `customer` on campaign `c` that answers "what became of my claim": her active
+/// one if she has one, else her latest (released or expired); `None` when she never claimed.
+pub async fn find_latest<'e>(
+    db: impl PgExecutor<'e>,
+    c: &str,
+    customer: &str,
+) -> sqlx::Result<Option<ClaimRow>> {
+    sqlx::query_as!(
+        ClaimRow,
+        r#"SELECT id, campaign_id, customer_id, status AS "status: ClaimStatus", held_until,
+                  code, idempotency_key, request_fp, created_at
+             FROM claims
+            WHERE campaign_id = $1 AND customer_id = $2
+            ORDER BY status = ANY($3) DESC, created_at DESC
+            LIMIT 1"#,
+        c,
+        customer,
+        &ClaimStatus::active_names()[..] as &[&str],
+    )
+    .fetch_optional(db)
+    .await
+}
+
 /// A new claim id: `c_` + a UUID v7 (time-ordered) in simple form.
 pub fn new_claim_id() -> String {
     format!("c_{}", uuid::Uuid::now_v7().simple())

@@ -93,21 +93,22 @@ fn answered(state: &AppState, campaign: &str, reply: &Reply) {
     }
 }
 
-/// Her active claim on the campaign: 200 `{"result":"claimed","claim":{…}}`, 404 when she has
-/// none. Lets a customer whose reply was lost (or answered `sold_out` by the edge after she
-/// won) find her claim. Customer token required (401); a campaign id that is not a slug is a
-/// 404 without a query.
+/// Her claim on the campaign: 200 `{"result":"claimed","claim":{…}}` with the claim's real
+/// `status` — her active claim if she has one, else her latest (`released`, `expired`); 404
+/// when she never claimed. Lets a customer whose reply was lost (or answered `sold_out` by the
+/// edge after she won) find her claim, and one whose hold ended see that it did. Customer token
+/// required (401); a campaign id that is not a slug is a 404 without a query.
 pub async fn mine(
     State(state): State<AppState>,
     Path(campaign): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let customer = extract::customer(&headers, &state).await?;
-    let none = || ApiError::NotFound("no active claim on this campaign".into());
+    let none = || ApiError::NotFound("no claim on this campaign".into());
     if !is_valid_slug(&campaign) {
         return Err(none());
     }
-    let row = store::find_active(&state.db, &campaign, &customer)
+    let row = store::find_latest(&state.db, &campaign, &customer)
         .await?
         .ok_or_else(none)?;
     let body = ClaimReply::Claimed {
