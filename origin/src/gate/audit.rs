@@ -97,19 +97,13 @@ async fn check(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<Repaired, Ch
     let done_after = committed(db, c, &after.pending).await?;
     let (a, b) = (promised(&before, done_before), promised(&after, done_after));
     if a.min(b) > pg_remaining {
-        let _: () = redis::cmd("DEL")
-            .arg(&deficit_key)
-            .query_async(gate)
-            .await?;
+        forget_deficit(gate, &deficit_key).await?;
         let lowered = lower(gate, db, c, n).await?;
         return Ok(Repaired { lowered, raised: 0 });
     }
     let deficit = pg_remaining - a.max(b);
     if deficit <= 0 {
-        let _: () = redis::cmd("DEL")
-            .arg(&deficit_key)
-            .query_async(gate)
-            .await?;
+        forget_deficit(gate, &deficit_key).await?;
         return Ok(none);
     }
     let seen: Option<i64> = redis::cmd("SET")
@@ -125,10 +119,7 @@ async fn check(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<Repaired, Ch
     };
     let raised = seen.min(deficit);
     adjust(gate, c, raised).await?;
-    let _: () = redis::cmd("DEL")
-        .arg(&deficit_key)
-        .query_async(gate)
-        .await?;
+    forget_deficit(gate, &deficit_key).await?;
     tracing::warn!(
         campaign = c,
         raised,
@@ -136,4 +127,9 @@ async fn check(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<Repaired, Ch
         "gate audit: units PostgreSQL has and the gate had lost put back"
     );
     Ok(Repaired { lowered: 0, raised })
+}
+
+/// Forgets the shortfall the last audit saw (the gate agrees again, or it was repaired).
+async fn forget_deficit(gate: &mut Gate, key: &str) -> redis::RedisResult<()> {
+    redis::cmd("DEL").arg(key).query_async(gate).await
 }

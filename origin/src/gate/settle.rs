@@ -50,7 +50,8 @@ pub async fn settle_orphaned_takes(db: &Db, redis: &Gate, mine: &Takes) -> anyho
             if !token.starts_with(gate::PENDING_PREFIX) {
                 continue;
             }
-            let stale = now - taken_at_ms as i64 >= STALE_TAKE_MS;
+            let age_ms = now - taken_at_ms as i64;
+            let stale = age_ms >= STALE_TAKE_MS;
             let orphaned = match takes::owner(&token) {
                 _ if stale => true,
                 Some(origin) if origin == mine.origin() => !mine.is_live(&token),
@@ -80,7 +81,6 @@ pub async fn settle_orphaned_takes(db: &Db, redis: &Gate, mine: &Takes) -> anyho
                     "returned"
                 }
             };
-            let age_ms = now - taken_at_ms as i64;
             tracing::info!(campaign = %c.id, %customer, outcome, age_ms, "settled an orphaned take");
             settled += 1;
         }
