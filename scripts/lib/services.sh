@@ -17,6 +17,9 @@
 # single Redis (scripts/lib/cluster.sh): REDIS_URL becomes redis+cluster://host:port,... and
 # services_down stops the cluster. REDIS_URL may name a cluster in that form too.
 # Only the database DB_NAME is ever created; no other database is touched.
+# Several runs side by side on one machine (one per clone or worktree): FLASHGATE_DB_SUFFIX
+# (e.g. _h1) is appended to every DB_NAME, and FLASHGATE_REDIS_PORT names the port of the
+# machine's Redis to use in place of 6379 (start one per run: redis-server --port N --save '').
 
 if [ -f "$FG_ROOT/scripts/lib/cluster.sh" ]; then
   # shellcheck source=cluster.sh
@@ -163,7 +166,7 @@ _svc_redis_claim_db() {
 # database (index $FLASHGATE_REDIS_DB) when the scripts chose them, i.e. not for
 # DATABASE_URL / REDIS_URL given by the caller.
 services_up() {
-  local state="$1" db="$2" fresh="${3:-0}" pg_from redis_from redis_db="${FLASHGATE_REDIS_DB:-0}"
+  local state="$1" db="$2${FLASHGATE_DB_SUFFIX:-}" fresh="${3:-0}" pg_from redis_from redis_db="${FLASHGATE_REDIS_DB:-0}"
   mkdir -p "$state"
   fg_need_cmd psql postgresql-client
   if [ -n "${DATABASE_URL:-}" ]; then
@@ -186,8 +189,8 @@ services_up() {
   else
     [ "${FLASHGATE_REDIS:-single}" = single ] || fg_die "FLASHGATE_REDIS must be single or cluster"
     local base
-    if _svc_redis_ok "redis://127.0.0.1:6379"; then
-      base="redis://127.0.0.1:6379"; redis_from="this machine's Redis"
+    if _svc_redis_ok "redis://127.0.0.1:${FLASHGATE_REDIS_PORT:-6379}"; then
+      base="redis://127.0.0.1:${FLASHGATE_REDIS_PORT:-6379}"; redis_from="this machine's Redis"
     else
       base="$(_svc_redis_start_own "$state")"; redis_from="throwaway Redis"
     fi
