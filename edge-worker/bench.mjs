@@ -1,7 +1,7 @@
 // Load phases of scripts/bench-edge: drives HTTP load with autocannon and prints one JSON line
 // per phase. Usage:
 //   node bench.mjs PHASE_JSON
-// where PHASE_JSON is {"name", "url", "method", "headers", "body", "expectStatus",
+// where PHASE_JSON is {"runtime"?, "name", "url", "method", "headers", "body", "expectStatus",
 // "expectBody", "connections", "seconds", "randomSuffix"?}. With "randomSuffix": true every
 // request (the probe too) goes to the URL's path plus a random suffix, e.g. a made-up campaign
 // id per request. Before the load, one request checks that the answer has the expected status,
@@ -35,6 +35,7 @@ const result = await autocannon({
 const total = result.requests.total;
 const expected = phase.expectStatus >= 400 && phase.expectStatus < 500 ? result["4xx"] : result["2xx"];
 const out = {
+  runtime: phase.runtime,
   name: phase.name,
   requests: total,
   rps: Math.round(result.requests.average),

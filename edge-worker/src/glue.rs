@@ -16,7 +16,7 @@ use crate::limit::Action;
 use crate::status::{self, Freshness, RefreshState, StatusEntry, Step};
 use flashgate_shared::queue::ADMISSION_HEADER;
 use flashgate_shared::trace::TRACEPARENT_HEADER;
-use flashgate_shared::{ANSWERED_BY_HEADER, IDEMPOTENCY_KEY_HEADER};
+use flashgate_shared::IDEMPOTENCY_KEY_HEADER;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -34,10 +34,13 @@ mod glue_jwks;
 mod glue_origin;
 #[path = "glue_queue.rs"]
 mod glue_queue;
+#[path = "glue_respond.rs"]
+mod glue_respond;
 #[path = "glue_telemetry.rs"]
 mod glue_telemetry;
 
 use glue_origin::{origin_target, pass_through, relay, send, send_bounded, sign_forwarded};
+use glue_respond::{answer, respond};
 
 /// Header with the age of the cached status in ms (the standard `Age` header has it in s).
 const STATUS_AGE_MS_HEADER: &str = "flashgate-status-age-ms";
@@ -117,7 +120,13 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
             return answer(&Answer::misconfigured());
         }
     };
-    let origin = req.headers().get("origin").ok().flatten();
+    // Only CORS looks at the caller's Origin (a call into the runtime saved on every request
+    // while it is off).
+    let origin = if cfg.cors.enabled() {
+        req.headers().get("origin").ok().flatten()
+    } else {
+        None
+    };
     let preflight = cfg.cors.is_preflight(req.method().as_ref());
     let resp = match handle(req, cfg.clone(), preflight).await {
         Ok(resp) => resp,
@@ -197,20 +206,6 @@ async fn drain(mut req: Request) {
     }
 }
 
-/// A response for an edge answer.
-fn answer(a: &Answer) -> Result<Response> {
-    let headers = Headers::new();
-    headers.set("content-type", "application/json")?;
-    headers.set(ANSWERED_BY_HEADER, "edge")?;
-    headers.set("cache-control", flashgate_shared::PRIVATE_CACHE_CONTROL)?;
-    if let Some(s) = a.retry_after_s {
-        headers.set("retry-after", &s.to_string())?;
-    }
-    Ok(Response::from_bytes(a.body.clone().into_bytes())?
-        .with_status(a.status)
-        .with_headers(headers))
-}
-
 // ---------------------------------------------------------------- status cache
 
 async fn serve_status(cfg: &EdgeConfig, id: &str, url: &worker::Url) -> Result<Response> {
@@ -219,19 +214,17 @@ async fn serve_status(cfg: &EdgeConfig, id: &str, url: &worker::Url) -> Result<R
         return answer(&Answer::unavailable());
     };
     let age_ms = entry.age_ms(now_ms());
-    let headers = Headers::new();
-    headers.set("content-type", "application/json")?;
-    headers.set(ANSWERED_BY_HEADER, "edge")?;
-    let max_age = (cfg.status_ttl_ms + 999) / 1000;
-    headers.set("cache-control", &format!("public, max-age={max_age}"))?;
+    let headers = glue_respond::status_headers(cfg.status_ttl_ms)?;
     headers.set("age", &(age_ms / 1000).to_string())?;
     headers.set(STATUS_AGE_MS_HEADER, &age_ms.to_string())?;
     if !fresh {
         headers.set(STALE_HEADER, "1")?;
     }
-    Ok(Response::from_bytes(entry.body().as_bytes().to_vec())?
-        .with_status(entry.http_status())
-        .with_headers(headers))
+    Ok(respond(
+        entry.http_status(),
+        headers,
+        entry.body().as_bytes().to_vec(),
+    ))
 }
 
 /// The cached status of `id` and whether it is fresh: refreshed first (single-flight) when it
@@ -246,10 +239,16 @@ async fn status_for(
     let lead_timeout = cfg.origin_timeout_ms.saturating_add(1_000);
     let (entry, step, generation) = SLOTS.with(|slots| {
         let mut slots = slots.borrow_mut();
-        if slots.len() >= MAX_SLOTS && !slots.contains_key(id) {
-            slots.retain(|_, s| s.refresh.refreshing_since.is_some());
+        // Looked up by `&str` first: the id is copied into a key only for a new slot.
+        if !slots.contains_key(id) {
+            if slots.len() >= MAX_SLOTS {
+                slots.retain(|_, s| s.refresh.refreshing_since.is_some());
+            }
+            slots.insert(id.to_string(), Slot::default());
         }
-        let slot = slots.entry(id.to_string()).or_default();
+        let Some(slot) = slots.get_mut(id) else {
+            return (None, Step::BackOff, 0);
+        };
         let step = status::next_step(
             slot.entry.as_deref(),
             &slot.refresh,
@@ -398,7 +397,7 @@ async fn claim(
     url: &worker::Url,
 ) -> Result<Response> {
     let headers = req.headers();
-    let client_ip = glue_queue::client_ip(&req);
+    let client_ip = glue_queue::ip_of(&headers);
     let authorization = headers.get("authorization")?;
     let key = headers.get(IDEMPOTENCY_KEY_HEADER)?;
     let content_length = headers.get("content-length")?;

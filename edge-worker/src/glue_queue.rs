@@ -2,13 +2,14 @@
 //! passed to the origin, and the rate limits and admission check of claims. The decisions are
 //! in [`crate::queue`], [`crate::limit`] and [`crate::page`].
 
+use super::glue_respond::{edge_json_headers, respond};
 use super::{answer, now_ms, pass_through, status_for, TOKENS};
 use crate::config::EdgeConfig;
 use crate::decide::Answer;
 use crate::limit::{self, Action, Limiter};
 use crate::{page, queue};
 use flashgate_shared::queue::TICKET_HEADER;
-use flashgate_shared::{token, ANSWERED_BY_HEADER};
+use flashgate_shared::token;
 use std::cell::RefCell;
 use worker::{Headers, Request, Response, Result};
 
@@ -31,11 +32,12 @@ thread_local! {
 /// The client's IP as the runtime reports it (`CF-Connecting-IP`), normalised by
 /// [`crate::decide::client_ip`]; `None` when absent or not an address.
 pub(super) fn client_ip(req: &Request) -> Option<String> {
-    let raw = req
-        .headers()
-        .get(super::CF_CONNECTING_IP_HEADER)
-        .ok()
-        .flatten();
+    ip_of(&req.headers())
+}
+
+/// [`client_ip`] from the request's headers.
+pub(super) fn ip_of(headers: &Headers) -> Option<String> {
+    let raw = headers.get(super::CF_CONNECTING_IP_HEADER).ok().flatten();
     crate::decide::client_ip(raw.as_deref())
 }
 
@@ -108,12 +110,19 @@ async fn poll_answer(
     id: &str,
     url: &worker::Url,
 ) -> std::result::Result<Response, Answer> {
-    let ip = client_ip(req);
+    // One handle on the request's headers for all the reads below (each is a call into the
+    // runtime); the client's IP is read only while the per-IP limit is on.
+    let req_headers = req.headers();
+    let ip = if cfg.limits.ip_per_s > 0 {
+        ip_of(&req_headers)
+    } else {
+        None
+    };
     limit(cfg, Action::AnyPerIp, None, ip.as_deref())?;
     let secret = queue_secret(cfg)?;
     let (entry, _fresh) = status_for(cfg, id, url).await;
     let entry = entry.ok_or_else(Answer::unavailable)?;
-    let header = req.headers().get(TICKET_HEADER).ok().flatten();
+    let header = req_headers.get(TICKET_HEADER).ok().flatten();
     let raw = header.or_else(|| {
         url.query_pairs()
             .find(|(k, _)| k == "ticket")
@@ -124,26 +133,24 @@ async fn poll_answer(
     let ticket = TICKETS.with(|t| t.borrow_mut().check(secret, raw.as_deref(), id))?;
     limit(cfg, Action::Poll, Some(&ticket.place.customer), None)?;
     let poll = queue::poll(&entry, &ticket, secret, now_ms())?;
-    let headers = Headers::new();
-    let html = page::wants_html(req.headers().get("accept").ok().flatten().as_deref());
-    let body = if html {
-        let _ = headers.set("content-type", "text/html; charset=utf-8");
-        page::render(
-            id,
-            raw.as_deref().unwrap_or_default(),
-            &poll.reply,
-            poll.retry_after_s,
-        )
-    } else {
-        let _ = headers.set("content-type", "application/json");
-        serde_json::to_string(&poll.reply).unwrap_or_default()
-    };
-    let _ = headers.set(ANSWERED_BY_HEADER, "edge");
-    let _ = headers.set("cache-control", "private, no-store");
-    let _ = headers.set("retry-after", &poll.retry_after_s.to_string());
-    Response::from_bytes(body.into_bytes())
-        .map(|r| r.with_status(200).with_headers(headers))
-        .map_err(|_| Answer::unavailable())
+    let html = page::wants_html(req_headers.get("accept").ok().flatten().as_deref());
+    let built = (|| {
+        let headers = edge_json_headers()?;
+        let body = if html {
+            headers.set("content-type", "text/html; charset=utf-8")?;
+            page::render(
+                id,
+                raw.as_deref().unwrap_or_default(),
+                &poll.reply,
+                poll.retry_after_s,
+            )
+        } else {
+            serde_json::to_string(&poll.reply).unwrap_or_default()
+        };
+        headers.set("retry-after", &poll.retry_after_s.to_string())?;
+        Ok::<_, worker::Error>(respond(200, headers, body.into_bytes()))
+    })();
+    built.map_err(|_| Answer::unavailable())
 }
 
 /// `POST /api/v1/campaigns/{id}/queue`: rate limited per IP and per customer (when the

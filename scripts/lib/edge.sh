@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Edge worker helpers: install the tools, build the worker, run it in workerd (Miniflare).
+# Edge worker helpers: install the tools, build the worker, run it in workerd (plain, or behind
+# Miniflare).
 #
 # Source this file (`. scripts/lib/edge.sh`); it defines functions only and changes no shell
 # options of the caller. Works offline: worker-build is pointed at local tools instead of
@@ -9,16 +10,20 @@
 #   edge_tools_install                 install (idempotent) everything edge_build/edge_start need
 #   edge_build                         build edge-worker/ into edge-worker/build/ (release)
 #   edge_build_baseline                build the trivial constant-JSON worker used by scripts/bench-edge
+#   edge_runtime                       the runtime edge_start uses (FLASHGATE_EDGE_RUNTIME)
 #   edge_start ORIGIN PORT PIDFILE URLFILE [SCRIPT_DIR]
-#                                      start Miniflare in the background, write its pid and URL
+#                                      start the worker in workerd in the background, write its
+#                                      pid and URL
 #   edge_stop PIDFILE                  stop what edge_start started
 #
 # Environment read:
+#   FLASHGATE_EDGE_RUNTIME  workerd (default) or miniflare: see edge_runtime
 #   FLASHGATE_TOOLS_DIR   tool cache (default $HOME/.cache/flashgate); tools live in
 #                         <dir>/<tool>-<version>, the npm cache in <dir>/npm
 #   FLASHGATE_CUSTOMER_TOKEN_SECRET, FLASHGATE_EDGE_SECRET, FLASHGATE_STATUS_TTL_MS,
 #   FLASHGATE_STATUS_MAX_STALE_MS, FLASHGATE_NOT_STARTED_SKEW_MS, FLASHGATE_ORIGIN_TIMEOUT_MS
-#                         passed to the worker by edge_start (unset = worker default)
+#                         passed to the worker by edge_start (unset = wrangler.toml's [vars],
+#                         which are the worker's defaults)
 
 # Pinned versions. wasm-bindgen-cli must equal the wasm-bindgen version in Cargo.lock.
 EDGE_WORKER_BUILD_VERSION=0.8.7
@@ -32,7 +37,8 @@ _edge_tools_dir() { echo "${FLASHGATE_TOOLS_DIR:-$HOME/.cache/flashgate}"; }
 _edge_log() { echo "[edge] $*" >&2; }
 
 # edge_tools_install: makes sure the wasm32 target, worker-build, wasm-bindgen-cli and the
-# node packages (miniflare, esbuild, binaryen from edge-worker/package-lock.json) are present.
+# node packages (workerd, miniflare, esbuild, binaryen, smol-toml, autocannon from
+# edge-worker/package-lock.json) are present.
 # Rust tools go to $FLASHGATE_TOOLS_DIR/<tool>-<version> and are reused when present (a cold
 # install takes ~6 min on 2 cores). `npm ci` runs only when node_modules is missing or older
 # than package-lock.json, with its cache outside the repo. Returns non-zero on failure.
@@ -115,44 +121,78 @@ edge_build_baseline() {
   _edge_worker_build "$EDGE_DIR/bench-baseline" || return 1
 }
 
-# edge_port: the PORT to give edge_start: 0 (Miniflare takes any free port), or with
+# edge_port: the PORT to give edge_start: 0 (the runtime's runner picks a free port), or with
 # FLASHGATE_PORT_RANGE a free port from that range.
 edge_port() {
   if [ -n "${FLASHGATE_PORT_RANGE:-}" ]; then fg_free_port; else echo 0; fi
 }
 
-# edge_start ORIGIN_URL PORT PIDFILE URLFILE [SCRIPT_DIR]: starts Miniflare (workerd) in the
-# background serving the built worker (SCRIPT_DIR, default edge-worker/build) with
-# FLASHGATE_ORIGIN_URL=ORIGIN_URL and the FLASHGATE_* settings and secrets from the
-# environment. PORT 0 picks a free port. Waits until it listens (≤ 30 s), then writes the pid
-# to PIDFILE and its base URL (e.g. http://127.0.0.1:38211) to URLFILE. Logs go to
-# PIDFILE with .log appended. Returns non-zero when it did not come up.
+# edge_runtime: the runtime edge_start uses, from FLASHGATE_EDGE_RUNTIME: `workerd` (default:
+# plain workerd, the binary of the npm package `workerd`, with a configuration generated from
+# wrangler.toml by edge-worker/workerd-config.mjs; about twice the requests/s of Miniflare on
+# this kind of machine) or `miniflare` (edge-worker/run-miniflare.mjs: workerd behind
+# Miniflare's Node front, with its Cache API and CF-Connecting-IP from the client's socket;
+# what the cargo tests use). Anything else is an error (returns 2).
+edge_runtime() {
+  case "${FLASHGATE_EDGE_RUNTIME:-workerd}" in
+    workerd|miniflare) echo "${FLASHGATE_EDGE_RUNTIME:-workerd}" ;;
+    *) _edge_log "FLASHGATE_EDGE_RUNTIME must be workerd or miniflare, not '$FLASHGATE_EDGE_RUNTIME'"; return 2 ;;
+  esac
+}
+
+# edge_start ORIGIN_URL PORT PIDFILE URLFILE [SCRIPT_DIR]: starts the built worker (SCRIPT_DIR,
+# default edge-worker/build) in the runtime of edge_runtime, in the background, with
+# FLASHGATE_ORIGIN_URL=ORIGIN_URL and wrangler.toml's [vars] replaced by the FLASHGATE_*
+# settings and secrets of the environment (edge-worker/worker-env.mjs). PORT 0 picks a free
+# port. Waits until it answers HTTP (≤ 30 s), then writes the pid to PIDFILE and its base URL
+# (e.g. http://127.0.0.1:38211) to URLFILE. Logs go to PIDFILE with .log appended (with
+# workerd, its configuration, which holds the secrets, to PIDFILE.capnp, mode 600). Returns
+# non-zero when it did not come up.
 edge_start() {
   local origin="$1" port="$2" pidfile="$3" urlfile="$4" script_dir="${5:-$EDGE_DIR/build}"
   if [ -z "$origin" ] || [ -z "$port" ] || [ -z "$pidfile" ] || [ -z "$urlfile" ]; then
     _edge_log "usage: edge_start ORIGIN_URL PORT PIDFILE URLFILE [SCRIPT_DIR]"; return 2
   fi
+  local runtime pid url=""
+  runtime="$(edge_runtime)" || return 2
   rm -f "$urlfile"
-  FLASHGATE_ORIGIN_URL="$origin" EDGE_PORT="$port" EDGE_URL_FILE="$urlfile" \
-    EDGE_SCRIPT_DIR="$script_dir" \
-    nohup node "$EDGE_DIR/run-miniflare.mjs" >"$pidfile.log" 2>&1 &
-  local pid=$!
+  if [ "$runtime" = workerd ]; then
+    # Below the kernel's ephemeral range when common.sh is there (see fg_free_port).
+    if [ "$port" = 0 ] && declare -F fg_free_port >/dev/null; then port="$(fg_free_port)" || return 1; fi
+    url="$(FLASHGATE_ORIGIN_URL="$origin" node "$EDGE_DIR/workerd-config.mjs" "$pidfile.capnp" \
+      "$port" "$script_dir")" || { _edge_log "generating the workerd configuration failed"; return 1; }
+    nohup "$EDGE_DIR/node_modules/.bin/workerd" serve "$pidfile.capnp" >"$pidfile.log" 2>&1 &
+    pid=$!
+  else
+    FLASHGATE_ORIGIN_URL="$origin" EDGE_PORT="$port" EDGE_URL_FILE="$urlfile.runner" \
+      EDGE_SCRIPT_DIR="$script_dir" \
+      nohup node "$EDGE_DIR/run-miniflare.mjs" >"$pidfile.log" 2>&1 &
+    pid=$!
+  fi
   echo "$pid" >"$pidfile"
   local i
   for i in $(seq 1 300); do
-    if [ -s "$urlfile" ]; then return 0; fi
+    if [ -z "$url" ] && [ -s "$urlfile.runner" ]; then url="$(cat "$urlfile.runner")"; fi
+    # Up once it answers HTTP at all (the baseline worker answers every path 409).
+    if [ -n "$url" ] && curl -s --noproxy '*' -o /dev/null --max-time 2 "$url/healthz"; then
+      rm -f "$urlfile.runner"
+      echo "$url" >"$urlfile.tmp" && mv "$urlfile.tmp" "$urlfile"
+      _edge_log "edge worker up in $runtime at $url"
+      return 0
+    fi
     if ! kill -0 "$pid" 2>/dev/null; then
-      _edge_log "miniflare exited; log: $pidfile.log"; tail -20 "$pidfile.log" >&2; return 1
+      _edge_log "$runtime exited; log: $pidfile.log"; tail -20 "$pidfile.log" >&2; return 1
     fi
     sleep 0.1
   done
-  _edge_log "miniflare did not start within 30 s; log: $pidfile.log"
+  _edge_log "$runtime did not start within 30 s; log: $pidfile.log"
   kill "$pid" 2>/dev/null
   return 1
 }
 
-# edge_stop PIDFILE: sends SIGTERM to the runner started by edge_start (it disposes Miniflare
-# and workerd), waits up to 5 s, then SIGKILL. Removes PIDFILE. A missing PIDFILE is fine.
+# edge_stop PIDFILE: sends SIGTERM to what edge_start started (workerd, or the Miniflare runner,
+# which disposes its workerd), waits up to 5 s, then SIGKILL. Removes PIDFILE and the
+# generated workerd configuration. A missing PIDFILE is fine.
 edge_stop() {
   local pidfile="$1" pid i
   [ -f "$pidfile" ] || return 0
@@ -162,5 +202,5 @@ edge_stop() {
     for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
   fi
-  rm -f "$pidfile"
+  rm -f "$pidfile" "$pidfile.capnp"
 }

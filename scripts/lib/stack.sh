@@ -174,8 +174,9 @@ edge_up() {
     edge_tools_install || fg_die "installing the edge tools failed"
     edge_build || fg_die "building the edge worker failed"
   fi
-  fg_log "starting the edge worker (Miniflare/workerd) in front of $FLASHGATE_ORIGIN_URL"
-  # Port 0 lets Miniflare take any free port; with FLASHGATE_PORT_RANGE it comes from the range.
+  fg_log "starting the edge worker ($(edge_runtime || echo '?')) in front of $FLASHGATE_ORIGIN_URL"
+  # Port 0 lets the runtime's runner take a free port; with FLASHGATE_PORT_RANGE it comes from
+  # the range.
   local edge_port
   edge_port="$(edge_port)" || fg_die "no free port in FLASHGATE_PORT_RANGE"
   edge_start "$FLASHGATE_ORIGIN_URL" "$edge_port" "$state/edge.pid" "$state/edge.url" \
@@ -191,6 +192,7 @@ stack_write_env() {
   cat >"$state/env" <<ENV
 FLASHGATE_ORIGIN_URL=$FLASHGATE_ORIGIN_URL
 FLASHGATE_EDGE_URL=$FLASHGATE_EDGE_URL
+FLASHGATE_EDGE_RUNTIME=${FLASHGATE_EDGE_URL:+$(edge_runtime 2>/dev/null)}
 FLASHGATE_ADMIN_TOKEN=$FLASHGATE_ADMIN_TOKEN
 FLASHGATE_CUSTOMER_TOKEN_SECRET=$FLASHGATE_CUSTOMER_TOKEN_SECRET
 FLASHGATE_SERVICE_TOKEN=$FLASHGATE_SERVICE_TOKEN

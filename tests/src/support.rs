@@ -28,7 +28,7 @@ mod redis_handle;
 pub mod room;
 pub mod scrape;
 pub use databases::{drop_db, fresh_db};
-pub use edge::{ensure_edge_built, repo_root, TestEdge};
+pub use edge::{ensure_edge_built, repo_root, EdgeRuntime, TestEdge};
 pub use edge_calls::{
     claims_at_once, edge_claim, edge_with, get, reply, sale_behind_edge, sell_out_at_origin,
     send_claim, status_url, ClaimReq, EdgeSettings, Reply,

@@ -13,7 +13,7 @@ use flashgate_tests::support::unique;
 use flashgate_tests::support::until_state;
 use flashgate_tests::support::{
     claims_at_once, edge_claim, edge_with as edge, get, sale_behind_edge, sell_out_at_origin,
-    send_claim, status_url, ClaimReq, EdgeSettings, Reply,
+    send_claim, status_url, ClaimReq, EdgeRuntime, EdgeSettings, Reply,
 };
 use futures::future::join_all;
 
@@ -94,8 +94,23 @@ async fn status_is_fetched_at_most_once_per_ttl_under_concurrent_gets() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn claims_win_at_origin_then_sold_out_is_answered_at_the_edge() {
+    claims_then_sold_out_at_the_edge(EdgeRuntime::Miniflare).await;
+}
+
+/// The same in plain workerd, as the scripts run the edge (a configuration generated from
+/// wrangler.toml): the origin reached through its network service, the bindings given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn in_plain_workerd_claims_win_at_origin_then_sold_out_is_answered_at_the_edge() {
+    claims_then_sold_out_at_the_edge(EdgeRuntime::Workerd).await;
+}
+
+async fn claims_then_sold_out_at_the_edge(runtime: EdgeRuntime) {
     let stock = 5;
-    let (o, c, e) = sale_behind_edge(stock, EdgeSettings::default()).await;
+    let settings = EdgeSettings {
+        runtime,
+        ..Default::default()
+    };
+    let (o, c, e) = sale_behind_edge(stock, settings).await;
 
     // One customer wins through the edge: the origin answered.
     let alice = unique("alice");

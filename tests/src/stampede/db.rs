@@ -172,6 +172,7 @@ mod tests {
             kind: "sale".into(),
             stock: facts.stock,
             target: "t".into(),
+            edge_runtime: None,
             concurrency: 1,
             seed: 1,
             window_ms: 1,

@@ -46,6 +46,10 @@ pub struct Args {
     /// The origin, for creating the campaign (admin API). Loopback only.
     #[arg(long, env = "FLASHGATE_ORIGIN_URL")]
     pub origin: String,
+    /// The runtime the edge at `--target` runs in (`workerd`, `miniflare`), as scripts/dev
+    /// started it; only shown in the report, next to the send rate.
+    #[arg(long, env = "FLASHGATE_EDGE_RUNTIME")]
+    pub edge_runtime: Option<String>,
     /// Admin token of the origin (to create the campaign).
     #[arg(long, env = "FLASHGATE_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
@@ -355,6 +359,7 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
             kind: campaign.kind.as_str().to_string(),
             stock: campaign.stock,
             target: args.target.clone(),
+            edge_runtime: args.edge_runtime.clone(),
             concurrency: args.concurrency,
             seed: args.seed,
             window_ms: (args.window * 1000.0) as u64,

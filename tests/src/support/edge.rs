@@ -1,5 +1,7 @@
-//! The edge worker in workerd for tests: building it once per test binary and running it
-//! (Miniflare) in front of a test origin.
+//! The edge worker in workerd for tests: building it once per test binary and running it in
+//! front of a test origin, behind Miniflare (the default: its Cache API, `CF-Connecting-IP` from
+//! the client's socket and the worker's console output in the log) or in plain workerd (the
+//! runtime of the scripts, a configuration from `edge-worker/workerd-config.mjs`).
 
 use super::{eventually_blocking, test_config, unique};
 
@@ -37,8 +39,19 @@ pub fn ensure_edge_built() {
     *built = true;
 }
 
-/// The built edge worker in workerd (Miniflare, `edge-worker/run-miniflare.mjs`) on a free
-/// port in front of an origin; stopped with SIGTERM (so workerd goes too) on drop.
+/// How the worker is run: both are workerd, the first behind Miniflare's Node front.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeRuntime {
+    /// `edge-worker/run-miniflare.mjs`.
+    Miniflare,
+    /// `workerd serve` with the configuration `edge-worker/workerd-config.mjs` writes from
+    /// wrangler.toml and the settings.
+    Workerd,
+}
+
+/// The built edge worker in workerd (Miniflare, `edge-worker/run-miniflare.mjs`, unless
+/// started with [`TestEdge::start_in`]) on a free port in front of an origin; stopped with
+/// SIGTERM (so workerd goes too) on drop.
 pub struct TestEdge {
     child: std::process::Child,
     /// `http://127.0.0.1:<port>`.
@@ -50,6 +63,59 @@ impl TestEdge {
     /// extra worker settings in `env` (e.g. `FLASHGATE_STATUS_TTL_MS`, `FLASHGATE_EDGE_SECRET`).
     pub fn start(origin_url: &str, env: &[(&str, String)]) -> TestEdge {
         Self::spawn(origin_url, env, std::process::Stdio::inherit())
+    }
+
+    /// [`TestEdge::start`] in the given runtime.
+    pub fn start_in(runtime: EdgeRuntime, origin_url: &str, env: &[(&str, String)]) -> TestEdge {
+        match runtime {
+            EdgeRuntime::Miniflare => Self::start(origin_url, env),
+            EdgeRuntime::Workerd => Self::spawn_workerd(origin_url, env),
+        }
+    }
+
+    /// Plain workerd: the configuration is written next to the test's temporary files (it
+    /// holds the secrets) and removed once workerd has read it.
+    fn spawn_workerd(origin_url: &str, env: &[(&str, String)]) -> TestEdge {
+        use std::time::Duration;
+        ensure_edge_built();
+        let edge_dir = repo_root().join("edge-worker");
+        let config = std::env::temp_dir().join(format!("{}.capnp", unique("edge")));
+        let mut gen = std::process::Command::new("node");
+        gen.arg(edge_dir.join("workerd-config.mjs"))
+            .arg(&config)
+            .arg("0")
+            .env("FLASHGATE_ORIGIN_URL", origin_url)
+            .env(
+                "FLASHGATE_CUSTOMER_TOKEN_SECRET",
+                super::raw::customer_secret(&test_config()),
+            );
+        for (k, v) in env {
+            gen.env(k, v);
+        }
+        let out = gen.output().expect("run node workerd-config.mjs");
+        assert!(
+            out.status.success(),
+            "workerd-config.mjs failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let child = std::process::Command::new(edge_dir.join("node_modules/.bin/workerd"))
+            .arg("serve")
+            .arg(&config)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("start workerd");
+        let mut edge = TestEdge { child, url };
+        let addr = edge.url.trim_start_matches("http://").to_string();
+        let up = eventually_blocking(Duration::from_secs(30), || {
+            if let Ok(Some(st)) = edge.child.try_wait() {
+                panic!("workerd exited: {st}");
+            }
+            std::net::TcpStream::connect(&addr).ok()
+        });
+        assert!(up.is_some(), "workerd did not listen on {addr} in 30 s");
+        let _ = std::fs::remove_file(&config);
+        edge
     }
 
     /// [`TestEdge::start`] with the runtime's and the worker's log (stderr) written to `log`.

@@ -4,7 +4,7 @@
 use flashgate_shared::ANSWERED_BY_HEADER;
 use serde_json::Value;
 
-use super::{edge_headers, unique, TestEdge, TestOrigin, TEST_EDGE_SECRET};
+use super::{edge_headers, unique, EdgeRuntime, TestEdge, TestOrigin, TEST_EDGE_SECRET};
 
 /// Settings of one edge (milliseconds).
 pub struct EdgeSettings {
@@ -14,6 +14,8 @@ pub struct EdgeSettings {
     pub max_stale_ms: u64,
     /// `FLASHGATE_ORIGIN_TIMEOUT_MS`.
     pub timeout_ms: u64,
+    /// The runtime (default: Miniflare).
+    pub runtime: EdgeRuntime,
 }
 
 impl Default for EdgeSettings {
@@ -22,6 +24,7 @@ impl Default for EdgeSettings {
             ttl_ms: 1_000,
             max_stale_ms: 30_000,
             timeout_ms: 3_000,
+            runtime: EdgeRuntime::Miniflare,
         }
     }
 }
@@ -29,7 +32,8 @@ impl Default for EdgeSettings {
 /// The built worker in workerd in front of `origin_url`, signing with [`TEST_EDGE_SECRET`]
 /// (not-started skew 2 s).
 pub fn edge_with(origin_url: &str, s: EdgeSettings) -> TestEdge {
-    TestEdge::start(
+    TestEdge::start_in(
+        s.runtime,
         origin_url,
         &[
             ("FLASHGATE_STATUS_TTL_MS", s.ttl_ms.to_string()),

@@ -207,6 +207,8 @@ pub struct RunInfo {
     pub kind: String,
     pub stock: i64,
     pub target: String,
+    /// The edge's runtime (`workerd`, `miniflare`) when known.
+    pub edge_runtime: Option<String>,
     pub concurrency: usize,
     pub seed: u64,
     pub window_ms: u64,
@@ -411,6 +413,7 @@ pub(crate) mod tests {
             kind: "sale".into(),
             stock: 2,
             target: "http://127.0.0.1:1".into(),
+            edge_runtime: None,
             concurrency: 4,
             seed: 1,
             window_ms: 1000,

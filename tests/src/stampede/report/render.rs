@@ -28,11 +28,12 @@ impl Report {
         );
         let _ = writeln!(
             s,
-            "sent        {} tries ({} not sent) by {} distinct customers at {} tries/s; retries: {} after 503/transport error, {} after in_progress; send lag p50 {:.1} ms, p99 {:.1} ms",
+            "sent        {} tries ({} not sent) by {} distinct customers at {} tries/s (edge runtime: {}); retries: {} after 503/transport error, {} after in_progress; send lag p50 {:.1} ms, p99 {:.1} ms",
             self.tries_sent,
             self.tries_not_sent,
             self.distinct_customers,
             self.send_rate_per_s,
+            self.run.edge_runtime.as_deref().unwrap_or("unknown"),
             self.retries_unavailable,
             self.retries_in_progress,
             self.send_lag_p50_ms,

@@ -1,0 +1,61 @@
+// What the edge worker is given, taken from wrangler.toml and the environment: one place for
+// both local runtimes (run-miniflare.mjs and workerd-config.mjs), so that Miniflare and plain
+// workerd run the worker with the same settings as a deployment.
+//
+// - compatibility date and flags: wrangler.toml's `compatibility_date`, `compatibility_flags`;
+// - the module folder: the folder of wrangler.toml's `main` (edge-worker/build) unless given;
+// - bindings: wrangler.toml's [vars] (the deployment's defaults), each replaced by an
+//   environment variable of the same name when that is set and not empty, plus the secrets
+//   and optional settings below, taken from the environment only. A [vars] list
+//   (FLASHGATE_CORS_ORIGINS = [...]) is a JSON value binding, as wrangler gives it; set in the
+//   environment as JSON text (`["https://shop.example"]`) it is passed the same way, as a
+//   comma-separated string it stays a string (the worker reads both).
+import { readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parse } from "smol-toml";
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The repository root (this file is edge-worker/worker-env.mjs). */
+export const repoRoot = resolve(here, "..");
+
+/** Secrets and optional settings that wrangler.toml does not list among its [vars]. */
+const FROM_ENVIRONMENT_ONLY = [
+  "FLASHGATE_CUSTOMER_TOKEN_SECRET",
+  "FLASHGATE_CUSTOMER_TOKEN_SECRETS",
+  "FLASHGATE_EDGE_SECRET",
+  "FLASHGATE_EDGE_METRICS_TOKEN",
+  "FLASHGATE_JWT_ISSUER",
+  "FLASHGATE_JWT_AUDIENCE",
+  "FLASHGATE_JWT_LEEWAY_SECONDS",
+  "FLASHGATE_JWT_MAX_LIFETIME_SECONDS",
+  "FLASHGATE_JWKS_URL",
+  "FLASHGATE_JWKS",
+  "FLASHGATE_JWKS_TTL_SECONDS",
+  "FLASHGATE_JWKS_MIN_REFRESH_SECONDS",
+];
+
+/**
+ * The worker as wrangler.toml describes it, with its bindings from `env`:
+ * `{ compatibilityDate, compatibilityFlags, scriptDir, bindings }`, where `bindings` maps a
+ * name to a string or a JSON value (an array). `scriptDir` is `scriptDir` when given, else the
+ * folder of wrangler.toml's `main`. Throws when wrangler.toml cannot be read or parsed.
+ */
+export function workerSetup(env = process.env, scriptDir = undefined, wranglerPath = join(repoRoot, "wrangler.toml")) {
+  const toml = parse(readFileSync(wranglerPath, "utf8"));
+  const vars = toml.vars ?? {};
+  const bindings = {};
+  for (const [name, value] of Object.entries(vars)) bindings[name] = value;
+  for (const name of [...Object.keys(vars), ...FROM_ENVIRONMENT_ONLY]) {
+    const text = env[name];
+    if (!text) continue;
+    const isList = Array.isArray(vars[name]) && text.trim().startsWith("[");
+    bindings[name] = isList ? JSON.parse(text) : text;
+  }
+  return {
+    compatibilityDate: toml.compatibility_date,
+    compatibilityFlags: toml.compatibility_flags ?? [],
+    scriptDir: resolve(scriptDir || join(repoRoot, dirname(toml.main))),
+    bindings,
+  };
+}
