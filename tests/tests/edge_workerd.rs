@@ -213,6 +213,7 @@ async fn origin_down_gives_503_for_claims_and_stale_status_within_max_stale() {
         ttl_ms: 300,
         max_stale_ms: 3_000,
         timeout_ms: 1_000,
+        ..Default::default()
     };
     let (o, c, e) = sale_behind_edge(5, settings).await;
     let fresh = get(&o.http, &status_url(&e.url, &c)).await;
