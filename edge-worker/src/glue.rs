@@ -397,7 +397,7 @@ async fn claim(
     url: &worker::Url,
 ) -> Result<Response> {
     let headers = req.headers();
-    let client_ip = glue_queue::ip_of(&headers);
+    let client_ip = glue_queue::ip_of(headers);
     let authorization = headers.get("authorization")?;
     let key = headers.get(IDEMPOTENCY_KEY_HEADER)?;
     let content_length = headers.get("content-length")?;

@@ -32,7 +32,7 @@ thread_local! {
 /// The client's IP as the runtime reports it (`CF-Connecting-IP`), normalised by
 /// [`crate::decide::client_ip`]; `None` when absent or not an address.
 pub(super) fn client_ip(req: &Request) -> Option<String> {
-    ip_of(&req.headers())
+    ip_of(req.headers())
 }
 
 /// [`client_ip`] from the request's headers.
@@ -110,11 +110,11 @@ async fn poll_answer(
     id: &str,
     url: &worker::Url,
 ) -> std::result::Result<Response, Answer> {
-    // One handle on the request's headers for all the reads below (each is a call into the
-    // runtime); the client's IP is read only while the per-IP limit is on.
+    // Each header read is a call into the runtime: the client's IP is read only while the
+    // per-IP limit is on.
     let req_headers = req.headers();
     let ip = if cfg.limits.ip_per_s > 0 {
-        ip_of(&req_headers)
+        ip_of(req_headers)
     } else {
         None
     };
