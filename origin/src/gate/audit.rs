@@ -20,6 +20,8 @@
 
 use std::time::Duration;
 
+use futures::StreamExt;
+
 use super::correct::{committed, lower, pg_view, promised, snapshot, try_lock, ChangeError};
 use super::{adjust, shard_count, Gate, Keys};
 use crate::db::Db;
@@ -28,6 +30,9 @@ use flashgate_shared::api::DriftView;
 
 /// How often the audit runs (on one origin at a time).
 pub const AUDIT_EVERY: Duration = Duration::from_secs(1);
+
+/// Campaigns audited at once in a pass.
+const CAMPAIGNS_AT_ONCE: usize = 8;
 
 /// How long a shortfall seen by one audit is remembered for the next, in milliseconds.
 pub const DEFICIT_KEPT_MS: u64 = 5_000;
@@ -95,12 +100,22 @@ pub async fn audit_live(db: &Db, gate: &Gate) -> Result<(Repaired, CodeRepairs),
     if turn.is_none() {
         return Ok((total, CodeRepairs::default()));
     }
-    for c in crate::campaigns::store::live(db).await? {
-        match audit_campaign(&mut gate, db, &c.id).await {
+    // Several campaigns at once: a pass is round trips, and its length bounds the repair time.
+    let live = crate::campaigns::store::live(db).await?;
+    let shared = gate.clone();
+    let mut audits = futures::stream::iter(live)
+        .map(|c| {
+            let mut gate = shared.clone();
+            async move { (audit_campaign(&mut gate, db, &c.id).await, c.id) }
+        })
+        .buffer_unordered(CAMPAIGNS_AT_ONCE);
+    while let Some((result, c)) = audits.next().await {
+        match result {
             Ok(r) => total += r,
-            Err(e) => tracing::warn!(campaign = %c.id, error = %e, "gate audit failed"),
+            Err(e) => tracing::warn!(campaign = %c, error = %e, "gate audit failed"),
         }
     }
+    drop(audits);
     let codes = match code_audit::audit_codes(db, &mut gate.redis()).await {
         Ok(r) => r,
         Err(e) => {

@@ -34,7 +34,7 @@ use super::PENDING_PREFIX;
 use super::{bucket, give_back, holders_of, replace_holder, shard_states, Gate, Keys};
 
 /// Up to this many active claims, the holders are compared one by one at every audit.
-pub const HOLDERS_COMPARED_ALWAYS: i64 = 5_000;
+pub const HOLDERS_COMPARED_ALWAYS: i64 = 1_000;
 
 /// Holders the audit repaired on one campaign.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
