@@ -149,6 +149,15 @@ impl From<redis::RedisError> for ApiError {
     }
 }
 
+impl From<crate::gate::ChangeError> for ApiError {
+    fn from(e: crate::gate::ChangeError) -> Self {
+        match e {
+            crate::gate::ChangeError::Db(e) => e.into(),
+            crate::gate::ChangeError::Redis(e) => e.into(),
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code, message) = self.parts();

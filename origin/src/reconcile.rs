@@ -14,6 +14,9 @@
 //!   and every active claim has its holder (checked up to [`HOLDER_CHECK_MAX`] claims), and no
 //!   sold-out flag is set while units remain.
 //!
+//! The report also carries the drift the gate audit found and repaired ([`DriftView`], from
+//! [`crate::gate::audit::drift`]): repaired drift is history, not a fault.
+//!
 //! The PostgreSQL figures come from one snapshot (a read-only repeatable-read transaction); the
 //! gate is read right after. While claims, payments or releases are in flight the two may
 //! differ by those in flight: run it on a quiet campaign for an exact verdict.
@@ -22,7 +25,7 @@ use std::collections::HashMap;
 
 use crate::redis_conn::RedisConn;
 use flashgate_shared::api::{
-    CampaignKind, ClaimStatus, GateShardView, GateView, ReconcileReport, StatusCounts,
+    CampaignKind, ClaimStatus, DriftView, GateShardView, GateView, ReconcileReport, StatusCounts,
 };
 use sqlx::PgPool;
 
@@ -33,8 +36,6 @@ use crate::gate::{self, Gate, Keys, PENDING_PREFIX};
 
 /// Largest number of active claims whose gate holders are compared one by one.
 pub const HOLDER_CHECK_MAX: i64 = 1_000_000;
-/// Holders read per HSCAN step.
-const SCAN_COUNT: usize = 10_000;
 
 /// Why reconciliation could not run.
 #[derive(Debug, thiserror::Error)]
@@ -68,7 +69,8 @@ pub async fn reconcile(
         return Ok(None);
     };
     let gate = gate_view(redis, c, pg.active_holders.as_ref()).await?;
-    Ok(Some(report(c, pg, gate)))
+    let drift = gate::audit::drift(redis, c).await?;
+    Ok(Some(report(c, pg, gate, drift)))
 }
 
 async fn pg_facts(db: &Db, c: &str) -> sqlx::Result<Option<PgFacts>> {
@@ -119,15 +121,7 @@ async fn pg_facts(db: &Db, c: &str) -> sqlx::Result<Option<PgFacts>> {
     let (ledger_active, ledger_orphans) = (ledger.active, ledger.orphans);
     let active = claims.held + claims.paid + claims.issued + claims.redeemed;
     let active_holders = if active <= HOLDER_CHECK_MAX {
-        let rows = sqlx::query!(
-            "SELECT customer_id, id FROM claims
-              WHERE campaign_id = $1 AND status = ANY($2)",
-            c,
-            &ClaimStatus::active_names()[..] as &[&str],
-        )
-        .fetch_all(&mut *tx)
-        .await?;
-        Some(rows.into_iter().map(|r| (r.customer_id, r.id)).collect())
+        Some(crate::claims::store::active_holders(&mut *tx, c).await?)
     } else {
         None
     };
@@ -181,37 +175,22 @@ async fn gate_view(
     };
     let mut seen = 0i64;
     for s in (0u16..).take(states.len()) {
-        let k = Keys::shard(c, s);
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, page): (u64, Vec<(String, String)>) = redis::cmd("HSCAN")
-                .arg(&k.holders)
-                .arg(cursor)
-                .arg("COUNT")
-                .arg(SCAN_COUNT)
-                .query_async(redis)
-                .await?;
-            for (customer, holder) in page {
-                if holder.starts_with(PENDING_PREFIX) {
-                    continue;
-                }
-                if active.get(&customer) == Some(&holder) {
-                    seen += 1;
-                } else {
-                    view.stale_holders += 1;
-                }
+        for (customer, holder) in gate::holders_of(redis, c, s).await? {
+            if holder.starts_with(PENDING_PREFIX) {
+                continue;
             }
-            if next == 0 {
-                break;
+            if active.get(&customer) == Some(&holder) {
+                seen += 1;
+            } else {
+                view.stale_holders += 1;
             }
-            cursor = next;
         }
     }
     view.missing_holders = (active.len() as i64 - seen - pending).max(0);
     Ok(Some(view))
 }
 
-fn report(c: &str, pg: PgFacts, gate: Option<GateView>) -> ReconcileReport {
+fn report(c: &str, pg: PgFacts, gate: Option<GateView>, drift: DriftView) -> ReconcileReport {
     let active = match pg.kind {
         CampaignKind::Sale => pg.claims.held + pg.claims.paid,
         CampaignKind::Giveaway => pg.claims.issued + pg.claims.redeemed,
@@ -300,6 +279,7 @@ fn report(c: &str, pg: PgFacts, gate: Option<GateView>) -> ReconcileReport {
         oversold,
         stranded,
         gate,
+        drift,
         ok: faults.is_empty(),
         faults,
     }

@@ -37,7 +37,7 @@ pub use gate::{
     assert_reconciled, customers, gate_remaining, idempotency_record_key, sold_out_flag_set,
     stop_reconciled,
 };
-pub use poll::{eventually, eventually_blocking, until_state, POLL_STEP_MS};
+pub use poll::{eventually, eventually_blocking, eventually_timed, until_state, POLL_STEP_MS};
 pub use promo::{
     check_at, enc, fresh_code_name, fresh_ip, new_batch, new_code, one_time_rules, post_raw,
     use_at, use_body, Shopper,
@@ -348,6 +348,23 @@ impl TestOrigin {
             waiting_room: None,
         })
         .await
+    }
+
+    /// Creates an active sale (started a minute ago, ends in an hour) of `stock` units whose
+    /// claims are holds of `hold_seconds`, and returns its id.
+    pub async fn held_sale(&self, stock: i64, hold_seconds: i64) -> String {
+        let id = unique("held");
+        let now = Utc::now();
+        self.create_campaign(
+            &id,
+            "sale",
+            stock,
+            now - Duration::minutes(1),
+            now + Duration::hours(1),
+            Some(hold_seconds),
+        )
+        .await;
+        id
     }
 
     /// Creates an active campaign (started a minute ago, ends in an hour) whose gate has

@@ -92,12 +92,16 @@ async fn give_back_returns_a_unit_exactly_once_and_clears_the_flag() {
     let (mut r, c, t) = one_unit_taken_by_ana().await;
     let k = Keys::of(&c);
     assert!(get(&mut r, &k.sold_out).await.is_some());
-    assert!(!gate::give_back(&mut r, &c, "ana", "p:other", None)
+    assert!(!gate::give_back(&mut r, &c, "ana", "p:other", None, 1)
         .await
         .unwrap());
     assert_eq!(remaining(&mut r, &c).await, vec![0]);
-    assert!(gate::give_back(&mut r, &c, "ana", &t, None).await.unwrap());
-    assert!(!gate::give_back(&mut r, &c, "ana", &t, None).await.unwrap());
+    assert!(gate::give_back(&mut r, &c, "ana", &t, None, 1)
+        .await
+        .unwrap());
+    assert!(!gate::give_back(&mut r, &c, "ana", &t, None, 1)
+        .await
+        .unwrap());
     assert_eq!(remaining(&mut r, &c).await, vec![1]);
     assert_eq!(get(&mut r, &k.sold_out).await, None);
     assert_eq!(gate::holder(&mut r, &c, "ana").await.unwrap(), None);
@@ -121,11 +125,11 @@ async fn adjust_across_zero_moves_the_flag_with_a_new_generation() {
             panic!("{shards} shards: {first:?}");
         };
         assert_eq!(gate::holder(&mut r, &c, "ana").await.unwrap(), None);
-        assert_eq!(gate::adjust(&mut r, &c, 3).await.unwrap(), Some(3));
+        assert_eq!(gate::adjust(&mut r, &c, 3, 3).await.unwrap(), Some(3));
         assert_eq!(get(&mut r, &k.sold_out).await, None, "{shards} shards");
         assert_eq!(remaining(&mut r, &c).await.iter().sum::<i64>(), 3);
         // Down by more than there is: zero, flag set with a newer generation.
-        assert_eq!(gate::adjust(&mut r, &c, -5).await.unwrap(), Some(0));
+        assert_eq!(gate::adjust(&mut r, &c, -5, 0).await.unwrap(), Some(0));
         let g2 = get(&mut r, &k.sold_out).await.expect("flag at zero");
         assert!(g2 > g1, "{shards} shards: generation {g2} after {g1}");
         assert!(remaining(&mut r, &c).await.iter().all(|u| *u == 0));
@@ -134,7 +138,41 @@ async fn adjust_across_zero_moves_the_flag_with_a_new_generation() {
             .query_async(&mut r)
             .await
             .unwrap();
-        assert_eq!(gate::adjust(&mut r, &c, 1).await.unwrap(), None);
+        assert_eq!(gate::adjust(&mut r, &c, 1, 1).await.unwrap(), None);
+    }
+}
+
+#[tokio::test]
+async fn no_give_back_or_raise_takes_the_gate_above_its_bound() {
+    for shards in [1usize, 4] {
+        let mut r = Gate::new(redis_conn().await);
+        let c = gate_of(&mut r, &vec![1; shards]).await;
+        // PostgreSQL has as many units as the gate: a stock change of +5 whose PostgreSQL
+        // remaining is only 3 more raises the gate to that bound, not beyond.
+        let n = shards as i64;
+        assert_eq!(
+            gate::adjust(&mut r, &c, 5, n + 3).await.unwrap(),
+            Some(n + 3),
+            "{shards} shards"
+        );
+        // Already at the bound: a raise moves nothing, and never lowers.
+        assert_eq!(gate::adjust(&mut r, &c, 2, n).await.unwrap(), Some(n + 3));
+        // A give-back whose holder matches but whose unit PostgreSQL does not have (a bound
+        // already reached on her shard) drops her holder and returns nothing.
+        let t = gate::pending_token();
+        assert_eq!(
+            gate::take(&mut r, &c, "ana", &t).await.unwrap(),
+            Take::Taken
+        );
+        let before = remaining(&mut r, &c).await;
+        let own = usize::from(gate::bucket("ana", shards as u16));
+        assert!(gate::give_back(&mut r, &c, "ana", &t, None, before[own])
+            .await
+            .unwrap());
+        assert_eq!(remaining(&mut r, &c).await, before, "{shards} shards");
+        assert_eq!(gate::holder(&mut r, &c, "ana").await.unwrap(), None);
+        // Moves down are never cut: to zero, not below.
+        assert_eq!(gate::adjust(&mut r, &c, -100, 0).await.unwrap(), Some(0));
     }
 }
 
@@ -174,8 +212,12 @@ async fn a_take_finds_the_last_unit_on_any_shard_and_undoes_her_entry_when_none_
         "only ana's take pends"
     );
     // Her unit goes back to her own shard, once; the flag clears; bob can take it.
-    assert!(gate::give_back(&mut r, &c, &ana, &t, None).await.unwrap());
-    assert!(!gate::give_back(&mut r, &c, &ana, &t, None).await.unwrap());
+    assert!(gate::give_back(&mut r, &c, &ana, &t, None, 1)
+        .await
+        .unwrap());
+    assert!(!gate::give_back(&mut r, &c, &ana, &t, None, 1)
+        .await
+        .unwrap());
     let mut expect = vec![0; 8];
     expect[usize::from(gate::bucket(&ana, 8))] = 1;
     assert_eq!(remaining(&mut r, &c).await, expect);

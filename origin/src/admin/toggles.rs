@@ -316,7 +316,7 @@ pub async fn follow(
     let result: Result<GateFollow, String> = async {
         if change.moves_stock() {
             let delta = after.remaining - before.remaining;
-            let moved = gate::adjust(redis, c, delta)
+            let moved = gate::adjust(redis, c, delta, after.remaining)
                 .await
                 .map_err(|e| e.to_string())?;
             if moved.is_some() {

@@ -165,7 +165,7 @@ async fn claim_at_gate(
                 let _ = idempotency::abandon_at(&mut redis, record).await;
             }
             if let Begun::Took(Take::Taken) = begun {
-                gate::give_back(&mut gate, c, &req.customer, &token, None).await?;
+                gate::give_back_bounded(&mut gate, &svc.db, c, &req.customer, &token, None).await?;
             }
             return Err(key_reused());
         }
@@ -280,7 +280,8 @@ async fn decide(
                     Some(row) if row.customer_id == req.customer => {
                         // Her claim was released or expired, and its give-back to the gate
                         // was lost: do it now (exactly once, it checks the holder), then take.
-                        gate::give_back(redis, c, &req.customer, &claim_id, None).await?;
+                        gate::give_back_bounded(redis, &svc.db, c, &req.customer, &claim_id, None)
+                            .await?;
                     }
                     _ => {
                         // The gate remembers a claim that PostgreSQL no longer has active:
@@ -345,7 +346,8 @@ async fn commit_taken(
         let outcome = match svc.committer.commit(new.clone()).await {
             Ok(o) => o,
             Err(e) => {
-                let _ = gate::give_back(redis, c, &req.customer, token, None).await;
+                let _ =
+                    gate::give_back_bounded(redis, &svc.db, c, &req.customer, token, None).await;
                 return Err(e.into());
             }
         };
@@ -377,7 +379,8 @@ async fn commit_taken(
             }
             Committed::AlreadyClaimed(row) => {
                 // The gate had lost her: give the unit back and remember her claim.
-                gate::give_back(redis, c, &req.customer, token, Some(&row.id)).await?;
+                gate::give_back_bounded(redis, &svc.db, c, &req.customer, token, Some(&row.id))
+                    .await?;
                 return Ok((existing_claim_reply(svc, row, req, fp), Recorded::No));
             }
             Committed::Refused(now) => {
@@ -397,7 +400,7 @@ async fn commit_taken(
             Committed::CodeTaken => continue,
         }
     }
-    let _ = gate::give_back(redis, c, &req.customer, token, None).await;
+    let _ = gate::give_back_bounded(redis, &svc.db, c, &req.customer, token, None).await;
     Err(ApiError::Unavailable(
         "no free coupon code after several draws".into(),
     ))

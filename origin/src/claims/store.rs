@@ -114,3 +114,20 @@ pub async fn held_counts<'e>(
     .await?;
     Ok(rows.into_iter().map(|r| (r.campaign_id, r.held)).collect())
 }
+
+/// Customer → id of every active claim of campaign `c` (the gate's holders as PostgreSQL
+/// sees them: read by reconciliation and the gate audit).
+pub async fn active_holders<'e>(
+    db: impl PgExecutor<'e>,
+    c: &str,
+) -> sqlx::Result<std::collections::HashMap<String, String>> {
+    let rows = sqlx::query!(
+        "SELECT customer_id, id FROM claims
+              WHERE campaign_id = $1 AND status = ANY($2)",
+        c,
+        &ClaimStatus::active_names()[..] as &[&str],
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.customer_id, r.id)).collect())
+}

@@ -1,6 +1,8 @@
 //! The gate audit: one origin at a time, every [`AUDIT_EVERY`], compares each live campaign's
-//! gate with PostgreSQL and repairs the count it finds apart (docs/ARCHITECTURE.md, "Gate
-//! audit").
+//! gate with PostgreSQL and repairs what it finds apart — the count, the sold-out flag and the
+//! holders ([`super::holders`]) — then the coupon codes' cached flags and uses
+//! ([`crate::promo::audit`]) (docs/ARCHITECTURE.md, "Gate audit"). What it repaired is counted
+//! in metrics and kept in Redis for reconciliation ([`drift`]).
 //!
 //! Under the campaign's change lock (so a stock change is never seen half done), the gate is
 //! read, then PostgreSQL, then the gate again, as the correction does
@@ -13,17 +15,24 @@
 //!   units would never be sold): the gate is raised, and the sold-out flag cleared, only when
 //!   the previous audit, at most [`DEFICIT_KEPT_MS`] earlier, saw a shortfall too, and by the
 //!   smaller of the two. A hold that ends is written to PostgreSQL first and given back to the
-//!   gate right after, so a single sighting may be that unit on its way; a unit raised twice
-//!   would only make the gate promise one more than PostgreSQL, which refuses it.
+//!   gate right after, so a single sighting may be that unit on its way. The raise goes through
+//!   the gate's one bounded step ([`super::adjust`]), never above PostgreSQL's `remaining`.
 
 use std::time::Duration;
+
+use futures::StreamExt;
 
 use super::correct::{committed, lower, pg_view, promised, snapshot, try_lock, ChangeError};
 use super::{adjust, shard_count, Gate, Keys};
 use crate::db::Db;
+use crate::promo::audit::{self as code_audit, CodeRepairs};
+use flashgate_shared::api::DriftView;
 
 /// How often the audit runs (on one origin at a time).
-pub const AUDIT_EVERY: Duration = Duration::from_secs(2);
+pub const AUDIT_EVERY: Duration = Duration::from_secs(1);
+
+/// Campaigns audited at once in a pass.
+const CAMPAIGNS_AT_ONCE: usize = 8;
 
 /// How long a shortfall seen by one audit is remembered for the next, in milliseconds.
 pub const DEFICIT_KEPT_MS: u64 = 5_000;
@@ -32,24 +41,52 @@ pub const DEFICIT_KEPT_MS: u64 = 5_000;
 /// [`AUDIT_EVERY`].
 const TURN_KEY: &str = "fg:gate_audit:turn";
 
-/// Units the audit moved: `lowered` taken off gates, `raised` put back.
+/// The code audit's record of repairs (all codes): counts `flags`, `holders_dropped` and
+/// `last_repair_at` (RFC 3339 UTC).
+const CODES_KEY: &str = "fg:gate_audit:codes";
+
+/// What the audit repaired: units `lowered` (taken off gates promising more than PostgreSQL)
+/// and `raised` (put back on gates that had lost them), holders `holders_dropped` (naming no
+/// active claim) and `holders_restored` (written for an active claim that had none).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Repaired {
     pub lowered: i64,
     pub raised: i64,
+    pub holders_dropped: i64,
+    pub holders_restored: i64,
+}
+
+impl Repaired {
+    /// True when nothing was repaired.
+    pub fn is_empty(&self) -> bool {
+        *self == Repaired::default()
+    }
+
+    /// The repairs as (field of [`Keys::audit_repairs`], count) pairs.
+    fn fields(&self) -> [(&'static str, i64); 4] {
+        [
+            ("lowered", self.lowered),
+            ("raised", self.raised),
+            ("holders_dropped", self.holders_dropped),
+            ("holders_restored", self.holders_restored),
+        ]
+    }
 }
 
 impl std::ops::AddAssign for Repaired {
     fn add_assign(&mut self, o: Repaired) {
         self.lowered += o.lowered;
         self.raised += o.raised;
+        self.holders_dropped += o.holders_dropped;
+        self.holders_restored += o.holders_restored;
     }
 }
 
-/// Audits every live campaign when this origin gets the turn (else does nothing). A campaign
-/// whose audit fails is logged and skipped. Errors: PostgreSQL or Redis failing before any
+/// Audits every live campaign, then the coupon codes' cached state ([`code_audit`]), when
+/// this origin gets the turn (else does nothing). A campaign whose audit fails is logged and
+/// skipped, as is a failed code audit. Errors: PostgreSQL or Redis failing before any
 /// campaign was looked at.
-pub async fn audit_live(db: &Db, gate: &Gate) -> Result<Repaired, ChangeError> {
+pub async fn audit_live(db: &Db, gate: &Gate) -> Result<(Repaired, CodeRepairs), ChangeError> {
     let mut gate = gate.clone();
     let turn: Option<String> = redis::cmd("SET")
         .arg(TURN_KEY)
@@ -61,15 +98,36 @@ pub async fn audit_live(db: &Db, gate: &Gate) -> Result<Repaired, ChangeError> {
         .await?;
     let mut total = Repaired::default();
     if turn.is_none() {
-        return Ok(total);
+        return Ok((total, CodeRepairs::default()));
     }
-    for c in crate::campaigns::store::live(db).await? {
-        match audit_campaign(&mut gate, db, &c.id).await {
+    // Several campaigns at once: a pass is round trips, and its length bounds the repair time.
+    let live = crate::campaigns::store::live(db).await?;
+    let shared = gate.clone();
+    let mut audits = futures::stream::iter(live)
+        .map(|c| {
+            let mut gate = shared.clone();
+            async move { (audit_campaign(&mut gate, db, &c.id).await, c.id) }
+        })
+        .buffer_unordered(CAMPAIGNS_AT_ONCE);
+    while let Some((result, c)) = audits.next().await {
+        match result {
             Ok(r) => total += r,
-            Err(e) => tracing::warn!(campaign = %c.id, error = %e, "gate audit failed"),
+            Err(e) => tracing::warn!(campaign = %c, error = %e, "gate audit failed"),
         }
     }
-    Ok(total)
+    drop(audits);
+    let codes = match code_audit::audit_codes(db, &mut gate.redis()).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(error = %e, "code audit failed");
+            CodeRepairs::default()
+        }
+    };
+    if codes != CodeRepairs::default() {
+        let fields = [("flags", codes.flags), ("holders_dropped", codes.holders)];
+        record_at(&mut gate, CODES_KEY, &fields).await?;
+    }
+    Ok((total, codes))
 }
 
 /// Audits campaign `c` (see the module doc). Does nothing when the gate is not loaded or
@@ -81,9 +139,68 @@ pub async fn audit_campaign(gate: &mut Gate, db: &Db, c: &str) -> Result<Repaire
     let Some(lock) = try_lock(gate, c).await? else {
         return Ok(Repaired::default());
     };
-    let result = check(gate, db, c, n).await;
+    let result = async {
+        let mut r = check(gate, db, c, n).await?;
+        let h = super::holders::check_holders(gate, db, c, n).await?;
+        r.holders_dropped = h.dropped;
+        r.holders_restored = h.restored;
+        Ok::<_, ChangeError>(r)
+    }
+    .await;
     lock.release(gate).await;
-    result
+    let r = result?;
+    if !r.is_empty() {
+        record(gate, c, &r).await?;
+    }
+    Ok(r)
+}
+
+/// Adds `r` to the campaign's record of repairs ([`Keys::audit_repairs`]), read by
+/// reconciliation, with the time of this repair (RFC 3339 UTC).
+async fn record(gate: &mut Gate, c: &str, r: &Repaired) -> redis::RedisResult<()> {
+    record_at(gate, &Keys::of(c).audit_repairs, &r.fields()).await
+}
+
+/// Adds the counts of `fields` to the record under `key`, with the time of this repair.
+async fn record_at(gate: &mut Gate, key: &str, fields: &[(&str, i64)]) -> redis::RedisResult<()> {
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    for &(field, n) in fields {
+        if n > 0 {
+            pipe.hincr(key, field, n).ignore();
+        }
+    }
+    pipe.hset(key, "last_repair_at", chrono::Utc::now().to_rfc3339())
+        .ignore()
+        .query_async(gate)
+        .await
+}
+
+/// The audit's record of repairs on campaign `c` since its gate was created (or Redis lost
+/// its memory), with the code audit's record of all codes, for reconciliation.
+pub async fn drift(gate: &mut Gate, c: &str) -> redis::RedisResult<DriftView> {
+    type Record = std::collections::HashMap<String, String>;
+    let (gate_rec, codes_rec): (Record, Record) = redis::pipe()
+        .hgetall(Keys::of(c).audit_repairs)
+        .hgetall(CODES_KEY)
+        .query_async(gate)
+        .await?;
+    let n = |r: &Record, f: &str| r.get(f).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let at = |r: &Record| {
+        r.get("last_repair_at")
+            .and_then(|v| chrono::DateTime::parse_from_rfc3339(v).ok())
+            .map(|t| t.with_timezone(&chrono::Utc))
+    };
+    Ok(DriftView {
+        lowered: n(&gate_rec, "lowered"),
+        raised: n(&gate_rec, "raised"),
+        holders_dropped: n(&gate_rec, "holders_dropped"),
+        holders_restored: n(&gate_rec, "holders_restored"),
+        last_repair_at: at(&gate_rec),
+        code_flags: n(&codes_rec, "flags"),
+        code_holders_dropped: n(&codes_rec, "holders_dropped"),
+        codes_last_repair_at: at(&codes_rec),
+    })
 }
 
 async fn check(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<Repaired, ChangeError> {
@@ -99,7 +216,7 @@ async fn check(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<Repaired, Ch
     if a.min(b) > pg_remaining {
         forget_deficit(gate, &deficit_key).await?;
         let lowered = lower(gate, db, c, n).await?;
-        return Ok(Repaired { lowered, raised: 0 });
+        return Ok(Repaired { lowered, ..none });
     }
     let deficit = pg_remaining - a.max(b);
     if deficit <= 0 {
@@ -118,7 +235,7 @@ async fn check(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<Repaired, Ch
         return Ok(none);
     };
     let raised = seen.min(deficit);
-    adjust(gate, c, raised).await?;
+    adjust(gate, c, raised, pg_remaining).await?;
     forget_deficit(gate, &deficit_key).await?;
     tracing::warn!(
         campaign = c,
@@ -126,7 +243,7 @@ async fn check(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<Repaired, Ch
         pg_remaining,
         "gate audit: units PostgreSQL has and the gate had lost put back"
     );
-    Ok(Repaired { lowered: 0, raised })
+    Ok(Repaired { raised, ..none })
 }
 
 /// Forgets the shortfall the last audit saw (the gate agrees again, or it was repaired).

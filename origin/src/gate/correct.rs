@@ -27,7 +27,7 @@ use std::time::Duration;
 use crate::db::Db;
 use flashgate_shared::api::ClaimStatus;
 
-use super::lua::{ADJUST, UNLOCK};
+use super::lua::{MOVE, UNLOCK};
 use super::{clear_flag, set_flag, shard_count, split, undo_dedup, Gate, Keys};
 
 /// How long the change lock of a campaign is held at most, in milliseconds (a holder that
@@ -174,6 +174,12 @@ pub(super) async fn committed(db: &Db, c: &str, customers: &[String]) -> sqlx::R
     .await
 }
 
+/// PostgreSQL's `remaining` of campaign `c`, the bound of a unit given back to its gate
+/// ([`super::give_back`]); `None` when there is no such campaign.
+pub async fn pg_remaining(db: &Db, c: &str) -> sqlx::Result<Option<i64>> {
+    Ok(pg_view(db, c, &[]).await?.map(|(remaining, _)| remaining))
+}
+
 /// Units the gate still promises in `snap`: what is left plus the takes not yet committed
 /// (`done` of them have committed already, so PostgreSQL no longer counts them).
 pub(super) fn promised(snap: &Snapshot, done: i64) -> i64 {
@@ -221,11 +227,7 @@ pub(super) async fn lower(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<i
     order.sort_by_key(|s| std::cmp::Reverse(after.remaining[usize::from(*s)]));
     let (mut left, mut total) = (excess, 0i64);
     for s in order {
-        let (r, moved) = if left > 0 {
-            move_shard(gate, c, s, n, -left).await?
-        } else {
-            move_shard(gate, c, s, n, 0).await?
-        };
+        let (r, moved) = move_shard(gate, c, s, n, -left.max(0), pg_remaining).await?;
         if r < 0 {
             return Ok(excess - left);
         }
@@ -244,32 +246,53 @@ pub(super) async fn lower(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<i
     Ok(excess - left)
 }
 
-/// Moves shard `s`'s remaining by `delta` with [`ADJUST`] (never below zero; on a campaign
-/// of one shard the flag follows). Returns `(remaining, moved)`, `remaining` -1 when the shard
-/// is not loaded.
+/// Moves shard `s`'s remaining by `delta` through the gate's one bounded step ([`MOVE`]: never
+/// below zero, never raised above `ceiling`; on a campaign of one shard the flag follows).
+/// Returns `(remaining, moved)`, `remaining` -1 when the shard is not loaded.
 async fn move_shard(
     gate: &mut Gate,
     c: &str,
     s: u16,
     n: u16,
     delta: i64,
+    ceiling: i64,
 ) -> redis::RedisResult<(i64, i64)> {
     let k = Keys::shard(c, s);
-    let mut inv = ADJUST.key(&k.loaded);
+    let mut inv = MOVE.key(&k.loaded);
     inv.key(&k.remaining);
     if n == 1 {
         inv.key(&k.sold_out).key(&k.sold_out_gen);
     }
-    inv.arg(delta).invoke_async(gate).await
+    inv.arg(delta).arg(ceiling).invoke_async(gate).await
 }
 
-/// Moves the gate's remaining by `delta` (a stock change committed in PostgreSQL; call it
-/// under [`lock_changes`]), keeping the takes in flight; never below zero. Units added are
-/// split over the shards; units removed are taken from the shards in order. The sold-out flag
-/// is cleared when units are left and set (with a new generation) when none are, unless a unit
-/// came back meanwhile. Returns the gate's remaining after the move, `None` when the gate is
-/// not loaded.
-pub async fn adjust(gate: &mut Gate, c: &str, delta: i64) -> redis::RedisResult<Option<i64>> {
+/// Every shard's `remaining` of `c` (of `n`), in order.
+async fn shard_remaining(gate: &mut Gate, c: &str, n: u16) -> redis::RedisResult<Vec<i64>> {
+    let mut out = Vec::with_capacity(usize::from(n));
+    for s in 0..n {
+        let r: Option<i64> = redis::cmd("GET")
+            .arg(Keys::shard(c, s).remaining)
+            .query_async(gate)
+            .await?;
+        out.push(r.unwrap_or(0));
+    }
+    Ok(out)
+}
+
+/// Moves the gate's remaining by `delta` (a stock change committed in PostgreSQL, or units an
+/// audit found missing; call it under [`lock_changes`]), keeping the takes in flight; never
+/// below zero, and never above `bound`, PostgreSQL's `remaining` of the campaign after the
+/// change: each shard is raised at most to `bound` less what the other shards hold (the gate's
+/// one bounded step, [`MOVE`]). Units added are split over the shards; units removed are taken
+/// from the shards in order. The sold-out flag is cleared when units are left and set (with a
+/// new generation) when none are, unless a unit came back meanwhile. Returns the gate's
+/// remaining after the move, `None` when the gate is not loaded.
+pub async fn adjust(
+    gate: &mut Gate,
+    c: &str,
+    delta: i64,
+    bound: i64,
+) -> redis::RedisResult<Option<i64>> {
     let Some(n) = shard_count(gate, c).await? else {
         return Ok(None);
     };
@@ -277,17 +300,21 @@ pub async fn adjust(gate: &mut Gate, c: &str, delta: i64) -> redis::RedisResult<
         .arg(Keys::of(c).returned)
         .query_async(gate)
         .await?;
+    let mut now = shard_remaining(gate, c, n).await?;
     let parts = split(delta.max(0), n);
-    let (mut total, mut left) = (0i64, delta);
+    let mut left = delta;
     for (s, part) in (0..n).zip(parts) {
         let step = if delta < 0 { left } else { part };
-        let (r, moved) = move_shard(gate, c, s, n, step).await?;
+        let at = usize::from(s);
+        let others = now.iter().sum::<i64>() - now[at];
+        let (r, moved) = move_shard(gate, c, s, n, step, bound - others).await?;
         if r < 0 {
             return Ok(None);
         }
-        total += r;
+        now[at] = r;
         left -= moved;
     }
+    let total: i64 = now.iter().sum();
     if n > 1 {
         if total > 0 {
             clear_flag(gate, c).await?;

@@ -8,7 +8,7 @@
 use crate::db::Db;
 use flashgate_shared::api::ClaimStatus;
 
-use super::lua::{SET_SOLD_OUT, UNLOCK};
+use super::lua::{LOAD_SHARD, SET_SOLD_OUT, UNLOCK};
 use super::{Gate, Keys};
 
 /// How long the load lock is held at most, in milliseconds.
@@ -119,10 +119,17 @@ async fn load_locked(db: &Db, redis: &mut Gate, c: &str, k: &Keys) -> Result<boo
     for ((s, part), mine) in (0..n).zip(super::split(remaining, n)).zip(&holders) {
         let ks = Keys::shard(c, s);
         let mut pipe = redis::pipe();
+        // Its part of PostgreSQL's remaining, through the gate's one bounded step (the part is
+        // the bound: nothing is in flight on an unloaded shard).
         pipe.atomic()
             .del(&ks.holders)
             .del(&ks.pending)
-            .set(&ks.remaining, part);
+            .cmd("EVAL")
+            .arg(LOAD_SHARD)
+            .arg(1)
+            .arg(&ks.remaining)
+            .arg(part)
+            .ignore();
         for chunk in mine.chunks(CHUNK) {
             pipe.hset_multiple(&ks.holders, chunk);
         }

@@ -134,16 +134,51 @@ return ok
     )
 });
 
-/// Gives her unit back when her holder value is ARGV[2]. KEYS: holders, pending, remaining,
-/// loaded, and on a campaign of one shard sold_out (cleared). ARGV: customer, expected holder,
-/// replacement ('' drops the holder), units to return (1, or 0 to only undo a dedup entry).
-/// Replies 1 when the holder matched (and the units went back), else 0. Exactly once: a second
-/// call finds the holder changed.
-pub static GIVE_BACK: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+/// The Lua function `move(loaded, remaining, flag, gen, delta, ceiling)`: **the one step that
+/// changes a shard's count** outside a take. Every give-back, stock change, correction, audit
+/// repair and load moves units through it ([`MOVE`], [`GIVE_BACK`], [`LOAD_SHARD`]).
+///
+/// Moves this shard's `remaining` by `delta`, keeping the takes in flight: a move down takes at
+/// most what is there (never below zero); a move up never takes `remaining` above `ceiling`, the
+/// bound the caller derived from PostgreSQL (its `remaining` for the campaign, less what the
+/// other shards hold when it read them), and never lowers it (a gate already at or above the
+/// bound is left as it is: lowering is the correction's job). `loaded` nil skips the loaded
+/// check (the load, on a shard it unloaded itself). With `flag` and `gen` (a campaign of one
+/// shard) the sold-out flag follows: cleared when units are left, set with a new generation when
+/// none are. Returns `{remaining, moved}`, or `{-1, 0}` when the shard is not loaded.
+macro_rules! move_fn {
+    () => {
         r"
-if redis.call('EXISTS', KEYS[4]) == 0 then return 0 end
-if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+local function move(loaded, remaining, flag, gen, delta, ceiling)
+  if loaded and redis.call('EXISTS', loaded) == 0 then return {-1, 0} end
+  local was = tonumber(redis.call('GET', remaining) or '0')
+  local r = was + delta
+  if delta > 0 and r > ceiling then r = math.max(was, ceiling) end
+  if r < 0 then r = 0 end
+  redis.call('SET', remaining, r)
+  if flag then
+    if r > 0 then redis.call('DEL', flag) else sold_out(flag, gen) end
+  end
+  return {r, r - was}
+end
+"
+    };
+}
+
+/// Gives her unit back when her holder value is ARGV[2], through `move` (above) bounded by
+/// ARGV[5]. KEYS: holders, pending, remaining, loaded, and on a campaign of one shard sold_out,
+/// sold_out_gen (the flag follows). ARGV: customer, expected holder, replacement ('' drops the
+/// holder), units to return (1, or 0 to only undo a dedup entry), ceiling (PostgreSQL's bound
+/// for this shard's `remaining`). Replies `{1, moved}` when the holder matched (moved 0 when
+/// the ceiling cut the return), else `{0, 0}`. Exactly once: a second call finds the holder
+/// changed.
+pub static GIVE_BACK: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        sold_out_fn!(),
+        move_fn!(),
+        r"
+if redis.call('EXISTS', KEYS[4]) == 0 then return {0, 0} end
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return {0, 0} end
 if ARGV[3] == '' then
   redis.call('HDEL', KEYS[1], ARGV[1])
 else
@@ -151,36 +186,35 @@ else
 end
 redis.call('ZREM', KEYS[2], ARGV[1])
 local n = tonumber(ARGV[4])
-if n > 0 then
-  redis.call('INCRBY', KEYS[3], n)
-  if #KEYS >= 5 then redis.call('DEL', KEYS[5]) end
-end
-return 1
-",
-    )
-});
-
-/// Moves this shard's remaining by ARGV[1] (a committed stock change), keeping the takes in
-/// flight; a negative move takes at most what is there. KEYS: loaded, remaining, and on a
-/// campaign of one shard sold_out, sold_out_gen (cleared when units are left, set with a new
-/// generation when none are). Replies `{remaining, moved}`, or `{-1, 0}` when not loaded.
-pub static ADJUST: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        sold_out_fn!(),
-        r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0} end
-local was = tonumber(redis.call('GET', KEYS[2]) or '0')
-local r = was + tonumber(ARGV[1])
-if r < 0 then r = 0 end
-redis.call('SET', KEYS[2], r)
-local d = r - was
-if #KEYS >= 4 then
-  if r > 0 then redis.call('DEL', KEYS[3]) else sold_out(KEYS[3], KEYS[4]) end
-end
-return {r, d}
+if n <= 0 then return {1, 0} end
+local out = move(KEYS[4], KEYS[3], KEYS[5], KEYS[6], n, tonumber(ARGV[5]))
+return {1, out[2]}
 "
     ))
 });
+
+/// Moves this shard's remaining by ARGV[1] through `move` (above), bounded by ARGV[2] (a stock
+/// change, a correction, an audit repair). KEYS: loaded, remaining, and on a campaign of one
+/// shard sold_out, sold_out_gen. Replies `{remaining, moved}`, or `{-1, 0}` when not loaded.
+pub static MOVE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        sold_out_fn!(),
+        move_fn!(),
+        "return move(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[1]), tonumber(ARGV[2]))"
+    ))
+});
+
+/// A shard's count at a load, through `move` (above) from zero up to its part of PostgreSQL's
+/// `remaining` (ARGV[1], which is also the bound), on a shard the load has unloaded (for `EVAL`
+/// in the load's transaction). KEYS: remaining.
+pub const LOAD_SHARD: &str = concat!(
+    sold_out_fn!(),
+    move_fn!(),
+    r"
+redis.call('SET', KEYS[1], 0)
+return move(nil, KEYS[1], nil, nil, tonumber(ARGV[1]), tonumber(ARGV[1]))
+"
+);
 
 /// The campaign-wide sold-out flag of a campaign of several shards (keys of shard 0). KEYS:
 /// sold_out, sold_out_gen, returned. ARGV[1] = 'set' sets the flag when the return count is

@@ -25,6 +25,7 @@ pub mod audit;
 pub mod correct;
 pub mod flags;
 mod handle;
+pub mod holders;
 pub mod load;
 pub mod loader;
 pub mod lua;
@@ -36,9 +37,11 @@ pub mod takes;
 use lua::{BEGIN_TAKE, CONFIRM, FLAG, GIVE_BACK, TAKE, TAKE_UNIT};
 use rand::Rng;
 
-pub use correct::{adjust, correct_down, lock_changes, ChangeError, ChangeLock};
+pub use correct::{adjust, correct_down, lock_changes, pg_remaining, ChangeError, ChangeLock};
 pub use handle::Gate;
-pub use shards::{bucket, shard_count, shard_states, winners, ShardState, MAX_GATE_SHARDS};
+pub use shards::{
+    bucket, holders_of, shard_count, shard_states, winners, ShardState, MAX_GATE_SHARDS,
+};
 
 /// The Redis keys of one shard of a campaign's gate.
 pub struct Keys {
@@ -60,6 +63,10 @@ pub struct Keys {
     /// Shard 0 only: the shortfall of the gate against PostgreSQL the last audit saw
     /// ([`audit`]), kept for a few seconds.
     pub audit_deficit: String,
+    /// Shard 0 only: the gate audit's record of what it repaired on this campaign, a hash of
+    /// counts (`lowered`, `raised`, `holders_dropped`, `holders_restored`) and
+    /// `last_repair_at` (RFC 3339 UTC), read by reconciliation ([`audit::repairs`]).
+    pub audit_repairs: String,
     /// `fg:{tag}:`, the prefix of every key of this shard.
     prefix: String,
 }
@@ -92,6 +99,7 @@ impl Keys {
             changing: k("changing"),
             returned: k("returned"),
             audit_deficit: k("audit_deficit"),
+            audit_repairs: k("audit_repairs"),
             prefix,
         }
     }
@@ -370,18 +378,33 @@ async fn undo_dedup(
     customer: &str,
     token: &str,
 ) -> redis::RedisResult<()> {
-    let _: i64 = GIVE_BACK
+    replace_holder(redis, k, customer, token, None)
+        .await
+        .map(|_| ())
+}
+
+/// Replaces her holder on her own shard `k` by `replace_with` (`None` drops it) if it is still
+/// `expected`, returning no unit ([`lua::GIVE_BACK`] with no units). Returns whether it was.
+pub(crate) async fn replace_holder(
+    redis: &mut Gate,
+    k: &Keys,
+    customer: &str,
+    expected: &str,
+    replace_with: Option<&str>,
+) -> redis::RedisResult<bool> {
+    let (matched, _): (i64, i64) = GIVE_BACK
         .key(&k.holders)
         .key(&k.pending)
         .key(&k.remaining)
         .key(&k.loaded)
         .arg(customer)
-        .arg(token)
-        .arg("")
+        .arg(expected)
+        .arg(replace_with.unwrap_or(""))
+        .arg(0)
         .arg(0)
         .invoke_async(redis)
         .await?;
-    Ok(())
+    Ok(matched == 1)
 }
 
 /// A value to write under a key of the same slot in the same script: the key, the value and
@@ -426,14 +449,19 @@ pub async fn record_key(
 
 /// Returns her unit to the gate (to her own shard) if her holder value is still `expected` (a
 /// pending token or a claim id); `replace_with` = `Some(id)` keeps her as holder of claim `id`
-/// instead. Exactly once: a second call finds the holder changed and does nothing. Clears the
-/// sold-out flag. Returns whether a unit went back.
+/// instead. Exactly once: a second call finds the holder changed and does nothing. The unit
+/// goes through the gate's one bounded step ([`lua::GIVE_BACK`]): her shard's `remaining` never
+/// rises above `ceiling`, PostgreSQL's `remaining` of the campaign read after the change that
+/// freed the unit ([`give_back_bounded`] reads it). The sold-out flag follows. Returns whether
+/// her holder matched (the unit went back unless the ceiling cut it: then the gate audit finds
+/// the unit missing and puts it back within its bound).
 pub async fn give_back(
     redis: &mut Gate,
     c: &str,
     customer: &str,
     expected: &str,
     replace_with: Option<&str>,
+    ceiling: i64,
 ) -> redis::RedisResult<bool> {
     let Some((n, k)) = own_shard(redis, c, customer).await? else {
         return Ok(false);
@@ -441,19 +469,46 @@ pub async fn give_back(
     let mut inv = GIVE_BACK.key(&k.holders);
     inv.key(&k.pending).key(&k.remaining).key(&k.loaded);
     if n == 1 {
-        inv.key(&k.sold_out);
+        inv.key(&k.sold_out).key(&k.sold_out_gen);
     }
-    let back: i64 = inv
+    let (matched, moved): (i64, i64) = inv
         .arg(customer)
         .arg(expected)
         .arg(replace_with.unwrap_or(""))
         .arg(1)
+        .arg(ceiling)
         .invoke_async(redis)
         .await?;
-    if back == 1 && n > 1 {
+    if matched == 1 && moved == 0 {
+        tracing::warn!(
+            campaign = c,
+            customer,
+            ceiling,
+            "give-back cut: the gate already holds what PostgreSQL has"
+        );
+    }
+    if moved > 0 && n > 1 {
         clear_flag(redis, c).await?;
     }
-    Ok(back == 1)
+    Ok(matched == 1)
+}
+
+/// [`give_back`] bounded by PostgreSQL's `remaining` of `c` as read now (after the change that
+/// freed the unit). Errors: PostgreSQL or Redis failing; nothing moved then (a pending holder
+/// is left to the settlement of orphaned takes, a released claim's unit to the drain of
+/// `gate_returns` or the gate audit).
+pub async fn give_back_bounded(
+    redis: &mut Gate,
+    db: &crate::db::Db,
+    c: &str,
+    customer: &str,
+    expected: &str,
+    replace_with: Option<&str>,
+) -> Result<bool, ChangeError> {
+    let Some(ceiling) = pg_remaining(db, c).await? else {
+        return Ok(false);
+    };
+    Ok(give_back(redis, c, customer, expected, replace_with, ceiling).await?)
 }
 
 /// Splits `total` units over `n` shards as evenly as possible: shard `s` gets

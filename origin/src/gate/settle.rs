@@ -77,7 +77,7 @@ pub async fn settle_orphaned_takes(db: &Db, redis: &Gate, mine: &Takes) -> anyho
                     "kept"
                 }
                 None => {
-                    gate::give_back(&mut redis, &c.id, &customer, &token, None).await?;
+                    gate::give_back_bounded(&mut redis, db, &c.id, &customer, &token, None).await?;
                     "returned"
                 }
             };

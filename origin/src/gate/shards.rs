@@ -111,3 +111,31 @@ pub async fn winners(
     }
     Ok(Some(all))
 }
+
+/// Holders read per `HSCAN` step.
+const SCAN_COUNT: usize = 10_000;
+
+/// Every holder of shard `s` of `c`: (customer, claim id or pending token), read with `HSCAN`
+/// (a hash changing meanwhile may be seen partly before, partly after a change).
+pub async fn holders_of(
+    redis: &mut Gate,
+    c: &str,
+    s: u16,
+) -> redis::RedisResult<Vec<(String, String)>> {
+    let key = Keys::shard(c, s).holders;
+    let (mut out, mut cursor) = (Vec::new(), 0u64);
+    loop {
+        let (next, page): (u64, Vec<(String, String)>) = redis::cmd("HSCAN")
+            .arg(&key)
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(SCAN_COUNT)
+            .query_async(redis)
+            .await?;
+        out.extend(page);
+        if next == 0 {
+            return Ok(out);
+        }
+        cursor = next;
+    }
+}

@@ -1,7 +1,7 @@
 //! Units going back to the Redis gate after a hold ends, and the drain of `gate_returns` that
 //! repairs a lost give-back.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use futures::future::join_all;
 
@@ -35,16 +35,22 @@ const GIVE_BACK_CONCURRENCY: usize = 64;
 /// is logged and left to the sweeper's drain of `gate_returns`. Returns the units given back.
 pub async fn return_to_gate(returns: &GateReturns, returned: &[Returned]) -> usize {
     let mut given = 0;
+    let ceilings = ceilings(&returns.db, returned.iter().map(|r| &r.campaign_id)).await;
     for chunk in returned.chunks(GIVE_BACK_CONCURRENCY) {
         let backs = join_all(chunk.iter().cloned().map(|r| {
             let mut redis = returns.gate.clone();
+            let ceiling = ceilings.get(&r.campaign_id).copied();
             async move {
+                let Some(ceiling) = ceiling else {
+                    return false;
+                };
                 let back = gate::give_back(
                     &mut redis,
                     &r.campaign_id,
                     &r.customer_id,
                     &r.claim_id,
                     None,
+                    ceiling,
                 )
                 .await;
                 back.unwrap_or_else(|e| {
@@ -105,13 +111,18 @@ pub async fn drain_gate_returns(returns: &GateReturns, limit: i64) -> anyhow::Re
         }
     }
     let mut back = 0;
+    let ceilings = ceilings(&returns.db, ready.iter().map(|r| &r.campaign_id)).await;
     for r in &ready {
+        let Some(ceiling) = ceilings.get(&r.campaign_id).copied() else {
+            continue;
+        };
         if gate::give_back(
             &mut redis,
             &r.campaign_id,
             &r.customer_id,
             &r.claim_id,
             None,
+            ceiling,
         )
         .await?
         {
@@ -139,4 +150,25 @@ pub async fn drain_gate_returns(returns: &GateReturns, limit: i64) -> anyhow::Re
         }
     }
     Ok(back)
+}
+
+/// The bound of the give-backs to each of `campaigns`' gates: PostgreSQL's `remaining` read
+/// now, after the changes that freed the units ([`gate::give_back`]). A campaign whose read
+/// fails is left out (logged): its units stay queued in `gate_returns` for the drain.
+async fn ceilings<'a>(
+    db: &crate::db::Db,
+    campaigns: impl Iterator<Item = &'a String>,
+) -> HashMap<String, i64> {
+    let mut out = HashMap::new();
+    for c in campaigns.collect::<BTreeSet<_>>() {
+        match gate::pg_remaining(db, c).await {
+            Ok(Some(r)) => {
+                out.insert(c.clone(), r);
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(campaign = %c, error = %e,
+                "gate give-backs put off: PostgreSQL's remaining not read; the drain retries"),
+        }
+    }
+    out
 }

@@ -77,23 +77,32 @@ pub async fn read(redis: &mut RedisConn, code: &str, customer: &str) -> redis::R
     })
 }
 
-/// Writes the flags from PostgreSQL's `(uses_left, version, disabled)` unless a newer version
-/// is stored.
+/// Writes the flags from PostgreSQL's `(uses_left, version, disabled)` unless the same or a
+/// newer version is stored. Returns whether it wrote them.
 pub async fn publish(
     redis: &mut RedisConn,
     code: &str,
     uses_left: i64,
     version: i64,
     disabled: bool,
-) -> redis::RedisResult<()> {
-    let _: i64 = PUBLISH
+) -> redis::RedisResult<bool> {
+    let written: i64 = PUBLISH
         .key(key(code))
         .arg(version)
         .arg(if uses_left <= 0 { "1" } else { "0" })
         .arg(if disabled { "1" } else { "0" })
         .invoke_async(redis)
         .await?;
-    Ok(())
+    Ok(written == 1)
+}
+
+/// The counter `version` the code's cached state was written from; `None` when none is cached.
+pub async fn cached_version(redis: &mut RedisConn, code: &str) -> redis::RedisResult<Option<i64>> {
+    redis::cmd("HGET")
+        .arg(key(code))
+        .arg("v")
+        .query_async(redis)
+        .await
 }
 
 /// Remembers her use of the code.
@@ -111,18 +120,19 @@ pub async fn add_holder(
         .await
 }
 
-/// Forgets her use `use_id` of the code (released), unless it is another use by now.
+/// Forgets her use `use_id` of the code (released), unless it is another use by now. Returns
+/// whether it was forgotten now.
 pub async fn drop_holder(
     redis: &mut RedisConn,
     code: &str,
     customer: &str,
     use_id: &str,
-) -> redis::RedisResult<()> {
-    let _: i64 = DROP_HOLDER
+) -> redis::RedisResult<bool> {
+    let dropped: i64 = DROP_HOLDER
         .key(key(code))
         .arg(holder_field(customer))
         .arg(use_id)
         .invoke_async(redis)
         .await?;
-    Ok(())
+    Ok(dropped == 1)
 }

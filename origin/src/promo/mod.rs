@@ -9,6 +9,7 @@
 //! - [`guess`]: token buckets that only failed tries spend, per customer and per IP;
 //! - [`batch`]: one-time code batches saved with `COPY`;
 //! - [`admin`]: managers' disable / enable of a code and the audited batch export;
+//! - [`audit`]: the gate audit's repair of the cached state after a release Redis missed;
 //! - [`service`]: check, use, confirm, release and the release sweeper.
 //!
 //! Same pattern as a flash sale's claim path: a count that never goes below
@@ -16,6 +17,7 @@
 //! put back when the payment fails or times out; a flag answers the rest once used up.
 
 pub mod admin;
+pub mod audit;
 pub mod batch;
 pub mod flags;
 pub mod guess;

@@ -363,7 +363,9 @@ pub async fn release(svc: &PromoService, id: &str) -> ApiResult<Reply> {
 async fn learn_release(svc: &PromoService, r: &Released) -> redis::RedisResult<()> {
     let mut redis = svc.redis.clone();
     flags::drop_holder(&mut redis, &r.code, &r.customer_id, &r.use_id).await?;
-    flags::publish(&mut redis, &r.code, r.uses_left, r.version, r.disabled).await
+    flags::publish(&mut redis, &r.code, r.uses_left, r.version, r.disabled)
+        .await
+        .map(|_| ())
 }
 
 /// Uses released per sweep statement.

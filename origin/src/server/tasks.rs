@@ -52,10 +52,19 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
         crate::gate::audit::AUDIT_EVERY,
         "gate audit",
         |s| async move {
-            let r = crate::gate::audit::audit_live(&s.db, &s.gate).await?;
-            s.metrics.gate_audit_lowered.inc_by(r.lowered as u64);
-            s.metrics.gate_audit_raised.inc_by(r.raised as u64);
-            Ok((r.lowered + r.raised) as usize)
+            let (r, codes) = crate::gate::audit::audit_live(&s.db, &s.gate).await?;
+            let m = &s.metrics;
+            m.gate_audit_lowered.inc_by(r.lowered as u64);
+            m.gate_audit_raised.inc_by(r.raised as u64);
+            m.gate_audit_holders_dropped
+                .inc_by(r.holders_dropped as u64);
+            m.gate_audit_holders_restored
+                .inc_by(r.holders_restored as u64);
+            m.gate_audit_code_flags.inc_by(codes.flags as u64);
+            m.gate_audit_code_holders_dropped
+                .inc_by(codes.holders as u64);
+            let repaired = r.lowered + r.raised + r.holders_dropped + r.holders_restored;
+            Ok((repaired + codes.flags + codes.holders) as usize)
         },
     );
     spawn_every(

@@ -154,6 +154,18 @@ pub struct Metrics {
     /// `flashgate_gate_audit_raised_total`: units the gate audit put back on gates that had lost
     /// them.
     pub gate_audit_raised: Counter,
+    /// `flashgate_gate_audit_holders_dropped_total`: gate holders the audit found naming no
+    /// active claim and dropped ([`crate::gate::holders`]).
+    pub gate_audit_holders_dropped: Counter,
+    /// `flashgate_gate_audit_holders_restored_total`: active claims whose missing gate holder
+    /// the audit wrote.
+    pub gate_audit_holders_restored: Counter,
+    /// `flashgate_gate_audit_code_flags_total`: promo codes whose cached flags the audit found
+    /// behind PostgreSQL after a release and rewrote ([`crate::promo::audit`]).
+    pub gate_audit_code_flags: Counter,
+    /// `flashgate_gate_audit_code_holders_dropped_total`: cached code uses naming a released
+    /// use that the audit dropped.
+    pub gate_audit_code_holders_dropped: Counter,
     /// `flashgate_guess_refusals_total`: promo code tries refused 429 by the guess limiter.
     pub guess_refusals: Counter,
     /// `flashgate_campaign_remaining{campaign}` (live campaigns only).
@@ -206,6 +218,10 @@ impl Metrics {
             orphaned_takes_settled: Counter::default(),
             gate_audit_lowered: Counter::default(),
             gate_audit_raised: Counter::default(),
+            gate_audit_holders_dropped: Counter::default(),
+            gate_audit_holders_restored: Counter::default(),
+            gate_audit_code_flags: Counter::default(),
+            gate_audit_code_holders_dropped: Counter::default(),
             guess_refusals: Counter::default(),
             campaign_remaining: Family::default(),
             campaign_held: Family::default(),
@@ -299,6 +315,26 @@ impl Metrics {
             "gate_audit_raised",
             "Units the gate audit put back on gates that had lost them.",
             m.gate_audit_raised.clone(),
+        );
+        r.register(
+            "gate_audit_holders_dropped",
+            "Gate holders naming no active claim that the gate audit dropped.",
+            m.gate_audit_holders_dropped.clone(),
+        );
+        r.register(
+            "gate_audit_holders_restored",
+            "Active claims whose missing gate holder the gate audit wrote.",
+            m.gate_audit_holders_restored.clone(),
+        );
+        r.register(
+            "gate_audit_code_flags",
+            "Promo codes whose cached flags the gate audit found behind PostgreSQL and rewrote.",
+            m.gate_audit_code_flags.clone(),
+        );
+        r.register(
+            "gate_audit_code_holders_dropped",
+            "Cached promo code uses naming a released use that the gate audit dropped.",
+            m.gate_audit_code_holders_dropped.clone(),
         );
         r.register(
             "guess_refusals",

@@ -347,6 +347,29 @@ pub struct GateShardView {
     pub holders: i64,
 }
 
+/// Drift found and repaired by the gate audit, in a [`ReconcileReport`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriftView {
+    /// Units taken off this campaign's gate because it promised more than PostgreSQL had.
+    pub lowered: i64,
+    /// Units put back on this campaign's gate because it had lost them.
+    pub raised: i64,
+    /// Holders of this campaign's gate that named no active claim, dropped (the unit given
+    /// back when PostgreSQL had released the claim).
+    pub holders_dropped: i64,
+    /// Active claims of this campaign whose missing holder was written.
+    pub holders_restored: i64,
+    /// When the audit last repaired this campaign's gate (RFC 3339 UTC); `null` when never.
+    pub last_repair_at: Option<DateTime<Utc>>,
+    /// Promo codes (all of them, not only this campaign's) whose cached used-up or disabled
+    /// flag was behind PostgreSQL after a release, rewritten.
+    pub code_flags: i64,
+    /// Cached code uses that still named a released use, dropped (all codes).
+    pub code_holders_dropped: i64,
+    /// When the audit last repaired a code's cached state (RFC 3339 UTC); `null` when never.
+    pub codes_last_repair_at: Option<DateTime<Utc>>,
+}
+
 /// `GET /admin/v1/campaigns/{id}/reconcile` body and `flashgate reconcile <campaign>` output.
 /// Checks `stock = remaining + held + paid` (sale) or `stock = remaining + issued + redeemed`
 /// (giveaway), the ledger against the claims, and the Redis gate against PostgreSQL.
@@ -375,6 +398,11 @@ pub struct ReconcileReport {
     pub stranded: i64,
     /// The gate, or `null` when it is not loaded (it is rebuilt from PostgreSQL on next use).
     pub gate: Option<GateView>,
+    /// Drift the gate audit found and repaired (it runs every 2 s on one origin), counted since
+    /// the campaign's gate was created or Redis last lost its memory. Repaired drift is not a
+    /// fault: `faults` lists what is still apart now.
+    #[serde(default)]
+    pub drift: DriftView,
     /// Human-readable list of every disagreement found; empty when clean.
     pub faults: Vec<String>,
     /// True when `faults` is empty (so `oversold` and `stranded` are 0).

@@ -29,6 +29,21 @@ where
     }
 }
 
+/// [`eventually`] for a repair that a test measures: waits the same way, prints how long `what`
+/// took (`<what>: after <n> ms`), and returns that time. The deadline is the bound the test
+/// waits for, never a timing assertion of its own.
+pub async fn eventually_timed<F, Fut>(what: &str, deadline: Duration, check: F) -> Duration
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    let started = Instant::now();
+    eventually(what, deadline, check).await;
+    let took = started.elapsed();
+    println!("{what}: after {} ms", took.as_millis());
+    took
+}
+
 /// [`eventually`] for code that cannot be async (a `Drop`, a process start): returns
 /// `Some(value)` once `check` gives one, `None` when `deadline` passes first. On a tokio
 /// multi-thread runtime it runs inside `block_in_place`, so the runtime moves its other tasks

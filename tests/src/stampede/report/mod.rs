@@ -125,6 +125,9 @@ pub struct Report {
     #[serde(flatten)]
     pub run: RunInfo,
     pub plan: Plan,
+    /// When the first try was due (the start the times of the report count from), ms since
+    /// the Unix epoch; set by the binary.
+    pub started_unix_ms: Option<i64>,
     /// Tries planned (= sent + not sent).
     pub tries: u64,
     pub tries_sent: u64,
@@ -219,6 +222,7 @@ pub fn compute(info: &RunInfo, plan: &Plan, outcomes: &[TryOutcome]) -> Report {
     let mut report = Report {
         run: info.clone(),
         plan: plan.clone(),
+        started_unix_ms: None,
         tries: outcomes.len() as u64,
         tries_sent: 0,
         tries_not_sent: 0,

@@ -22,6 +22,8 @@ pub struct Timeline {
     /// `"<answerer>/<result>"` (e.g. `edge/sold_out`) → final answers per second arriving in
     /// each bucket.
     pub answers_per_s: BTreeMap<String, Vec<f64>>,
+    /// Tries first sent in each bucket, per second (e.g. the tries made while a fault lasted).
+    pub sent_per_s: Vec<f64>,
     /// Latency of the final attempts answered in each bucket, ms (`null` for an empty bucket).
     pub latency_p50_ms: Vec<Option<f64>>,
     pub latency_p99_ms: Vec<Option<f64>>,
@@ -69,6 +71,7 @@ pub fn timeline(stock: i64, outcomes: &[TryOutcome]) -> Timeline {
     let mut t = Timeline {
         bucket_ms,
         answers_per_s: BTreeMap::new(),
+        sent_per_s: vec![0.0; n],
         latency_p50_ms: vec![None; n],
         latency_p99_ms: vec![None; n],
         remaining: vec![stock; n],
@@ -76,6 +79,7 @@ pub fn timeline(stock: i64, outcomes: &[TryOutcome]) -> Timeline {
         queue_admitted: None,
     };
     if outcomes.iter().all(|o| o.answered_us.is_none()) {
+        t.sent_per_s.clear();
         t.latency_p50_ms.clear();
         t.latency_p99_ms.clear();
         t.remaining.clear();
@@ -86,6 +90,10 @@ pub fn timeline(stock: i64, outcomes: &[TryOutcome]) -> Timeline {
     let mut won_in = vec![0i64; n];
     let mut winners = HashSet::new();
     for o in outcomes {
+        if let Some(sent) = o.sent_us {
+            let i = t.bucket(sent).min(n - 1);
+            t.sent_per_s[i] += per_s;
+        }
         let Some(at) = o.answered_us else { continue };
         let i = t.bucket(at);
         let series = format!("{}/{}", o.answered_by.as_str(), o.result);
