@@ -78,6 +78,11 @@ stack_secrets() {
     } >"$state/secrets.env"
     umask 022
   fi
+  # The edge's /__flashgate/metrics token (Prometheus scrapes the edge with it), added to a
+  # secrets file written before it existed.
+  if ! grep -q '^FLASHGATE_EDGE_METRICS_TOKEN=' "$state/secrets.env"; then
+    echo "FLASHGATE_EDGE_METRICS_TOKEN=$(fg_secret)" >>"$state/secrets.env"
+  fi
   set -a
   # shellcheck disable=SC1091
   . "$state/secrets.env"
@@ -195,6 +200,7 @@ FLASHGATE_ADMIN_TOKEN=$FLASHGATE_ADMIN_TOKEN
 FLASHGATE_CUSTOMER_TOKEN_SECRET=$FLASHGATE_CUSTOMER_TOKEN_SECRET
 FLASHGATE_SERVICE_TOKEN=$FLASHGATE_SERVICE_TOKEN
 FLASHGATE_EDGE_SECRET=$FLASHGATE_EDGE_SECRET
+FLASHGATE_EDGE_METRICS_TOKEN=$FLASHGATE_EDGE_METRICS_TOKEN
 DATABASE_URL=$DATABASE_URL
 REDIS_URL=$REDIS_URL
 FLASHGATE_GIFT_PROVIDER_URL=${FLASHGATE_GIFT_PROVIDER_URL:-}
@@ -217,11 +223,13 @@ stack_up() {
   stack_build "$profile"
   provider_sim_up "$state" "$(fg_target_dir)/$profile/provider-sim"
   origins_up "$state" "$(fg_target_dir)/$profile/flashgate" "$(stack_origins)"
-  if [ "${FLASHGATE_PROMETHEUS:-0}" = "1" ]; then
-    # shellcheck disable=SC2046 # one URL a file
-    prometheus_up "$state" $(cat "$state"/origin.url "$state"/origin-*.url 2>/dev/null)
-  fi
   edge_up "$state"
+  if [ "${FLASHGATE_PROMETHEUS:-0}" = "1" ]; then
+    # Every origin itself (not the balancer in front of them), and the edge when it runs.
+    # shellcheck disable=SC2046 # one URL a file
+    PROMETHEUS_EDGE_URL="$FLASHGATE_EDGE_URL" \
+      prometheus_up "$state" $(cat "$state"/origin.url "$state"/origin-*.url 2>/dev/null)
+  fi
   export FLASHGATE_ORIGIN_URL FLASHGATE_EDGE_URL
   stack_write_env "$state"
   if [ -s "$state/balancer.url" ]; then
