@@ -15,8 +15,8 @@
 # FLASHGATE_ORIGINS=N (default 1) starts N origins (origin-1 ... origin-N, each on a free
 # loopback port) behind HAProxy (scripts/lib/balancer.sh); FLASHGATE_ORIGIN_URL is then the
 # balancer's URL and the edge points at it. With 1 there is no balancer.
-# FLASHGATE_PROMETHEUS=1 starts Prometheus (Debian's package) scraping every origin
-# (scripts/lib/prometheus.sh); PROMETHEUS_URL is written to env.
+# FLASHGATE_PROMETHEUS=1 starts Prometheus (Debian's package) scraping every origin and the
+# edge (scripts/lib/prometheus.sh); PROMETHEUS_URL is written to env.
 # FLASHGATE_PGBOUNCER=1 puts PgBouncer (FLASHGATE_PGBOUNCER_POOL_MODE, default transaction) between the origins and
 # PostgreSQL (scripts/lib/pgbouncer.sh; README "Behind a connection pooler").
 
