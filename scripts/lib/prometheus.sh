@@ -3,8 +3,11 @@
 # package, installed when missing; never a download of its own). Source after common.sh.
 #
 #   prometheus_up STATE URL...   writes STATE/prometheus.yml (scrape every URL's /metrics each
-#                                second; docs/prometheus/rules.yml), starts Prometheus on a free
-#                                loopback port with its data in STATE/prometheus-data; exports
+#                                second, job flashgate-origin; with PROMETHEUS_EDGE_URL set and
+#                                FLASHGATE_EDGE_METRICS_TOKEN exported, also the edge's
+#                                /__flashgate/metrics with that bearer token, job flashgate-edge;
+#                                docs/prometheus/rules.yml), starts Prometheus on a free loopback
+#                                port with its data in STATE/prometheus-data; exports
 #                                PROMETHEUS_URL (also in STATE/prometheus.url)
 #   prometheus_down STATE        stops it and removes its data
 #   prometheus_query URL EXPR    prints the first value of an instant query (empty when none)
@@ -12,6 +15,11 @@
 prometheus_up() {
   local state="$1"; shift
   fg_need_cmd prometheus prometheus
+  # A Prometheus of an earlier `up` goes: the origins (and so the targets) may have changed.
+  if fg_pid_alive "$state/prometheus.pid"; then
+    fg_log "restarting Prometheus with the current targets"
+    fg_stop_pid "$state/prometheus.pid" 10
+  fi
   local targets="" url port
   for url in "$@"; do
     targets="$targets'${url#http://}', "
@@ -29,6 +37,19 @@ scrape_configs:
     static_configs:
       - targets: [${targets%, }]
 YML
+  if [ -n "${PROMETHEUS_EDGE_URL:-}" ] && [ -n "${FLASHGATE_EDGE_METRICS_TOKEN:-}" ]; then
+    # The token goes in a file of its own (mode 600), not in the config.
+    (umask 077; printf '%s' "$FLASHGATE_EDGE_METRICS_TOKEN" >"$state/edge-metrics.token")
+    cat >>"$state/prometheus.yml" <<YML
+  - job_name: flashgate-edge
+    metrics_path: /__flashgate/metrics
+    authorization:
+      type: Bearer
+      credentials_file: $state/edge-metrics.token
+    static_configs:
+      - targets: ['${PROMETHEUS_EDGE_URL#http://}']
+YML
+  fi
   rm -rf "$state/prometheus-data"
   fg_log "starting Prometheus on 127.0.0.1:$port (config: $state/prometheus.yml)"
   nohup prometheus --config.file="$state/prometheus.yml" \

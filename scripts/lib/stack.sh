@@ -15,8 +15,8 @@
 # FLASHGATE_ORIGINS=N (default 1) starts N origins (origin-1 ... origin-N, each on a free
 # loopback port) behind HAProxy (scripts/lib/balancer.sh); FLASHGATE_ORIGIN_URL is then the
 # balancer's URL and the edge points at it. With 1 there is no balancer.
-# FLASHGATE_PROMETHEUS=1 starts Prometheus (Debian's package) scraping every origin
-# (scripts/lib/prometheus.sh); PROMETHEUS_URL is written to env.
+# FLASHGATE_PROMETHEUS=1 starts Prometheus (Debian's package) scraping every origin and the
+# edge (scripts/lib/prometheus.sh); PROMETHEUS_URL is written to env.
 # FLASHGATE_PGBOUNCER=1 puts PgBouncer (FLASHGATE_PGBOUNCER_POOL_MODE, default transaction) between the origins and
 # PostgreSQL (scripts/lib/pgbouncer.sh; README "Behind a connection pooler").
 
@@ -77,6 +77,11 @@ stack_secrets() {
       echo "FLASHGATE_EDGE_SECRET=$(fg_secret)"
     } >"$state/secrets.env"
     umask 022
+  fi
+  # The edge's /__flashgate/metrics token (Prometheus scrapes the edge with it), added to a
+  # secrets file written before it existed.
+  if ! grep -q '^FLASHGATE_EDGE_METRICS_TOKEN=' "$state/secrets.env"; then
+    echo "FLASHGATE_EDGE_METRICS_TOKEN=$(fg_secret)" >>"$state/secrets.env"
   fi
   set -a
   # shellcheck disable=SC1091
@@ -197,6 +202,7 @@ FLASHGATE_ADMIN_TOKEN=$FLASHGATE_ADMIN_TOKEN
 FLASHGATE_CUSTOMER_TOKEN_SECRET=$FLASHGATE_CUSTOMER_TOKEN_SECRET
 FLASHGATE_SERVICE_TOKEN=$FLASHGATE_SERVICE_TOKEN
 FLASHGATE_EDGE_SECRET=$FLASHGATE_EDGE_SECRET
+FLASHGATE_EDGE_METRICS_TOKEN=$FLASHGATE_EDGE_METRICS_TOKEN
 DATABASE_URL=$DATABASE_URL
 REDIS_URL=$REDIS_URL
 FLASHGATE_GIFT_PROVIDER_URL=${FLASHGATE_GIFT_PROVIDER_URL:-}
@@ -219,11 +225,13 @@ stack_up() {
   stack_build "$profile"
   provider_sim_up "$state" "$(fg_target_dir)/$profile/provider-sim"
   origins_up "$state" "$(fg_target_dir)/$profile/flashgate" "$(stack_origins)"
-  if [ "${FLASHGATE_PROMETHEUS:-0}" = "1" ]; then
-    # shellcheck disable=SC2046 # one URL a file
-    prometheus_up "$state" $(cat "$state"/origin.url "$state"/origin-*.url 2>/dev/null)
-  fi
   edge_up "$state"
+  if [ "${FLASHGATE_PROMETHEUS:-0}" = "1" ]; then
+    # Every origin itself (not the balancer in front of them), and the edge when it runs.
+    # shellcheck disable=SC2046 # one URL a file
+    PROMETHEUS_EDGE_URL="$FLASHGATE_EDGE_URL" \
+      prometheus_up "$state" $(cat "$state"/origin.url "$state"/origin-*.url 2>/dev/null)
+  fi
   export FLASHGATE_ORIGIN_URL FLASHGATE_EDGE_URL
   stack_write_env "$state"
   if [ -s "$state/balancer.url" ]; then

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use flashgate_shared::code::ALPHABET;
+use flashgate_tests::support::scrape::Scrape;
 use flashgate_tests::support::{
     eventually, fresh_ip, new_batch, post_raw, signed_test_config, use_at, use_body, Shopper,
     TestOrigin,
@@ -342,6 +343,14 @@ async fn guess_limiting_holds_across_two_origins() {
     assert_eq!(c.check(&s, "BAD3", 1).await.status, 429);
     s.ip = fresh_ip();
     assert_eq!(c.check(&s, "BAD4", 1).await.status, 404);
+
+    // Each origin counted the refusals it gave, by the bucket that was spent: on a, eve's use
+    // and valid check; on b, eve's sixth try and ann's; on c, the shared address's.
+    for (o, customer, ip) in [(&a, 2.0, 0.0), (&b, 2.0, 0.0), (&c, 0.0, 1.0)] {
+        let m = Scrape::of(&o.http, &o.url).await;
+        let n = |bucket| m.sum("flashgate_guess_refusals_total", &[("bucket", bucket)]);
+        assert_eq!((n("customer"), n("ip")), (customer, ip));
+    }
     a.stop().await;
     b.stop().await;
     c.stop().await;

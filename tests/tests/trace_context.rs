@@ -3,60 +3,31 @@
 //! worker in workerd. The access line of each request names its route, result and latency
 //! and, from the `request` span, its campaign and trace id.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
-
+use flashgate_tests::support::logs::{json_logs, request_span, JsonLogs};
 use flashgate_tests::support::{
     edge_claim, sale_behind_edge, unique, EdgeSettings, TestEdge, TestOrigin, TEST_EDGE_SECRET,
 };
 use serde_json::Value;
 
 /// Every log line the origins of this test binary wrote (JSON, one object a line).
-fn logs() -> &'static Arc<Mutex<Vec<u8>>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let buf = Arc::new(Mutex::new(Vec::new()));
-        let sink = buf.clone();
-        tracing_subscriber::fmt()
-            .json()
-            // The `request` span is the origin's (flashgate_origin::http); the access line has
-            // a target of its own.
-            .with_env_filter(format!(
-                "off,flashgate_origin::http=info,{}=info",
-                flashgate_origin::metrics::ACCESS_LOG_TARGET
-            ))
-            .with_writer(move || Sink(sink.clone()))
-            .init();
-        buf
-    })
-}
-
-struct Sink(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Sink {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+fn logs() -> &'static JsonLogs {
+    // The `request` span is the origin's (flashgate_origin::http); the access line has a
+    // target of its own.
+    json_logs(&format!(
+        "off,flashgate_origin::http=info,{}=info",
+        flashgate_origin::metrics::ACCESS_LOG_TARGET
+    ))
 }
 
 /// The `request` span fields of the access lines of campaign `c`'s claims, in order.
 fn claim_lines(c: &str) -> Vec<Value> {
-    let text = String::from_utf8(logs().lock().unwrap().clone()).unwrap();
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    logs()
+        .access_lines()
+        .into_iter()
         .filter(|v| v["fields"]["route"] == "/api/v1/campaigns/{id}/claims")
         .filter_map(|v| {
-            let span = v["spans"]
-                .as_array()?
-                .iter()
-                .find(|s| s["name"] == "request")?
-                .clone();
+            let mut span = request_span(&v)?.clone();
             (span["campaign"] == c).then(|| {
-                let mut span = span;
                 span["result"] = v["fields"]["result"].clone();
                 span["latency_ms"] = v["fields"]["latency_ms"].clone();
                 span

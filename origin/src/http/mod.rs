@@ -35,7 +35,8 @@ use crate::state::AppState;
 /// - `x-request-id`: a request without one gets a UUID v4 ([`SetRequestIdLayer`] with
 ///   [`RandomUuid`]); the id is
 ///   recorded in the `request` span and sent back on the response ([`PropagateRequestIdLayer`]);
-/// - the `request` span (method, path, request id, the W3C trace id of `traceparent` or a new
+/// - the `request` span (method, route template (never the raw path, which can carry a coupon
+///   code), request id, the W3C trace id of `traceparent` or a new
 ///   one, whether it was continued ([`crate::telemetry::trace`]), campaign, outcome);
 /// - the request metrics and access log line ([`crate::metrics::record_request`]);
 /// - `Flashgate-Answered-By: origin`;
@@ -147,10 +148,17 @@ pub fn router(state: AppState) -> Router {
         .layer(
             TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
                 let (trace_id, trace_continued) = crate::telemetry::trace::of(req.headers());
+                // The route template, never the raw path: a path can carry a coupon code
+                // (`/api/v1/codes/{code}/check`, `/api/v1/coupons/{code}`), which must not
+                // reach the logs.
+                let route = req
+                    .extensions()
+                    .get::<axum::extract::MatchedPath>()
+                    .map_or("unmatched", |p| p.as_str());
                 tracing::info_span!(
                     "request",
                     method = %req.method(),
-                    path = %req.uri().path(),
+                    route,
                     request_id = req
                         .headers()
                         .get(REQUEST_ID_HEADER)

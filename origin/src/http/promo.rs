@@ -344,7 +344,10 @@ pub async fn admin_change(
     )
     .await?;
     if done.changed {
-        tracing::info!(code = %code, actor = %who.name, action = action.as_str(), "code switched by a manager");
+        // The code itself stays out of the logs (a coupon code is a bearer of value); the
+        // audit row, read through the admin API, names it.
+        let seq = done.audit.as_ref().map(|a| a.seq);
+        tracing::info!(actor = %who.name, action = action.as_str(), audit_seq = seq, "code switched by a manager");
     }
     let (rules, left, disabled_at) = store::find_with_uses_left(&state.db, &code)
         .await?

@@ -29,6 +29,36 @@ pub const WINDOW_MS: i64 = 3_600_000;
 pub struct Buckets {
     keys: Vec<String>,
     limits: Vec<i64>,
+    kinds: Vec<Bucket>,
+}
+
+/// Which bucket a key is: the customer's or the client IP's (the `bucket` label of
+/// `flashgate_guess_refusals_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Bucket {
+    Customer,
+    Ip,
+}
+
+impl Bucket {
+    /// Both buckets, in the order a try spends them.
+    pub const ALL: [Bucket; 2] = [Bucket::Customer, Bucket::Ip];
+
+    /// The label value: `customer` or `ip`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bucket::Customer => "customer",
+            Bucket::Ip => "ip",
+        }
+    }
+}
+
+/// A try refused 429: the seconds until every bucket has a token again (for `Retry-After`),
+/// and the bucket that waits longest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    pub wait_seconds: u64,
+    pub bucket: Bucket,
 }
 
 /// The Redis key of `customer`'s bucket, `fg:guess:c:<customer length>:<customer>`
@@ -49,14 +79,17 @@ impl Buckets {
         let mut b = Buckets {
             keys: Vec::new(),
             limits: Vec::new(),
+            kinds: Vec::new(),
         };
         if per_customer > 0 {
             b.keys.push(customer_bucket_key(customer));
             b.limits.push(per_customer);
+            b.kinds.push(Bucket::Customer);
         }
         if let (Some(ip), true) = (ip, per_ip > 0) {
             b.keys.push(ip_bucket_key(ip));
             b.limits.push(per_ip);
+            b.kinds.push(Bucket::Ip);
         }
         b
     }
@@ -97,13 +130,14 @@ return wait
     )
 });
 
-async fn run(redis: &mut RedisConn, b: &Buckets, mode: &str) -> redis::RedisResult<u64> {
-    if b.keys.is_empty() {
-        return Ok(0);
-    }
+async fn run(
+    redis: &mut RedisConn,
+    b: &Buckets,
+    mode: &str,
+) -> redis::RedisResult<Option<Refusal>> {
     // One bucket per call: the buckets live in different hash slots on a Redis Cluster.
-    let mut wait = 0;
-    for (k, l) in b.keys.iter().zip(&b.limits) {
+    let mut refusal: Option<Refusal> = None;
+    for ((k, l), bucket) in b.keys.iter().zip(&b.limits).zip(&b.kinds) {
         let w: i64 = BUCKETS
             .key(k)
             .arg(mode)
@@ -111,22 +145,28 @@ async fn run(redis: &mut RedisConn, b: &Buckets, mode: &str) -> redis::RedisResu
             .arg(*l)
             .invoke_async(redis)
             .await?;
-        wait = wait.max(w.max(0) as u64);
-        if mode == "spend" && wait > 0 {
+        let wait_seconds = w.max(0) as u64;
+        if wait_seconds > refusal.map_or(0, |r| r.wait_seconds) {
+            refusal = Some(Refusal {
+                wait_seconds,
+                bucket: *bucket,
+            });
+        }
+        if mode == "spend" && refusal.is_some() {
             break;
         }
     }
-    Ok(wait)
+    Ok(refusal)
 }
 
-/// 0 when a failure would still be allowed, else the seconds to wait (for `Retry-After`).
-/// Changes nothing.
-pub async fn peek(redis: &mut RedisConn, b: &Buckets) -> redis::RedisResult<u64> {
+/// `None` when a failure would still be allowed, else the refusal (seconds to wait, for
+/// `Retry-After`, and the bucket that is spent). Changes nothing.
+pub async fn peek(redis: &mut RedisConn, b: &Buckets) -> redis::RedisResult<Option<Refusal>> {
     run(redis, b, "peek").await
 }
 
-/// Spends one token of each bucket for a failed try. 0 when spent; else nothing was spent and
-/// the seconds to wait are returned (the failure is answered 429).
-pub async fn spend(redis: &mut RedisConn, b: &Buckets) -> redis::RedisResult<u64> {
+/// Spends one token of each bucket for a failed try. `None` when spent; else nothing more was
+/// spent and the refusal is returned (the failure is answered 429).
+pub async fn spend(redis: &mut RedisConn, b: &Buckets) -> redis::RedisResult<Option<Refusal>> {
     run(redis, b, "spend").await
 }

@@ -82,27 +82,25 @@ async fn lookup(
         svc.guesses_per_customer,
         svc.guesses_per_ip,
     );
-    let wait = guess::peek(&mut redis, &buckets).await?;
-    if wait > 0 {
-        svc.metrics.guess_refusals.inc();
-        return Err(rate_limited(wait));
+    if let Some(refused) = guess::peek(&mut redis, &buckets).await? {
+        return Err(rate_limited(svc, refused));
     }
     if let Some(code) = flashgate_shared::code::normalise(raw_code) {
         if let Some(rules) = svc.rules.get(&svc.db, &code).await? {
             return Ok(Ok(rules));
         }
     }
-    let wait = guess::spend(&mut redis, &buckets).await?;
-    if wait > 0 {
-        svc.metrics.guess_refusals.inc();
-        return Err(rate_limited(wait));
+    if let Some(refused) = guess::spend(&mut redis, &buckets).await? {
+        return Err(rate_limited(svc, refused));
     }
     Ok(Err(refusal(CodeRefusal::InvalidCode)))
 }
 
-fn rate_limited(wait: u64) -> ApiError {
+/// Counts the refusal by bucket and answers it 429.
+fn rate_limited(svc: &PromoService, refused: guess::Refusal) -> ApiError {
+    svc.metrics.guess_refused(refused.bucket);
     ApiError::RateLimited(
-        wait,
+        refused.wait_seconds,
         "too many unknown codes tried; retry after the given delay".into(),
     )
 }
@@ -379,7 +377,8 @@ pub async fn sweep(svc: &PromoService) -> anyhow::Result<usize> {
         let released = store::sweep(&svc.db, SWEEP_BATCH).await?;
         for r in &released {
             learn_release(svc, r).await?;
-            tracing::info!(code = %r.code, use_id = %r.use_id, "released an unconfirmed use");
+            // The use id, never the code: coupon codes stay out of the logs.
+            tracing::info!(use_id = %r.use_id, "released an unconfirmed use");
         }
         total += released.len();
         if (released.len() as i64) < SWEEP_BATCH {

@@ -95,6 +95,12 @@ pub struct OpLabels {
     pub op: &'static str,
 }
 
+/// The `bucket` label of `flashgate_guess_refusals_total`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct BucketLabels {
+    pub bucket: &'static str,
+}
+
 /// The `campaign` label of the per-campaign gauges.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct CampaignLabels {
@@ -166,8 +172,9 @@ pub struct Metrics {
     /// `flashgate_gate_audit_code_holders_dropped_total`: cached code uses naming a released
     /// use that the audit dropped.
     pub gate_audit_code_holders_dropped: Counter,
-    /// `flashgate_guess_refusals_total`: promo code tries refused 429 by the guess limiter.
-    pub guess_refusals: Counter,
+    /// `flashgate_guess_refusals_total{bucket}`: promo code tries refused 429 by the guess
+    /// limiter, by the bucket that was spent (`customer` or `ip`).
+    pub guess_refusals: Family<BucketLabels, Counter>,
     /// `flashgate_campaign_remaining{campaign}` (live campaigns only).
     pub campaign_remaining: Family<CampaignLabels, Gauge>,
     /// `flashgate_campaign_held{campaign}` (live campaigns only).
@@ -222,7 +229,7 @@ impl Metrics {
             gate_audit_holders_restored: Counter::default(),
             gate_audit_code_flags: Counter::default(),
             gate_audit_code_holders_dropped: Counter::default(),
-            guess_refusals: Counter::default(),
+            guess_refusals: Family::default(),
             campaign_remaining: Family::default(),
             campaign_held: Family::default(),
             queue_length: Family::default(),
@@ -237,6 +244,12 @@ impl Metrics {
                 result,
             };
             drop(m.http_duration.get_or_create(&labels));
+        }
+        for b in crate::promo::guess::Bucket::ALL {
+            drop(
+                m.guess_refusals
+                    .get_or_create(&BucketLabels { bucket: b.as_str() }),
+            );
         }
         let r = &mut m.registry;
         // Counters are registered without `_total`: the encoder appends it.
@@ -338,7 +351,7 @@ impl Metrics {
         );
         r.register(
             "guess_refusals",
-            "Promo code tries refused by the guess limiter.",
+            "Promo code tries refused by the guess limiter, by spent bucket (customer, ip).",
             m.guess_refusals.clone(),
         );
         r.register(
@@ -412,6 +425,15 @@ impl Metrics {
             .get_or_create(&OpLabels { op })
             .observe(t0.elapsed().as_secs_f64());
         out
+    }
+
+    /// One promo code try refused by the guess limiter's `bucket`.
+    pub fn guess_refused(&self, bucket: crate::promo::guess::Bucket) {
+        self.guess_refusals
+            .get_or_create(&BucketLabels {
+                bucket: bucket.as_str(),
+            })
+            .inc();
     }
 
     /// Counts one pending take until the returned guard drops.

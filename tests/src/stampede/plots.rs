@@ -5,7 +5,8 @@
 //!   result (`edge/sold_out`, `origin/claimed`, …);
 //! - `<report>-latency.svg`: latency p50 and p99 of the final answers over time, ms;
 //! - `<report>-remaining.svg`: the remaining stock over time, as the crowd saw it;
-//! - `<report>-queue.svg` (with `--waiting-room`): customers waiting and admitted over time.
+//! - `<report>-queue.svg` (with `--waiting-room`): customers waiting (the queue length) and
+//!   admitted in all (now serving) over time, as the crowd saw them.
 
 use std::path::{Path, PathBuf};
 
@@ -78,11 +79,11 @@ pub fn write_all(report: &Path, timeline: &Timeline) -> anyhow::Result<Vec<PathB
     if let (Some(waiting), Some(admitted)) = (&timeline.queue_waiting, &timeline.queue_admitted) {
         let queue = vec![
             Line {
-                label: "waiting".into(),
+                label: "waiting (queue length)".into(),
                 values: Box::new(waiting.iter().map(|&x| Some(x as f64))),
             },
             Line {
-                label: "admitted (all)".into(),
+                label: "admitted in all (now serving)".into(),
                 values: Box::new(admitted.iter().map(|&x| Some(x as f64))),
             },
         ];
@@ -193,6 +194,16 @@ mod tests {
         let svg = std::fs::read_to_string(&written[0]).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
         assert!(svg.contains("edge/sold_out"), "the legend names the series");
+
+        // With the waiting room's series, a fourth plot: the queue length and now serving.
+        t.queue_waiting = Some(vec![5, 3, 0]);
+        t.queue_admitted = Some(vec![0, 2, 5]);
+        let written = write_all(&report, &t).unwrap();
+        assert_eq!(written.len(), 4);
+        assert!(written[3].ends_with("run-queue.svg"), "{:?}", written[3]);
+        let svg = std::fs::read_to_string(&written[3]).unwrap();
+        assert!(svg.contains("waiting (queue length)"), "legend");
+        assert!(svg.contains("admitted in all (now serving)"), "legend");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
