@@ -1,6 +1,6 @@
 //! The thin layer between the Workers runtime and the decisions in [`crate::decide`],
-//! [`crate::status`], [`crate::index`] and [`crate::cors`]: reads requests, keeps the
-//! per-isolate status cache and campaign index, talks to the Cache API and the origin, writes
+//! [`crate::status`], [`crate::index`], [`crate::winners`] and [`crate::cors`]: reads requests,
+//! keeps the per-isolate status cache, campaign index and winners filters, talks to the Cache API and the origin, writes
 //! responses (with their CORS headers). Compiled for wasm32 only.
 //!
 //! Single-flight: per campaign, one request of the isolate (the leader) refreshes the status;
@@ -14,6 +14,7 @@ use crate::config::EdgeConfig;
 use crate::decide::{self, Answer, ClaimInput, Gate, Route, TokenCache};
 use crate::limit::Action;
 use crate::status::{self, Freshness, RefreshState, StatusEntry, Step};
+use flashgate_shared::api::CampaignState;
 use flashgate_shared::queue::ADMISSION_HEADER;
 use flashgate_shared::trace::TRACEPARENT_HEADER;
 use flashgate_shared::{ANSWERED_BY_HEADER, IDEMPOTENCY_KEY_HEADER};
@@ -36,6 +37,8 @@ mod glue_origin;
 mod glue_queue;
 #[path = "glue_telemetry.rs"]
 mod glue_telemetry;
+#[path = "glue_winners.rs"]
+mod glue_winners;
 
 use glue_origin::{origin_target, pass_through, relay, send, send_bounded, sign_forwarded};
 
@@ -466,7 +469,13 @@ async fn claim(
         }
     }
     if let Gate::Answer(a) = decide::gate(entry.as_deref(), fresh, now, cfg.not_started_skew_ms) {
-        return answer(&a);
+        // After the sell-out a possible winner's claim (her retry) still goes to the origin,
+        // which answers it with her first reply.
+        let sold_out =
+            entry.as_deref().and_then(StatusEntry::state) == Some(CampaignState::SoldOut);
+        if !(sold_out && glue_winners::may_have_won(cfg, id, &customer).await) {
+            return answer(&a);
+        }
     }
     if waiting_room {
         let checked = glue_queue::queue_secret(cfg)

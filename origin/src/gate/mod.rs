@@ -38,7 +38,9 @@ use rand::Rng;
 
 pub use correct::{adjust, correct_down, lock_changes, ChangeError, ChangeLock};
 pub use handle::Gate;
-pub use shards::{bucket, shard_count, shard_states, winners, ShardState, MAX_GATE_SHARDS};
+pub use shards::{
+    bucket, holders, shard_count, shard_states, winners, Holders, ShardState, MAX_GATE_SHARDS,
+};
 
 /// The Redis keys of one shard of a campaign's gate.
 pub struct Keys {
