@@ -468,14 +468,16 @@ async fn claim(
             return answer(&a);
         }
     }
+    // After the sell-out a possible winner's claim (her retry) still goes to the origin, which
+    // answers it with her first reply; this is the sold_out she is told otherwise.
+    let mut sold_out_answer = None;
     if let Gate::Answer(a) = decide::gate(entry.as_deref(), fresh, now, cfg.not_started_skew_ms) {
-        // After the sell-out a possible winner's claim (her retry) still goes to the origin,
-        // which answers it with her first reply.
         let sold_out =
             entry.as_deref().and_then(StatusEntry::state) == Some(CampaignState::SoldOut);
         if !(sold_out && glue_winners::may_have_won(cfg, id, &customer).await) {
             return answer(&a);
         }
+        sold_out_answer = Some(a);
     }
     if waiting_room {
         let checked = glue_queue::queue_secret(cfg)
@@ -498,7 +500,8 @@ async fn claim(
             // Last: only a claim that is about to be forwarded takes a forwarding token.
             .and_then(|()| glue_queue::pace(id, admit_rate.unwrap_or(0)));
         if let Err(a) = checked {
-            return answer(&a);
+            // Without a usable admission a possible winner is told sold_out, as everyone.
+            return answer(sold_out_answer.as_ref().unwrap_or(&a));
         }
     }
     // Forward: body bytes, Authorization and Idempotency-Key as sent, plus the client IP and

@@ -128,3 +128,29 @@ proptest::proptest! {
         }
     }
 }
+
+/// Figures for 100,000 winners, printed (`cargo test -p flashgate-shared --release
+/// winners_filter_figures -- --nocapture`); nothing here is asserted on time.
+#[test]
+fn winners_filter_figures() {
+    use std::time::Instant;
+    let winners = names("customer-with-a-longish-subject", 100_000);
+    let t = Instant::now();
+    let f = WinnersFilter::build(winners.iter().map(String::as_str), MAX_WINNERS);
+    let built = t.elapsed();
+    let body = f.encode();
+    let t = Instant::now();
+    let back = WinnersFilter::decode(&body).unwrap();
+    let decoded = t.elapsed();
+    let probes = names("probe", 100_000);
+    let t = Instant::now();
+    let hits = probes.iter().filter(|p| back.may_contain(p)).count();
+    let per_lookup = t.elapsed() / 100_000;
+    println!(
+        "winners filter, 100,000 winners: body {} bytes, fingerprints in memory {} bytes; build {built:?}, decode {decoded:?}, lookup {per_lookup:?}; {hits} false positives of 100,000 ({:.3} %)",
+        body.len(),
+        back.fingerprint_bytes(),
+        hits as f64 / 1_000.0
+    );
+    assert_eq!(back.count(), 100_000);
+}
