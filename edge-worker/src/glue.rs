@@ -1,6 +1,6 @@
 //! The thin layer between the Workers runtime and the decisions in [`crate::decide`],
-//! [`crate::status`], [`crate::index`] and [`crate::cors`]: reads requests, keeps the
-//! per-isolate status cache and campaign index, talks to the Cache API and the origin, writes
+//! [`crate::status`], [`crate::index`], [`crate::winners`] and [`crate::cors`]: reads requests,
+//! keeps the per-isolate status cache, campaign index and winners filters, talks to the Cache API and the origin, writes
 //! responses (with their CORS headers). Compiled for wasm32 only.
 //!
 //! Single-flight: per campaign, one request of the isolate (the leader) refreshes the status;
@@ -14,6 +14,7 @@ use crate::config::EdgeConfig;
 use crate::decide::{self, Answer, ClaimInput, Gate, Route, TokenCache};
 use crate::limit::Action;
 use crate::status::{self, Freshness, RefreshState, StatusEntry, Step};
+use flashgate_shared::api::CampaignState;
 use flashgate_shared::queue::ADMISSION_HEADER;
 use flashgate_shared::trace::TRACEPARENT_HEADER;
 use flashgate_shared::IDEMPOTENCY_KEY_HEADER;
@@ -38,6 +39,8 @@ mod glue_queue;
 mod glue_respond;
 #[path = "glue_telemetry.rs"]
 mod glue_telemetry;
+#[path = "glue_winners.rs"]
+mod glue_winners;
 
 use glue_origin::{origin_target, pass_through, relay, send, send_bounded, sign_forwarded};
 use glue_respond::{answer, respond};
@@ -464,8 +467,16 @@ async fn claim(
             return answer(&a);
         }
     }
+    // After the sell-out a possible winner's claim (her retry) still goes to the origin, which
+    // answers it with her first reply; this is the sold_out she is told otherwise.
+    let mut sold_out_answer = None;
     if let Gate::Answer(a) = decide::gate(entry.as_deref(), fresh, now, cfg.not_started_skew_ms) {
-        return answer(&a);
+        let sold_out =
+            entry.as_deref().and_then(StatusEntry::state) == Some(CampaignState::SoldOut);
+        if !(sold_out && glue_winners::may_have_won(cfg, id, &customer).await) {
+            return answer(&a);
+        }
+        sold_out_answer = Some(a);
     }
     if waiting_room {
         let checked = glue_queue::queue_secret(cfg)
@@ -488,7 +499,8 @@ async fn claim(
             // Last: only a claim that is about to be forwarded takes a forwarding token.
             .and_then(|()| glue_queue::pace(id, admit_rate.unwrap_or(0)));
         if let Err(a) = checked {
-            return answer(&a);
+            // Without a usable admission a possible winner is told sold_out, as everyone.
+            return answer(sold_out_answer.as_ref().unwrap_or(&a));
         }
     }
     // Forward: body bytes, Authorization and Idempotency-Key as sent, plus the client IP and

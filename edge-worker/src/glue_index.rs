@@ -6,8 +6,9 @@ use super::glue_origin::{send_bounded, sign_forwarded};
 use super::{now_ms, wait_until};
 use crate::config::EdgeConfig;
 use crate::decide::{self, Answer};
-use crate::index::{Check, FetchError, Fetched, IndexSlot};
-use flashgate_shared::campaign_index::{INDEX_PATH, MAX_BODY_BYTES};
+use crate::held;
+use crate::index::{Check, Fetched, IndexSlot};
+use flashgate_shared::campaign_index::{CampaignIndex, INDEX_PATH, MAX_BODY_BYTES};
 use flashgate_shared::ANSWERED_BY_HEADER;
 use std::cell::RefCell;
 use worker::{Headers, Method, Request, RequestInit, Response, Result};
@@ -29,7 +30,7 @@ pub(super) async fn known(cfg: &EdgeConfig, id: &str) -> std::result::Result<(),
         if check == Check::Lead {
             slot.start(now);
         }
-        let held = slot.index.is_some();
+        let held = slot.value.is_some();
         (check, slot.refresh.generation, slot.etag.clone(), held)
     });
     let verdict = match check {
@@ -57,27 +58,48 @@ pub(super) async fn known(cfg: &EdgeConfig, id: &str) -> std::result::Result<(),
     }
 }
 
-/// One index fetch: `GET {origin}/edge/v1/campaign-index`, signed like a forwarded request,
-/// with `If-None-Match` when an index is held; the body read up to the format's bound.
+/// One index fetch: `GET {origin}/edge/v1/campaign-index` ([`fetch_held`]).
 async fn fetch(cfg: &EdgeConfig, etag: Option<&str>, held: bool) -> Fetched {
+    fetch_held(
+        cfg,
+        INDEX_PATH,
+        etag,
+        held,
+        MAX_BODY_BYTES,
+        CampaignIndex::decode,
+    )
+    .await
+}
+
+/// One fetch of something the isolate keeps with its `ETag` ([`crate::held`]):
+/// `GET {origin}{path}`, signed like a forwarded request, with `If-None-Match` when a value is
+/// `held`; the body read up to `max_body` bytes and decoded by `decode`.
+pub(super) async fn fetch_held<T, E>(
+    cfg: &EdgeConfig,
+    path: &str,
+    etag: Option<&str>,
+    held: bool,
+    max_body: usize,
+    decode: impl FnOnce(&[u8]) -> std::result::Result<T, E>,
+) -> held::Fetched<T, E> {
     let attempt = async {
         let out = Headers::new();
         if let Some(tag) = etag {
             out.set("if-none-match", tag)?;
         }
-        sign_forwarded(cfg, &out, None, "GET", INDEX_PATH, b"")?;
+        sign_forwarded(cfg, &out, None, "GET", path, b"")?;
         let mut init = RequestInit::new();
         init.with_method(Method::Get).with_headers(out);
-        let url = format!("{}{INDEX_PATH}", cfg.origin_url);
+        let url = format!("{}{path}", cfg.origin_url);
         let req = Request::new_with_init(&url, &init)?;
-        send_bounded(req, cfg.origin_timeout_ms, Some(MAX_BODY_BYTES)).await
+        send_bounded(req, cfg.origin_timeout_ms, Some(max_body)).await
     };
     match attempt.await {
         Ok((code, headers, body)) => {
             let tag = headers.get("etag").ok().flatten();
-            Fetched::from_origin(code, tag.as_deref(), &body, held && etag.is_some())
+            held::Fetched::read(code, tag.as_deref(), &body, held && etag.is_some(), decode)
         }
-        Err(_) => Fetched::Failed(FetchError::Unreachable),
+        Err(_) => held::Fetched::Failed(held::FetchError::Unreachable),
     }
 }
 

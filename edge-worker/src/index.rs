@@ -15,22 +15,18 @@
 //!
 //! Times are ms since the Unix epoch on the edge's clock.
 
-use crate::status::{self, RefreshState, Step};
+use crate::held::{self, Held};
+use crate::status::{self, Step};
 use flashgate_shared::campaign_index::{CampaignIndex, IndexError};
-use std::rc::Rc;
 
-/// What the isolate holds.
-#[derive(Debug, Default)]
-pub struct IndexSlot {
-    /// The last index received, shared with the requests reading it.
-    pub index: Option<Rc<CampaignIndex>>,
-    /// Its entity tag, sent back in `If-None-Match`.
-    pub etag: Option<String>,
-    /// When the origin last confirmed it (a 200 or a 304), ms.
-    pub fetched_at_ms: i64,
-    /// Refresh bookkeeping (single-flight, back-off).
-    pub refresh: RefreshState,
-}
+/// What the isolate holds: the last index, its `ETag`, when it was confirmed.
+pub type IndexSlot = Held<CampaignIndex>;
+
+/// The origin's answer to an index fetch, read ([`Fetched::from_origin`]).
+pub type Fetched = held::Fetched<CampaignIndex, IndexError>;
+
+/// Why an index fetch was not usable.
+pub type FetchError = held::FetchError<IndexError>;
 
 /// What a request does about a campaign id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,60 +41,15 @@ pub enum Check {
     Wait,
 }
 
-/// The origin's answer to an index fetch, read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Fetched {
-    /// 200 with a valid index and its entity tag.
-    New {
-        /// The index.
-        index: CampaignIndex,
-        /// Its `ETag`, if sent.
-        etag: Option<String>,
-    },
-    /// 304: the index held is still the origin's.
-    Unchanged,
-    /// Anything else (the reason, for the log).
-    Failed(FetchError),
-}
-
-/// Why an index fetch was not usable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FetchError {
-    /// Unreachable, timed out, or a body over the size bound.
-    Unreachable,
-    /// Another HTTP status (403: the edge secret differs from the origin's; 404: an origin
-    /// without the route).
-    Status(u16),
-    /// 200 with a body that is not an index.
-    BadBody(IndexError),
-}
-
 impl Fetched {
     /// Reads the origin's answer: status, `ETag` and body. A 304 when no index is held is a
     /// failure (nothing to keep).
     pub fn from_origin(code: u16, etag: Option<&str>, body: &[u8], held: bool) -> Self {
-        match code {
-            200 => match CampaignIndex::decode(body) {
-                Ok(index) => Fetched::New {
-                    index,
-                    etag: etag.map(str::to_string),
-                },
-                Err(e) => Fetched::Failed(FetchError::BadBody(e)),
-            },
-            304 if held => Fetched::Unchanged,
-            other => Fetched::Failed(FetchError::Status(other)),
-        }
+        Self::read(code, etag, body, held, CampaignIndex::decode)
     }
 }
 
 impl IndexSlot {
-    /// The index when usable at `now_ms`: held and confirmed by the origin at most
-    /// `max_stale_ms` ago.
-    fn usable(&self, now_ms: i64, max_stale_ms: i64) -> Option<&CampaignIndex> {
-        let age = now_ms.saturating_sub(self.fetched_at_ms);
-        self.index.as_deref().filter(|_| age <= max_stale_ms)
-    }
-
     /// Decides what a request for campaign `id` (a valid slug) does at `now_ms` (see the
     /// module documentation). Status TTL `ttl_ms`, max-stale `max_stale_ms`, and the time
     /// after which a refresh in progress is presumed dead, `lead_timeout_ms`.
@@ -131,31 +82,6 @@ impl IndexSlot {
             Some(index) if !index.may_contain(id) => Check::NotFound,
             _ => Check::Pass,
         }
-    }
-
-    /// Marks the refresh this request leads as started at `now_ms`.
-    pub fn start(&mut self, now_ms: i64) {
-        self.refresh.refreshing_since = Some(now_ms);
-    }
-
-    /// Takes in the refresh's outcome at `now_ms` and ends it (waiters see the new
-    /// generation).
-    pub fn finish(&mut self, fetched: Fetched, now_ms: i64) {
-        match fetched {
-            Fetched::New { index, etag } => {
-                self.index = Some(Rc::new(index));
-                self.etag = etag;
-                self.fetched_at_ms = now_ms;
-                self.refresh.failed_at = None;
-            }
-            Fetched::Unchanged => {
-                self.fetched_at_ms = now_ms;
-                self.refresh.failed_at = None;
-            }
-            Fetched::Failed(_) => self.refresh.failed_at = Some(now_ms),
-        }
-        self.refresh.refreshing_since = None;
-        self.refresh.generation = self.refresh.generation.wrapping_add(1);
     }
 }
 

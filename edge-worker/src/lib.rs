@@ -16,7 +16,7 @@
 //!   the CORS headers of its origin ([`cors`]).
 //! - Other documented `/api/v1/...` requests are passed through to the origin unchanged.
 //!
-//! Every decision is plain Rust in [`config`], [`decide`], [`status`], [`index`], [`cors`],
+//! Every decision is plain Rust in [`config`], [`decide`], [`status`], [`index`], [`winners`], [`held`], [`cors`],
 //! [`queue`], [`reveal`], [`limit`] and [`page`], tested on the host.
 //! The glue that talks to the Workers runtime lives in a module compiled for `wasm32` only.
 //! Nothing here panics on input: a panic inside workerd resets the isolate (and its cache).
@@ -26,6 +26,7 @@
 pub mod config;
 pub mod cors;
 pub mod decide;
+pub mod held;
 pub mod index;
 pub mod limit;
 pub mod page;
@@ -33,6 +34,7 @@ pub mod queue;
 pub mod reveal;
 pub mod status;
 pub mod telemetry;
+pub mod winners;
 
 #[cfg(target_arch = "wasm32")]
 mod glue;

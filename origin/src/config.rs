@@ -116,6 +116,14 @@ pub struct Config {
     )]
     pub winners_snapshot_max: usize,
 
+    /// Largest number of winners of one campaign listed in the winners filter the edge
+    /// fetches once the campaign is sold out (about 1.2 bytes per winner in each edge isolate;
+    /// a larger value counts as 1,000,000, the format's bound). Above it the filter says "too many" and the
+    /// edge answers every claim after the sell-out `sold_out` (`claims/mine` remains a
+    /// winner's way back).
+    #[arg(long, env = "FLASHGATE_WINNERS_FILTER_MAX", default_value_t = 250_000)]
+    pub winners_filter_max: usize,
+
     /// How often the hold-expiry sweeper runs, in milliseconds.
     #[arg(long, env = "FLASHGATE_SWEEP_INTERVAL_MS", default_value_t = 1_000)]
     pub sweep_interval_ms: u64,

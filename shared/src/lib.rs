@@ -18,6 +18,7 @@
 //! - `settings` (feature `clap`): settings built from their clap declarations, for the test
 //!   and tool configurations of the origin and the provider simulator.
 //! - [`campaign_index`]: the compact set of campaign ids the origin hands the edge.
+//! - [`winners_filter`]: the compact set of a sold-out campaign's winners the edge keeps.
 //! - [`cors`]: the allowed shop origins and the CORS header lists of both halves.
 
 #![warn(missing_docs)]
@@ -36,6 +37,7 @@ pub mod signature;
 pub mod text;
 pub mod token;
 pub mod trace;
+pub mod winners_filter;
 
 /// Header every response carries to say which half answered: `edge` or `origin`.
 pub const ANSWERED_BY_HEADER: &str = "flashgate-answered-by";

@@ -16,6 +16,8 @@ use moka::future::Cache;
 
 use super::index::{build, BuiltIndex};
 use super::store::{self, CampaignRow};
+use super::winners::{self, BuildError, BuiltFilter};
+use crate::gate::Gate;
 
 /// Entries kept at most (a bound against floods of made-up ids).
 pub const MAX_ENTRIES: u64 = 50_000;
@@ -27,6 +29,9 @@ pub struct CampaignCache {
     rows: Cache<String, Cached>,
     /// The campaign index ([`super::index`]), one entry, built single-flight.
     index: Cache<(), Arc<BuiltIndex>>,
+    /// Winners filters by campaign ([`super::winners`]), built single-flight, bounded by
+    /// their bytes ([`winners::MAX_CACHED_BYTES`]).
+    winners: Cache<String, Arc<BuiltFilter>>,
 }
 
 impl CampaignCache {
@@ -40,6 +45,11 @@ impl CampaignCache {
             index: Cache::builder()
                 .max_capacity(1)
                 .time_to_live(ttl.max(super::index::MIN_CACHE))
+                .build(),
+            winners: Cache::builder()
+                .max_capacity(winners::MAX_CACHED_BYTES)
+                .weigher(|_, f: &Arc<BuiltFilter>| u32::try_from(f.body.len()).unwrap_or(u32::MAX))
+                .time_to_live(ttl.max(winners::MIN_CACHE))
                 .build(),
         }
     }
@@ -56,6 +66,21 @@ impl CampaignCache {
     pub async fn index(&self, db: &Db) -> sqlx::Result<Arc<BuiltIndex>> {
         let load = async { build(db, chrono::Utc::now()).await.map(Arc::new) };
         crate::cache::get_or_load(&self.index, (), load).await
+    }
+
+    /// The winners filter of campaign `c` (at most `max` winners listed), from cache when
+    /// fresh (`ttl`, at least [`winners::MIN_CACHE`]), else built from the gate in Redis (once
+    /// for all the requests that ask at the same time). Errors: [`BuildError`], shared by the
+    /// requests that waited for it.
+    pub async fn winners(
+        &self,
+        gate: &Gate,
+        c: &str,
+        max: usize,
+    ) -> Result<Arc<BuiltFilter>, Arc<BuildError>> {
+        let mut gate = gate.clone();
+        let load = async move { winners::build(&mut gate, c, max).await.map(Arc::new) };
+        self.winners.try_get_with(c.to_string(), load).await
     }
 
     /// Drops the cached index (a campaign was created), so the next fetch lists it.

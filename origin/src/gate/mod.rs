@@ -40,7 +40,8 @@ use rand::Rng;
 pub use correct::{adjust, correct_down, lock_changes, pg_remaining, ChangeError, ChangeLock};
 pub use handle::Gate;
 pub use shards::{
-    bucket, holders_of, shard_count, shard_states, winners, ShardState, MAX_GATE_SHARDS,
+    bucket, holders, holders_of, shard_count, shard_states, winners, Holders, ShardState,
+    MAX_GATE_SHARDS,
 };
 
 /// The Redis keys of one shard of a campaign's gate.

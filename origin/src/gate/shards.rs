@@ -87,8 +87,31 @@ pub async fn winners(
     c: &str,
     max: usize,
 ) -> redis::RedisResult<Option<HashSet<String>>> {
+    Ok(match holders(redis, c, max).await? {
+        Holders::Listed(all) => Some(all),
+        Holders::NotLoaded | Holders::TooMany { .. } => None,
+    })
+}
+
+/// The customers holding a unit of a campaign, as [`holders`] read them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Holders {
+    /// The gate is not loaded.
+    NotLoaded,
+    /// More than the bound: only their number.
+    TooMany {
+        /// Customers holding a unit.
+        count: usize,
+    },
+    /// Every one of them.
+    Listed(HashSet<String>),
+}
+
+/// Every customer holding a unit of `c` (all shards; a pending take counts), unless there are
+/// more than `max`.
+pub async fn holders(redis: &mut Gate, c: &str, max: usize) -> redis::RedisResult<Holders> {
     let Some(n) = shard_count(redis, c).await? else {
-        return Ok(None);
+        return Ok(Holders::NotLoaded);
     };
     let mut total = 0usize;
     for s in 0..n {
@@ -99,17 +122,13 @@ pub async fn winners(
         total += len;
     }
     if total > max {
-        return Ok(None);
+        return Ok(Holders::TooMany { count: total });
     }
     let mut all = HashSet::with_capacity(total);
     for s in 0..n {
-        let some: Vec<String> = redis::cmd("HKEYS")
-            .arg(Keys::shard(c, s).holders)
-            .query_async(redis)
-            .await?;
-        all.extend(some);
+        all.extend(holders_of(redis, c, s).await?.into_iter().map(|(customer, _)| customer));
     }
-    Ok(Some(all))
+    Ok(Holders::Listed(all))
 }
 
 /// Holders read per `HSCAN` step.

@@ -1,7 +1,8 @@
-//! `GET /api/v1/campaigns/{id}` (public status), `POST /admin/v1/campaigns` (create) and
-//! `GET /edge/v1/campaign-index` (the campaign index the edge fetches).
+//! `GET /api/v1/campaigns/{id}` (public status), `POST /admin/v1/campaigns` (create),
+//! `GET /edge/v1/campaign-index` (the campaign index the edge fetches) and
+//! `GET /edge/v1/campaigns/{id}/winners-filter` (a sold-out campaign's winners, for the edge).
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -99,23 +100,65 @@ pub async fn index(State(state): State<AppState>, headers: HeaderMap) -> ApiResu
         extract::require_token(&headers, &state.config.service_token, "the campaign index")?;
     }
     let built = state.campaigns.index(&state.db).await?;
+    Ok(conditional(
+        &headers,
+        CONTENT_TYPE,
+        &built.etag,
+        &built.body,
+    ))
+}
+
+/// `GET /edge/v1/campaigns/{id}/winners-filter`: the winners filter of a campaign
+/// ([`flashgate_shared::winners_filter`]): the customers holding a unit, read from the gate, at
+/// most `FLASHGATE_WINNERS_FILTER_MAX` of them listed ("too many" above), at most
+/// `FLASHGATE_CAMPAIGN_CACHE_MS` (but at least 1 s) old. 200 with the body,
+/// `Content-Type: application/vnd.flashgate.winners-filter` and an `ETag`; 304 (no body) when
+/// `If-None-Match` names the current `ETag`. Callers as for the campaign index (edge signature
+/// over `GET`, the path and an empty body, or the service token). 404 for an unknown campaign;
+/// 503 when Redis fails or the campaign's gate is not loaded.
+pub async fn winners_filter(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    use flashgate_shared::winners_filter::{path, CONTENT_TYPE};
+    state.metrics.winners_filter_requests.inc();
+    let secret = state.config.edge_secret.as_ref();
+    if extract::edge_proof(&headers, secret, "GET", &path(&id), b"")?
+        == extract::EdgeProof::Unsigned
+    {
+        extract::require_token(&headers, &state.config.service_token, "the winners filter")?;
+    }
+    let row = extract::campaign(&state, &id).await?;
+    let built = state
+        .campaigns
+        .winners(&state.gate, &row.id, state.config.winners_filter_max)
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    Ok(conditional(
+        &headers,
+        CONTENT_TYPE,
+        &built.etag,
+        &built.body,
+    ))
+}
+
+/// 200 with `body`, its `Content-Type` and `ETag`; 304 with the `ETag` alone when
+/// `If-None-Match` names it.
+fn conditional(headers: &HeaderMap, content_type: &str, etag: &str, body: &Bytes) -> Response {
     let unchanged = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|tags| tags.split(',').any(|t| t.trim() == built.etag));
+        .is_some_and(|tags| tags.split(',').any(|t| t.trim() == etag));
     if unchanged {
-        return Ok((
-            StatusCode::NOT_MODIFIED,
-            [(header::ETAG, built.etag.clone())],
-        )
-            .into_response());
+        return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag.to_string())]).into_response();
     }
-    Ok((
+    (
         [
-            (header::CONTENT_TYPE, CONTENT_TYPE.to_string()),
-            (header::ETAG, built.etag.clone()),
+            (header::CONTENT_TYPE, content_type.to_string()),
+            (header::ETAG, etag.to_string()),
         ],
-        built.body.clone(),
+        body.clone(),
     )
-        .into_response())
+        .into_response()
 }

@@ -69,6 +69,10 @@ pub fn router(state: AppState) -> Router {
             flashgate_shared::campaign_index::INDEX_PATH,
             get(campaigns::index),
         )
+        .route(
+            flashgate_shared::winners_filter::PATH_TEMPLATE,
+            get(campaigns::winners_filter),
+        )
         // Promo codes.
         .route("/api/v1/codes/{code}/check", post(promo::check))
         .route("/api/v1/codes/{code}/use", post(promo::use_code))

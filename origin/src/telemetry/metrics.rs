@@ -131,6 +131,8 @@ pub struct Metrics {
     pub claim_requests: Counter,
     /// `flashgate_campaign_index_requests_total`: campaign index fetches (the edge's).
     pub index_requests: Counter,
+    /// `flashgate_winners_filter_requests_total`: winners filter fetches (the edge's).
+    pub winners_filter_requests: Counter,
     /// `flashgate_http_request_duration_seconds{route,result}`.
     pub http_duration: HistogramFamily<RequestLabels>,
     /// `flashgate_claims_total{result,answered_from}`: claim answers.
@@ -212,6 +214,7 @@ impl Metrics {
             status_requests: Counter::default(),
             claim_requests: Counter::default(),
             index_requests: Counter::default(),
+            winners_filter_requests: Counter::default(),
             http_duration: Family::new_with_constructor(latency_histogram),
             claims: Family::default(),
             commit_batch_size: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
@@ -267,6 +270,11 @@ impl Metrics {
             "campaign_index_requests",
             "Campaign index fetches (by the edge).",
             m.index_requests.clone(),
+        );
+        r.register(
+            "winners_filter_requests",
+            "Winners filter fetches (by the edge).",
+            m.winners_filter_requests.clone(),
         );
         r.register(
             "http_request_duration_seconds",

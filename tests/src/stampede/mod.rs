@@ -7,11 +7,13 @@
 //! - [`db`]: the invariants read back from PostgreSQL.
 //! - [`plots`]: SVG plots of the run's time series, beside the JSON report.
 //! - [`progress`]: the live progress line while the tries are sent.
+//! - [`lost_reply`]: winners whose 201 was lost retry with the same key after the sell-out.
 //!
 //! The binary is `stampede` (tests/src/bin/stampede.rs); `stampede --help` lists the flags.
 //! All traffic goes to loopback addresses only: other targets are refused.
 
 pub mod db;
+pub mod lost_reply;
 pub mod plan;
 pub mod plots;
 pub mod progress;
@@ -114,6 +116,11 @@ pub struct Args {
     /// the edge (0 turns the check off, e.g. when the target is an origin).
     #[arg(long, default_value_t = 0.95)]
     pub min_edge_share: f64,
+    /// Share of the winners (0..=1) whose 201 is lost: after the crowd (so after the sell-out)
+    /// each retries with the same key and must get her 201 back with the same claim; the
+    /// retries count among the tries after the sell-out. 0: none. Not with `--waiting-room`.
+    #[arg(long, default_value_t = 0.0)]
+    pub lost_reply: f64,
     /// Write the report as JSON here, and its plots beside it (`<report>-answers.svg`,
     /// `-latency.svg`, `-remaining.svg`, and `-queue.svg` with a waiting room).
     #[arg(long)]
@@ -353,6 +360,8 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         .report(Duration::from_secs_f64(args.progress_seconds.max(0.0)));
     let auth_after = auth.clone();
     let started_unix_ms = Utc::now().timestamp_millis();
+    let lost_reply =
+        (args.lost_reply > 0.0 && !args.waiting_room).then(|| (send.clone(), auth.clone()));
     let sent = if args.waiting_room {
         waiting_room::play(args, &campaign.id, send, &plan, auth)
             .await
@@ -380,6 +389,10 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
     report.started_unix_ms = Some(started_unix_ms);
     if let Some(visits) = &visits {
         waiting_room::report(args, &mut report, visits, &outcomes)?;
+    }
+    if let Some((send, auth)) = lost_reply {
+        let picked = (args.lost_reply, args.seed);
+        lost_reply::retry_winners(send, &plan, &outcomes, auth, picked, &mut report).await?;
     }
 
     // Answers the crowd can check without the database.

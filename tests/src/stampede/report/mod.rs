@@ -173,6 +173,9 @@ pub struct Report {
     /// The waiting room's figures, when the crowd went through the queue (`--waiting-room`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue: Option<queue::QueueReport>,
+    /// The lost-reply retries of winners after the sell-out (`--lost-reply`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_reply: Option<super::lost_reply::LostReplyReport>,
     /// The run as time series (answers/s, latency, remaining, the queue): what the plots draw.
     pub timeline: series::Timeline,
     /// The origin's reconciliation of the campaign after the run
@@ -249,6 +252,7 @@ pub fn compute(info: &RunInfo, plan: &Plan, outcomes: &[TryOutcome]) -> Report {
         checks: Vec::new(),
         checks_skipped: 0,
         queue: None,
+        lost_reply: None,
         timeline: series::timeline(info.stock, outcomes),
         reconcile: None,
         passed: true,

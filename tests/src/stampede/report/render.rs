@@ -101,6 +101,13 @@ impl Report {
         if let Some(q) = &self.queue {
             q.render(&mut s);
         }
+        if let Some(l) = &self.lost_reply {
+            let _ = writeln!(
+                s,
+                "lost reply  {} of {} winners retried with the same key after the sell-out: {} got their 201 back, {} answered by the edge",
+                l.retried, l.winners, l.got_their_201, l.answered_by_edge
+            );
+        }
         for (what, sample) in &self.unexpected_samples {
             let _ = writeln!(s, "unexpected  {what}: {}", sample.replace('\n', " "));
         }

@@ -1,0 +1,185 @@
+//! Winners' retries after the sell-out: the isolate's winners filter of a sold-out campaign
+//! ([`flashgate_shared::winners_filter`]), so that a claim that may come from a winner (her
+//! retry, whose first reply was lost) goes to the origin, which answers it with her first
+//! reply, while everyone else is answered `sold_out` at the edge as before.
+//!
+//! - Asked only for a claim that the fresh cached status would answer `sold_out`.
+//! - Fetched from the origin's winners-filter route, single-flight per campaign, at most once
+//!   per status TTL per isolate, with `If-None-Match`: an unchanged filter is a bodiless 304,
+//!   and the body (about 1.2 bytes per winner) is sent and decoded only when the winners
+//!   changed. A failed fetch backs off for one TTL, as a status refresh does.
+//! - A filter confirmed at most max-stale ago is used; none (the origin failed, or has no such
+//!   route), or a "too many" filter, keeps the old behaviour: `sold_out` at the edge for
+//!   everyone; `GET …/claims/mine` then remains a winner's way to her claim.
+//! - At most [`MAX_FILTERS`] campaigns' filters are kept per isolate.
+//!
+//! Times are ms since the Unix epoch on the edge's clock.
+
+use crate::held::{self, Held};
+use crate::status::{self, Step};
+use flashgate_shared::winners_filter::{FilterError, WinnersFilter};
+use std::collections::HashMap;
+
+/// Campaigns whose winners filter an isolate keeps at most (about 119 KB each for 100,000
+/// winners, 300 KB at the origin's default limit of 250,000).
+pub const MAX_FILTERS: usize = 32;
+
+/// The origin's answer to a winners filter fetch, read ([`Fetched::from_origin`]).
+pub type Fetched = held::Fetched<WinnersFilter, FilterError>;
+
+/// What the isolate holds of one campaign's winners.
+pub type WinnersSlot = Held<WinnersFilter>;
+
+impl Fetched {
+    /// Reads the origin's answer: status, `ETag` and body. A 304 when no filter is held is a
+    /// failure (nothing to keep).
+    pub fn from_origin(code: u16, etag: Option<&str>, body: &[u8], held: bool) -> Self {
+        Self::read(code, etag, body, held, WinnersFilter::decode)
+    }
+}
+
+/// What a claim on a sold-out campaign does about its winners filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Look {
+    /// Decided from what is held: forward (`true`, she may be a winner) or `sold_out`.
+    Decided(bool),
+    /// Refresh the filter first; this request leads.
+    Lead,
+    /// Another request is refreshing it: wait for that one, then [`WinnersSlot::may_have_won`].
+    Wait,
+}
+
+impl WinnersSlot {
+    /// Decides what a claim of `customer` does at `now_ms`: a filter confirmed less than
+    /// `ttl_ms` ago decides at once; an older one (or none) is refreshed first, single-flight
+    /// (a refresh running `lead_timeout_ms` is presumed dead), except within one TTL of a
+    /// failed refresh, when what is held decides.
+    pub fn look(
+        &self,
+        customer: &str,
+        now_ms: i64,
+        ttl_ms: i64,
+        max_stale_ms: i64,
+        lead_timeout_ms: i64,
+    ) -> Look {
+        let fresh = self.fresh(now_ms, ttl_ms);
+        match status::step(fresh, &self.refresh, now_ms, ttl_ms, lead_timeout_ms) {
+            Step::Serve | Step::BackOff => {
+                Look::Decided(self.may_have_won(customer, now_ms, max_stale_ms))
+            }
+            Step::Lead => Look::Lead,
+            Step::Wait => Look::Wait,
+        }
+    }
+
+    /// True when a usable filter (confirmed at most `max_stale_ms` ago) lists `customer` as a
+    /// possible winner.
+    pub fn may_have_won(&self, customer: &str, now_ms: i64, max_stale_ms: i64) -> bool {
+        self.usable(now_ms, max_stale_ms)
+            .is_some_and(|f| f.may_contain(customer))
+    }
+}
+
+/// Makes room for campaign `id` in `slots` before it is added: when [`MAX_FILTERS`] are
+/// held, the one confirmed longest ago (and not being refreshed) is dropped.
+pub fn make_room(slots: &mut HashMap<String, WinnersSlot>, id: &str) {
+    if slots.len() < MAX_FILTERS || slots.contains_key(id) {
+        return;
+    }
+    let oldest = slots
+        .iter()
+        .filter(|(_, s)| s.refresh.refreshing_since.is_none())
+        .min_by_key(|(_, s)| s.fetched_at_ms)
+        .map(|(k, _)| k.clone());
+    if let Some(k) = oldest {
+        slots.remove(&k);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TTL: i64 = 1_000;
+    const STALE: i64 = 30_000;
+    const LEAD: i64 = 6_000;
+
+    fn filter(winners: &[&str]) -> Fetched {
+        let body = WinnersFilter::build(winners.iter().copied(), 100).encode();
+        Fetched::from_origin(200, Some("\"w1\""), &body, false)
+    }
+
+    #[test]
+    fn refreshes_once_per_ttl_and_decides_by_the_filter() {
+        let mut slot = WinnersSlot::default();
+        assert_eq!(slot.look("ana", 10_000, TTL, STALE, LEAD), Look::Lead);
+        slot.start(10_000);
+        assert_eq!(slot.look("bo", 10_001, TTL, STALE, LEAD), Look::Wait);
+        slot.finish(filter(&["ana"]), 10_020);
+        assert_eq!(
+            slot.look("ana", 10_500, TTL, STALE, LEAD),
+            Look::Decided(true)
+        );
+        assert_eq!(
+            slot.look("bo", 10_500, TTL, STALE, LEAD),
+            Look::Decided(false)
+        );
+        // A TTL later the next claim leads a conditional refresh; a 304 keeps the filter.
+        assert_eq!(slot.look("bo", 11_020, TTL, STALE, LEAD), Look::Lead);
+        slot.start(11_020);
+        slot.finish(Fetched::Unchanged, 11_030);
+        assert_eq!(slot.etag.as_deref(), Some("\"w1\""));
+        assert_eq!(
+            slot.look("ana", 11_500, TTL, STALE, LEAD),
+            Look::Decided(true)
+        );
+    }
+
+    #[test]
+    fn failures_and_too_many_keep_sold_out_at_the_edge() {
+        let mut slot = WinnersSlot::default();
+        slot.start(0);
+        slot.finish(Fetched::from_origin(503, None, b"", false), 5);
+        // Backing off for one TTL, nothing held: sold out at the edge, no new fetch.
+        assert_eq!(
+            slot.look("ana", 500, TTL, STALE, LEAD),
+            Look::Decided(false)
+        );
+        assert_eq!(slot.look("ana", 1_005, TTL, STALE, LEAD), Look::Lead);
+        let body = WinnersFilter::build(["ana", "bo", "cy"], 2).encode();
+        slot.start(1_005);
+        slot.finish(Fetched::from_origin(200, None, &body, false), 1_010);
+        assert_eq!(
+            slot.look("ana", 1_100, TTL, STALE, LEAD),
+            Look::Decided(false)
+        );
+        // A filter past max-stale is not used, even while backing off.
+        slot.finish(filter(&["ana"]), 2_000);
+        slot.finish(Fetched::Failed(held::FetchError::Unreachable), 40_000);
+        assert_eq!(
+            slot.look("ana", 40_100, TTL, STALE, LEAD),
+            Look::Decided(false)
+        );
+        assert!(matches!(
+            Fetched::from_origin(200, None, b"junk", false),
+            Fetched::Failed(held::FetchError::BadBody(FilterError::BadHeader))
+        ));
+    }
+
+    #[test]
+    fn keeps_at_most_max_filters() {
+        let mut slots: HashMap<String, WinnersSlot> = HashMap::new();
+        for i in 0..MAX_FILTERS {
+            make_room(&mut slots, &format!("c{i}"));
+            let slot = slots.entry(format!("c{i}")).or_default();
+            slot.finish(filter(&["ana"]), 1_000 + i as i64);
+        }
+        slots.get_mut("c5").unwrap().start(2_000);
+        make_room(&mut slots, "c0");
+        assert_eq!(slots.len(), MAX_FILTERS, "a held campaign needs no room");
+        make_room(&mut slots, "new");
+        assert_eq!(slots.len(), MAX_FILTERS - 1);
+        assert!(!slots.contains_key("c0"), "the oldest went");
+        assert!(slots.contains_key("c5"));
+    }
+}
