@@ -126,7 +126,12 @@ pub async fn holders(redis: &mut Gate, c: &str, max: usize) -> redis::RedisResul
     }
     let mut all = HashSet::with_capacity(total);
     for s in 0..n {
-        all.extend(holders_of(redis, c, s).await?.into_iter().map(|(customer, _)| customer));
+        all.extend(
+            holders_of(redis, c, s)
+                .await?
+                .into_iter()
+                .map(|(customer, _)| customer),
+        );
     }
     Ok(Holders::Listed(all))
 }
