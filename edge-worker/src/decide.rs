@@ -15,7 +15,8 @@ pub const UNAVAILABLE_RETRY_AFTER_S: u32 = 1;
 /// campaign index ([`crate::index`]) before anything else is asked of the origin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route<'a> {
-    /// `GET /api/v1/campaigns/{id}`: served from the status cache.
+    /// `GET` or `HEAD /api/v1/campaigns/{id}`: served from the status cache (a `HEAD` without
+    /// the body).
     Status {
         /// Campaign id (a valid slug).
         id: &'a str,
@@ -73,6 +74,7 @@ pub const API_ROUTES: &[(&[&str], &str)] = &[
     (&["campaigns", "*", "claims"], "POST"),
     (&["campaigns", "*", "claims", "mine"], "GET, HEAD"),
     (&["campaigns", "*", "queue"], "GET, HEAD, POST"),
+    (&["claims", "*"], "GET, HEAD"),
     (&["claims", "*", "pay"], "POST"),
     (&["claims", "*", "release"], "POST"),
     (&["codes", "*", "check"], "POST"),
@@ -138,15 +140,44 @@ pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
         };
     }
     if encoded {
+        // Not reached through the worker, which routes the canonical path
+        // ([`canonical_path`]); kept so that an encoded id never skips the index.
         return Route::CampaignPassThrough { id };
     }
     match (method, sub) {
-        ("GET", None) => Route::Status { id: raw },
+        ("GET" | "HEAD", None) => Route::Status { id: raw },
         ("GET", Some("queue")) => Route::QueuePoll { id: raw },
         ("POST", Some("queue")) => Route::QueueJoin { id: raw },
         ("POST", Some("claims")) => Route::Claim { id: raw },
         _ => Route::CampaignPassThrough { id },
     }
+}
+
+/// The canonical form of a path whose campaign id segment (`/api/v1/campaigns/{id}...`) is
+/// percent-encoded and decodes to a valid slug: the same path with the decoded id
+/// (RFC 3986 §6.2.2.2: a percent-encoded unreserved character is the character itself), so
+/// that `/api/v1/campaigns/%73ale` is routed, cached, gated, rate limited and forwarded exactly
+/// as `/api/v1/campaigns/sale`. `None` when the path is already canonical or the decoded id is
+/// not a slug (then [`route`] answers 404 for it).
+pub fn canonical_path(path: &str) -> Option<String> {
+    let tail = path.strip_prefix("/api/v1/campaigns/")?;
+    let (raw, sub) = match tail.split_once('/') {
+        Some((id, sub)) => (id, Some(sub)),
+        None => (tail, None),
+    };
+    if !raw.contains('%') {
+        return None;
+    }
+    let id = percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .ok()?;
+    if !is_valid_slug(&id) {
+        return None;
+    }
+    Some(match sub {
+        Some(sub) => format!("/api/v1/campaigns/{id}/{sub}"),
+        None => format!("/api/v1/campaigns/{id}"),
+    })
 }
 
 /// The origin's 404 for a campaign id that does not exist.

@@ -86,11 +86,10 @@ fn routes() {
     );
     assert_eq!(
         route("HEAD", "/api/v1/campaigns/spring"),
-        Route::CampaignPassThrough {
-            id: "spring".into()
-        }
+        Route::Status { id: "spring" }
     );
-    assert_eq!(route("GET", "/api/v1/claims/c_1"), Route::NoSuchRoute);
+    assert_eq!(route("GET", "/api/v1/claims/c_1"), Route::PassThrough);
+    assert_eq!(route("HEAD", "/api/v1/claims/c_1"), Route::PassThrough);
     assert_eq!(route("POST", "/api/v1/claims/c_1/pay"), Route::PassThrough);
     assert_eq!(
         route("GET", "/api/v1/campaigns/spring/claims/mine"),
@@ -98,7 +97,28 @@ fn routes() {
             id: "spring".into()
         }
     );
-    // Percent-encoded ids are decoded for the index; the request goes on as sent.
+    // An encoded id that decodes to a slug is routed as the plain id (RFC 3986 §6.2.2.2).
+    assert_eq!(
+        canonical_path("/api/v1/campaigns/spr%69ng/claims").as_deref(),
+        Some("/api/v1/campaigns/spring/claims")
+    );
+    assert_eq!(
+        canonical_path("/api/v1/campaigns/%74shirt").as_deref(),
+        Some("/api/v1/campaigns/tshirt")
+    );
+    assert_eq!(
+        canonical_path("/api/v1/campaigns/wr-%31/queue").as_deref(),
+        Some("/api/v1/campaigns/wr-1/queue")
+    );
+    assert_eq!(canonical_path("/api/v1/campaigns/spring/claims"), None);
+    assert_eq!(canonical_path("/api/v1/campaigns/%53pring"), None);
+    assert_eq!(canonical_path("/api/v1/campaigns/%ff/claims"), None);
+    assert_eq!(canonical_path("/api/v1/claims/c%5F1"), None);
+    assert_eq!(
+        route("POST", "/api/v1/campaigns/%53pring/claims"),
+        Route::NoSuchCampaign { id: "%53pring" }
+    );
+    // Without canonicalising, an encoded slug still goes through the index.
     assert_eq!(
         route("POST", "/api/v1/campaigns/spr%69ng/claims"),
         Route::CampaignPassThrough {

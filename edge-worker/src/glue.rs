@@ -146,14 +146,20 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Re
         drain(req).await;
         return glue_index::preflight();
     }
-    let url = req.url()?;
+    let mut url = req.url()?;
+    // An id sent percent-encoded is the same campaign: routed, cached, gated, rate limited and
+    // forwarded under its canonical path (the origin is only ever sent that).
+    if let Some(canonical) = decide::canonical_path(url.path()) {
+        url.set_path(&canonical);
+    }
     let method = req.method();
+    let head = method == Method::Head;
     let path = url.path().to_string();
     if path == crate::telemetry::METRICS_PATH {
         return glue_telemetry::serve(&req, &cfg);
     }
     // The worker's own liveness (no origin call), as the origin's `/healthz` answers it.
-    if method == Method::Get && path == "/healthz" {
+    if (method == Method::Get || head) && path == "/healthz" {
         return answer(&Answer {
             status: 200,
             body: r#"{"status":"ok"}"#.into(),
@@ -175,7 +181,7 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Re
         }
     }
     match route {
-        Route::Status { id } => serve_status(&cfg, id, &url).await,
+        Route::Status { id } => serve_status(&cfg, id, &url, head).await,
         Route::Claim { id } => glue_telemetry::counted(claim(req, &cfg, id, &url).await?).await,
         Route::QueuePoll { id } => glue_queue::poll(req, &cfg, id, &url).await,
         Route::QueueJoin { .. } => glue_queue::join(req, &cfg, &url).await,
@@ -211,7 +217,14 @@ async fn drain(mut req: Request) {
 
 // ---------------------------------------------------------------- status cache
 
-async fn serve_status(cfg: &EdgeConfig, id: &str, url: &worker::Url) -> Result<Response> {
+/// The cached status of `id`; for a `HEAD` (`head`) the same status and headers without the
+/// body.
+async fn serve_status(
+    cfg: &EdgeConfig,
+    id: &str,
+    url: &worker::Url,
+    head: bool,
+) -> Result<Response> {
     let (entry, fresh) = status_for(cfg, id, url).await;
     let Some(entry) = entry else {
         return answer(&Answer::unavailable());
@@ -223,11 +236,12 @@ async fn serve_status(cfg: &EdgeConfig, id: &str, url: &worker::Url) -> Result<R
     if !fresh {
         headers.set(STALE_HEADER, "1")?;
     }
-    Ok(respond(
-        entry.http_status(),
-        headers,
-        entry.body().as_bytes().to_vec(),
-    ))
+    let body = if head {
+        Vec::new()
+    } else {
+        entry.body().as_bytes().to_vec()
+    };
+    Ok(respond(entry.http_status(), headers, body))
 }
 
 /// The cached status of `id` and whether it is fresh: refreshed first (single-flight) when it

@@ -1,6 +1,6 @@
 //! Requests the edge refuses or passes through, in the real runtime (bad claims, retried keys,
 //! the edge signature, not-started, origin timeouts, oversize bodies, undocumented paths and
-//! methods): the built worker (edge-worker/build) inside workerd via
+//! methods, percent-encoded ids and `HEAD`s answered as the plain `GET`): the built worker (edge-worker/build) inside workerd via
 //! Miniflare, in front of a real origin over real PostgreSQL and Redis. Requests are truly
 //! concurrent where the behaviour is about concurrency. Origin-side effects are read from the
 //! origin's own counters (`flashgate_status_requests_total`, `flashgate_claim_requests_total`).
@@ -379,7 +379,7 @@ async fn only_documented_routes_pass_unknown_paths_and_methods_are_answered_at_t
     for path in [
         "/api/v1/nothing-here".to_string(),
         format!("/api/v1/campaigns/{c}/claims/mine/x"),
-        "/api/v1/claims/c_1".to_string(),
+        "/api/v1/claims/c_1/x".to_string(),
         "/api/v1/coupons/".to_string(),
     ] {
         let r = get(&o.http, &format!("{}{path}", e.url)).await;
@@ -426,5 +426,109 @@ async fn only_documented_routes_pass_unknown_paths_and_methods_are_answered_at_t
     assert_eq!(o.origin_count(|m| &m.claim_requests), claims);
     let r = get(&o.http, &format!("{}/api/v1/coupons/NOSUCH", e.url)).await;
     assert_eq!(r.by, "origin", "{}", r.status);
+    // A claim looked up by id with the service token passes through, as pay and release do.
+    let won = edge_claim(&o, &e.url, &c, &unique("ana"), "k").await;
+    assert_eq!(won.status, 201, "{:?}", won.json());
+    let id = won.json()["claim"]["id"].as_str().unwrap().to_string();
+    let service = o.config.service_token.expose().to_string();
+    let res = o
+        .http
+        .get(format!("{}/api/v1/claims/{id}", e.url))
+        .bearer_auth(&service)
+        .send()
+        .await
+        .expect("claim lookup");
+    let r = reply(res).await;
+    assert_eq!((r.status, r.by.as_str()), (200, "origin"), "{:?}", r.json());
+    assert_eq!(
+        (r.json()["id"].as_str(), r.json()["status"].as_str()),
+        (Some(id.as_str()), Some("held"))
+    );
+    o.stop().await;
+}
+
+/// `c` with its first character percent-encoded: the same campaign (RFC 3986 §6.2.2.2).
+fn encoded(c: &str) -> String {
+    format!("%{:02x}{}", c.as_bytes()[0], &c[1..])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_encoded_id_or_a_head_is_answered_at_the_edge_like_the_plain_get() {
+    let stock = 3;
+    let o = TestOrigin::start_signed().await;
+    let c = o.campaign("sale", stock).await;
+    let e = edge(
+        &o.url,
+        EdgeSettings {
+            ttl_ms: 60_000,
+            max_stale_ms: 120_000,
+            ..Default::default()
+        },
+    );
+    let enc = encoded(&c);
+    // The status: one fetch for the plain GET, none for encoded GETs and HEADs after it.
+    let plain = get(&o.http, &status_url(&e.url, &c)).await;
+    assert_eq!((plain.status, plain.by.as_str()), (200, "edge"));
+    let statuses = o.status_requests();
+    for _ in 0..20 {
+        let r = get(&o.http, &status_url(&e.url, &enc)).await;
+        assert_eq!((r.status, r.by.as_str()), (200, "edge"));
+        assert_eq!(r.json(), plain.json());
+        for id in [&c, &enc] {
+            let res = o.http.head(status_url(&e.url, id)).send().await;
+            let r = reply(res.expect("HEAD")).await;
+            assert_eq!((r.status, r.by.as_str()), (200, "edge"), "HEAD {id}");
+            assert_eq!(r.header("content-type"), Some("application/json"));
+            assert!(r.body.is_empty());
+        }
+    }
+    assert_eq!(
+        o.status_requests() - statuses,
+        0,
+        "status fetches for encoded/HEAD"
+    );
+    // An encoded id that is not a slug once decoded is 404 at the edge, like any non-slug.
+    let upper = format!("%{:02X}{}", c.as_bytes()[0].to_ascii_uppercase(), &c[1..]);
+    let r = get(&o.http, &status_url(&e.url, &upper)).await;
+    assert_eq!((r.status, r.by.as_str()), (404, "edge"));
+    // The edge's liveness answers HEAD as it answers GET.
+    let res = o.http.head(format!("{}/healthz", e.url)).send().await;
+    let r = reply(res.expect("HEAD /healthz")).await;
+    assert_eq!((r.status, r.by.as_str()), (200, "edge"));
+
+    // Sold out at the origin by known winners; 100 others claim on the encoded id.
+    let winners: Vec<String> = (0..stock).map(|i| format!("{c}-won-{i}")).collect();
+    for w in &winners {
+        let r = send_claim(&o.http, &o.url, &c, &ClaimReq::good(&o, w, "k"), true).await;
+        assert_eq!(r.status, 201, "{:?}", r.json());
+    }
+    let filter = flashgate_shared::winners_filter::WinnersFilter::build(
+        winners.iter().map(String::as_str),
+        flashgate_shared::winners_filter::MAX_WINNERS,
+    );
+    // Customers the winners filter cannot mistake for a winner: the edge answers them all.
+    let late: Vec<String> = (0..)
+        .map(|i| format!("{c}-late-{i}"))
+        .filter(|n| !filter.may_contain(n))
+        .take(100)
+        .collect();
+    // The edge learns sold_out on its next status refresh; a new edge has none cached.
+    let e = edge(&o.url, EdgeSettings::default());
+    let claims = o.claim_requests();
+    let tasks = late.iter().map(|who| {
+        let (http, url, enc, req) = (
+            o.http.clone(),
+            e.url.clone(),
+            enc.clone(),
+            ClaimReq::good(&o, who, "k"),
+        );
+        tokio::spawn(async move { send_claim(&http, &url, &enc, &req, false).await })
+    });
+    for r in join_all(tasks).await {
+        let r = r.expect("claim task");
+        assert_eq!((r.status, r.by.as_str()), (409, "edge"), "{:?}", r.json());
+        assert_eq!(r.body, br#"{"result":"sold_out"}"#);
+    }
+    assert_eq!(o.claim_requests() - claims, 0, "claims on the encoded id");
     o.stop().await;
 }
