@@ -38,9 +38,9 @@ pub enum Route<'a> {
         /// Campaign id (a valid slug).
         id: &'a str,
     },
-    /// Another per-campaign route (`claims/mine`, `HEAD` of the status or queue), or any of
-    /// them with a percent-encoded id: passed to the origin unchanged once the index lets the
-    /// id through.
+    /// Another per-campaign route (`claims/mine`, `HEAD` of the queue), or any of them with a
+    /// percent-encoded id in a path not made canonical first ([`canonical_path`]): passed to
+    /// the origin unchanged once the index lets the id through.
     CampaignPassThrough {
         /// The campaign id, percent-decoded (a valid slug).
         id: Cow<'a, str>,

@@ -137,10 +137,11 @@ async fn random_campaign_ids_cost_the_origin_one_index_fetch_per_ttl() {
     }
     assert_eq!(index_fetches(&o) - index_before, 0);
     assert_eq!(o.status_requests() - status_before, 0);
-    // A percent-encoded real id is decoded for the index and passed through.
+    // A percent-encoded real id is the same campaign: its status from the edge's cache.
     let enc = format!("%{:02X}{}", c.as_bytes()[0], &c[1..]);
     let r = get(&o.http, &format!("{}/api/v1/campaigns/{enc}", e.url)).await;
-    assert_eq!((r.status, r.by.as_str()), (200, "origin"));
+    assert_eq!((r.status, r.by.as_str()), (200, "edge"));
+    assert_eq!(r.json()["id"].as_str(), Some(c.as_str()));
     o.stop().await;
 }
 
