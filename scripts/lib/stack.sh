@@ -216,7 +216,10 @@ ENV
 }
 
 stack_up() {
-  local state="$1" profile="$2" db="$3"
+  local state="$1" profile="$2" db="$3" origins
+  # Checked first, in this shell: a bad FLASHGATE_ORIGINS stops before anything starts (inside
+  # $(...) below its error would only end the subshell).
+  origins="$(stack_origins)" || exit 1
   mkdir -p "$state"
   services_up "$state" "$db"
   stack_pooler "$state"
@@ -224,7 +227,7 @@ stack_up() {
   fg_log "building the origin and the stampede generator ($profile)"
   stack_build "$profile"
   provider_sim_up "$state" "$(fg_target_dir)/$profile/provider-sim"
-  origins_up "$state" "$(fg_target_dir)/$profile/flashgate" "$(stack_origins)"
+  origins_up "$state" "$(fg_target_dir)/$profile/flashgate" "$origins"
   edge_up "$state"
   if [ "${FLASHGATE_PROMETHEUS:-0}" = "1" ]; then
     # Every origin itself (not the balancer in front of them), and the edge when it runs.
@@ -235,7 +238,7 @@ stack_up() {
   export FLASHGATE_ORIGIN_URL FLASHGATE_EDGE_URL
   stack_write_env "$state"
   if [ -s "$state/balancer.url" ]; then
-    fg_log "up: $(stack_origins) origins behind HAProxy $FLASHGATE_ORIGIN_URL, edge ${FLASHGATE_EDGE_URL:-none}; env in $state/env"
+    fg_log "up: $origins origins behind HAProxy $FLASHGATE_ORIGIN_URL, edge ${FLASHGATE_EDGE_URL:-none}; env in $state/env"
   else
     fg_log "up: origin $FLASHGATE_ORIGIN_URL, edge ${FLASHGATE_EDGE_URL:-none}; env in $state/env"
   fi

@@ -185,6 +185,50 @@ async fn bad_admin_writes_get_a_4xx_and_change_nothing() {
     o.stop().await;
 }
 
+/// A gift campaign's times take the admin API's forms (a zone time is the next such moment); a
+/// time in none of them, or a value of the wrong type, is 422 naming the field and writes
+/// nothing.
+#[tokio::test]
+async fn gift_campaign_times_take_the_admin_forms_and_errors_name_the_field() {
+    let o = gifts::gift_origin().await;
+    let mgr = Some(o.manager_token());
+    let campaigns = "/admin/v1/gift-campaigns";
+    let id = format!("ZONED_{}", std::process::id());
+    let zoned = json!({"id": id, "name": "x", "starts_at": "2026-01-01T00:00:00Z",
+                       "ends_at": "Sunday 23:59 Europe/Paris"});
+    let (s, b) = o.admin(Method::POST, campaigns, mgr.as_deref(), Some(zoned)).await;
+    assert_eq!(s, 201, "{b}");
+    // Sunday 23:59 in Paris is Sunday 22:59 UTC in winter, 21:59 in summer, within a week.
+    use chrono::{Datelike, Timelike};
+    let ends = chrono::DateTime::parse_from_rfc3339(b["ends_at"].as_str().unwrap()).unwrap();
+    let ahead = ends.signed_duration_since(chrono::Utc::now());
+    assert!(ahead > chrono::Duration::zero() && ahead <= chrono::Duration::days(7), "{b}");
+    assert_eq!(ends.weekday(), chrono::Weekday::Sun, "{b}");
+    assert!([21, 22].contains(&ends.hour()) && ends.minute() == 59, "{b}");
+
+    let bad = json!({"id": "NOT_A_TIME", "name": "x", "starts_at": "2026-01-01T00:00:00Z",
+                     "ends_at": "next week sometime"});
+    let (s, b) = o.admin(Method::POST, campaigns, mgr.as_deref(), Some(bad)).await;
+    assert_eq!(s, 422, "{b}");
+    let message = b["message"].as_str().unwrap();
+    assert!(message.contains("ends_at") && message.contains("Europe/Paris"), "{b}");
+
+    let wrong_type = json!({"id": "WRONG_TYPE", "name": 5, "starts_at": "2026-01-01T00:00:00Z",
+                            "ends_at": "2027-01-01T00:00:00Z"});
+    let (s, b) = o.admin(Method::POST, campaigns, mgr.as_deref(), Some(wrong_type)).await;
+    assert_eq!(s, 422, "{b}");
+    assert!(b["message"].as_str().unwrap().contains("`name`"), "{b}");
+
+    let none: Option<String> = sqlx::query_scalar(
+        "SELECT id FROM gift_campaigns WHERE id IN ('NOT_A_TIME', 'WRONG_TYPE')",
+    )
+    .fetch_optional(&o.db)
+    .await
+    .unwrap();
+    assert_eq!(none, None);
+    o.stop().await;
+}
+
 #[tokio::test]
 async fn members_put_is_idempotent_and_takes_100_000_in_one_call() {
     let o = gifts::gift_origin().await;

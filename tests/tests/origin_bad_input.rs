@@ -239,6 +239,18 @@ async fn bad_campaigns_are_refused_by_the_admin_api() {
         assert!(status == 422 || status == 400, "{name}: {status} {b}");
         assert!(b["message"].is_string(), "{name}: {b}");
     }
+    // A value of the wrong type or variant is 422 naming its field.
+    for (field, value) in [
+        ("stock", json!(1e3)),
+        ("kind", json!("lottery")),
+        ("name", json!(5)),
+    ] {
+        let r = post(with(field, value), Some(&admin)).await.unwrap();
+        assert_eq!(r.status(), 422, "{field}");
+        let b: Value = r.json().await.unwrap();
+        let message = b["message"].as_str().unwrap_or_default();
+        assert!(message.contains(&format!("`{field}`")), "{field}: {b}");
+    }
     let r = post(ok.clone(), Some(&admin)).await.unwrap();
     assert_eq!(r.status(), 201);
     let r = post(ok.clone(), Some(&admin)).await.unwrap();

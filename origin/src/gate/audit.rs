@@ -180,9 +180,13 @@ async fn record_at(gate: &mut Gate, key: &str, fields: &[(&str, i64)]) -> redis:
 /// its memory), with the code audit's record of all codes, for reconciliation.
 pub async fn drift(gate: &mut Gate, c: &str) -> redis::RedisResult<DriftView> {
     type Record = std::collections::HashMap<String, String>;
-    let (gate_rec, codes_rec): (Record, Record) = redis::pipe()
-        .hgetall(Keys::of(c).audit_repairs)
-        .hgetall(CODES_KEY)
+    // Two reads, not one pipeline: the keys hash to different Redis Cluster slots.
+    let gate_rec: Record = redis::cmd("HGETALL")
+        .arg(Keys::of(c).audit_repairs)
+        .query_async(gate)
+        .await?;
+    let codes_rec: Record = redis::cmd("HGETALL")
+        .arg(CODES_KEY)
         .query_async(gate)
         .await?;
     let n = |r: &Record, f: &str| r.get(f).and_then(|v| v.parse().ok()).unwrap_or(0);

@@ -101,12 +101,18 @@ impl<T: SegmentBody> FromRequest<AppState> for SegmentWrite<T> {
 }
 
 /// Creates a campaign: 201 with it; 409 when the id exists; 422 a bad id (1..=64 of
-/// `[A-Za-z0-9_-]`), name (1..=200 characters, no control character) or `ends_at` not after
-/// `starts_at`.
+/// `[A-Za-z0-9_-]`), name (1..=200 characters, no control character), a time in none of the
+/// admin API's forms (RFC 3339, or a zone time such as `Sunday 23:59 Europe/Paris`; the error
+/// names the field) or `ends_at` not after `starts_at`.
 pub async fn create_campaign(
     State(state): State<AppState>,
-    ManagerJson { who, body: c }: ManagerJson<NewGiftCampaign>,
+    headers: HeaderMap,
+    body: axum::body::Body,
 ) -> ApiResult<Response> {
+    // The manager's token first, then the body, as every manager write (ManagerJson) does.
+    let who = extract::admin(&headers, &state, Role::Manager)?;
+    let c: NewGiftCampaign =
+        extract::json_body_with_times(&headers, body, &["starts_at", "ends_at"]).await?;
     new_id(&c.id)?;
     flashgate_shared::text::check_free_text("name", &c.name, MAX_GIFT_CAMPAIGN_NAME)
         .map_err(ApiError::validation)?;

@@ -323,16 +323,25 @@ pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> ApiResu
 /// refused. 400 `invalid_json` for syntax, 422 `validation_failed` for a wrong shape.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = T::deserialize(&mut de).and_then(|v| de.end().map(|_| v));
-    value.map_err(|e| {
-        use serde_json::error::Category;
-        match e.classify() {
-            Category::Data => {
-                ApiError::validation(format!("body does not match the expected shape: {e}"))
-            }
-            _ => ApiError::invalid_json(format!("body is not valid JSON: {e}")),
+    let value = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| json_error(e.inner(), Some(e.path())))?;
+    de.end().map_err(|e| json_error(&e, None))?;
+    Ok(value)
+}
+
+/// 400 `invalid_json` for syntax; 422 `validation_failed` for a wrong shape, naming the field
+/// it failed at (a dotted path such as `caps[0].max`; none for the body as a whole).
+fn json_error(e: &serde_json::Error, path: Option<&serde_path_to_error::Path>) -> ApiError {
+    use serde_json::error::Category;
+    if !matches!(e.classify(), Category::Data) {
+        return ApiError::invalid_json(format!("body is not valid JSON: {e}"));
+    }
+    match path.map(ToString::to_string).filter(|p| p != ".") {
+        Some(at) => {
+            ApiError::validation(format!("body does not match the expected shape at `{at}`: {e}"))
         }
-    })
+        None => ApiError::validation(format!("body does not match the expected shape: {e}")),
+    }
 }
 
 /// Content type check, size limit and strict parse, in that order.
@@ -374,8 +383,7 @@ pub async fn json_body_with_times<T: DeserializeOwned>(
     let StrictValue(mut value) = json_body(headers, body).await?;
     crate::admin::time::normalize_times(&mut value, time_fields, chrono::Utc::now())
         .map_err(ApiError::validation)?;
-    serde_json::from_value(value)
-        .map_err(|e| ApiError::validation(format!("body does not match the expected shape: {e}")))
+    serde_path_to_error::deserialize(value).map_err(|e| json_error(e.inner(), Some(e.path())))
 }
 
 /// A JSON value read as the typed bodies are: an object that repeats a key is refused

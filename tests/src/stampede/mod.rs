@@ -491,7 +491,7 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         let share = report.edge_share_after_sell_out;
         report.add_check(
             format!(
-                "edge answered >= {:.0} % of the tries sent after the sell-out",
+                "edge answered >= {:.0} % of the tries sent after the sell-out (winners' taps apart)",
                 args.min_edge_share * 100.0
             ),
             share.is_some_and(|s| s >= args.min_edge_share),

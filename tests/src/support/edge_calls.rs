@@ -214,3 +214,25 @@ pub async fn sell_out_at_origin(o: &TestOrigin, campaign: &str, stock: usize) {
         assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
     }
 }
+
+/// The winners filter of `c` as the origin builds it now, from its customers with a claim in
+/// PostgreSQL (after a sell-out: the gate's holders): after the sell-out the edge forwards the
+/// claims of customers this filter may contain (its winners, and about 1 in 256 others), and
+/// answers the rest `sold_out` itself.
+pub async fn winners_filter_of(
+    o: &TestOrigin,
+    c: &str,
+) -> flashgate_shared::winners_filter::WinnersFilter {
+    let winners: Vec<String> = sqlx::query_scalar(
+        "SELECT customer_id FROM claims WHERE campaign_id = $1 \
+         AND status IN ('held', 'paid', 'issued', 'redeemed')",
+    )
+    .bind(c)
+    .fetch_all(&o.db)
+    .await
+    .expect("winners of the campaign");
+    flashgate_shared::winners_filter::WinnersFilter::build(
+        winners.iter().map(String::as_str),
+        flashgate_shared::winners_filter::MAX_WINNERS,
+    )
+}

@@ -152,10 +152,15 @@ pub struct Report {
     pub sell_out_ms: Option<f64>,
     /// Time of the last answer, ms after the start.
     pub last_answer_ms: Option<f64>,
-    /// Tries first sent after the sell-out moment, and how many of them the edge answered.
+    /// Tries first sent after the sell-out moment by customers who won nothing in this run, and
+    /// how many of them the edge answered (a winner's own later taps go to the origin by design:
+    /// the edge's winners filter forwards them so she gets her claim back; they are counted in
+    /// `winner_tries_after_sell_out`).
     pub tries_after_sell_out: u64,
     pub edge_answered_after_sell_out: u64,
     pub edge_share_after_sell_out: Option<f64>,
+    /// Tries first sent after the sell-out moment by customers who won (forwarded to the origin).
+    pub winner_tries_after_sell_out: u64,
     /// How late the tries were sent against the plan (the machine's limit), ms.
     pub send_lag_p50_ms: f64,
     pub send_lag_p99_ms: f64,
@@ -243,6 +248,7 @@ pub fn compute(info: &RunInfo, plan: &Plan, outcomes: &[TryOutcome]) -> Report {
         tries_after_sell_out: 0,
         edge_answered_after_sell_out: 0,
         edge_share_after_sell_out: None,
+        winner_tries_after_sell_out: 0,
         send_lag_p50_ms: 0.0,
         send_lag_p99_ms: 0.0,
         send_rate_per_s: 0.0,
@@ -330,7 +336,9 @@ pub fn compute(info: &RunInfo, plan: &Plan, outcomes: &[TryOutcome]) -> Report {
     report.sell_out_ms = first_sold_out.map(ms);
     if let Some(cut) = first_sold_out {
         for o in outcomes {
-            if o.sent_us.is_some_and(|s| s > cut) {
+            if o.sent_us.is_some_and(|s| s > cut) && winners.contains(&o.customer) {
+                report.winner_tries_after_sell_out += 1;
+            } else if o.sent_us.is_some_and(|s| s > cut) {
                 report.tries_after_sell_out += 1;
                 if o.answered_by == Answerer::Edge {
                     report.edge_answered_after_sell_out += 1;
@@ -465,9 +473,15 @@ pub(crate) mod tests {
         assert_eq!(r.latency["origin"].responses, 5);
         assert!((r.latency["edge"].p50_ms - 2.0).abs() < 0.01);
         assert!((r.send_lag_p50_ms - 0.5).abs() < 0.01);
+        assert_eq!(r.winner_tries_after_sell_out, 0);
         assert!(r.passed);
         let text = r.render();
         assert!(text.contains("75.00 %"), "{text}");
+        // A winner's tap after the sell-out is forwarded by design: not in the edge's share.
+        outs.push(outcome(2, 14, "already_claimed", Answerer::Origin));
+        let r = compute(&info(), &Plan::default(), &outs);
+        assert_eq!(r.winner_tries_after_sell_out, 1);
+        assert_eq!(r.edge_share_after_sell_out, Some(0.75));
     }
 
     #[test]

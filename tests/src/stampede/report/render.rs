@@ -83,8 +83,12 @@ impl Report {
             .map_or("-".to_string(), |v| format!("{:.2} %", v * 100.0));
         let _ = writeln!(
             s,
-            "after sell-out  {} of {} tries answered by the edge: {}",
-            self.edge_answered_after_sell_out, self.tries_after_sell_out, share
+            "after sell-out  {} of {} tries of customers without a claim answered by the edge: {} \
+             ({} taps of winners forwarded to the origin by design)",
+            self.edge_answered_after_sell_out,
+            self.tries_after_sell_out,
+            share,
+            self.winner_tries_after_sell_out
         );
         let _ = writeln!(
             s,
