@@ -6,7 +6,7 @@
 //! secrets alone, so a token "signed" with an RSA public key as an HMAC secret never verifies
 //! (no algorithm confusion), and `none` has no key at all.
 
-use crate::signature::keyed_mac;
+use crate::signature::{keyed_mac, HmacSha256};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine;
 use hmac::Mac;
@@ -63,7 +63,9 @@ impl Algorithm {
 /// Key material of one verification key.
 #[derive(Clone)]
 enum Material {
-    Hs256(Vec<u8>),
+    /// The HMAC keyed with the secret once (its inner and outer pads already hashed): each
+    /// verification clones it instead of hashing the pads again.
+    Hs256(HmacSha256),
     Rs256(Box<rsa::pkcs1v15::VerifyingKey<sha2::Sha256>>),
     Es256(p256::ecdsa::VerifyingKey),
 }
@@ -90,7 +92,7 @@ impl VerifyKey {
     pub fn hs256(kid: Option<String>, secret: &[u8]) -> Self {
         VerifyKey {
             kid,
-            material: Material::Hs256(secret.to_vec()),
+            material: Material::Hs256(keyed_mac(secret)),
         }
     }
 
@@ -111,8 +113,8 @@ impl VerifyKey {
     /// True when `signature` signs `input` under this key (HMAC compared in constant time).
     pub fn verifies(&self, input: &[u8], signature: &[u8]) -> bool {
         match &self.material {
-            Material::Hs256(secret) => {
-                let mut mac = keyed_mac(secret);
+            Material::Hs256(keyed) => {
+                let mut mac = keyed.clone();
                 mac.update(input);
                 mac.verify_slice(signature).is_ok()
             }

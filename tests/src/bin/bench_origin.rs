@@ -43,6 +43,24 @@ struct Args {
     /// runs again through it, with the origin's pooler settings (`FLASHGATE_DB_POOLER=transaction`).
     #[arg(long, env = "FLASHGATE_BENCH_PGBOUNCER_URL")]
     pgbouncer_url: Option<String>,
+    /// Serve only the constant JSON handler of leg 3 (the baseline) on this address, until
+    /// killed, and run no leg: `scripts/profile-origin` counts its instructions per request
+    /// under callgrind.
+    #[arg(long, value_name = "HOST:PORT")]
+    serve_constant: Option<std::net::SocketAddr>,
+}
+
+/// The baseline of leg 3: an axum router answering `POST /const` with a constant JSON body.
+fn constant_handler() -> axum::Router {
+    axum::Router::new().route(
+        "/const",
+        axum::routing::post(|| async {
+            (
+                [("content-type", "application/json")],
+                r#"{"result":"sold_out"}"#,
+            )
+        }),
+    )
 }
 
 struct Leg {
@@ -280,6 +298,13 @@ async fn through_pooler(o: &TestOrigin, url: &str, args: &Args, direct: &Leg) {
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
+    if let Some(addr) = args.serve_constant {
+        let listener = tokio::net::TcpListener::bind(addr).await.expect("bind");
+        axum::serve(listener, constant_handler())
+            .await
+            .expect("serve");
+        return;
+    }
     let config = test_config();
     ensure_database(&config.database_url).await;
     let o = TestOrigin::start_with(config.clone()).await;
@@ -411,15 +436,7 @@ async fn main() {
         sold_out_off.rate()
     );
     off.stop().await;
-    let app = axum::Router::new().route(
-        "/const",
-        axum::routing::post(|| async {
-            (
-                [("content-type", "application/json")],
-                r#"{"result":"sold_out"}"#,
-            )
-        }),
-    );
+    let app = constant_handler();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
