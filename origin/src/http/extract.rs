@@ -337,9 +337,9 @@ fn json_error(e: &serde_json::Error, path: Option<&serde_path_to_error::Path>) -
         return ApiError::invalid_json(format!("body is not valid JSON: {e}"));
     }
     match path.map(ToString::to_string).filter(|p| p != ".") {
-        Some(at) => {
-            ApiError::validation(format!("body does not match the expected shape at `{at}`: {e}"))
-        }
+        Some(at) => ApiError::validation(format!(
+            "body does not match the expected shape at `{at}`: {e}"
+        )),
         None => ApiError::validation(format!("body does not match the expected shape: {e}")),
     }
 }
