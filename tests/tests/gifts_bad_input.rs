@@ -196,9 +196,7 @@ async fn gift_campaign_times_take_the_admin_forms_and_errors_name_the_field() {
     let id = format!("ZONED_{}", std::process::id());
     let zoned = json!({"id": id, "name": "x", "starts_at": "2026-01-01T00:00:00Z",
                        "ends_at": "Sunday 23:59 Europe/Paris"});
-    let (s, b) = o
-        .admin(Method::POST, campaigns, mgr.as_deref(), Some(zoned))
-        .await;
+    let (s, b) = o.admin(Method::POST, campaigns, mgr, Some(zoned)).await;
     assert_eq!(s, 201, "{b}");
     // Sunday 23:59 in Paris is Sunday 22:59 UTC in winter, 21:59 in summer, within a week.
     use chrono::{Datelike, Timelike};
@@ -216,9 +214,7 @@ async fn gift_campaign_times_take_the_admin_forms_and_errors_name_the_field() {
 
     let bad = json!({"id": "NOT_A_TIME", "name": "x", "starts_at": "2026-01-01T00:00:00Z",
                      "ends_at": "next week sometime"});
-    let (s, b) = o
-        .admin(Method::POST, campaigns, mgr.as_deref(), Some(bad))
-        .await;
+    let (s, b) = o.admin(Method::POST, campaigns, mgr, Some(bad)).await;
     assert_eq!(s, 422, "{b}");
     let message = b["message"].as_str().unwrap();
     assert!(
@@ -229,7 +225,7 @@ async fn gift_campaign_times_take_the_admin_forms_and_errors_name_the_field() {
     let wrong_type = json!({"id": "WRONG_TYPE", "name": 5, "starts_at": "2026-01-01T00:00:00Z",
                             "ends_at": "2027-01-01T00:00:00Z"});
     let (s, b) = o
-        .admin(Method::POST, campaigns, mgr.as_deref(), Some(wrong_type))
+        .admin(Method::POST, campaigns, mgr, Some(wrong_type))
         .await;
     assert_eq!(s, 422, "{b}");
     assert!(b["message"].as_str().unwrap().contains("`name`"), "{b}");
