@@ -118,13 +118,21 @@ async fn second_sweeper(o: &TestOrigin, c: &str, ms: u64, batch: i64) -> usize {
     expired
 }
 
-/// Waits until no claim of `c` is held (the sweeper expired the unpaid ones), at most `secs`.
+/// Waits until no claim of `c` is held (the sweeper expired the unpaid ones) and the gate has
+/// the units back (the sweeper commits the expiry first, then gives the units back through the
+/// gate's bounded step), at most `secs`.
 async fn wait_no_holds(o: &TestOrigin, c: &str, secs: u64) {
-    let what = format!("the holds of {c} to expire");
+    let what = format!("the holds of {c} to expire and their units to reach the gate");
     eventually(&what, Duration::from_secs(secs), || async {
         match o.claim_rows(c, &["held"]).await {
-            0 => Ok(()),
-            n => Err(format!("{n} claims still held")),
+            0 => {}
+            n => return Err(format!("{n} claims still held")),
+        }
+        let (pg, gate) = (o.remaining(c).await, gate_remaining(o, c).await);
+        if gate == Some(pg) {
+            Ok(())
+        } else {
+            Err(format!("PostgreSQL remaining {pg}, gate {gate:?}"))
         }
     })
     .await
