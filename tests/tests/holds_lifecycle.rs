@@ -254,8 +254,10 @@ async fn releases_racing_the_sweeper_return_each_unit_once() {
 async fn pay_at_the_last_instant_racing_the_sweeper_200_rounds() {
     let rounds = 200;
     let (o, c) = origin_with_sale(rounds, 1).await;
+    // Every unit was taken (`winners` asserts 200 answers 201). `remaining` is not read here:
+    // on a loaded machine the first 1 s holds may already have expired and given their units
+    // back while the last claims were sent; the accounting below counts them.
     let claims = o.winners(&c, rounds as usize).await;
-    assert_eq!(o.remaining(&c).await, 0);
 
     // Each pay is sent between 300 ms before and 100 ms after its own held_until, while this
     // origin's sweeper (every 200 ms) and a second sweeper (here, every few ms) expire due holds.
