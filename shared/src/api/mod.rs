@@ -33,6 +33,7 @@ macro_rules! stored_enum {
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
         #[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(type_name = "text"))]
         pub enum $name {
             $(
