@@ -104,11 +104,7 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(health::metrics))
         .routes(routes!(openapi::serve));
     let (routes, collected) = public.merge(private).merge(operations).split_for_parts();
-    let served = openapi::Served(
-        serde_json::to_string(&openapi::document(collected))
-            .expect("the OpenAPI document serialises")
-            .into(),
-    );
+    let served = openapi::Served(openapi::document(collected).to_string().into());
     let mut app = Router::new();
     if state.config.debug_panic_route {
         app = app.route("/debug/panic", get(debug_panic));

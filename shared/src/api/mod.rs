@@ -33,7 +33,6 @@ macro_rules! stored_enum {
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
         #[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(type_name = "text"))]
         pub enum $name {
             $(
@@ -60,6 +59,21 @@ macro_rules! stored_enum {
                 }
             }
         }
+
+        // The OpenAPI schema by hand, from the same names: utoipa's derive does not see the
+        // `serde(rename)` a macro passes it.
+        #[cfg(feature = "openapi")]
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$($text),+]))
+                    .into()
+            }
+        }
+
+        #[cfg(feature = "openapi")]
+        impl utoipa::ToSchema for $name {}
     };
 }
 

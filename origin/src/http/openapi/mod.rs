@@ -10,6 +10,8 @@
 //! (408 `request_timeout`, 503 `unavailable` + `Retry-After`, 401 / 403 for a token), and the
 //! `Flashgate-Answered-By` and `x-request-id` headers of every answer.
 
+pub mod edge_only;
+mod links;
 pub mod params;
 
 use axum::http::header;
@@ -58,15 +60,21 @@ pub const ADMIN: &str = "admin_token";
         (name = "edge", description = "What the edge fetches from the origin (docs/EDGE.md); never served through the edge."),
         (name = "operations", description = "Health, readiness, metrics, the dashboard and this document."),
     ),
+    paths(edge_only::queue_poll),
     components(schemas(flashgate_shared::api::ErrorBody))
 )]
 struct Base;
 
-/// The document: [`Base`] with the `paths` collected from the router's annotated handlers,
-/// then [`finish`]ed.
-pub fn document(collected: OpenApi) -> OpenApi {
+/// The document as JSON: [`Base`] with the `paths` collected from the router's annotated
+/// handlers, then [`finish`]ed, with the [`links`] between operations.
+pub fn document(collected: OpenApi) -> serde_json::Value {
     let mut doc = Base::openapi().merge_from(collected);
     finish(&mut doc);
+    let mut doc = serde_json::to_value(doc).expect("the OpenAPI document serialises");
+    links::add(&mut doc);
+    for (method, path) in edge_only::EDGE_ONLY {
+        doc["paths"][path][method]["x-flashgate-answered-by"] = "edge".into();
+    }
     doc
 }
 
@@ -170,6 +178,28 @@ fn finish_operation(op: &mut Operation) {
         ("408", "request_timeout: the body or the whole request took longer than the origin's bound."),
         ("503", "unavailable: a dependency (PostgreSQL, Redis) is down or too slow; retry after `Retry-After` seconds. Also the answer of a handler that failed unexpectedly."),
     ];
+    let keyed = op
+        .parameters
+        .iter()
+        .flatten()
+        .any(|p| p.name == "Idempotency-Key");
+    if keyed || op.request_body.is_some() {
+        shared.push(("400", "invalid_json (not JSON, duplicate keys, the wrong shape), invalid_idempotency_key (not 1..=255 visible ASCII characters), invalid_request."));
+    }
+    if op.request_body.is_some() {
+        shared.push((
+            "413",
+            "payload_too_large: a body past the operation's bound.",
+        ));
+        shared.push((
+            "415",
+            "unsupported_media_type: the body is not `application/json`.",
+        ));
+        shared.push((
+            "422",
+            "validation_failed: well-formed JSON that breaks a rule (the message names the field).",
+        ));
+    }
     if !schemes.is_empty() {
         shared.push((
             "401",
