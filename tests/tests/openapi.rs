@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use flashgate_origin::gate::Keys;
 use flashgate_tests::support::{edge_with, get, unique, EdgeSettings, TestOrigin};
+use futures::future::join_all;
 use serde_json::Value;
 
 const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
@@ -247,6 +248,8 @@ async fn winners_filter_of_a_campaign_whose_gate_is_not_loaded_is_served() {
 async fn the_edge_passes_the_document_through() {
     let o = TestOrigin::start().await;
     let direct = get(&o.http, &format!("{}/openapi.json", o.url)).await.body;
+    // Before the edge starts, so that its campaign index lists it.
+    let c = o.campaign("sale", 3).await;
     let e = edge_with(&o.url, EdgeSettings::default());
     let r = get(&o.http, &format!("{}/openapi.json", e.url)).await;
     assert_eq!((r.status, r.by.as_str()), (200, "origin"));
@@ -260,6 +263,39 @@ async fn the_edge_passes_the_document_through() {
     assert_eq!(res.status(), 405);
     assert_eq!(res.headers()["allow"], "GET, HEAD");
     assert_eq!(res.headers()["flashgate-answered-by"], "edge");
+
+    // schemathesis through the edge: a join past the edge's limit (2 per customer per second)
+    // is 429 `rate_limited` + `Retry-After`, which the join's operation did not list.
+    let token = o.token(&unique("joiner"));
+    let url = format!("{}/api/v1/campaigns/{c}/queue", e.url);
+    let joins = join_all((0..6).map(|_| o.http.post(&url).bearer_auth(&token).send())).await;
+    let mut limited = 0;
+    for res in joins {
+        let res = res.unwrap();
+        if res.status() != 429 {
+            continue;
+        }
+        limited += 1;
+        assert_eq!(res.headers()["flashgate-answered-by"], "edge");
+        assert!(res.headers().get("retry-after").is_some());
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["result"], "rate_limited");
+        assert!(body["message"].is_string(), "{body}");
+    }
+    assert!(
+        limited > 0,
+        "6 joins at once, 2 allowed per second: some are 429"
+    );
+    let doc = document(&o).await;
+    let join = &doc["paths"]["/api/v1/campaigns/{id}/queue"]["post"]["responses"]["429"];
+    assert_eq!(
+        join["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/ErrorBody"
+    );
+    assert!(join["headers"].get("Retry-After").is_some());
+    // The claim's 429 is either the waiting room's `queued` or the edge's `rate_limited`.
+    let claim429 = &doc["components"]["schemas"]["Claim429"]["oneOf"];
+    assert_eq!(claim429.as_array().map(Vec::len), Some(2), "{claim429}");
     drop(e);
     o.stop().await;
 }

@@ -9,7 +9,7 @@ use flashgate_shared::api::{
 
 use super::extract::{self, Path};
 use super::openapi::params::{Admission, IdempotencyKey};
-use super::openapi::Queued;
+use super::openapi::Claim429;
 use crate::claims::{service, store};
 use crate::error::{ApiError, ApiResult};
 use crate::reply::{Outcome, Reply};
@@ -64,8 +64,9 @@ use crate::state::AppState;
         (status = 422, description = "idempotency_key_reused: this key was sent with another \
             body or campaign.", body = ErrorBody),
         (status = 429, description = "With a waiting room: `{\"result\":\"queued\"}` without an \
-            admission token, or past the admit rate; claim again after `Retry-After`.",
-            body = Queued, headers(("Retry-After" = u32))),
+            admission token, or past the admit rate; claim again after `Retry-After`. At the \
+            edge, `rate_limited` past 5 claims per second per customer.",
+            body = Claim429, headers(("Retry-After" = u32))),
     ),
 )]
 pub async fn create(

@@ -46,6 +46,9 @@ fn no_waiting_room(id: &str) -> Response {
         (status = 409, description = "no_waiting_room: the campaign has none; conflict: the \
             prequeue has not opened yet.", body = ErrorBody),
         (status = 413, description = "payload_too_large: a body past 4 KiB.", body = ErrorBody),
+        (status = 429, description = "rate_limited, at the edge: too many joins from this \
+            customer or address; retry after `Retry-After`.", body = ErrorBody,
+            headers(("Retry-After" = u32))),
     ),
 )]
 pub async fn join(

@@ -107,6 +107,17 @@ pub enum Queued {
     Queued,
 }
 
+/// A 429 of a claim: `{"result":"queued"}` (a waiting room: no admission token yet, or past the
+/// admit rate) or, at the edge, `rate_limited` (more than 5 claims per second per customer).
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum Claim429 {
+    /// `{"result":"queued"}`.
+    Queued(Queued),
+    /// `{"result":"rate_limited","message":…}`.
+    Limited(flashgate_shared::api::ErrorBody),
+}
+
 /// A 422 of a promo code call: a business result (`not_applicable` with its `reason`) or a
 /// request error (`validation_failed`, `idempotency_key_reused`).
 #[derive(serde::Serialize, utoipa::ToSchema)]
