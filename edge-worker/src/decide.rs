@@ -45,8 +45,9 @@ pub enum Route<'a> {
         /// The campaign id, percent-decoded (a valid slug).
         id: Cow<'a, str>,
     },
-    /// Any other documented `/api/v1/...` path and method ([`API_ROUTES`]): passed to the
-    /// origin unchanged.
+    /// Any other documented `/api/v1/...` path and method ([`API_ROUTES`]), and `GET` / `HEAD`
+    /// of the OpenAPI document ([`flashgate_shared::OPENAPI_PATH`]): passed to the origin
+    /// unchanged.
     PassThrough,
     /// A documented `/api/v1/...` path with a method it does not take: 405
     /// `method_not_allowed` with `Allow` at the edge ([`method_not_allowed`]).
@@ -60,8 +61,8 @@ pub enum Route<'a> {
         /// The id as sent.
         id: &'a str,
     },
-    /// Outside `/api/v1/`: the origin's 404 `no such route` at the edge (admin, metrics and
-    /// health endpoints are not served through the edge).
+    /// Outside `/api/v1/` (but the OpenAPI document): the origin's 404 `no such route` at the
+    /// edge (admin, metrics and health endpoints are not served through the edge).
     NoSuchRoute,
 }
 
@@ -110,8 +111,19 @@ pub fn method_not_allowed() -> Answer {
     )
 }
 
+/// The `Allow` of the OpenAPI document's path.
+pub const OPENAPI_ALLOW: &str = "GET, HEAD";
+
 /// Routes a request by method and URL path (the path as sent, without the query string).
 pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
+    if path == flashgate_shared::OPENAPI_PATH {
+        return match method {
+            "GET" | "HEAD" => Route::PassThrough,
+            _ => Route::WrongMethod {
+                allow: OPENAPI_ALLOW,
+            },
+        };
+    }
     let Some(rest) = path.strip_prefix("/api/v1/") else {
         return Route::NoSuchRoute;
     };

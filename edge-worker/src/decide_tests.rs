@@ -155,6 +155,18 @@ fn routes() {
     assert_eq!(route("GET", ""), Route::NoSuchRoute);
 }
 
+#[test]
+fn the_openapi_document_is_passed_through_for_get_and_head_only() {
+    assert_eq!(route("GET", "/openapi.json"), Route::PassThrough);
+    assert_eq!(route("HEAD", "/openapi.json"), Route::PassThrough);
+    assert_eq!(
+        route("POST", "/openapi.json"),
+        Route::WrongMethod { allow: "GET, HEAD" }
+    );
+    assert_eq!(route("GET", "/openapi.json/x"), Route::NoSuchRoute);
+    assert_eq!(route("GET", "/openapi.yaml"), Route::NoSuchRoute);
+}
+
 fn input<'a>(auth: Option<&'a str>, key: Option<&'a [u8]>, body: &'a [u8]) -> ClaimInput<'a> {
     ClaimInput {
         authorization: auth,

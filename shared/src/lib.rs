@@ -41,6 +41,9 @@ pub mod winners_filter;
 
 /// Header every response carries to say which half answered: `edge` or `origin`.
 pub const ANSWERED_BY_HEADER: &str = "flashgate-answered-by";
+
+/// Where the origin serves its OpenAPI 3.1 document; the edge passes this path through.
+pub const OPENAPI_PATH: &str = "/openapi.json";
 /// Header that carries the edge signature on forwarded requests (see [`signature`]).
 pub const EDGE_SIGNATURE_HEADER: &str = "flashgate-edge-signature";
 /// `Cache-Control` of every answer that depends on who asks (anything authenticated by a

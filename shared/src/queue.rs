@@ -33,6 +33,7 @@ pub const DEFAULT_ADMISSION_TTL_SECONDS: u32 = 120;
 
 /// Order of the customers who join after the start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Queueing {
     /// Arrival order.
@@ -46,6 +47,7 @@ pub enum Queueing {
 /// `{"admit_per_second": 200, "queueing": "fifo", "prequeue_seconds": 600,
 /// "admission_ttl_seconds": 120}`. Unknown fields are refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WaitingRoom {
     /// Customers admitted per second, [`ADMIT_PER_SECOND`].
@@ -99,6 +101,7 @@ impl WaitingRoom {
 
 /// Where a customer stands in the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum QueueState {
     /// In line (also before the start).
@@ -115,6 +118,7 @@ pub enum QueueState {
 
 /// The honest outlook of a waiting customer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Outlook {
     /// A unit may well be left at this position.
@@ -125,6 +129,7 @@ pub enum Outlook {
 
 /// Join reply (`POST /api/v1/campaigns/{id}/queue`, 201 the first time, 200 after that).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JoinReply {
     /// The signed ticket, opaque to clients (see [`crate::admission`]).
     pub ticket: String,
@@ -139,6 +144,7 @@ pub struct JoinReply {
 /// Status reply (`GET /api/v1/campaigns/{id}/queue` with [`TICKET_HEADER`]), answered by
 /// the edge.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StatusReply {
     /// `sequence - now_serving`, 0 once admitted.
     pub position: u64,
@@ -161,6 +167,7 @@ pub struct StatusReply {
 /// under the key `queue`; absent when the campaign has no waiting room. The status's own
 /// `state` and `remaining` complete them (stock awareness).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct QueueStatus {
     /// Highest sequence number admitted so far (0 = nobody yet).
     pub now_serving: u64,
@@ -262,6 +269,7 @@ impl QueueStatus {
 
 /// The waiting room as `GET /admin/v1/campaigns[/{id}]` shows it (key `queue`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct QueueView {
     /// Customers who joined and are not admitted yet.
     pub length: u64,
@@ -280,6 +288,7 @@ pub struct QueueView {
 /// The part of a campaign status body the waiting room reads: `{"queue": {...}}` (other
 /// fields ignored). Parse it from the same bytes as the campaign status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StatusQueueFields {
     /// `None`: no waiting room; the campaign behaves as without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

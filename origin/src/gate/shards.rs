@@ -115,10 +115,17 @@ pub async fn holders(redis: &mut Gate, c: &str, max: usize) -> redis::RedisResul
     };
     let mut total = 0usize;
     for s in 0..n {
-        let len: usize = redis::cmd("HLEN")
-            .arg(Keys::shard(c, s).holders)
+        let k = Keys::shard(c, s);
+        // The shard count may come from this origin's memory: a shard Redis lost is seen by its
+        // `loaded` key, not by an empty holders hash (which would list nobody).
+        let (loaded, len): (bool, usize) = redis::pipe()
+            .exists(&k.loaded)
+            .hlen(&k.holders)
             .query_async(redis)
             .await?;
+        if !loaded {
+            return Ok(Holders::NotLoaded);
+        }
         total += len;
     }
     if total > max {

@@ -18,9 +18,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use flashgate_shared::api::gifts::{
-    check_caps, is_valid_gift_id, is_valid_msisdn, CapsChange, DeliveryStatus, FulfilmentList,
-    Members, NewGiftCampaign, NewSegment, MAX_GIFT_AMOUNT, MAX_GIFT_CAMPAIGN_NAME,
-    MAX_MEMBERS_BODY_BYTES, MAX_MEMBERS_PER_CALL,
+    check_caps, is_valid_gift_id, is_valid_msisdn, CapsChange, DeliveryStatus, Fulfilment,
+    FulfilmentList, GiftCampaign, Members, MembersAdded, NewGiftCampaign, NewSegment, Segment,
+    MAX_GIFT_AMOUNT, MAX_GIFT_CAMPAIGN_NAME, MAX_MEMBERS_BODY_BYTES, MAX_MEMBERS_PER_CALL,
 };
 
 use super::deliveries::{self, Retried};
@@ -28,7 +28,9 @@ use super::http::{campaign_id, fulfilment_id, unknown_campaign};
 use super::store::{self, MembersResult, SegmentCreated};
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{self, Admin, ManagerJson, Path, Role};
+use crate::http::openapi::params::AdminIdempotencyKey;
 use crate::state::AppState;
+use flashgate_shared::api::ErrorBody;
 
 fn unknown_segment(s: &str) -> ApiError {
     ApiError::NotFound(format!(
@@ -104,6 +106,25 @@ impl<T: SegmentBody> FromRequest<AppState> for SegmentWrite<T> {
 /// `[A-Za-z0-9_-]`), name (1..=200 characters, no control character), a time in none of the
 /// admin API's forms (RFC 3339, or a zone time such as `Sunday 23:59 Europe/Paris`; the error
 /// names the field) or `ends_at` not after `starts_at`.
+#[utoipa::path(
+    post,
+    path = "/admin/v1/gift-campaigns",
+    tag = "gifts",
+    security(("admin_token" = [])),
+    params(AdminIdempotencyKey),
+    request_body(content = NewGiftCampaign, example = json!({"id": "spring", "name": "Spring gifts",
+        "starts_at": "2026-03-01T00:00:00Z", "ends_at": "2026-06-01T00:00:00Z"})),
+    responses(
+        (status = 201, description = "The gift campaign, created (audited).", body = GiftCampaign),
+        (status = 400, description = "invalid_json.", body = ErrorBody),
+        (status = 409, description = "conflict: the id exists; in_progress (+ `Retry-After`).",
+            body = ErrorBody, headers(("Retry-After" = u32))),
+        (status = 413, description = "payload_too_large.", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        (status = 422, description = "validation_failed: id, name, a time, `ends_at` not after \
+            `starts_at`; idempotency_key_reused.", body = ErrorBody),
+    ),
+)]
 pub async fn create_campaign(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -126,6 +147,17 @@ pub async fn create_campaign(
 }
 
 /// The campaign with its segments (viewer); 404 unknown.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/gift-campaigns/{id}",
+    tag = "gifts",
+    security(("admin_token" = [])),
+    params(("id" = String, Path, description = "Gift campaign id (1..=64 of `[A-Za-z0-9_-]`).")),
+    responses(
+        (status = 200, description = "The gift campaign with its segments.", body = GiftCampaign),
+        (status = 404, description = "not_found: no such gift campaign.", body = ErrorBody),
+    ),
+)]
 pub async fn show_campaign(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -142,6 +174,26 @@ pub async fn show_campaign(
 /// Creates a segment with its gift and caps: 201 with it; 404 unknown campaign; 409 the
 /// segment exists; 422 a bad id, amount (1..=10^12 minor units), currency (three uppercase
 /// letters) or caps ([`check_caps`]).
+#[utoipa::path(
+    post,
+    path = "/admin/v1/gift-campaigns/{id}/segments",
+    tag = "gifts",
+    security(("admin_token" = [])),
+    params(("id" = String, Path, description = "Gift campaign id."), AdminIdempotencyKey),
+    request_body(content = NewSegment, example = json!({"id": "gold", "gift": {"amount": 500,
+        "currency": "EUR"}, "caps": [{"max": 1, "per_days": 30}]})),
+    responses(
+        (status = 201, description = "The segment, created (audited).", body = Segment),
+        (status = 400, description = "invalid_json.", body = ErrorBody),
+        (status = 404, description = "not_found: no such gift campaign.", body = ErrorBody),
+        (status = 409, description = "conflict: the segment exists; in_progress (+ `Retry-After`).",
+            body = ErrorBody, headers(("Retry-After" = u32))),
+        (status = 413, description = "payload_too_large.", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        (status = 422, description = "validation_failed: id, amount, currency or caps; \
+            idempotency_key_reused.", body = ErrorBody),
+    ),
+)]
 pub async fn create_segment(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -172,6 +224,29 @@ pub async fn create_segment(
 
 /// Replaces a segment's caps: 200 with the segment; the next fulfilment applies them. 404
 /// unknown campaign or segment; 422 bad caps.
+#[utoipa::path(
+    patch,
+    path = "/admin/v1/gift-campaigns/{id}/segments/{segment}",
+    tag = "gifts",
+    security(("admin_token" = [])),
+    params(
+        ("id" = String, Path, description = "Gift campaign id."),
+        ("segment" = String, Path, description = "Segment id."),
+        AdminIdempotencyKey,
+    ),
+    request_body(content = CapsChange, example = json!({"caps": [{"max": 2, "per_days": 30}]})),
+    responses(
+        (status = 200, description = "The segment with its new caps (audited).", body = Segment),
+        (status = 400, description = "invalid_json.", body = ErrorBody),
+        (status = 404, description = "not_found: no such campaign or segment.", body = ErrorBody),
+        (status = 409, description = "in_progress (+ `Retry-After`).", body = ErrorBody,
+            headers(("Retry-After" = u32))),
+        (status = 413, description = "payload_too_large.", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        (status = 422, description = "validation_failed: bad caps; idempotency_key_reused.",
+            body = ErrorBody),
+    ),
+)]
 pub async fn set_caps(
     State(state): State<AppState>,
     SegmentWrite {
@@ -192,6 +267,29 @@ pub async fn set_caps(
 /// past it), each E.164 digits without `+`, 8 to 15 (422 names the first bad one's index);
 /// 404 unknown segment; 409 when some are in another segment of the campaign (nothing
 /// written).
+#[utoipa::path(
+    put,
+    path = "/admin/v1/gift-campaigns/{id}/segments/{segment}/members",
+    tag = "gifts",
+    security(("admin_token" = [])),
+    params(
+        ("id" = String, Path, description = "Gift campaign id."),
+        ("segment" = String, Path, description = "Segment id."),
+    ),
+    request_body(content = Members, example = json!({"msisdns": ["33612345678"]})),
+    responses(
+        (status = 200, description = "How many were added, how many were members already.",
+            body = MembersAdded),
+        (status = 400, description = "invalid_json.", body = ErrorBody),
+        (status = 404, description = "not_found: no such campaign or segment.", body = ErrorBody),
+        (status = 409, description = "conflict: some are in another segment of the campaign \
+            (nothing written).", body = ErrorBody),
+        (status = 413, description = "payload_too_large.", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        (status = 422, description = "validation_failed: more than 100,000, or a bad MSISDN \
+            (its index named).", body = ErrorBody),
+    ),
+)]
 pub async fn add_members(
     State(state): State<AppState>,
     SegmentWrite {
@@ -221,14 +319,29 @@ pub async fn add_members(
 }
 
 /// The query of the fulfilment list.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
+    /// Only the fulfilments of this delivery status.
     pub status: Option<DeliveryStatus>,
 }
 
 /// The newest fulfilments of a campaign (viewer), of one delivery status with `?status=`;
 /// 404 unknown campaign; 422 an unknown status.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/gift-campaigns/{id}/fulfilments",
+    tag = "gifts",
+    security(("admin_token" = [])),
+    params(("id" = String, Path, description = "Gift campaign id."), ListQuery),
+    responses(
+        (status = 200, description = "The newest fulfilments, of one delivery status with \
+            `?status=`.", body = FulfilmentList),
+        (status = 404, description = "not_found: no such gift campaign.", body = ErrorBody),
+        (status = 422, description = "validation_failed: an unknown status.", body = ErrorBody),
+    ),
+)]
 pub async fn list_fulfilments(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -248,6 +361,20 @@ pub async fn list_fulfilments(
 
 /// Puts a failed delivery back in the outbox (manager): 200 with the fulfilment (`pending`);
 /// 404 unknown; 409 when it is not `failed`.
+#[utoipa::path(
+    post,
+    path = "/admin/v1/fulfilments/{id}/retry",
+    tag = "gifts",
+    security(("admin_token" = [])),
+    params(("id" = String, Path, description = "Fulfilment id (a UUID)."), AdminIdempotencyKey),
+    responses(
+        (status = 200, description = "The fulfilment, `pending` again (audited).", body = Fulfilment),
+        (status = 404, description = "not_found: no such fulfilment.", body = ErrorBody),
+        (status = 409, description = "conflict: the delivery is not `failed`; in_progress \
+            (+ `Retry-After`).", body = ErrorBody, headers(("Retry-After" = u32))),
+        (status = 422, description = "idempotency_key_reused.", body = ErrorBody),
+    ),
+)]
 pub async fn retry(
     State(state): State<AppState>,
     Path(raw): Path<String>,

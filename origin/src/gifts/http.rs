@@ -12,62 +12,45 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use flashgate_shared::api::codes;
 use flashgate_shared::api::gifts::{
-    is_valid_gift_id, is_valid_msisdn, Eligibility, FulfilmentRequest, Refusal,
+    is_valid_gift_id, is_valid_msisdn, Eligibility, Fulfilment, FulfilmentReply, FulfilmentRequest,
+    Refusal,
 };
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
 
 use super::fulfil::{self, Fulfil};
 use super::verdict::{self, Verdict};
 use super::{admin_http, deliveries};
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{self, Path};
+use crate::http::openapi::params::IdempotencyKey;
 use crate::state::AppState;
+use flashgate_shared::api::ErrorBody;
 
 /// The gift routes, merged into the router's private (token-bearing) routes.
-pub fn routes(state: &AppState) -> Router<AppState> {
+pub fn routes(state: &AppState) -> OpenApiRouter<AppState> {
     let once = || {
         middleware::from_fn_with_state(
             state.clone(),
             crate::http::admin::idempotency::replay_writes,
         )
     };
-    Router::new()
-        .route("/api/v1/gift-campaigns/{id}/eligibility", get(eligibility))
-        .route("/api/v1/gift-campaigns/{id}/fulfilments", post(fulfil))
-        .route("/api/v1/fulfilments/{id}", get(show))
-        .route(
-            "/admin/v1/gift-campaigns",
-            post(admin_http::create_campaign).layer(once()),
-        )
-        .route(
-            "/admin/v1/gift-campaigns/{id}",
-            get(admin_http::show_campaign),
-        )
-        .route(
-            "/admin/v1/gift-campaigns/{id}/segments",
-            post(admin_http::create_segment).layer(once()),
-        )
-        .route(
-            "/admin/v1/gift-campaigns/{id}/segments/{segment}",
-            axum::routing::patch(admin_http::set_caps).layer(once()),
-        )
+    OpenApiRouter::new()
+        .routes(routes!(eligibility))
+        .routes(routes!(fulfil))
+        .routes(routes!(show))
+        .routes(routes!(admin_http::create_campaign).layer(once()))
+        .routes(routes!(admin_http::show_campaign))
+        .routes(routes!(admin_http::create_segment).layer(once()))
+        .routes(routes!(admin_http::set_caps).layer(once()))
         // No admin Idempotency-Key layer: PUT is idempotent by itself, and its body is larger
         // than the layer reads.
-        .route(
-            "/admin/v1/gift-campaigns/{id}/segments/{segment}/members",
-            axum::routing::put(admin_http::add_members),
-        )
-        .route(
-            "/admin/v1/gift-campaigns/{id}/fulfilments",
-            get(admin_http::list_fulfilments),
-        )
-        .route(
-            "/admin/v1/fulfilments/{id}/retry",
-            post(admin_http::retry).layer(once()),
-        )
+        .routes(routes!(admin_http::add_members))
+        .routes(routes!(admin_http::list_fulfilments))
+        .routes(routes!(admin_http::retry).layer(once()))
 }
 
 /// 404 for a campaign id that cannot exist (checked before any query).
@@ -100,13 +83,28 @@ pub fn msisdn(m: &str) -> ApiResult<()> {
 }
 
 /// The query of the eligibility preview.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EligibilityQuery {
+    /// The subscriber: E.164 digits without `+`, 8 to 15.
     pub msisdn: String,
 }
 
 /// The preview: 200 [`Eligibility`]; it changes nothing. Service token (401/403); 404 unknown
 /// campaign; 422 a missing or malformed `msisdn`.
+#[utoipa::path(
+    get,
+    path = "/api/v1/gift-campaigns/{id}/eligibility",
+    tag = "gifts",
+    security(("service_token" = [])),
+    params(("id" = String, Path, description = "Gift campaign id."), EligibilityQuery),
+    responses(
+        (status = 200, description = "The preview; changes nothing.", body = Eligibility),
+        (status = 404, description = "not_found: no such gift campaign.", body = ErrorBody),
+        (status = 422, description = "validation_failed: a missing or malformed `msisdn`.",
+            body = ErrorBody),
+    ),
+)]
 pub async fn eligibility(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -149,6 +147,26 @@ pub async fn eligibility(
 /// MSISDN (422). Answers: 201 granted; 409 `cap_reached` / `not_in_segment` /
 /// `campaign_not_active`; the same key again → the first 201 byte for byte; the key used for
 /// another MSISDN → 422 `idempotency_key_reused`; 404 unknown campaign.
+#[utoipa::path(
+    post,
+    path = "/api/v1/gift-campaigns/{id}/fulfilments",
+    tag = "gifts",
+    security(("service_token" = [])),
+    params(("id" = String, Path, description = "Gift campaign id."), IdempotencyKey),
+    request_body(content = FulfilmentRequest, example = json!({"msisdn": "33612345678"})),
+    responses(
+        (status = 201, description = "granted (the same key again: the first 201 byte for byte).",
+            body = FulfilmentReply),
+        (status = 409, description = "cap_reached (with `next_eligible_at`), not_in_segment, \
+            campaign_not_active.", body = FulfilmentReply),
+        (status = 400, description = "invalid_json, invalid_idempotency_key.", body = ErrorBody),
+        (status = 404, description = "not_found: no such gift campaign.", body = ErrorBody),
+        (status = 413, description = "payload_too_large.", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        (status = 422, description = "validation_failed (a malformed MSISDN: E.164 digits \
+            without `+`, 8–15), idempotency_key_reused.", body = ErrorBody),
+    ),
+)]
 pub async fn fulfil(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -182,6 +200,17 @@ pub fn fulfilment_id(raw: &str) -> ApiResult<uuid::Uuid> {
 
 /// 200 [`flashgate_shared::api::gifts::Fulfilment`] with its delivery status; 404 unknown.
 /// Service token (401/403).
+#[utoipa::path(
+    get,
+    path = "/api/v1/fulfilments/{id}",
+    tag = "gifts",
+    security(("service_token" = [])),
+    params(("id" = String, Path, description = "Fulfilment id (a UUID).")),
+    responses(
+        (status = 200, description = "The fulfilment with its delivery status.", body = Fulfilment),
+        (status = 404, description = "not_found: no such fulfilment.", body = ErrorBody),
+    ),
+)]
 pub async fn show(
     State(state): State<AppState>,
     Path(raw): Path<String>,

@@ -22,9 +22,10 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 pub use flashgate_shared::api::admin::{AuditList, CampaignList, ChangeReply};
-use flashgate_shared::api::is_valid_slug;
+use flashgate_shared::api::{is_valid_slug, CampaignSeries, CampaignView, ErrorBody};
 
 use super::extract::{self, Admin, Role};
+use super::openapi::params::AdminIdempotencyKey;
 use crate::admin::audit;
 use crate::admin::toggles::{self, Applied, Change, ChangeRequest, GateFollow};
 use crate::admin::{series, views};
@@ -44,6 +45,14 @@ fn authorize(headers: &HeaderMap, state: &AppState, needed: Role, id: &str) -> A
 }
 
 /// 200 with the newest campaigns and their live counts.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/campaigns",
+    tag = "admin",
+    security(("admin_token" = [])),
+    responses((status = 200, description = "The newest campaigns (at most 500) with live counts.",
+        body = CampaignList)),
+)]
 pub async fn list(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
     extract::admin(&headers, &state, Role::Viewer)?;
     let mut campaigns = views::list(&state.db).await?;
@@ -52,6 +61,17 @@ pub async fn list(State(state): State<AppState>, headers: HeaderMap) -> ApiResul
 }
 
 /// 200 with one campaign and its live counts; 404 when unknown.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/campaigns/{id}",
+    tag = "admin",
+    security(("admin_token" = [])),
+    params(("id" = String, Path, description = "Campaign id.")),
+    responses(
+        (status = 200, description = "The campaign with live counts.", body = CampaignView),
+        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+    ),
+)]
 pub async fn show(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -66,6 +86,17 @@ pub async fn show(
 }
 
 /// 200 with the campaign's audit trail; 404 when the campaign is unknown.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/campaigns/{id}/audit",
+    tag = "admin",
+    security(("admin_token" = [])),
+    params(("id" = String, Path, description = "Campaign id.")),
+    responses(
+        (status = 200, description = "The audit trail, newest first.", body = AuditList),
+        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+    ),
+)]
 pub async fn audit_trail(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -87,17 +118,33 @@ pub async fn audit_trail(
 }
 
 /// The query of [`series_of`]: `?seconds=N`.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct SeriesQuery {
     /// Seconds back from now (1 to [`series::MAX_SECONDS`]; default
     /// [`series::DEFAULT_SECONDS`]).
+    #[param(minimum = 1, maximum = 600)]
     pub seconds: Option<i64>,
 }
 
 /// 200 with the campaign's per-second series ([`series::CampaignSeries`]); 404 when the
 /// campaign is unknown; 422 `validation_failed` for `seconds` outside 1..=600 or another
 /// query parameter.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/campaigns/{id}/series",
+    tag = "admin",
+    security(("admin_token" = [])),
+    params(("id" = String, Path, description = "Campaign id."), SeriesQuery),
+    responses(
+        (status = 200, description = "Per second over the last `seconds` seconds.",
+            body = CampaignSeries),
+        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        (status = 422, description = "validation_failed: `seconds` outside 1..=600, or another \
+            query parameter.", body = ErrorBody),
+    ),
+)]
 pub async fn series_of(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -126,6 +173,30 @@ pub async fn series_of(
 /// `conflict` when the campaign's facts forbid it (stock below the units claimed, stock above
 /// the maximum); 422 `validation_failed` for a bad body or an end before the start; 400, 413,
 /// 415 for malformed requests. Nothing is written on any refusal.
+#[utoipa::path(
+    patch,
+    path = "/admin/v1/campaigns/{id}",
+    tag = "admin",
+    security(("admin_token" = [])),
+    params(("id" = String, Path, description = "Campaign id."), AdminIdempotencyKey),
+    request_body(content = ChangeRequest, description = "Exactly one of \
+        `{\"action\":\"pause\"}`, `resume`, `close`, `pause_admission`, `resume_admission`, \
+        `{\"action\":\"restock\",\"add\":n}`, `{\"set_stock\":n}`, `{\"ends_at\":…}`, \
+        `{\"waiting_room\":{…}}`.", example = json!({"action": "pause"})),
+    responses(
+        (status = 200, description = "Applied (or already so: `changed` false).",
+            body = ChangeReply),
+        (status = 400, description = "invalid_json.", body = ErrorBody),
+        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        (status = 409, description = "conflict: the campaign's facts forbid it (stock below the \
+            units claimed); in_progress (+ `Retry-After`) for a running request with this key.",
+            body = ErrorBody, headers(("Retry-After" = u32))),
+        (status = 413, description = "payload_too_large.", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        (status = 422, description = "validation_failed (an unknown action, an end before the \
+            start, …), idempotency_key_reused.", body = ErrorBody),
+    ),
+)]
 pub async fn change(
     State(state): State<AppState>,
     Path(id): Path<String>,

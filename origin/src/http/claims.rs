@@ -3,9 +3,13 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use flashgate_shared::api::{codes, is_valid_slug, parse_claim_body, ClaimReply};
+use flashgate_shared::api::{
+    codes, is_valid_slug, parse_claim_body, ClaimReply, ClaimRequest, ErrorBody,
+};
 
 use super::extract::{self, Path};
+use super::openapi::params::{Admission, IdempotencyKey};
+use super::openapi::Claim429;
 use crate::claims::{service, store};
 use crate::error::{ApiError, ApiResult};
 use crate::reply::{Outcome, Reply};
@@ -20,6 +24,51 @@ use crate::state::AppState;
 /// [`crate::queue::replay`]), then the pace of admitted claims ([`crate::queue::pace`]: 429
 /// `queued` + `Retry-After` past `admit_per_second` plus one second's burst). Then the claim path of
 /// [`service::claim`]: 201 `claimed`, 409 business results, 422 `idempotency_key_reused`, 503.
+#[utoipa::path(
+    post,
+    path = "/api/v1/campaigns/{id}/claims",
+    tag = "customer",
+    security(("customer_token" = [])),
+    params(
+        ("id" = String, Path, description = "Campaign id, a slug `[a-z0-9-]{1,64}`."),
+        IdempotencyKey,
+        Admission,
+    ),
+    request_body(content = ClaimRequest, description = "The empty JSON object `{}` (at most 4 KiB).",
+        example = json!({})),
+    responses(
+        (status = 201, description = "claimed: she won a unit; a sale's claim is a hold until \
+            `held_until`, a giveaway's an issued coupon.", body = ClaimReply,
+            example = json!({"result": "claimed", "claim": {"id": "c_0190aa3b7c6e7d2f8a4b5c6d7e8f9a0b",
+                "campaign": "tshirt", "customer": "ana", "status": "held",
+                "held_until": "2026-01-01T12:10:00Z", "code": null,
+                "created_at": "2026-01-01T12:00:00Z"}})),
+        (status = 409, description = "A business result: sold_out, already_claimed (with her \
+            claim), not_started (with `starts_at`), ended, paused, or in_progress (with \
+            `Retry-After`: the first request with this key is still running).",
+            body = ClaimReply, headers(("Retry-After" = u32, description = "With in_progress.")),
+            examples(
+                ("sold_out" = (value = json!({"result": "sold_out"}))),
+                ("not_started" = (value = json!({"result": "not_started", "starts_at": "2026-01-01T12:00:00Z"}))),
+                ("in_progress" = (value = json!({"result": "in_progress"}))),
+            )),
+        (status = 400, description = "invalid_json (the body is not `{}`), \
+            invalid_idempotency_key, invalid_request (an admission token that is not one).",
+            body = ErrorBody),
+        (status = 403, description = "forbidden: no valid edge signature on an origin with an \
+            edge secret; a forged, expired or another customer's or campaign's admission token.",
+            body = ErrorBody),
+        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        (status = 413, description = "payload_too_large: a body past 4 KiB.", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type: not `application/json`.", body = ErrorBody),
+        (status = 422, description = "idempotency_key_reused: this key was sent with another \
+            body or campaign.", body = ErrorBody),
+        (status = 429, description = "With a waiting room: `{\"result\":\"queued\"}` without an \
+            admission token, or past the admit rate; claim again after `Retry-After`. At the \
+            edge, `rate_limited` past 5 claims per second per customer.",
+            body = Claim429, headers(("Retry-After" = u32))),
+    ),
+)]
 pub async fn create(
     State(state): State<AppState>,
     mut post: extract::ForwardedPost,
@@ -98,6 +147,19 @@ fn answered(state: &AppState, campaign: &str, reply: &Reply) {
 /// when she never claimed. Lets a customer whose reply was lost (or answered `sold_out` by the
 /// edge after she won) find her claim, and one whose hold ended see that it did. Customer token
 /// required (401); a campaign id that is not a slug is a 404 without a query.
+#[utoipa::path(
+    get,
+    path = "/api/v1/campaigns/{id}/claims/mine",
+    tag = "customer",
+    security(("customer_token" = [])),
+    params(("id" = String, Path, description = "Campaign id.")),
+    responses(
+        (status = 200, description = "Her claim on the campaign, `result` `claimed`, with its \
+            real status: her active claim if she has one, else her latest.", body = ClaimReply),
+        (status = 404, description = "not_found: she never claimed (or no such campaign).",
+            body = ErrorBody),
+    ),
+)]
 pub async fn mine(
     State(state): State<AppState>,
     Path(campaign): Path<String>,

@@ -10,9 +10,10 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use flashgate_shared::api::{codes, RedeemRequest, MAX_REASON_LEN};
+use flashgate_shared::api::{codes, Coupon, ErrorBody, RedeemReply, RedeemRequest, MAX_REASON_LEN};
 use flashgate_shared::code;
 
+use super::openapi::params::IdempotencyKey;
 use super::{extract, holds};
 use crate::error::{ApiError, ApiResult};
 use crate::giveaway::redeem::{self, Redeem};
@@ -30,6 +31,29 @@ fn coupon_code(raw: &str) -> ApiResult<String> {
 /// "redeemed_at"}`; 409 `{"result":"already_redeemed","redeemed_at"}`; the same key again gets
 /// the same status and body; the key used before with another code → 422
 /// `idempotency_key_reused`; 404 unknown code.
+#[utoipa::path(
+    post,
+    path = "/api/v1/coupons/{code}/redeem",
+    tag = "service",
+    security(("service_token" = [])),
+    params(
+        ("code" = String, Path, description = "The coupon's code (normalised: trimmed, NFKC, uppercase)."),
+        IdempotencyKey,
+    ),
+    request_body(content = Option<RedeemRequest>, description = "Optional: the store, for the ledger.",
+        example = json!({"store": "paris-01"})),
+    responses(
+        (status = 200, description = "redeemed (the same key again: the same reply).",
+            body = RedeemReply),
+        (status = 409, description = "already_redeemed, with when.", body = RedeemReply),
+        (status = 400, description = "invalid_json, invalid_idempotency_key.", body = ErrorBody),
+        (status = 404, description = "not_found: no coupon with this code.", body = ErrorBody),
+        (status = 413, description = "payload_too_large.", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        (status = 422, description = "validation_failed (`store`), idempotency_key_reused (the \
+            key was used with another code).", body = ErrorBody),
+    ),
+)]
 pub async fn redeem(
     State(state): State<AppState>,
     Path(raw): Path<String>,
@@ -61,6 +85,18 @@ pub async fn redeem(
 
 /// The coupon: 200 [`flashgate_shared::api::Coupon`] with `qr`, the payload its QR code
 /// encodes; 404 unknown code. Service token (401/403).
+#[utoipa::path(
+    get,
+    path = "/api/v1/coupons/{code}",
+    tag = "service",
+    security(("service_token" = [])),
+    params(("code" = String, Path, description = "The coupon's code.")),
+    responses(
+        (status = 200, description = "The coupon with `qr`, its QR payload \
+            (`flashgate:coupon:<CODE>`).", body = Coupon),
+        (status = 404, description = "not_found: no coupon with this code.", body = ErrorBody),
+    ),
+)]
 pub async fn show(
     State(state): State<AppState>,
     Path(raw): Path<String>,

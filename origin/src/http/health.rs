@@ -21,6 +21,13 @@ use crate::state::AppState;
 pub const READY_REDIS_BUDGET_MS: u64 = 300;
 
 /// 200 `{"status":"ready"}` while the process runs.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "operations",
+    responses((status = 200, description = "The process runs.", body = Object,
+        example = json!({"status": "ok"}))),
+)]
 pub async fn healthz() -> impl IntoResponse {
     axum::Json(json!({"status": "ok"}))
 }
@@ -43,6 +50,18 @@ pub async fn healthz() -> impl IntoResponse {
 /// and then for the gates. A lost gate is
 /// also reloaded from here, so an origin that a load balancer took out of rotation gets ready
 /// again by itself.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "operations",
+    responses(
+        (status = 200, description = "`{\"status\":\"ready\"}`, or `{\"status\":\"degraded\",…}` \
+            while the origin can serve part of the traffic (docs/SCALING.md).", body = Object,
+            example = json!({"status": "ready"})),
+        (status = 503, description = "`{\"status\":\"not_ready\",…}`: PostgreSQL or all of \
+            Redis is unreachable, or a live gate was lost.", body = Object),
+    ),
+)]
 pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     let budget = Duration::from_millis(READY_REDIS_BUDGET_MS);
     // The simple query protocol: no prepared statement, so nothing a pooler can mix up.
@@ -110,6 +129,13 @@ async fn live_gates(state: &AppState, budget: Duration) -> Option<BTreeMap<GateH
 /// ([`crate::metrics::CONTENT_TYPE`]), which Prometheus scrapes. The per-campaign gauges
 /// (remaining, held, waiting-room length and now serving) are read at each scrape for the
 /// campaigns that have not ended; when PostgreSQL does not answer they keep their last values.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "operations",
+    responses((status = 200, description = "Prometheus metrics of this origin (OpenMetrics \
+        text, docs/OPERATIONS.md).", content_type = "application/openmetrics-text", body = String)),
+)]
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     if let Some(live) = live_figures(&state).await {
         state.metrics.set_live(&live);

@@ -14,7 +14,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use flashgate_shared::api::{
-    HoldReply, PayRequest, ReleaseRequest, MAX_PAYMENT_REF_LEN, MAX_REASON_LEN,
+    Claim, ErrorBody, HoldReply, PayRequest, ReleaseRequest, MAX_PAYMENT_REF_LEN, MAX_REASON_LEN,
 };
 use flashgate_shared::text;
 use serde::de::DeserializeOwned;
@@ -69,6 +69,17 @@ fn authorize(state: &AppState, headers: &HeaderMap, id: &str, call: &'static str
 /// A claim by id, whatever its status (`held`, `paid`, `released`, `expired`, `issued`,
 /// `redeemed`): 200 with the [`flashgate_shared::api::Claim`]; 401/403 the service token; 404
 /// a malformed or unknown id; 503 `unavailable` when PostgreSQL is down.
+#[utoipa::path(
+    get,
+    path = "/api/v1/claims/{id}",
+    tag = "service",
+    security(("service_token" = [])),
+    params(("id" = String, Path, description = "Claim id (`c_` + 32 hex digits).")),
+    responses(
+        (status = 200, description = "The claim, in whatever status it has.", body = Claim),
+        (status = 404, description = "not_found: a malformed or unknown id.", body = ErrorBody),
+    ),
+)]
 pub async fn show(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -84,6 +95,30 @@ pub async fn show(
 /// Pays a hold. Body `{"payment_ref": "<1..=255 visible ASCII>"}`. 200 `paid` (the same
 /// `payment_ref` again gets the same 200); 409 `hold_expired` after `held_until` or a release;
 /// 409 `already_paid` for another `payment_ref`; 409 `not_a_hold` for a giveaway coupon.
+#[utoipa::path(
+    post,
+    path = "/api/v1/claims/{id}/pay",
+    tag = "service",
+    security(("service_token" = [])),
+    params(("id" = String, Path, description = "Claim id.")),
+    request_body(content = PayRequest, example = json!({"payment_ref": "pay_4242"})),
+    responses(
+        (status = 200, description = "paid (the same `payment_ref` again: the same 200).",
+            body = HoldReply),
+        (status = 409, description = "hold_expired (past `held_until`, expired or released), \
+            already_paid (with the claim), not_a_hold (a giveaway coupon).", body = HoldReply,
+            examples(
+                ("hold_expired" = (value = json!({"result": "hold_expired"}))),
+                ("not_a_hold" = (value = json!({"result": "not_a_hold"}))),
+            )),
+        (status = 400, description = "invalid_json.", body = ErrorBody),
+        (status = 404, description = "not_found: a malformed or unknown id.", body = ErrorBody),
+        (status = 413, description = "payload_too_large.", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        (status = 422, description = "validation_failed: `payment_ref` is not 1..=255 visible \
+            ASCII characters.", body = ErrorBody),
+    ),
+)]
 pub async fn pay(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -104,6 +139,27 @@ pub async fn pay(
 /// many releases and sweeps race. Optional body `{"reason": "<1..=200 characters, no control character>"}` for the
 /// ledger. 200 `released` (also when repeated); 409 `hold_expired` when the sweeper expired it
 /// first (its unit is back all the same); 409 `already_paid`; 409 `not_a_hold`.
+#[utoipa::path(
+    post,
+    path = "/api/v1/claims/{id}/release",
+    tag = "service",
+    security(("service_token" = [])),
+    params(("id" = String, Path, description = "Claim id.")),
+    request_body(content = Option<ReleaseRequest>, description = "Optional; an empty body is `{}`.",
+        example = json!({"reason": "payment_failed"})),
+    responses(
+        (status = 200, description = "released: the unit is back (also when repeated).",
+            body = HoldReply),
+        (status = 409, description = "hold_expired (the sweeper was first; the unit is back), \
+            already_paid, not_a_hold.", body = HoldReply),
+        (status = 400, description = "invalid_json.", body = ErrorBody),
+        (status = 404, description = "not_found: a malformed or unknown id.", body = ErrorBody),
+        (status = 413, description = "payload_too_large.", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        (status = 422, description = "validation_failed: a `reason` that is blank, too long or \
+            has a control character.", body = ErrorBody),
+    ),
+)]
 pub async fn release(
     State(state): State<AppState>,
     Path(id): Path<String>,

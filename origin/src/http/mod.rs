@@ -9,6 +9,7 @@ pub mod extract;
 pub mod giveaway;
 pub mod health;
 pub mod holds;
+pub mod openapi;
 pub mod promo;
 pub mod queue;
 pub mod reconcile;
@@ -20,7 +21,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderName, HeaderValue, Request};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{
@@ -28,6 +29,8 @@ use tower_http::request_id::{
 };
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -58,59 +61,52 @@ pub fn router(state: AppState) -> Router {
     let body_timeout = Duration::from_millis(state.config.body_read_timeout_ms);
     let request_timeout = Duration::from_millis(state.config.request_timeout_ms);
     let metrics = state.metrics.clone();
-    let public = Router::new()
-        .route("/api/v1/campaigns/{id}", get(campaigns::status))
-        .route("/admin", get(admin::dashboard::index))
-        .route("/admin/app.js", get(admin::dashboard::app_js))
-        .route("/admin/app.css", get(admin::dashboard::app_css));
-    let private = Router::new()
-        .route(crate::metrics::CLAIM_ROUTE, post(claims::create))
-        .route("/api/v1/campaigns/{id}/claims/mine", get(claims::mine))
-        .route("/api/v1/campaigns/{id}/queue", post(queue::join))
-        .route(
-            flashgate_shared::campaign_index::INDEX_PATH,
-            get(campaigns::index),
-        )
-        .route(
-            flashgate_shared::winners_filter::PATH_TEMPLATE,
-            get(campaigns::winners_filter),
-        )
+    // Every route comes from its handler's `#[utoipa::path]` (utoipa-axum's `routes!`): the
+    // router and the OpenAPI document (`GET /openapi.json`, [`openapi`]) are built from the same
+    // annotations, so neither can list a route the other lacks.
+    let public = OpenApiRouter::new()
+        .routes(routes!(campaigns::status))
+        .routes(routes!(admin::dashboard::index))
+        .routes(routes!(admin::dashboard::app_js))
+        .routes(routes!(admin::dashboard::app_css));
+    let private = OpenApiRouter::new()
+        .routes(routes!(claims::create))
+        .routes(routes!(claims::mine))
+        .routes(routes!(queue::join))
+        .routes(routes!(campaigns::index))
+        .routes(routes!(campaigns::winners_filter))
         // Promo codes.
-        .route("/api/v1/codes/{code}/check", post(promo::check))
-        .route("/api/v1/codes/{code}/use", post(promo::use_code))
-        .route("/api/v1/uses/{id}/confirm", post(promo::confirm))
-        .route("/api/v1/uses/{id}/release", post(promo::release))
-        .route("/admin/v1/codes", post(promo::admin_create).layer(once()))
-        .route(
-            "/admin/v1/codes/batches",
-            post(promo::batch_create).layer(once()),
-        )
-        .route("/admin/v1/codes/batches/{file}", get(promo::batch_csv))
-        .route(
-            "/admin/v1/codes/{code}",
-            get(promo::admin_show)
-                .patch(promo::admin_change)
-                .layer(once()),
-        )
-        .route("/api/v1/claims/{id}", get(holds::show))
-        .route("/api/v1/claims/{id}/pay", post(holds::pay))
-        .route("/api/v1/claims/{id}/release", post(holds::release))
-        .route("/api/v1/coupons/{code}", get(giveaway::show))
-        .route("/api/v1/coupons/{code}/redeem", post(giveaway::redeem))
-        .route("/admin/v1/campaigns/{id}/reconcile", get(reconcile::report))
-        .route("/admin/v1/campaigns", post(campaigns::create).layer(once()))
-        .route("/admin/v1/campaigns", get(admin::list))
-        .route(
-            "/admin/v1/campaigns/{id}",
-            get(admin::show).patch(admin::change).layer(once()),
-        )
-        .route("/admin/v1/campaigns/{id}/audit", get(admin::audit_trail))
-        .route("/admin/v1/campaigns/{id}/series", get(admin::series_of))
+        .routes(routes!(promo::check))
+        .routes(routes!(promo::use_code))
+        .routes(routes!(promo::confirm))
+        .routes(routes!(promo::release))
+        .routes(routes!(promo::admin_create).layer(once()))
+        .routes(routes!(promo::batch_create).layer(once()))
+        .routes(routes!(promo::batch_csv))
+        .routes(routes!(promo::admin_show, promo::admin_change).layer(once()))
+        .routes(routes!(holds::show))
+        .routes(routes!(holds::pay))
+        .routes(routes!(holds::release))
+        .routes(routes!(giveaway::show))
+        .routes(routes!(giveaway::redeem))
+        .routes(routes!(reconcile::report))
+        .routes(routes!(campaigns::create).layer(once()))
+        .routes(routes!(admin::list))
+        .routes(routes!(admin::show, admin::change).layer(once()))
+        .routes(routes!(admin::audit_trail))
+        .routes(routes!(admin::series_of))
         .merge(crate::gifts::http::routes(&state))
         .layer(SetResponseHeaderLayer::overriding(
             header::CACHE_CONTROL,
             HeaderValue::from_static(flashgate_shared::PRIVATE_CACHE_CONTROL),
         ));
+    let operations = OpenApiRouter::new()
+        .routes(routes!(health::healthz))
+        .routes(routes!(health::readyz))
+        .routes(routes!(health::metrics))
+        .routes(routes!(openapi::serve));
+    let (routes, collected) = public.merge(private).merge(operations).split_for_parts();
+    let served = openapi::Served(openapi::document(collected).to_string().into());
     let mut app = Router::new();
     if state.config.debug_panic_route {
         app = app.route("/debug/panic", get(debug_panic));
@@ -119,11 +115,8 @@ pub fn router(state: AppState) -> Router {
     // Checked at start-up (Config::validate); a broken list here means no CORS.
     let cors_origins = state.config.cors_origins().unwrap_or_default();
     let app = app
-        .merge(public)
-        .merge(private)
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
-        .route("/metrics", get(health::metrics))
+        .merge(routes)
+        .layer(axum::Extension(served))
         .fallback(|| async { ApiError::NotFound("no such route".into()) })
         .method_not_allowed_fallback(|| async {
             ApiError::MethodNotAllowed("method not allowed on this path".into())

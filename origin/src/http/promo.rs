@@ -40,15 +40,17 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 pub use flashgate_shared::api::admin::CodeChangeReply;
 use flashgate_shared::api::promo::{
-    validate_offer, AdminCode, CheckRequest, CodeBatch, CodeChange, CodeKind, NewCode,
-    NewCodeBatch, Offer, UseRequest, MAX_BATCH_COUNT, MAX_CART_TOTAL, MAX_CODE_LIMIT,
-    MAX_ORDER_LEN,
+    validate_offer, AdminCode, CheckReply, CheckRequest, CodeBatch, CodeChange, CodeKind,
+    CodeRefusal, NewCode, NewCodeBatch, Offer, UseConflict, UseReply, UseRequest, UseState,
+    MAX_BATCH_COUNT, MAX_CART_TOTAL, MAX_CODE_LIMIT, MAX_ORDER_LEN,
 };
 use flashgate_shared::MAX_CLAIM_BODY_BYTES;
 use futures::TryStreamExt;
 use sqlx::postgres::PgPoolCopyExt;
 
 use super::extract::{self, ManagerJson, Role};
+use super::openapi::params::{AdminIdempotencyKey, IdempotencyKey};
+use super::openapi::CodeAnswer422;
 use crate::error::{ApiError, ApiResult};
 use crate::promo::admin::{self, CodeAction};
 use crate::promo::rules::NewRules;
@@ -56,6 +58,7 @@ use crate::promo::service::{self, Trier, UseCall};
 use crate::promo::store;
 use crate::promo::{batch, flags, CodeRules};
 use crate::state::AppState;
+use flashgate_shared::api::ErrorBody;
 
 /// The raw code of the path; a path that does not decode is an unknown code.
 fn raw_code(path: Result<Path<String>, PathRejection>) -> String {
@@ -120,6 +123,31 @@ impl FromRequest<AppState> for ShopperCall {
 
 /// `POST /api/v1/codes/{code}/check`. Checks in order: the [`ShopperCall`] checks (401, 415,
 /// 413, 403), body (400 / 422), then [`service::check`].
+#[utoipa::path(
+    post,
+    path = "/api/v1/codes/{code}/check",
+    tag = "promo codes",
+    security(("customer_token" = [])),
+    params(("code" = String, Path, description = "The promo code (normalised: trimmed, NFKC, uppercase).")),
+    request_body(content = CheckRequest, example = json!({"cart_total": 6000})),
+    responses(
+        (status = 200, description = "The discount and the total after it (minor units); \
+            changes nothing.", body = CheckReply, example = json!({"discount": 600, "total": 5400})),
+        (status = 404, description = "invalid_code: no such code (a failed guess).",
+            body = CodeRefusal, example = json!({"result": "invalid_code"})),
+        (status = 422, description = "not_applicable with its `reason` (a business result), or \
+            validation_failed for the body (a request error).",
+            body = CodeAnswer422,
+            example = json!({"result": "not_applicable", "reason": "disabled"})),
+        (status = 400, description = "invalid_json.", body = ErrorBody),
+        (status = 403, description = "forbidden: an invalid edge signature.", body = ErrorBody),
+        (status = 413, description = "payload_too_large.", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        (status = 429, description = "rate_limited: too many failed guesses by this customer or \
+            address; retry after `Retry-After`.", body = ErrorBody,
+            headers(("Retry-After" = u32))),
+    ),
+)]
 pub async fn check(State(state): State<AppState>, call: ShopperCall) -> ApiResult<Response> {
     let req: CheckRequest = extract::parse_json(&call.bytes)?;
     check_cart(req.cart_total, req.currency.as_deref())?;
@@ -134,6 +162,30 @@ pub async fn check(State(state): State<AppState>, call: ShopperCall) -> ApiResul
 /// again, byte for byte; while it is still running, 409 `{"result":"in_progress"}` with
 /// `Retry-After: 1` (the claim path's answer), which changes nothing: retry with the same key
 /// to get the first reply.
+#[utoipa::path(
+    post,
+    path = "/api/v1/codes/{code}/use",
+    tag = "promo codes",
+    security(("customer_token" = [])),
+    params(("code" = String, Path, description = "The promo code."), IdempotencyKey),
+    request_body(content = UseRequest, example = json!({"order": "o-1001", "cart_total": 6000})),
+    responses(
+        (status = 201, description = "The use, held until its confirm (or the sweeper's \
+            release).", body = UseReply),
+        (status = 409, description = "used_up, already_used (with the earlier use's id), \
+            in_progress (+ `Retry-After`) while the first request with this key runs.",
+            body = CodeRefusal, headers(("Retry-After" = u32, description = "With in_progress."))),
+        (status = 404, description = "invalid_code.", body = CodeRefusal),
+        (status = 422, description = "not_applicable with its `reason`; validation_failed; \
+            idempotency_key_reused.", body = CodeAnswer422),
+        (status = 400, description = "invalid_json, invalid_idempotency_key.", body = ErrorBody),
+        (status = 403, description = "forbidden: an invalid edge signature.", body = ErrorBody),
+        (status = 413, description = "payload_too_large.", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        (status = 429, description = "rate_limited: too many failed guesses.", body = ErrorBody,
+            headers(("Retry-After" = u32))),
+    ),
+)]
 pub async fn use_code(State(state): State<AppState>, call: ShopperCall) -> ApiResult<Response> {
     let key = extract::idempotency_key(&call.headers)?;
     let req: UseRequest = extract::parse_json(&call.bytes)?;
@@ -179,6 +231,18 @@ fn service_use(
 }
 
 /// `POST /api/v1/uses/{id}/confirm` (service token): the payment went through.
+#[utoipa::path(
+    post,
+    path = "/api/v1/uses/{id}/confirm",
+    tag = "promo codes",
+    security(("service_token" = [])),
+    params(("id" = String, Path, description = "The use id (`u_` + 32 hex digits).")),
+    responses(
+        (status = 200, description = "used (the same call again: the same 200).", body = UseState),
+        (status = 409, description = "use_released: the use went back before.", body = UseConflict),
+        (status = 404, description = "not_found: no such use.", body = ErrorBody),
+    ),
+)]
 pub async fn confirm(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,
@@ -189,6 +253,20 @@ pub async fn confirm(
 }
 
 /// `POST /api/v1/uses/{id}/release` (service token): the payment failed; the use goes back.
+#[utoipa::path(
+    post,
+    path = "/api/v1/uses/{id}/release",
+    tag = "promo codes",
+    security(("service_token" = [])),
+    params(("id" = String, Path, description = "The use id (`u_` + 32 hex digits).")),
+    responses(
+        (status = 200, description = "released: she may use the code again (the same call \
+            again: the same 200).", body = UseState),
+        (status = 409, description = "use_confirmed: the use was confirmed before.",
+            body = UseConflict),
+        (status = 404, description = "not_found: no such use.", body = ErrorBody),
+    ),
+)]
 pub async fn release(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,
@@ -269,6 +347,25 @@ fn times(
 
 /// `POST /admin/v1/codes` (manager token): creates a shared code. 201 `AdminCode`; 409 when it
 /// exists; 422 for a broken rule.
+#[utoipa::path(
+    post,
+    path = "/admin/v1/codes",
+    tag = "promo codes",
+    security(("admin_token" = [])),
+    params(AdminIdempotencyKey),
+    request_body(content = NewCode, example = json!({"code": "SUMMER10", "currency": "EUR",
+        "limit": 100, "ends_at": "2026-09-01T00:00:00Z", "percent_off": 1000})),
+    responses(
+        (status = 201, description = "The code, created.", body = AdminCode),
+        (status = 400, description = "invalid_json.", body = ErrorBody),
+        (status = 409, description = "conflict: the code exists; in_progress (+ `Retry-After`).",
+            body = ErrorBody, headers(("Retry-After" = u32))),
+        (status = 413, description = "payload_too_large.", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        (status = 422, description = "validation_failed, naming the rule; idempotency_key_reused.",
+            body = ErrorBody),
+    ),
+)]
 pub async fn admin_create(
     State(state): State<AppState>,
     ManagerJson { body: new, .. }: ManagerJson<NewCode>,
@@ -299,6 +396,17 @@ pub async fn admin_create(
 }
 
 /// `GET /admin/v1/codes/{code}` (viewer or manager token): the code with its uses left.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/codes/{code}",
+    tag = "promo codes",
+    security(("admin_token" = [])),
+    params(("code" = String, Path, description = "The promo code.")),
+    responses(
+        (status = 200, description = "The code with its uses left.", body = AdminCode),
+        (status = 404, description = "not_found: no such code.", body = ErrorBody),
+    ),
+)]
 pub async fn admin_show(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,
@@ -319,6 +427,25 @@ pub async fn admin_show(
 /// since the cached state in Redis every origin reads is written before this reply — and
 /// `{"action":"enable"}` undoes it. One statement with its audit row. 200
 /// [`CodeChangeReply`]; 404 unknown code; 422 `validation_failed` for an unknown action.
+#[utoipa::path(
+    patch,
+    path = "/admin/v1/codes/{code}",
+    tag = "promo codes",
+    security(("admin_token" = [])),
+    params(("code" = String, Path, description = "The promo code."), AdminIdempotencyKey),
+    request_body(content = CodeChange, example = json!({"action": "disable"})),
+    responses(
+        (status = 200, description = "Applied (audited), or already so.", body = CodeChangeReply),
+        (status = 400, description = "invalid_json.", body = ErrorBody),
+        (status = 404, description = "not_found: no such code.", body = ErrorBody),
+        (status = 409, description = "in_progress (+ `Retry-After`).", body = ErrorBody,
+            headers(("Retry-After" = u32))),
+        (status = 413, description = "payload_too_large.", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        (status = 422, description = "validation_failed: another action; idempotency_key_reused.",
+            body = ErrorBody),
+    ),
+)]
 pub async fn admin_change(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,
@@ -362,6 +489,24 @@ pub async fn admin_change(
 
 /// `POST /admin/v1/codes/batches` (manager token): generates and saves `count` one-time codes
 /// (synchronously; a million take seconds). 201 `CodeBatch`; 422 for a broken rule.
+#[utoipa::path(
+    post,
+    path = "/admin/v1/codes/batches",
+    tag = "promo codes",
+    security(("admin_token" = [])),
+    params(AdminIdempotencyKey),
+    request_body(content = NewCodeBatch, example = json!({"count": 1000, "currency": "EUR",
+        "ends_at": "2026-09-01T00:00:00Z", "amount_off": 500})),
+    responses(
+        (status = 201, description = "The batch, generated and saved.", body = CodeBatch),
+        (status = 400, description = "invalid_json.", body = ErrorBody),
+        (status = 409, description = "in_progress (+ `Retry-After`).", body = ErrorBody,
+            headers(("Retry-After" = u32))),
+        (status = 413, description = "payload_too_large.", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        (status = 422, description = "validation_failed; idempotency_key_reused.", body = ErrorBody),
+    ),
+)]
 pub async fn batch_create(
     State(state): State<AppState>,
     ManagerJson { body: new, .. }: ManagerJson<NewCodeBatch>,
@@ -386,6 +531,18 @@ pub async fn batch_create(
 /// `GET /admin/v1/codes/batches/{id}.csv` (manager token: one-time codes are money, so a
 /// viewer gets 403): the batch's codes as CSV, streamed from PostgreSQL `COPY … TO STDOUT`.
 /// Each export first writes an `export` audit row (who, which batch, how many codes).
+#[utoipa::path(
+    get,
+    path = "/admin/v1/codes/batches/{file}",
+    tag = "promo codes",
+    security(("admin_token" = [])),
+    params(("file" = String, Path, description = "`<batch id>.csv`, as `csv` of the batch says.")),
+    responses(
+        (status = 200, description = "The batch's codes as CSV, header `code` (audited as an \
+            export).", content_type = "text/csv", body = String),
+        (status = 404, description = "not_found: no such batch file.", body = ErrorBody),
+    ),
+)]
 pub async fn batch_csv(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,

@@ -4,7 +4,8 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use flashgate_shared::queue::NO_WAITING_ROOM;
+use flashgate_shared::api::ErrorBody;
+use flashgate_shared::queue::{JoinReply, NO_WAITING_ROOM};
 
 use super::extract;
 use crate::error::ApiResult;
@@ -12,7 +13,7 @@ use crate::state::AppState;
 
 /// 409 `{"result":"no_waiting_room","message":…}`.
 fn no_waiting_room(id: &str) -> Response {
-    let body = flashgate_shared::api::ErrorBody::new(
+    let body = ErrorBody::new(
         NO_WAITING_ROOM,
         format!("campaign {id} has no waiting room"),
     );
@@ -30,6 +31,26 @@ fn no_waiting_room(id: &str) -> Response {
 /// [`flashgate_shared::queue::JoinReply`] the first time, 200 with the same ticket after; 409
 /// `conflict` before the prequeue opens; 503 without the edge secret or when Redis fails.
 /// Nothing changes on a refusal.
+#[utoipa::path(
+    post,
+    path = "/api/v1/campaigns/{id}/queue",
+    tag = "waiting room",
+    security(("customer_token" = [])),
+    params(("id" = String, Path, description = "Campaign id.")),
+    responses(
+        (status = 201, description = "Joined: her ticket and place.", body = JoinReply),
+        (status = 200, description = "Joined before: the same ticket again.", body = JoinReply),
+        (status = 403, description = "forbidden: no valid edge signature on an origin with an \
+            edge secret.", body = ErrorBody),
+        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        (status = 409, description = "no_waiting_room: the campaign has none; conflict: the \
+            prequeue has not opened yet.", body = ErrorBody),
+        (status = 413, description = "payload_too_large: a body past 4 KiB.", body = ErrorBody),
+        (status = 429, description = "rate_limited, at the edge: too many joins from this \
+            customer or address; retry after `Retry-After`.", body = ErrorBody,
+            headers(("Retry-After" = u32))),
+    ),
+)]
 pub async fn join(
     State(state): State<AppState>,
     mut post: extract::ForwardedPost,

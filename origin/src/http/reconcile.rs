@@ -4,7 +4,7 @@ use super::extract::Path;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::Json;
-use flashgate_shared::api::{is_valid_slug, ReconcileReport};
+use flashgate_shared::api::{is_valid_slug, ErrorBody, ReconcileReport};
 
 use super::extract::{self, Role};
 use crate::error::{ApiError, ApiResult};
@@ -13,6 +13,18 @@ use crate::state::AppState;
 
 /// 200 with the [`ReconcileReport`] (clean or not: `ok` says which); 404 unknown campaign;
 /// admin token of any role (401 missing / 403 unknown); 503 when PostgreSQL or Redis is down.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/campaigns/{id}/reconcile",
+    tag = "admin",
+    security(("admin_token" = [])),
+    params(("id" = String, Path, description = "Campaign id.")),
+    responses(
+        (status = 200, description = "The reconciliation report; `ok` says whether it is clean.",
+            body = ReconcileReport),
+        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+    ),
+)]
 pub async fn report(
     State(state): State<AppState>,
     Path(id): Path<String>,

@@ -15,6 +15,7 @@ use super::promo::AdminCode;
 
 /// A campaign as the admin API shows it: the public status plus the settings managers see.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AdminCampaign {
     /// The public status (flattened: its fields stand at the top level).
     #[serde(flatten)]
@@ -36,6 +37,7 @@ pub struct AdminCampaign {
 
 /// Claim counts of a campaign, by status and over time.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct Counts {
     /// Sale: units held, waiting for payment.
@@ -57,6 +59,7 @@ pub struct Counts {
 /// A campaign as `GET /admin/v1/campaigns[/{id}]` shows it: [`AdminCampaign`]'s fields, flat,
 /// plus live counts and times (RFC 3339 UTC).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CampaignView {
     /// The campaign's status and settings (flattened).
     #[serde(flatten)]
@@ -73,6 +76,7 @@ pub struct CampaignView {
 
 /// `GET /admin/v1/campaigns` body: the newest campaigns, newest first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CampaignList {
     /// Newest first, at most 500.
     pub campaigns: Vec<CampaignView>,
@@ -118,6 +122,7 @@ impl ChangeAction {
 /// Unknown fields are refused. `action` stays a string on the wire so that an unknown action
 /// is a 422 `validation_failed` naming it (not a 400); build requests with the constructors.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ChangeRequest {
     /// The action (see [`ChangeAction::as_str`]); an unknown one is a 422 `validation_failed`.
@@ -182,6 +187,7 @@ impl ChangeRequest {
 
 /// How the Redis gate followed a change (`gate` of [`ChangeReply`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum GateFollow {
     /// Nothing in the gate depends on this change.
@@ -197,6 +203,7 @@ pub enum GateFollow {
 
 /// One row of the audit trail of managers' changes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct AuditEntry {
     /// Order of the changes (grows with each change).
@@ -241,6 +248,7 @@ pub struct AuditEntry {
 
 /// `GET /admin/v1/campaigns/{id}/audit` body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditList {
     /// The campaign id.
     pub campaign: String,
@@ -250,6 +258,7 @@ pub struct AuditList {
 
 /// `PATCH /admin/v1/campaigns/{id}` 200 body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChangeReply {
     /// False when the campaign already was that way (nothing written, no audit row).
     pub changed: bool,
@@ -265,6 +274,7 @@ pub struct ChangeReply {
 /// per second over the last `seconds` seconds (oldest first; the last is the current second,
 /// still counting). The three arrays have `seconds` values each.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CampaignSeries {
     /// The campaign id.
     pub campaign: String,
@@ -285,6 +295,7 @@ pub struct CampaignSeries {
 
 /// `PATCH /admin/v1/codes/{code}` 200 body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CodeChangeReply {
     /// False when the code already was that way (nothing written, no audit row).
     pub changed: bool,
@@ -296,6 +307,7 @@ pub struct CodeChangeReply {
 
 /// Units of a campaign by claim status, from PostgreSQL.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StatusCounts {
     /// Sale: units held, waiting for payment.
     pub held: i64,
@@ -314,6 +326,7 @@ pub struct StatusCounts {
 /// The Redis gate of a campaign as reconciliation saw it. `null` in the report when the gate
 /// is not loaded.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GateView {
     /// Units the gate may still hand out, over every shard.
     pub remaining: i64,
@@ -336,6 +349,7 @@ pub struct GateView {
 /// One shard of the Redis gate in a [`GateView`] (shard 0 has hash tag `{c}`, shard `s` has
 /// `{c:s}`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GateShardView {
     /// Shard number, from 0.
     pub shard: u16,
@@ -349,6 +363,7 @@ pub struct GateShardView {
 
 /// Drift found and repaired by the gate audit, in a [`ReconcileReport`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DriftView {
     /// Units taken off this campaign's gate because it promised more than PostgreSQL had.
     pub lowered: i64,
@@ -374,6 +389,7 @@ pub struct DriftView {
 /// Checks `stock = remaining + held + paid` (sale) or `stock = remaining + issued + redeemed`
 /// (giveaway), the ledger against the claims, and the Redis gate against PostgreSQL.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReconcileReport {
     /// The campaign id.
     pub campaign: String,

@@ -18,6 +18,7 @@ stored_enum! {
 
 /// The state of a campaign as seen by customers, decided by the origin's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum CampaignState {
     /// Before `starts_at`.
@@ -69,6 +70,7 @@ impl CampaignState {
 
 /// `GET /api/v1/campaigns/{id}` body: the public status of a campaign.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CampaignStatus {
     /// Slug `[a-z0-9-]{1,64}`.
     pub id: String,
@@ -90,6 +92,7 @@ pub struct CampaignStatus {
 
 /// `POST /admin/v1/campaigns` body. Validation rules: see [`NewCampaign::validate`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewCampaign {
     /// Slug `[a-z0-9-]{1,64}`, unique.

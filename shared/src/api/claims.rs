@@ -47,6 +47,7 @@ impl ClaimStatus {
 
 /// A customer's claim on one unit of a campaign.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Claim {
     /// Claim id (`c_` + UUID v7 in simple form).
     pub id: String,
@@ -67,6 +68,7 @@ pub struct Claim {
 /// `POST /api/v1/campaigns/{id}/claims` request body: the empty JSON object `{}`. Any field
 /// is unknown and rejected; so is any other JSON value (an array, a string, `null`).
 #[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ClaimRequest {}
 
 impl<'de> Deserialize<'de> for ClaimRequest {
@@ -93,6 +95,7 @@ impl<'de> Deserialize<'de> for ClaimRequest {
 
 /// The answer to a claim, tagged by `result`. HTTP status: see [`ClaimReply::http_status`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum ClaimReply {
     /// 201: she won a unit.

@@ -78,6 +78,7 @@ pub mod codes {
 /// The one shape of every request error: `{"result": <code>, "message": <text for humans>}`.
 /// `message` never carries internal error text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorBody {
     /// One of [`codes`].
     pub result: String,

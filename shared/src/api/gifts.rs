@@ -73,6 +73,7 @@ stored_enum! {
 
 /// A gift: `amount` minor units of `currency`, of `kind`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Gift {
     /// Minor units of `currency` (e.g. 2000 = 20.00 EGP).
     pub amount: i64,
@@ -85,6 +86,7 @@ pub struct Gift {
 
 /// A cap rule: at most `max` grants per sliding window of `per_days` days.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CapRule {
     /// Most grants inside one window.
@@ -123,6 +125,7 @@ pub fn check_caps(caps: &[CapRule]) -> Result<(), String> {
 
 /// Body of `POST /admin/v1/gift-campaigns`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewGiftCampaign {
     /// The id (1..=64 of `[A-Za-z0-9_-]`).
@@ -137,6 +140,7 @@ pub struct NewGiftCampaign {
 
 /// A gift campaign as the admin API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GiftCampaign {
     /// The id (1..=64 of `[A-Za-z0-9_-]`).
     pub id: String,
@@ -154,6 +158,7 @@ pub struct GiftCampaign {
 
 /// The gift of a new segment: `{amount, currency}` (`kind` defaults to `mobile_credit`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewGift {
     /// Minor units of `currency` (e.g. 2000 = 20.00 EGP).
@@ -167,6 +172,7 @@ pub struct NewGift {
 
 /// Body of `POST /admin/v1/gift-campaigns/{id}/segments`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewSegment {
     /// The id (1..=64 of `[A-Za-z0-9_-]`).
@@ -180,6 +186,7 @@ pub struct NewSegment {
 
 /// A segment with its gift and cap rules (ordered by `per_days`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Segment {
     /// The id (1..=64 of `[A-Za-z0-9_-]`).
     pub id: String,
@@ -192,6 +199,7 @@ pub struct Segment {
 /// Body of `PATCH /admin/v1/gift-campaigns/{id}/segments/{segment}`: the new set of cap rules
 /// (replaces the old set; empty = no cap).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CapsChange {
     /// Cap rules; every one must pass.
@@ -200,6 +208,7 @@ pub struct CapsChange {
 
 /// Body of `PUT /admin/v1/gift-campaigns/{id}/segments/{segment}/members`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Members {
     /// MSISDNs: E.164 digits without `+`, 8..=15.
@@ -209,6 +218,7 @@ pub struct Members {
 /// Reply of `PUT …/members`: how many were added, how many were already in the segment
 /// (a repeated MSISDN within one call counts once).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MembersAdded {
     /// MSISDNs newly added.
     pub added: u64,
@@ -218,6 +228,7 @@ pub struct MembersAdded {
 
 /// Why a subscriber gets no gift now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Refusal {
     /// A cap rule is used up; `next_eligible_at` says when the earliest grant leaves its window.
@@ -231,6 +242,7 @@ pub enum Refusal {
 /// Reply of `GET /api/v1/gift-campaigns/{id}/eligibility?msisdn=…`: a preview ("would it be
 /// granted now"), never a promise; only a fulfilment decides.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Eligibility {
     /// True when a fulfilment now would grant.
     pub eligible: bool,
@@ -247,6 +259,7 @@ pub struct Eligibility {
 
 /// Body of `POST /api/v1/gift-campaigns/{id}/fulfilments`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FulfilmentRequest {
     /// The subscriber: E.164 digits without `+`, 8..=15.
@@ -255,6 +268,7 @@ pub struct FulfilmentRequest {
 
 /// A granted gift and its delivery status.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Fulfilment {
     /// A UUID (hyphenated, lowercase); also the provider's idempotency key.
     pub id: String,
@@ -274,6 +288,7 @@ pub struct Fulfilment {
 
 /// Answer of `POST …/fulfilments`: 201 `granted`, or 409 with a reason code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum FulfilmentReply {
     /// 201: the gift was granted; its provider call is in the outbox.
@@ -304,6 +319,7 @@ impl FulfilmentReply {
 
 /// Reply of `GET /admin/v1/gift-campaigns/{id}/fulfilments`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FulfilmentList {
     /// Newest first.
     pub fulfilments: Vec<Fulfilment>,

@@ -9,6 +9,7 @@ use super::claims::ClaimStatus;
 /// `store` names the store or POS terminal for the ledger (1..=[`MAX_REASON_LEN`](super::common::MAX_REASON_LEN) visible
 /// ASCII characters).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RedeemRequest {
     /// The store redeeming it, for the ledger (optional).
@@ -18,6 +19,7 @@ pub struct RedeemRequest {
 
 /// The answer to a redeem, tagged by `result` (redeem in store).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum RedeemReply {
     /// 200: redeemed now, at `redeemed_at` (RFC 3339 UTC, origin clock).
@@ -46,6 +48,7 @@ impl RedeemReply {
 
 /// `GET /api/v1/coupons/{code}` body: an issued coupon with its QR payload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Coupon {
     /// The 12-symbol code.
     pub code: String,

@@ -11,6 +11,7 @@ pub const MAX_PAYMENT_REF_LEN: usize = 255;
 /// confirms the hold (the order keeps the payment provider's id, never the card). `payment_ref` is 1..=[`MAX_PAYMENT_REF_LEN`] visible ASCII characters; unknown
 /// fields are refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PayRequest {
     /// The payment service's reference of the payment: 1..=[`MAX_PAYMENT_REF_LEN`] visible ASCII characters.
@@ -21,6 +22,7 @@ pub struct PayRequest {
 /// `reason` is free text for the ledger (1..=[`MAX_REASON_LEN`](super::common::MAX_REASON_LEN) characters), e.g.
 /// `payment_failed` or `customer_cancelled`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ReleaseRequest {
     /// Why the hold is released, for the ledger (free text); absent: a default reason.
@@ -31,6 +33,7 @@ pub struct ReleaseRequest {
 /// The answer to `pay` and `release`, tagged by `result`. HTTP status: see
 /// [`HoldReply::http_status`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum HoldReply {
     /// 200: the hold is paid with `payment_ref` (also the answer to the same pay again).

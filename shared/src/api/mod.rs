@@ -59,6 +59,21 @@ macro_rules! stored_enum {
                 }
             }
         }
+
+        // The OpenAPI schema by hand, from the same names: utoipa's derive does not see the
+        // `serde(rename)` a macro passes it.
+        #[cfg(feature = "openapi")]
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$($text),+]))
+                    .into()
+            }
+        }
+
+        #[cfg(feature = "openapi")]
+        impl utoipa::ToSchema for $name {}
     };
 }
 

@@ -35,6 +35,7 @@ fn yes() -> bool {
 /// bodies that flatten it refuse unknown fields themselves (a field neither they nor the
 /// offer know is an error), so the wire shapes stay strict.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Offer {
     /// Basis points, 1..=10 000.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -58,6 +59,7 @@ pub struct Offer {
 /// orders of $50 or more until Sunday, for the first 1,000 uses, once per customer"): `code`, the [`Offer`]'s fields, `limit`, `once_per_customer`.
 /// Unknown fields are refused.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewCode {
     /// Normalised (trim, NFKC, uppercase) to `A–Z0–9`, 1..=64 characters.
@@ -77,6 +79,7 @@ pub struct NewCode {
 /// fields. Unknown fields are refused, `limit` and `once_per_customer` too (each code is
 /// valid once).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewCodeBatch {
     /// 1..=[`MAX_BATCH_COUNT`].
@@ -133,6 +136,7 @@ stored_enum! {
 
 /// `GET /admin/v1/codes/{code}` body (also the 201 body of `POST /admin/v1/codes`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AdminCode {
     /// The normalised code (`A–Z0–9`).
     pub code: String,
@@ -166,6 +170,7 @@ pub struct AdminCode {
 /// `PATCH /admin/v1/codes/{code}` body: `{"action":"disable"}` or `{"action":"enable"}`.
 /// Unknown fields are refused; an unknown action is a 422 `validation_failed`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CodeChange {
     /// `disable` or `enable`.
@@ -174,6 +179,7 @@ pub struct CodeChange {
 
 /// `POST /admin/v1/codes/batches` 201 body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CodeBatch {
     /// `b_` + 32 hex digits.
     pub id: String,
@@ -188,6 +194,7 @@ pub struct CodeBatch {
 /// `POST /api/v1/codes/{code}/check` body: `{"cart_total": 6000}`; `currency` optional (when
 /// given it must be the code's).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CheckRequest {
     /// Pre-discount cart total in minor units, 0..=[`MAX_CART_TOTAL`].
@@ -199,6 +206,7 @@ pub struct CheckRequest {
 
 /// `POST /api/v1/codes/{code}/check` 200 body: `discount + total = cart_total`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CheckReply {
     /// Minor units.
     pub discount: i64,
@@ -208,6 +216,7 @@ pub struct CheckReply {
 
 /// `POST /api/v1/codes/{code}/use` body: `{"order": "o81", "cart_total": 6000}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct UseRequest {
     /// The shop's order reference: 1..=[`MAX_ORDER_LEN`] visible ASCII characters.
@@ -221,6 +230,7 @@ pub struct UseRequest {
 
 /// `POST /api/v1/codes/{code}/use` 201 body: the use, held until `held_until`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UseReply {
     /// Use id: `u_` + 32 hex digits.
     #[serde(rename = "use")]
@@ -235,6 +245,7 @@ pub struct UseReply {
 
 /// Why a known code does not apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum NotApplicable {
     /// The cart total is below `min_order`.
@@ -266,6 +277,7 @@ pub enum NotApplicable {
 ///   `Idempotency-Key` is still running; retry with the same key (as a claim's
 ///   [`super::claims::ClaimReply::InProgress`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum CodeRefusal {
     /// 404: no such code (a guess; counts against the guess limit).
@@ -312,6 +324,7 @@ stored_enum! {
 
 /// `POST /api/v1/uses/{id}/confirm` and `/release` 200 body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UseState {
     /// The use id (`u_` + 32 hex digits).
     #[serde(rename = "use")]
@@ -325,6 +338,7 @@ pub struct UseState {
 /// 409 bodies of confirm / release: `{"result":"use_released"}` (confirm of a released
 /// use), `{"result":"use_confirmed"}` (release of a confirmed use).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum UseConflict {
     /// Confirm of a released use.

@@ -36,16 +36,37 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 }
 
 /// `GET /admin`: the dashboard page.
+#[utoipa::path(
+    get,
+    path = "/admin",
+    tag = "operations",
+    responses((status = 200, description = "The dashboard page (it asks for a manager token).",
+        content_type = "text/html", body = String)),
+)]
 pub async fn index() -> Response {
     asset("text/html; charset=utf-8", INDEX_HTML)
 }
 
 /// `GET /admin/app.js`: the dashboard's script.
+#[utoipa::path(
+    get,
+    path = "/admin/app.js",
+    tag = "operations",
+    responses((status = 200, description = "The dashboard's script.",
+        content_type = "text/javascript", body = String)),
+)]
 pub async fn app_js() -> Response {
     asset("text/javascript; charset=utf-8", APP_JS)
 }
 
 /// `GET /admin/app.css`: the dashboard's style sheet.
+#[utoipa::path(
+    get,
+    path = "/admin/app.css",
+    tag = "operations",
+    responses((status = 200, description = "The dashboard's style sheet.",
+        content_type = "text/css", body = String)),
+)]
 pub async fn app_css() -> Response {
     asset("text/css; charset=utf-8", APP_CSS)
 }

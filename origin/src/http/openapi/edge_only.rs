@@ -1,0 +1,47 @@
+//! Operations the edge answers itself, never forwarded to the origin, so that no origin
+//! handler carries them: they are documented here, with `x-flashgate-answered-by: edge`
+//! ([`EDGE_ONLY`]); the origin answers them 405 (another method of the path is its own) or 404.
+
+#![allow(dead_code)]
+
+use flashgate_shared::api::ErrorBody;
+use flashgate_shared::queue::StatusReply;
+
+/// `(method, path)` of every operation only the edge answers.
+pub const EDGE_ONLY: &[(&str, &str)] = &[("get", "/api/v1/campaigns/{id}/queue")];
+
+/// `Flashgate-Ticket` of a waiting-room poll (or `?ticket=`): the ticket the join gave.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+pub struct Ticket {
+    /// The ticket, as the join gave it.
+    #[serde(rename = "Flashgate-Ticket")]
+    pub ticket: Option<String>,
+}
+
+/// A waiting-room poll, answered by the edge from the queue's figures it caches
+/// (docs/WAITING-ROOM.md). With `Accept: text/html` the edge answers the waiting page instead.
+#[utoipa::path(
+    get,
+    path = "/api/v1/campaigns/{id}/queue",
+    tag = "waiting room",
+    params(
+        ("id" = String, Path, description = "Campaign id."),
+        Ticket,
+        ("ticket" = Option<String>, Query, description = "The ticket, when not in the header."),
+    ),
+    responses(
+        (status = 200, description = "Her place; poll again after `Retry-After` (1–30 s). \
+            `admission_token` once admitted: claim with it in `Flashgate-Admission`.",
+            body = StatusReply, headers(("Retry-After" = u32))),
+        (status = 400, description = "invalid_request: no ticket, or a malformed one.",
+            body = ErrorBody),
+        (status = 403, description = "forbidden: a forged ticket, or another campaign's.",
+            body = ErrorBody),
+        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        (status = 409, description = "no_waiting_room: the campaign has none.", body = ErrorBody),
+        (status = 429, description = "rate_limited: too many polls from this address.",
+            body = ErrorBody, headers(("Retry-After" = u32))),
+    ),
+)]
+pub fn queue_poll() {}
