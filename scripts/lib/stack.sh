@@ -148,6 +148,7 @@ stack_origins() {
 # front of them. Sets FLASHGATE_ORIGIN_URL to the origin or the balancer.
 origins_up() {
   local state="$1" bin="$2" n="$3" k urls=()
+  _stack_stop_other_origins "$state" "$n"
   if [ "$n" -eq 1 ]; then origin_start "$state" "$bin"; return; fi
   for k in $(seq 1 "$n"); do
     origin_start "$state" "$bin" "origin-$k"
@@ -155,6 +156,28 @@ origins_up() {
   done
   balancer_up "$state" "${urls[@]}"
   FLASHGATE_ORIGIN_URL="$BALANCER_URL"
+}
+
+# _stack_stop_other_origins STATE N: an `up` with fewer origins than the running stack (or one
+# origin after several, or several after one) stops the origins it will not use, and the
+# balancer when one origin is asked for, so that none is left running unseen.
+_stack_stop_other_origins() {
+  local state="$1" n="$2" pidfile name k
+  for pidfile in "$state"/origin.pid "$state"/origin-*.pid; do
+    [ -f "$pidfile" ] || continue
+    name="$(basename "$pidfile" .pid)"
+    if [ "$name" = origin ]; then
+      [ "$n" -eq 1 ] && continue
+    else
+      k="${name#origin-}"
+      [ "$n" -gt 1 ] && [[ "$k" =~ ^[0-9]+$ ]] && [ "$k" -le "$n" ] && continue
+    fi
+    fg_log "stopping $name (FLASHGATE_ORIGINS=$n)"
+    fg_stop_pid "$pidfile" 20
+    rm -f "$state/$name.url"
+  done
+  [ "$n" -eq 1 ] && balancer_down "$state"
+  return 0
 }
 
 # edge_up STATE: builds and starts the edge worker in workerd; sets FLASHGATE_EDGE_URL.

@@ -522,6 +522,18 @@ async fn a_panicking_handler_answers_the_documented_503_and_every_response_carri
     )
     .await;
     assert_eq!(given.header("x-request-id"), Some("edge-ray-0123"));
+    // An id past 128 characters, or with a byte outside visible ASCII, is replaced by a new
+    // UUID (36 characters) rather than logged and echoed.
+    for odd in ["r".repeat(129), "two words".to_string(), "r".repeat(128)] {
+        let reply = get(&o, "/healthz", &[("x-request-id", odd.clone())]).await;
+        let id = reply.header("x-request-id").expect("id");
+        if odd.len() == 128 {
+            assert_eq!(id, odd, "128 visible characters are kept");
+        } else {
+            assert_eq!(id.len(), 36, "{odd:?} got {id:?}");
+            assert_ne!(id, odd);
+        }
+    }
     // A business answer and a 4xx carry it too.
     let c = o.campaign("sale", 1).await;
     let claim = claim_raw(

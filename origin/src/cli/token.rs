@@ -14,8 +14,9 @@ pub struct TokenArgs {
     /// Customer id (`sub`).
     #[arg(long, required_unless_present = "jwks")]
     pub sub: Option<String>,
-    /// Lifetime in seconds.
-    #[arg(long, default_value_t = 3600)]
+    /// Lifetime in seconds, 1 ..= 31,536,000 (one year): a token that is expired when it is
+    /// minted, or one that never practically expires, is refused with a usage error (exit 2).
+    #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(i64).range(1..=31_536_000))]
     pub ttl_seconds: i64,
     /// Algorithm: HS256 (shared secret), RS256 or ES256 (`--key`).
     #[arg(long, default_value = "HS256")]
@@ -88,5 +89,38 @@ impl TokenArgs {
             claims["aud"] = aud.clone().into();
         }
         Ok(key.sign(&claims))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::TokenArgs;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        token: TokenArgs,
+    }
+
+    fn parse(ttl: &str) -> Result<i64, clap::error::ErrorKind> {
+        let ttl = format!("--ttl-seconds={ttl}");
+        Cli::try_parse_from(["flashgate", "--sub", "alice", ttl.as_str()])
+            .map(|c| c.token.ttl_seconds)
+            .map_err(|e| e.kind())
+    }
+
+    #[test]
+    fn a_lifetime_outside_one_second_to_one_year_is_a_usage_error() {
+        for bad in ["0", "-60", "31536001"] {
+            assert_eq!(
+                parse(bad),
+                Err(clap::error::ErrorKind::ValueValidation),
+                "{bad}"
+            );
+        }
+        assert_eq!(parse("1"), Ok(1));
+        assert_eq!(parse("31536000"), Ok(31_536_000));
     }
 }

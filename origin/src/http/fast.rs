@@ -19,7 +19,7 @@
 //!
 //! The answer is the full path's byte for byte: status and body ([`Reply`]), `Content-Type`,
 //! `Cache-Control: private, no-store`, `Flashgate-Answered-By: origin` and `x-request-id` (the
-//! request's, or a new UUID v4). It is counted as the full path counts it
+//! request's when [`super::request_id::bounded`] keeps it, else a new UUID v4). It is counted as the full path counts it
 //! (`flashgate_claim_requests_total`, `flashgate_claims_total{answered_from="memory"}`,
 //! `flashgate_http_request_duration_seconds` unless `FLASHGATE_REQUEST_METRICS=false`, the
 //! dashboard's per-second series); no span is made (nothing is logged on this answer).
@@ -57,6 +57,7 @@ impl FastPath {
     pub async fn answer(&self, req: Request<Body>) -> Result<Response, Request<Body>> {
         let t0 = Instant::now();
         let state = &self.state;
+        let req = super::request_id::bounded(req);
         let campaign = match claim_campaign(&req) {
             Some(c) if state.flags.answers_locally(c) && !access_lines_on() => c.to_string(),
             _ => return Err(req),

@@ -13,6 +13,7 @@ pub mod holds;
 pub mod promo;
 pub mod queue;
 pub mod reconcile;
+pub mod request_id;
 
 use std::time::Duration;
 
@@ -35,7 +36,9 @@ use crate::state::AppState;
 /// All routes of the origin with their layers, from the outside in (a sold-out claim this
 /// origin answers from memory is answered before all of them, with the same headers:
 /// [`fast`]):
-/// - `x-request-id`: a request without one gets a UUID v4 ([`SetRequestIdLayer`] with
+/// - `x-request-id`: a caller's id is kept when it is 1..=128 visible ASCII characters
+///   ([`request_id::bounded`]); a request without one (or with another) gets a UUID v4
+///   ([`SetRequestIdLayer`] with
 ///   [`RandomUuid`]); the id is
 ///   recorded in the `request` span and sent back on the response ([`PropagateRequestIdLayer`]);
 /// - the `request` span (method, route template (never the raw path, which can carry a coupon
@@ -179,7 +182,8 @@ pub fn router(state: AppState) -> Router {
             }),
         )
         .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(SetRequestIdLayer::x_request_id(RandomUuid));
+        .layer(SetRequestIdLayer::x_request_id(RandomUuid))
+        .layer(tower::util::MapRequestLayer::new(request_id::bounded));
     // Outermost, so that every answer (errors, timeouts, panics) carries the CORS headers.
     match cors::layer(&cors_origins) {
         Some(layer) => app
