@@ -10,7 +10,7 @@ use axum::http::Request;
 use flashgate_origin::http::fast::FastPath;
 use flashgate_origin::metrics::AnsweredFrom;
 use flashgate_origin::reply::Outcome;
-use flashgate_tests::support::{eventually, test_config, TestOrigin};
+use flashgate_tests::support::{eventually, test_config, unique, TestOrigin};
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -19,15 +19,18 @@ const WAIT: Duration = Duration::from_secs(10);
 /// An origin whose campaign of stock 1 is sold out to `winner` (her first reply returned), and
 /// which answers the campaign's losers from memory: its flag stays fresh for 5 s here (the
 /// campaign cache time) instead of 100 ms, so the test does not race it.
-async fn sold_out() -> (TestOrigin, String, Value) {
+/// Customers are `{run}-winner`, `{run}-loser-N` (`run` is returned): an idempotency key stays
+/// one request per customer across campaigns, so every run has customers of its own.
+async fn sold_out() -> (TestOrigin, String, Value, String) {
     let mut config = test_config();
     config.campaign_cache_ms = 5_000;
     let o = TestOrigin::start_with(config).await;
     let c = o.campaign("sale", 1).await;
-    let (s, first) = o.claim(&c, "winner", "k-win").await;
+    let run = unique("fast");
+    let (s, first) = o.claim(&c, &format!("{run}-winner"), "k-win").await;
     assert_eq!(s, 201, "{first}");
     // The first loser is answered by the gate, which starts this origin's winners snapshot.
-    let (s, b) = o.claim(&c, "loser-0", "k0").await;
+    let (s, b) = o.claim(&c, &format!("{run}-loser-0"), "k0").await;
     assert_eq!((s, b["result"].as_str()), (409, Some("sold_out")));
     let flags = o.origin.state.flags.clone();
     eventually("the winners snapshot", WAIT, || {
@@ -35,7 +38,7 @@ async fn sold_out() -> (TestOrigin, String, Value) {
         async move { ok.then_some(()).ok_or("not loaded".to_string()) }
     })
     .await;
-    (o, c, first)
+    (o, c, first, run)
 }
 
 /// A claim request as a client sends it, with `Content-Type: application/json`.
@@ -60,14 +63,16 @@ fn typed(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_losers_answer_is_the_full_paths_byte_for_byte() {
-    let (o, c, _) = sold_out().await;
+    let (o, c, _, run) = sold_out().await;
     let state = o.origin.state.clone();
     let fast = FastPath::new(state.clone()).expect("no CORS origins: the fast path is on");
     let m = state.metrics.clone();
     let from_memory = m.claims_of(Outcome::SoldOut, AnsweredFrom::Memory);
     let requests = m.claim_requests.get();
-    for request_id in [Some("req-7"), None] {
-        let token = o.token("loser-1");
+    // A caller's id is sent back; none, or one past 128 characters, gets a new UUID v4.
+    let too_long = "r".repeat(129);
+    for request_id in [Some("req-7"), None, Some(too_long.as_str())] {
+        let token = o.token(&format!("{run}-loser-1"));
         let make = || {
             let mut b = claim(&c, &token, "k1", "{}");
             if let Some(id) = request_id {
@@ -96,43 +101,45 @@ async fn a_losers_answer_is_the_full_paths_byte_for_byte() {
         }
         let id = quick.headers()["x-request-id"].to_str().expect("ascii");
         match request_id {
-            Some(sent) => {
+            Some(sent) if sent.len() <= 128 => {
                 assert_eq!(id, sent);
                 assert_eq!(full.headers()["x-request-id"], sent);
             }
-            None => assert_eq!(
-                uuid::Uuid::parse_str(id).expect("uuid").get_version_num(),
-                4
-            ),
+            _ => {
+                for made in [id, full.headers()["x-request-id"].to_str().expect("ascii")] {
+                    assert_eq!(
+                        uuid::Uuid::parse_str(made).expect("uuid").get_version_num(),
+                        4
+                    );
+                }
+            }
         }
         let quick = axum::body::to_bytes(quick.into_body(), 1024).await.unwrap();
         let full = axum::body::to_bytes(full.into_body(), 1024).await.unwrap();
         assert_eq!(quick, full);
         assert_eq!(quick, r#"{"result":"sold_out"}"#);
     }
-    // Both paths count each answer alike: 2 rounds of one fast and one full answer.
-    assert_eq!(
-        m.claims_of(Outcome::SoldOut, AnsweredFrom::Memory),
-        from_memory + 4
-    );
-    assert_eq!(m.claim_requests.get(), requests + 4);
+    // Both paths count each answer alike: 3 rounds of one fast and one full answer.
+    let memory = m.claims_of(Outcome::SoldOut, AnsweredFrom::Memory);
+    assert_eq!(memory, from_memory + 6);
+    assert_eq!(m.claim_requests.get(), requests + 6);
     o.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_other_claim_is_handed_on_whole_and_decided_as_always() {
-    let (o, c, first) = sold_out().await;
+    let (o, c, first, run) = sold_out().await;
     let fast = FastPath::new(o.origin.state.clone()).expect("fast path");
     let other_secret = flashgate_shared::token::mint(
         &flashgate_shared::token::CustomerClaims {
-            sub: "loser-2".into(),
+            sub: format!("{run}-loser-2"),
             exp: (chrono::Utc::now().timestamp() + 600).into(),
             nbf: None,
         },
         b"another secret, another signature, 32+ bytes",
     );
-    let good = o.token("loser-2");
-    let winner = o.token("winner");
+    let good = o.token(&format!("{run}-loser-2"));
+    let winner = o.token(&format!("{run}-winner"));
     // (request, status and result over HTTP)
     let cases: Vec<(Request<Body>, u16, &str)> = vec![
         (

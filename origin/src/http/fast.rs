@@ -19,10 +19,11 @@
 //!
 //! The answer is the full path's byte for byte: status and body ([`Reply`]), `Content-Type`,
 //! `Cache-Control: private, no-store`, `Flashgate-Answered-By: origin` and `x-request-id` (the
-//! request's when [`super::request_id::bounded`] keeps it, else a new UUID v4). It is counted as the full path counts it
-//! (`flashgate_claim_requests_total`, `flashgate_claims_total{answered_from="memory"}`,
-//! `flashgate_http_request_duration_seconds` unless `FLASHGATE_REQUEST_METRICS=false`, the
-//! dashboard's per-second series); no span is made (nothing is logged on this answer).
+//! request's when [`super::request_id::bounded`] keeps it, else a new UUID v4). It is counted
+//! as the full path counts it (`flashgate_claim_requests_total`,
+//! `flashgate_claims_total{answered_from="memory"}`, `flashgate_http_request_duration_seconds`
+//! unless `FLASHGATE_REQUEST_METRICS=false`, the dashboard's per-second series); no span is
+//! made (nothing is logged on this answer).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -119,8 +120,11 @@ fn respond(
     t0: Instant,
 ) -> Response {
     let result = reply.outcome.as_str();
+    let length = HeaderValue::from(reply.body.len());
     let mut res = reply.into_response();
     let h = res.headers_mut();
+    // As axum's router sets it (hyper would write the same from the body's size).
+    h.insert(header::CONTENT_LENGTH, length);
     h.insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static(flashgate_shared::PRIVATE_CACHE_CONTROL),
