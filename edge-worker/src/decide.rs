@@ -357,63 +357,8 @@ fn is_json_media_type(value: Option<&str>) -> bool {
         .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
 }
 
-/// Customer tokens this isolate has verified, so that a customer's retries (a stampede is
-/// mostly retries and double taps) skip the signature check (HMAC, or the far costlier RSA /
-/// ECDSA of an identity provider's token) and the JSON parsing. A hit is only the very same
-/// token string whose signature, issuer and audience were checked; its `exp` and `nbf` are
-/// checked again on every use. Holds at most `capacity` tokens and starts over when full; the
-/// glue empties it when the key set changes (a removed key's tokens are verified again).
-#[derive(Debug, Default)]
-pub struct TokenCache {
-    verified: std::collections::HashMap<String, token::CustomerClaims>,
-    capacity: usize,
-}
-
-impl TokenCache {
-    /// An empty cache holding at most `capacity` tokens (0 disables it).
-    pub fn new(capacity: usize) -> Self {
-        TokenCache {
-            verified: std::collections::HashMap::new(),
-            capacity,
-        }
-    }
-
-    /// Same result as [`token::Verifier::verify`] for the same token, verifier and clock.
-    pub fn verify(
-        &mut self,
-        tok: &str,
-        verifier: &token::Verifier,
-        now: token::NumericDate,
-    ) -> Result<String, token::TokenError> {
-        if let Some(c) = self.verified.get(tok) {
-            c.check_times(now, verifier.leeway_seconds())?;
-            return Ok(c.sub.clone());
-        }
-        let claims = verifier.verify(tok, now)?;
-        if self.capacity > 0 {
-            if self.verified.len() >= self.capacity {
-                self.verified.clear();
-            }
-            self.verified.insert(tok.to_string(), claims.clone());
-        }
-        Ok(claims.sub)
-    }
-
-    /// Forgets every token (the key set changed).
-    pub fn clear(&mut self) {
-        self.verified.clear();
-    }
-
-    /// Number of tokens held.
-    pub fn len(&self) -> usize {
-        self.verified.len()
-    }
-
-    /// True when no token is held.
-    pub fn is_empty(&self) -> bool {
-        self.verified.is_empty()
-    }
-}
+/// Customer tokens this isolate has verified (one cache per isolate, in the glue).
+pub use flashgate_shared::token::TokenCache;
 
 /// Checks a claim request in the origin's order — body size (413), `Content-Type` (415),
 /// customer token (401), idempotency key (400), JSON body `{}` (400) — and returns the

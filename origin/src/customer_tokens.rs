@@ -11,7 +11,7 @@ use std::time::Duration;
 use flashgate_shared::token::keys::{MAX_JWKS_BYTES, NO_KEYS};
 use flashgate_shared::token::refresh::{Schedule, State, Step};
 use flashgate_shared::token::{
-    CustomerClaims, KeySet, NumericDate, TokenError, Verifier, VerifyKey, DEFAULT_LEEWAY_SECONDS,
+    KeySet, NumericDate, TokenCache, TokenError, Verifier, VerifyKey, DEFAULT_LEEWAY_SECONDS,
     DEFAULT_MAX_LIFETIME_SECONDS, MAX_LEEWAY_SECONDS, MAX_MAX_LIFETIME_SECONDS,
 };
 
@@ -124,12 +124,18 @@ impl TokenSettings {
     }
 }
 
+/// Most customer tokens the origin keeps verified ([`TokenCache`]): about 250 bytes each
+/// with a token of ~200 bytes, so about 8 MB at most. Past it the cache starts over.
+pub const VERIFIED_TOKENS_CAPACITY: usize = 32_768;
+
 /// The origin's customer-token verifier: the configured keys plus the JWKS fetched from
-/// `FLASHGATE_JWKS_URL`, refreshed on the shared schedule.
+/// `FLASHGATE_JWKS_URL`, refreshed on the shared schedule, and the tokens it verified
+/// ([`TokenCache`], emptied when the JWKS changes).
 pub struct CustomerTokens {
     base: Verifier,
     current: RwLock<Arc<Verifier>>,
     source: Option<JwksSource>,
+    verified: Mutex<TokenCache>,
 }
 
 /// Where and how the JWKS is fetched.
@@ -171,6 +177,7 @@ impl CustomerTokens {
             current: RwLock::new(Arc::new(base.clone())),
             base,
             source,
+            verified: Mutex::new(TokenCache::new(VERIFIED_TOKENS_CAPACITY)),
         })
     }
 
@@ -181,11 +188,40 @@ impl CustomerTokens {
             .clone()
     }
 
-    /// Verifies `token` at the origin's clock. A token naming an unknown key id, or a JWKS a
-    /// TTL old, makes this request fetch the JWKS first (one fetch at a time, at most one per
+    fn with_verified<T>(&self, f: impl FnOnce(&mut TokenCache) -> T) -> T {
+        f(&mut self.verified.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Verifies `token` at the origin's clock and returns its customer id (`sub`). A token
+    /// verified before is taken from the cache, its `exp` and `nbf` checked again
+    /// ([`TokenCache`]), unless the JWKS is due for its refresh. A token naming an unknown key id, or a JWKS a TTL old, makes this
+    /// request fetch the JWKS first (one fetch at a time, at most one per
     /// `FLASHGATE_JWKS_MIN_REFRESH_SECONDS`). Errors: every [`TokenError`].
-    pub async fn verify(&self, token: &str) -> Result<CustomerClaims, TokenError> {
+    pub async fn verify(&self, token: &str) -> Result<String, TokenError> {
         let now = || NumericDate::from_unix_ms(chrono::Utc::now().timestamp_millis());
+        let leeway = self.base.leeway_seconds();
+        // A JWKS due for its refresh is fetched by a full verification first, so a removed
+        // key's tokens stop working at the next fetch, as without the cache.
+        let keys_current = self
+            .source
+            .as_ref()
+            .is_none_or(|s| s.step(false) == Step::Use);
+        if let Some(hit) = keys_current
+            .then(|| self.with_verified(|v| v.get(token, now(), leeway)))
+            .flatten()
+        {
+            return hit;
+        }
+        let claims = self.verify_signed(token, now).await?;
+        self.with_verified(|v| v.insert(token, &claims));
+        Ok(claims.sub)
+    }
+
+    async fn verify_signed(
+        &self,
+        token: &str,
+        now: impl Fn() -> NumericDate,
+    ) -> Result<flashgate_shared::token::CustomerClaims, TokenError> {
         let first = self.current().verify(token, now());
         let Some(source) = &self.source else {
             return first;
@@ -212,6 +248,8 @@ impl CustomerTokens {
         let ok = match fetched.and_then(|keys| self.base.with_more_keys(keys)) {
             Ok(v) => {
                 *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(v);
+                // A key the JWKS no longer lists must not keep its tokens valid.
+                self.with_verified(TokenCache::clear);
                 tracing::info!(url = %source.url, "JWKS fetched");
                 true
             }

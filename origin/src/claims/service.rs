@@ -1,6 +1,6 @@
-//! The claim decision: [`claim`] runs steps 1–6 of the claim path, in the order listed in
-//! [`crate::claims`] (campaign → local sold-out flag → idempotency record → gate take →
-//! grouped commit → the gate and the record learn the outcome).
+//! The claim decision: [`answer_early`] runs steps 1–2 of the claim path and [`claim`] steps
+//! 3–6, in the order listed in [`crate::claims`] (campaign → local sold-out flag → idempotency
+//! record → gate take → grouped commit → the gate and the record learn the outcome).
 //!
 //! Steps 3–6 run in a task of their own, so a client that disconnects cannot leave a unit
 //! taken without a claim row, nor a half-written record.
@@ -89,18 +89,14 @@ pub fn answer_early(
     None
 }
 
-/// Runs the claim path on `campaign` (its row from the cache): [`answer_early`], then the gate
-/// and the commit. Errors: 422 `idempotency_key_reused`; 503 when PostgreSQL or Redis fail or
-/// the gate is loading.
+/// Runs the gate and the commit for a claim on `campaign` (its row from the cache) that
+/// [`answer_early`] did not answer (the caller asked it first). Errors: 422
+/// `idempotency_key_reused`; 503 when PostgreSQL or Redis fail or the gate is loading.
 pub async fn claim(
-    svc: &ClaimService,
+    svc: ClaimService,
     campaign: Arc<CampaignRow>,
     req: ClaimRequest,
 ) -> ApiResult<Reply> {
-    if let Some(reply) = answer_early(&svc.flags, &svc.metrics, &campaign, &req.customer) {
-        return Ok(reply);
-    }
-    let svc = svc.clone();
     let tasks = svc.tasks.clone();
     tasks
         .spawn(async move { claim_at_gate(&svc, &campaign, &req).await })

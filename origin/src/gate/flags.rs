@@ -5,8 +5,11 @@
 //! `FLASHGATE_CAMPAIGN_CACHE_MS`), together with a snapshot of the campaign's winners, taken
 //! once per flag generation. While the memory is fresh, a claim from a customer who is not a
 //! winner is answered `sold_out` at once; a winner still goes to Redis, so her retry gets her
-//! first reply. After `ttl` the next claim asks Redis again: that is how this origin learns
-//! that units came back (expired holds, releases, restock) — at most `ttl` late.
+//! first reply. After `ttl` the next claim asks Redis again, and while it does (one claim at a
+//! time, for at most one more `ttl`) the others are still answered from memory, instead of a
+//! burst of every claim in flight going to Redis; its `sold_out` makes the memory fresh again.
+//! That is how this origin learns that units came back (expired holds, releases, restock) — at
+//! most `2 × ttl` late.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -23,6 +26,28 @@ struct Seen {
     winners: Option<Arc<HashSet<String>>>,
     /// True while this origin loads the snapshot of this generation (one load at a time).
     loading: bool,
+    /// True once a claim went to ask Redis after `ttl` (one at a time; see the module
+    /// documentation); cleared by its `sold_out` ([`SoldOutFlags::note`]).
+    asking: bool,
+}
+
+impl Seen {
+    /// Whether a claim from a customer who is not a winner is answered from memory, and
+    /// whether it is the one that asks Redis (`ask`: made the asker when none is asking).
+    fn answers(&mut self, ttl: Duration, ask: bool) -> bool {
+        let age = self.at.elapsed();
+        if age < ttl {
+            return true;
+        }
+        if age >= ttl * 2 {
+            return false;
+        }
+        if self.asking || !ask {
+            return self.asking;
+        }
+        self.asking = true;
+        false
+    }
 }
 
 /// See the module documentation.
@@ -51,16 +76,31 @@ impl SoldOutFlags {
         }
     }
 
-    /// Decides from memory alone.
+    /// Decides from memory alone. Past `ttl`, the first claim that is not a winner's is the
+    /// one that asks Redis (module documentation).
     pub fn check(&self, c: &str, customer: &str) -> Local {
-        let seen = self.seen.lock().expect("flags lock");
-        match seen.get(c) {
-            Some(s) if s.at.elapsed() < self.ttl => match &s.winners {
-                Some(w) if !w.contains(customer) => Local::SoldOut,
-                _ => Local::AskGate,
-            },
+        let mut seen = self.seen.lock().expect("flags lock");
+        match seen.get_mut(c) {
+            Some(s) if s.winners.as_ref().is_some_and(|w| !w.contains(customer)) => {
+                if s.answers(self.ttl, true) {
+                    Local::SoldOut
+                } else {
+                    Local::AskGate
+                }
+            }
             _ => Local::AskGate,
         }
+    }
+
+    /// True when this origin's memory of `c` holds its winners snapshot and answers from
+    /// memory now, so that [`SoldOutFlags::check`] answers every customer but the winners
+    /// `sold_out`, unless the memory turns stale in between. Changes nothing. A cheap look
+    /// (one lock, one map read) before any of the request is checked: the sold-out fast path
+    /// ([`crate::http::fast`]) asks it first.
+    pub fn answers_locally(&self, c: &str) -> bool {
+        let mut seen = self.seen.lock().expect("flags lock");
+        seen.get_mut(c)
+            .is_some_and(|s| s.winners.is_some() && s.answers(self.ttl, false))
     }
 
     /// Records a `sold_out` take of generation `generation`. Returns true when a winners
@@ -74,6 +114,7 @@ impl SoldOutFlags {
         match seen.get_mut(c) {
             Some(s) if s.generation == generation => {
                 s.at = now;
+                s.asking = false;
                 let start = s.winners.is_none() && !s.loading;
                 s.loading |= start;
                 start
@@ -86,6 +127,7 @@ impl SoldOutFlags {
                         generation,
                         winners: None,
                         loading: true,
+                        asking: false,
                     },
                 );
                 true
@@ -138,8 +180,11 @@ mod tests {
         assert!(f.note("c", 1));
         // No snapshot yet: still ask the gate.
         assert_eq!(f.check("c", "ana"), Local::AskGate);
+        assert!(!f.answers_locally("c"));
         f.seen.lock().unwrap().get_mut("c").unwrap().winners =
             Some(Arc::new(["win".to_string()].into_iter().collect()));
+        assert!(f.answers_locally("c"));
+        assert!(!f.answers_locally("other"));
         assert_eq!(f.check("c", "ana"), Local::SoldOut);
         assert_eq!(f.check("c", "win"), Local::AskGate);
         assert!(!f.note("c", 1));
@@ -159,13 +204,29 @@ mod tests {
         f.seen.lock().unwrap().get_mut("c").unwrap().winners =
             Some(Arc::new(["win".to_string()].into_iter().collect()));
         assert_eq!(f.check("c", "ana"), Local::SoldOut);
-        // ...until the flag is older than the ttl (aged here rather than slept for): then the
-        // same claim asks the gate again, although the snapshot is still there.
-        let aged = Instant::now()
-            .checked_sub(Duration::from_millis(60))
-            .expect("the clock is past 60 ms");
-        f.seen.lock().unwrap().get_mut("c").unwrap().at = aged;
+        // ...until the flag is older than the ttl (aged here rather than slept for): then one
+        // claim asks the gate again, although the snapshot is still there, while the others
+        // are still answered from memory...
+        let aged = |ms| {
+            let at = Instant::now().checked_sub(Duration::from_millis(ms));
+            f.seen.lock().unwrap().get_mut("c").unwrap().at = at.expect("the clock is past it");
+        };
+        aged(60);
         assert!(f.seen.lock().unwrap()["c"].winners.is_some());
+        assert!(!f.answers_locally("c"), "nobody asks yet");
+        assert_eq!(f.check("c", "ana"), Local::AskGate);
+        assert!(f.answers_locally("c"));
+        assert_eq!(f.check("c", "bea"), Local::SoldOut);
+        assert_eq!(f.check("c", "win"), Local::AskGate);
+        // ...its sold_out makes the memory fresh again...
+        assert!(!f.note("c", 2));
+        assert_eq!(f.check("c", "ana"), Local::SoldOut);
+        // ...and with no answer within one more ttl, every claim asks.
+        aged(60);
+        assert_eq!(f.check("c", "ana"), Local::AskGate);
+        aged(101);
+        assert!(!f.answers_locally("c"));
+        assert_eq!(f.check("c", "bea"), Local::AskGate);
         assert_eq!(f.check("c", "ana"), Local::AskGate);
     }
 }

@@ -75,7 +75,7 @@ pub async fn create(
 ) -> ApiResult<Response> {
     state.metrics.claim_requests.inc();
     let body = post.signed_body(&state).await?;
-    let (campaign, headers) = (post.campaign, post.headers);
+    let (campaign, headers, early_asked) = (post.campaign, post.headers, post.early_asked);
     extract::require_json(&headers)?;
     let customer = extract::customer(&headers, &state).await?;
     let key = extract::idempotency_key(&headers)?;
@@ -107,13 +107,16 @@ pub async fn create(
         }
     };
     // Sold out from memory (or not active): answered before the claim path's handles are
-    // cloned for the gate.
-    if let Some(reply) = service::answer_early(&state.flags, &state.metrics, &row, &customer) {
+    // cloned for the gate; not asked twice when the fast path asked already.
+    let early = (!early_asked)
+        .then(|| service::answer_early(&state.flags, &state.metrics, &row, &customer))
+        .flatten();
+    if let Some(reply) = early {
         answered(&state, &campaign, &reply);
         return Ok(reply.into_response());
     }
     let reply = service::claim(
-        &state.claims(),
+        state.claims(),
         row,
         service::ClaimRequest {
             campaign: campaign.clone(),
@@ -135,7 +138,7 @@ pub async fn create(
 
 /// Records the outcome of a claim's answer in the request span and counts a `sold_out` in the
 /// dashboard's per-second series ([`crate::telemetry::series`]).
-fn answered(state: &AppState, campaign: &str, reply: &Reply) {
+pub(crate) fn answered(state: &AppState, campaign: &str, reply: &Reply) {
     tracing::Span::current().record("outcome", reply.outcome.as_str());
     if reply.outcome == Outcome::SoldOut {
         state.metrics.sold_out_series.record_now(campaign);

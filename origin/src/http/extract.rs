@@ -33,14 +33,14 @@ fn bearer_of(headers: &HeaderMap) -> ApiResult<&str> {
 }
 
 /// The customer id from a valid customer token (HS256 / RS256 / ES256 JWT, issuer and
-/// audience as configured). 401 otherwise.
+/// audience as configured; a token verified before by this origin is taken from its cache,
+/// [`crate::customer_tokens::CustomerTokens::verify`]). 401 otherwise.
 pub async fn customer(headers: &HeaderMap, state: &AppState) -> ApiResult<String> {
     let jwt = bearer_of(headers)?;
     state
         .customer_tokens
         .verify(jwt)
         .await
-        .map(|c| c.sub)
         .map_err(|e| match e {
             // The identity provider has been unreachable since start-up: 503 + Retry-After.
             token::TokenError::KeysUnavailable => ApiError::Unavailable(e.message().into()),
@@ -176,6 +176,9 @@ pub struct ForwardedPost {
     pub campaign: String,
     /// The request's headers.
     pub headers: HeaderMap,
+    /// True when the sold-out fast path already asked [`crate::claims::service::answer_early`]
+    /// about this claim and handed it on to the gate ([`super::fast::EarlyAsked`]).
+    pub early_asked: bool,
     uri: Uri,
     body: Body,
 }
@@ -190,6 +193,7 @@ impl axum::extract::FromRequest<AppState> for ForwardedPost {
         tracing::Span::current().record("campaign", campaign.as_str());
         Ok(ForwardedPost {
             campaign,
+            early_asked: parts.extensions.get::<super::fast::EarlyAsked>().is_some(),
             headers: parts.headers,
             uri: parts.uri,
             body,

@@ -6,6 +6,7 @@ pub mod campaigns;
 pub mod claims;
 pub mod cors;
 pub mod extract;
+pub mod fast;
 pub mod giveaway;
 pub mod health;
 pub mod holds;
@@ -35,9 +36,12 @@ use utoipa_axum::routes;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// All routes of the origin with their layers, from the outside in:
+/// All routes of the origin with their layers, from the outside in (a sold-out claim this
+/// origin answers from memory is answered before all of them, with the same headers:
+/// [`fast`]):
 /// - `x-request-id`: a caller's id is kept when it is 1..=128 visible ASCII characters
-///   ([`request_id::bounded`]); a request without one (or with another) gets a UUID v4 ([`SetRequestIdLayer`] with
+///   ([`request_id::bounded`]); a request without one (or with another) gets a UUID v4
+///   ([`SetRequestIdLayer`] with
 ///   [`RandomUuid`]); the id is
 ///   recorded in the `request` span and sent back on the response ([`PropagateRequestIdLayer`]);
 /// - the `request` span (method, route template (never the raw path, which can carry a coupon
@@ -189,13 +193,18 @@ pub fn router(state: AppState) -> Router {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RandomUuid;
 
-impl MakeRequestId for RandomUuid {
-    fn make_request_id<B>(&mut self, _: &Request<B>) -> Option<RequestId> {
+impl RandomUuid {
+    /// A new request id: a UUID v4, lowercase and hyphenated.
+    pub fn new_id() -> Option<HeaderValue> {
         let id = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
         let mut text = uuid::Uuid::encode_buffer();
-        HeaderValue::from_str(id.hyphenated().encode_lower(&mut text))
-            .ok()
-            .map(RequestId::new)
+        HeaderValue::from_str(id.hyphenated().encode_lower(&mut text)).ok()
+    }
+}
+
+impl MakeRequestId for RandomUuid {
+    fn make_request_id<B>(&mut self, _: &Request<B>) -> Option<RequestId> {
+        RandomUuid::new_id().map(RequestId::new)
     }
 }
 

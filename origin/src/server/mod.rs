@@ -74,7 +74,8 @@ pub async fn spawn(config: Config) -> anyhow::Result<RunningOrigin> {
         header_read: Duration::from_millis(state.config.header_read_timeout_ms),
         shutdown: Duration::from_millis(state.config.shutdown_timeout_ms),
     };
-    let server = tokio::spawn(serve(listener, app, stop.clone(), limits));
+    let fast = crate::http::fast::FastPath::new(state.clone());
+    let server = tokio::spawn(serve(listener, app, fast, stop.clone(), limits));
     tracing::info!(%addr, "origin listening");
     Ok(RunningOrigin {
         addr,
@@ -112,12 +113,14 @@ struct ConnectionLimits {
 }
 
 /// The accept loop: HTTP/1.1 with hyper's header-read timeout (a client that drips its
-/// headers is disconnected), the peer address as [`ConnectInfo`], and on stop a graceful
+/// headers is disconnected), the peer address as [`ConnectInfo`], each request offered to the
+/// sold-out fast path `fast` first ([`crate::http::fast`]), and on stop a graceful
 /// shutdown (no new connections; idle ones closed; in-flight requests answered) bounded by
 /// `limits.shutdown`, after which the connections left are dropped.
 async fn serve(
     listener: TcpListener,
     app: Router,
+    fast: Option<std::sync::Arc<crate::http::fast::FastPath>>,
     stop: CancellationToken,
     limits: ConnectionLimits,
 ) -> std::io::Result<()> {
@@ -138,10 +141,20 @@ async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let app = app.clone();
+                let (app, fast) = (app.clone(), fast.clone());
                 let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
                     req.extensions_mut().insert(ConnectInfo(peer));
-                    app.clone().oneshot(req)
+                    let (app, fast) = (app.clone(), fast.clone());
+                    async move {
+                        let mut req = req.map(axum::body::Body::new);
+                        if let Some(fast) = fast {
+                            match fast.answer(req).await {
+                                Ok(res) => return Ok(res),
+                                Err(passed) => req = passed,
+                            }
+                        }
+                        app.oneshot(req).await
+                    }
                 });
                 let conn = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())

@@ -24,10 +24,12 @@
 //! from a JWT crate so that the very same code, and the same error for every refusal, runs on
 //! the host and inside the wasm32 worker.
 
+pub mod cache;
 pub mod keys;
 pub mod refresh;
 pub mod sign;
 
+pub use cache::TokenCache;
 pub use keys::{Algorithm, KeySet, VerifyKey};
 pub use sign::SigningKey;
 

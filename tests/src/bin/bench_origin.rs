@@ -25,6 +25,11 @@ use flashgate_tests::support::{ensure_database, test_config, token_for, unique, 
 use hdrhistogram::Histogram;
 use sqlx::PgPool;
 
+/// The allocator the `flashgate` binary ships (origin/src/main.rs): the origin runs in this
+/// process, so its figures are the binary's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 struct Args {
     /// Seconds per leg.
