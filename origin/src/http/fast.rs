@@ -23,7 +23,9 @@
 //! as the full path counts it (`flashgate_claim_requests_total`,
 //! `flashgate_claims_total{answered_from="memory"}`, `flashgate_http_request_duration_seconds`
 //! unless `FLASHGATE_REQUEST_METRICS=false`, the dashboard's per-second series); no span is
-//! made (nothing is logged on this answer).
+//! made (nothing is logged on this answer). It runs outside the router's panic layer: the accept
+//! loop catches a panic on its way and answers it as the layer would (503 `unavailable` +
+//! `Retry-After`, the text logged, never sent).
 
 use std::sync::Arc;
 use std::time::Instant;

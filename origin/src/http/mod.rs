@@ -213,7 +213,7 @@ pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
 /// The answer to a handler that panicked: 503 `unavailable` + `Retry-After` with the documented
 /// body. The panic's text is logged, never sent.
-fn panic_reply(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+pub(crate) fn panic_reply(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
     let text = panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())

@@ -148,9 +148,13 @@ async fn serve(
                     async move {
                         let mut req = req.map(axum::body::Body::new);
                         if let Some(fast) = fast {
-                            match fast.answer(req).await {
-                                Ok(res) => return Ok(res),
-                                Err(passed) => req = passed,
+                            // Outside the router's panic layer: a panic here is answered like
+                            // one in a handler (503 `unavailable`), not by a dropped connection.
+                            let answer = std::panic::AssertUnwindSafe(fast.answer(req));
+                            match futures::FutureExt::catch_unwind(answer).await {
+                                Ok(Ok(res)) => return Ok(res),
+                                Ok(Err(passed)) => req = passed,
+                                Err(panic) => return Ok(crate::http::panic_reply(panic)),
                             }
                         }
                         app.oneshot(req).await
