@@ -205,7 +205,7 @@ impl CustomerTokens {
         let keys_current = self
             .source
             .as_ref()
-            .is_none_or(|s| s.step(false) == Step::Use);
+            .is_none_or(|s| s.step(false, false) == Step::Use);
         if let Some(hit) = keys_current
             .then(|| self.with_verified(|v| v.get(token, now(), leeway)))
             .flatten()
@@ -230,12 +230,18 @@ impl CustomerTokens {
             first,
             Err(TokenError::UnknownKey | TokenError::KeysUnavailable)
         );
-        if source.step(unknown_kid) == Step::Use {
-            return first;
+        match source.step(unknown_kid, true) {
+            // A fetch may have ended since `first` (another request led it): an unknown key
+            // id is judged against the keys held now.
+            Step::Use if unknown_kid => return self.current().verify(token, now()),
+            Step::Use => return first,
+            // A request that finds a fetch under way waits for it, so a token sent while the
+            // first JWKS is on its way is answered with the keys it brings, not a 503.
+            Step::Fetch | Step::Wait => {}
         }
         let _one = source.fetch.lock().await;
         // Whoever held the lock before may have fetched already: ask again.
-        if source.step(unknown_kid) == Step::Fetch {
+        if source.step(unknown_kid, false) == Step::Fetch {
             self.refresh(source).await;
         }
         self.current().verify(token, now())
@@ -267,15 +273,17 @@ impl JwksSource {
         f(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// The step of a request now, ignoring `fetching` (the fetch lock orders the fetches).
-    fn step(&self, unknown_kid: bool) -> Step {
+    /// The step of a request now. With `see_fetching`, a request with an unknown key id
+    /// that finds a fetch under way gets [`Step::Wait`]; without it, the fetch under way is
+    /// ignored (the fetch lock orders the fetches; its holder asks without it).
+    fn step(&self, unknown_kid: bool, see_fetching: bool) -> Step {
         let now = chrono::Utc::now().timestamp_millis();
         self.with_state(|s| {
-            let idle = State {
-                fetching: false,
+            let seen = State {
+                fetching: s.fetching && see_fetching,
                 ..*s
             };
-            idle.step(self.schedule, now, unknown_kid)
+            seen.step(self.schedule, now, unknown_kid)
         })
     }
 

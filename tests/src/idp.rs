@@ -43,6 +43,7 @@ pub struct Idp {
     pub url: String,
     doc: Arc<RwLock<Value>>,
     down: Arc<AtomicBool>,
+    delay_ms: Arc<AtomicU64>,
     fetches: Arc<AtomicU64>,
     server: tokio::task::JoinHandle<()>,
 }
@@ -53,13 +54,18 @@ impl Idp {
         let doc = Arc::new(RwLock::new(jwks(keys)));
         let down = Arc::new(AtomicBool::new(false));
         let fetches = Arc::new(AtomicU64::new(0));
-        let (d, f, o) = (doc.clone(), fetches.clone(), down.clone());
+        let delay_ms = Arc::new(AtomicU64::new(0));
+        let (d, f, o, w) = (doc.clone(), fetches.clone(), down.clone(), delay_ms.clone());
         let app = axum::Router::new().route(
             "/jwks.json",
             axum::routing::get(move || {
-                let (d, f, o) = (d.clone(), f.clone(), o.clone());
+                let (d, f, o, w) = (d.clone(), f.clone(), o.clone(), w.clone());
                 async move {
                     f.fetch_add(1, Ordering::SeqCst);
+                    let wait = w.load(Ordering::SeqCst);
+                    if wait > 0 {
+                        tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+                    }
                     if o.load(Ordering::SeqCst) {
                         return (StatusCode::SERVICE_UNAVAILABLE, "down".to_string());
                     }
@@ -72,6 +78,7 @@ impl Idp {
             url,
             doc,
             down,
+            delay_ms,
             fetches,
             server,
         }
@@ -85,6 +92,12 @@ impl Idp {
     /// Answers 503 to every fetch while `down`.
     pub fn set_down(&self, down: bool) {
         self.down.store(down, Ordering::SeqCst);
+    }
+
+    /// Answers every fetch `delay_ms` milliseconds late (0: at once), so requests can arrive
+    /// while a fetch is under way.
+    pub fn set_delay_ms(&self, delay_ms: u64) {
+        self.delay_ms.store(delay_ms, Ordering::SeqCst);
     }
 
     /// Fetches answered so far (down or not).

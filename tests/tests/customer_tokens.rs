@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use futures::FutureExt;
+
 use flashgate_origin::config::Config;
 use flashgate_origin::secret::Secret;
 use flashgate_shared::token::keys::NO_KEYS;
@@ -108,13 +110,29 @@ async fn rotation_the_old_kid_works_until_removed_and_a_new_kid_is_fetched_once(
 async fn a_flood_of_unknown_kids_causes_one_fetch_per_interval() {
     let known = idp::ec_key("known");
     let provider = Idp::start(&[&known]).await;
+    // The first fetch takes 400 ms, so most of the flood arrives while it is under way: they
+    // wait for it and are judged against the keys it brings (401), never a 503.
+    provider.set_delay_ms(400);
     let o = TestOrigin::start_with(config(Some(&provider.url), 30, 600)).await;
     let c = o.campaign("sale", 10).await;
     let forged: Vec<String> = (0..200)
         .map(|i| idp::ec_key(&format!("made-up-{i}")).sign(&idp::claims("m", ISS, AUD)))
         .collect();
-    let replies =
-        futures::future::join_all(forged.iter().map(|t| claim_with(&o.http, &o.url, &c, t))).await;
+    let (lead, rest) = forged.split_first().expect("200 tokens");
+    let replies = futures::future::join_all(
+        std::iter::once(claim_with(&o.http, &o.url, &c, lead).boxed()).chain(rest.iter().map(
+            |t| {
+                let (o, c) = (&o, &c);
+                async move {
+                    // The lead's fetch has started by then.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    claim_with(&o.http, &o.url, c, t).await
+                }
+                .boxed()
+            },
+        )),
+    )
+    .await;
     for r in &replies {
         assert_eq!(r, &(401, "customer token key id is unknown".to_string()));
     }
