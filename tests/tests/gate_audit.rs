@@ -42,6 +42,20 @@ async fn gate_reaches(o: &TestOrigin, c: &str, want: i64) -> Duration {
     .await
 }
 
+/// Waits until `who`'s holder on `c` names claim `id` ([`repaired`]).
+async fn holder_becomes(r: &Gate, c: &str, who: &str, id: &str, what: &str) -> Duration {
+    repaired(what, || {
+        let mut r = r.clone();
+        async move {
+            match gate::holder(&mut r, c, who).await.unwrap() {
+                Some(h) if h == id => Ok(()),
+                other => Err(format!("holder {other:?}")),
+            }
+        }
+    })
+    .await
+}
+
 #[tokio::test]
 async fn a_gate_that_lost_units_gets_them_back_and_sells_them() {
     let o = TestOrigin::start().await;
@@ -170,16 +184,7 @@ async fn an_active_claim_whose_holder_was_lost_gets_it_back() {
         .query_async(&mut r)
         .await
         .unwrap();
-    repaired("an active claim without its holder", || {
-        let (mut r, c, ana, id) = (r.clone(), c.clone(), ana.clone(), id.clone());
-        async move {
-            match gate::holder(&mut r, &c, &ana).await.unwrap() {
-                Some(h) if h == id => Ok(()),
-                other => Err(format!("holder {other:?}")),
-            }
-        }
-    })
-    .await;
+    holder_becomes(&r, &c, &ana, &id, "an active claim without its holder").await;
     let report = o.reconcile(&c).await;
     assert_eq!(report["ok"], true, "{report}");
     assert_eq!(report["drift"]["holders_restored"], 1, "{report}");
@@ -187,6 +192,52 @@ async fn an_active_claim_whose_holder_was_lost_gets_it_back() {
     let (status, again) = o.claim(&c, &ana, &unique("k")).await;
     assert_eq!(again["result"], "already_claimed", "{status} {again}");
     assert_eq!(o.remaining(&c).await, 2);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_holder_is_found_on_a_large_campaign_while_a_committed_take_awaits_its_confirmation()
+{
+    // Past HOLDERS_COMPARED_ALWAYS active claims the audit compares counts first; a take that
+    // committed and is not yet confirmed counts on both sides, so it neither hides the drift
+    // nor alone makes the audit read every holder.
+    let o = TestOrigin::start().await;
+    let n = usize::try_from(gate::holders::HOLDERS_COMPARED_ALWAYS).unwrap() + 2;
+    let c = o.campaign("sale", n as i64 + 10).await;
+    let run = unique("big");
+    let customers: Vec<String> = (0..n).map(|i| format!("{run}-{i}")).collect();
+    let replies =
+        futures::future::join_all(customers.iter().map(|who| o.claim(&c, who, "k"))).await;
+    assert!(replies.iter().all(|(s, _)| *s == 201), "every claim made");
+    let ana_claim = replies[0].1["claim"]["id"].as_str().unwrap().to_string();
+    let mut r = Gate::new(redis_conn().await);
+    let (ana, zoe) = (&customers[0], &customers[1]);
+    // Zoe's claim is committed and her confirmation has not run: her holder is a pending token
+    // that a request of this origin still holds (so the settlement leaves it alone) and her
+    // take is in flight.
+    let flight = o.origin.state.claims().takes.begin();
+    let token = flight.token().to_string();
+    let k = Keys::of(&c);
+    let _: () = redis::pipe()
+        .hset(&k.holders, zoe, &token)
+        .zadd(&k.pending, zoe, chrono::Utc::now().timestamp_millis())
+        .hdel(&k.holders, ana)
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    holder_becomes(
+        &r,
+        &c,
+        ana,
+        &ana_claim,
+        "a lost holder among 1,002 active claims",
+    )
+    .await;
+    let report = o.reconcile(&c).await;
+    assert_eq!(report["drift"]["holders_restored"], 1, "{report}");
+    assert_eq!(o.remaining(&c).await, 10, "no unit moved");
+    assert_eq!(gate::holder(&mut r, &c, zoe).await.unwrap(), Some(token));
+    drop(flight);
     o.stop().await;
 }
 

@@ -17,8 +17,9 @@
 //! - orphaned takes: every second, settles takes left pending by a request of this origin
 //!   that has ended, by an origin whose lease lapsed, or for 30 s by anyone
 //!   ([`crate::gate::settle::settle_orphaned_takes`]).
-//! - the gate audit: every 2 s, on one origin at a time, compares each live campaign's gate
-//!   with PostgreSQL and repairs a count found apart ([`crate::gate::audit`]).
+//! - the gate audit: every second ([`crate::gate::audit::AUDIT_EVERY`]), on one origin at a
+//!   time, compares each live campaign's gate with PostgreSQL and repairs what it finds apart
+//!   ([`crate::gate::audit`]).
 //! - the origin's lease: every second, renews this origin's lease in Redis
 //!   ([`crate::gate::takes`]), which tells the others that its pending takes are in flight.
 
