@@ -295,6 +295,16 @@ pub fn too_large() -> Answer {
     )
 }
 
+/// Whether a request to the origin (or the identity provider) is sent once more when its
+/// first try failed before any answer came (a connection refused or reset; never a timeout,
+/// never after an answer began): a `GET` or `HEAD` (safe methods, RFC 9110 §9.2.1), or a
+/// request with an `Idempotency-Key`, which the origin replays instead of doing twice. A
+/// server closing an idle keep-alive connection just as the runtime reuses it fails this way
+/// (RFC 9112 §9.3.1 lets a client retry such a request automatically when it is idempotent).
+pub fn may_resend(method: &str, has_idempotency_key: bool) -> bool {
+    has_idempotency_key || method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD")
+}
+
 /// Largest body the edge forwards on a pass-through path, in bytes: the origin's largest JSON
 /// body (admin, service and coupon-code calls). A larger one could never succeed there, so it
 /// is refused here rather than failing the forward (which would read as a retryable 503).

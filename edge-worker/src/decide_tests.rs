@@ -393,3 +393,15 @@ fn pass_through_bodies_past_the_origin_limit_are_refused() {
     let refused = check_pass_through_body(MAX_PASS_THROUGH_BODY_BYTES + 1).unwrap_err();
     assert_eq!(refused.status, 413);
 }
+
+#[test]
+fn only_safe_or_keyed_requests_are_sent_again_after_a_connection_failure() {
+    assert!(may_resend("GET", false));
+    assert!(may_resend("HEAD", false));
+    assert!(may_resend("head", false));
+    assert!(may_resend("POST", true));
+    assert!(may_resend("PATCH", true));
+    assert!(!may_resend("POST", false));
+    assert!(!may_resend("PATCH", false));
+    assert!(!may_resend("DELETE", false));
+}

@@ -15,8 +15,10 @@ use worker::{
     js_sys, AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, Response, Result,
 };
 
-/// Sends a request to the origin with a timeout; returns status, headers and body bytes.
-/// Errors when the origin is unreachable or too slow (the request is then aborted).
+/// Sends a request to the origin with a timeout; returns status, headers and body bytes. A
+/// request [`decide::may_resend`] allows is sent a second time when the first try got no
+/// answer at all (both within the one timeout). Errors when the origin is unreachable or too
+/// slow (the request is then aborted).
 pub(super) async fn send(req: Request, timeout_ms: i64) -> Result<(u16, Headers, Vec<u8>)> {
     send_bounded(req, timeout_ms, None).await
 }
@@ -30,8 +32,23 @@ pub(super) async fn send_bounded(
 ) -> Result<(u16, Headers, Vec<u8>)> {
     let controller = AbortController::default();
     let signal = controller.signal();
+    let keyed = req.headers().has(IDEMPOTENCY_KEY_HEADER)?;
+    // A copy made before the first try reads the body (see decide::may_resend).
+    let spare = if decide::may_resend(req.method().as_ref(), keyed) {
+        Some(req.clone()?)
+    } else {
+        None
+    };
     let work = async move {
-        let mut resp = Fetch::Request(req).send_with_signal(&signal).await?;
+        let mut resp = match Fetch::Request(req).send_with_signal(&signal).await {
+            Ok(resp) => resp,
+            // No answer at all (e.g. an idle connection the origin closed as it was reused):
+            // once more, on a new connection, within the same timeout.
+            Err(first) => match spare {
+                Some(again) => Fetch::Request(again).send_with_signal(&signal).await?,
+                None => return Err(first),
+            },
+        };
         let body = match max_body {
             None => resp.bytes().await?,
             Some(max) => read_bounded(&mut resp, max).await?,
