@@ -70,28 +70,69 @@ fn constant_handler() -> axum::Router {
 
 struct Leg {
     name: String,
-    ops: u64,
-    secs: f64,
+    run: Run,
     hist: Option<Histogram<u64>>,
 }
 
 impl Leg {
     fn rate(&self) -> f64 {
-        self.ops as f64 / self.secs
+        self.run.ops as f64 / self.run.secs
+    }
+    /// The machine's busy CPU time per operation of the leg, in core-microseconds (every
+    /// process: this one, PostgreSQL, Redis), when /proc/stat could be read.
+    fn cpu_us_per_op(&self) -> Option<f64> {
+        let ops = self.run.ops.max(1) as f64;
+        self.run.busy_core_secs.map(|b| b * 1e6 / ops)
     }
     fn print(&self) {
+        let cpu = self
+            .cpu_us_per_op()
+            .map(|us| format!("   cpu/op {us:>5.0} us"))
+            .unwrap_or_default();
         match &self.hist {
             Some(h) => println!(
-                "{:<48} {:>10.0} /s   p50 {:>7.2} ms   p99 {:>7.2} ms   max {:>7.2} ms",
+                "{:<48} {:>10.0} /s   p50 {:>7.2} ms   p99 {:>7.2} ms   max {:>7.2} ms{cpu}",
                 self.name,
                 self.rate(),
                 h.value_at_quantile(0.5) as f64 / 1000.0,
                 h.value_at_quantile(0.99) as f64 / 1000.0,
                 h.max() as f64 / 1000.0
             ),
-            None => println!("{:<48} {:>10.0} /s", self.name, self.rate()),
+            None => println!("{:<48} {:>10.0} /s{cpu}", self.name, self.rate()),
         }
     }
+}
+
+/// What [`for_secs`] measured.
+struct Run {
+    ops: u64,
+    secs: f64,
+    /// Busy CPU time of the whole machine meanwhile, in core-seconds ([`busy_core_secs`]).
+    busy_core_secs: Option<f64>,
+}
+
+/// The machine's busy CPU time since boot, in core-seconds: the first line of /proc/stat
+/// (proc(5)) less `idle` and `iowait`, in `USER_HZ` ticks of 1/100 s (Linux's value on every
+/// common architecture). `None` off Linux. Other work on the machine counts too: run the bench
+/// on an idle machine.
+fn busy_core_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let ticks: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest time is already in user).
+    let busy: u64 = ticks
+        .iter()
+        .take(8)
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .map(|(_, t)| t)
+        .sum();
+    Some(busy as f64 / 100.0)
 }
 
 async fn stock_campaign(o: &TestOrigin, stock: i64) -> String {
@@ -100,7 +141,7 @@ async fn stock_campaign(o: &TestOrigin, stock: i64) -> String {
 
 /// Runs `clients` loops of `round(client, i)` (`i` counts each loop's rounds from 1) for
 /// `secs`; returns the rounds finished and the seconds taken (until every loop stopped).
-async fn for_secs<F, Fut>(clients: usize, secs: u64, round: F) -> (u64, f64)
+async fn for_secs<F, Fut>(clients: usize, secs: u64, round: F) -> Run
 where
     F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = ()> + Send,
@@ -108,6 +149,7 @@ where
     let round = Arc::new(round);
     let stop = Arc::new(AtomicBool::new(false));
     let ops = Arc::new(AtomicU64::new(0));
+    let busy_at_start = busy_core_secs();
     let start = Instant::now();
     let tasks: Vec<_> = (0..clients)
         .map(|w| {
@@ -127,13 +169,17 @@ where
     for t in tasks {
         t.await.expect("task");
     }
-    (ops.load(Ordering::Relaxed), start.elapsed().as_secs_f64())
+    Run {
+        ops: ops.load(Ordering::Relaxed),
+        secs: start.elapsed().as_secs_f64(),
+        busy_core_secs: busy_at_start.zip(busy_core_secs()).map(|(a, b)| b - a),
+    }
 }
 
 /// Leg 1a: one claim per transaction, `clients` at once, for `secs`.
 async fn hot_row(db: &PgPool, campaign: &str, clients: usize, secs: u64) -> Leg {
     let (db, c) = (db.clone(), campaign.to_string());
-    let (ops, secs) = for_secs(clients, secs, move |w, i| {
+    let run = for_secs(clients, secs, move |w, i| {
         let (db, c) = (db.clone(), c.clone());
         async move {
             let mut tx = db.begin().await.expect("begin");
@@ -159,8 +205,7 @@ async fn hot_row(db: &PgPool, campaign: &str, clients: usize, secs: u64) -> Leg 
     .await;
     Leg {
         name: format!("hot row: 1 claim/tx, {clients} clients"),
-        ops,
-        secs,
+        run,
         hist: None,
     }
 }
@@ -169,7 +214,7 @@ async fn hot_row(db: &PgPool, campaign: &str, clients: usize, secs: u64) -> Leg 
 async fn grouped(db: &Db, campaign: &str, clients: usize, secs: u64) -> Leg {
     let committer = Committer::start(db.clone(), 4, 512, Default::default());
     let c = campaign.to_string();
-    let (ops, secs) = for_secs(clients, secs, move |w, i| {
+    let run = for_secs(clients, secs, move |w, i| {
         let claim = NewClaim {
             id: flashgate_origin::claims::store::new_claim_id(),
             campaign_id: c.clone(),
@@ -191,8 +236,7 @@ async fn grouped(db: &Db, campaign: &str, clients: usize, secs: u64) -> Leg {
     .await;
     Leg {
         name: format!("grouped commit, {clients} submitters"),
-        ops,
-        secs,
+        run,
         hist: None,
     }
 }
@@ -215,7 +259,7 @@ where
     );
     let counter = Arc::new(AtomicU64::new(0));
     let per_client = hists.clone();
-    let (ops, secs) = for_secs(clients, secs, move |w, _| {
+    let run = for_secs(clients, secs, move |w, _| {
         let i = counter.fetch_add(1, Ordering::Relaxed);
         let req = make(&http, i);
         let hists = per_client.clone();
@@ -236,8 +280,7 @@ where
     }
     Leg {
         name,
-        ops,
-        secs,
+        run,
         hist: Some(hist),
     }
 }
@@ -461,6 +504,7 @@ async fn main() {
         "ratio sold-out / constant handler: {:.2}x (target >= 0.9x)",
         sold_out.rate() / baseline.rate()
     );
+    cpu_bound(&grp, &wide, &baseline);
     let m = &o.origin.state.metrics;
     println!(
         "\nsold-out answers from memory: {}, from the Redis gate: {}",
@@ -468,4 +512,30 @@ async fn main() {
         m.claims_of(Outcome::SoldOut, AnsweredFrom::Gate)
     );
     o.stop().await;
+}
+
+/// Prints what the machine's CPU allows winners over HTTP: each winner is one HTTP exchange
+/// (at least the constant handler's CPU per request, client side included) plus one durable
+/// commit (the grouped leg's CPU per claim), and on a machine where the client, the origin,
+/// Redis and PostgreSQL share the same cores, winners/s cannot pass
+/// `cores / (exchange + commit)`; against the durable rate (`cores / commit`) that is
+/// `commit / (exchange + commit)`.
+fn cpu_bound(durable: &Leg, winners: &Leg, exchange: &Leg) {
+    let (Some(commit), Some(http), Some(winner)) = (
+        durable.cpu_us_per_op(),
+        exchange.cpu_us_per_op(),
+        winners.cpu_us_per_op(),
+    ) else {
+        return;
+    };
+    println!(
+        "\nCPU per operation (the whole machine, core-us): winner {winner:.0} = HTTP exchange \
+         {http:.0} + durable commit {commit:.0} + the rest (token, gate, claim logic) {:.0}",
+        winner - http - commit
+    );
+    println!(
+        "bound of winners over HTTP / durable grouped from CPU alone: {:.2}x \
+         (commit / (exchange + commit), every process on the same cores)",
+        commit / (http + commit)
+    );
 }
