@@ -16,6 +16,7 @@ use crate::limit::Action;
 use crate::status::{self, Freshness, RefreshState, StatusEntry, Step};
 use flashgate_shared::api::CampaignState;
 use flashgate_shared::queue::ADMISSION_HEADER;
+use flashgate_shared::request_id::{self, REQUEST_ID_HEADER};
 use flashgate_shared::trace::TRACEPARENT_HEADER;
 use flashgate_shared::IDEMPOTENCY_KEY_HEADER;
 use std::cell::RefCell;
@@ -131,13 +132,26 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
         None
     };
     let preflight = cfg.cors.is_preflight(req.method().as_ref());
-    let resp = match handle(req, cfg.clone(), preflight).await {
+    let request_id = req
+        .headers()
+        .get(REQUEST_ID_HEADER)
+        .ok()
+        .flatten()
+        .filter(|id| request_id::is_kept(id.as_bytes()));
+    let mut resp = match handle(req, cfg.clone(), preflight).await {
         Ok(resp) => resp,
         Err(e) => {
             worker::console_error!("flashgate edge error: {e}");
             answer(&Answer::unavailable())?
         }
     };
+    // The origin sends the id back on its answers; the edge's own answers echo the caller's.
+    if let Some(id) = request_id {
+        let h = resp.headers_mut();
+        if !h.has(REQUEST_ID_HEADER).unwrap_or(true) {
+            let _ = h.set(REQUEST_ID_HEADER, &id);
+        }
+    }
     glue_index::cors(&cfg, origin.as_deref(), preflight, resp)
 }
 
@@ -421,6 +435,7 @@ async fn claim(
     let content_type = headers.get("content-type")?;
     let admission = headers.get(ADMISSION_HEADER)?;
     let traceparent = headers.get(TRACEPARENT_HEADER)?;
+    let request_id = headers.get(REQUEST_ID_HEADER)?;
     if let Err(a) = decide::check_content_length(content_length.as_deref()) {
         // Read a moderately large body before answering so the client's connection stays
         // usable; a huge one is refused unread.
@@ -534,6 +549,9 @@ async fn claim(
     }
     if let Some(t) = &traceparent {
         out.set(TRACEPARENT_HEADER, t)?;
+    }
+    if let Some(id) = &request_id {
+        out.set(REQUEST_ID_HEADER, id)?;
     }
     sign_forwarded(cfg, &out, client_ip.as_deref(), "POST", url.path(), &body)?;
     let target = origin_target(cfg, url);

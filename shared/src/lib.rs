@@ -31,6 +31,7 @@ pub mod cors;
 pub mod idempotency;
 pub mod money;
 pub mod queue;
+pub mod request_id;
 #[cfg(feature = "clap")]
 pub mod settings;
 pub mod signature;

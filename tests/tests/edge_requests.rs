@@ -532,3 +532,56 @@ async fn an_encoded_id_or_a_head_is_answered_at_the_edge_like_the_plain_get() {
     assert_eq!(o.claim_requests() - claims, 0, "claims on the encoded id");
     o.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_callers_request_id_comes_back_from_the_origin_and_from_the_edge() {
+    let (o, c, e) = sale_behind_edge(5, EdgeSettings::default()).await;
+    let http = reqwest::Client::new();
+    let claim = |rid: &str, token: Option<String>, key: &str| {
+        let mut req = http
+            .post(format!("{}/api/v1/campaigns/{c}/claims", e.url))
+            .header("x-request-id", rid)
+            .header("idempotency-key", key)
+            .header("content-type", "application/json")
+            .body("{}");
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        req
+    };
+    // A forwarded claim: the origin got the id (it sends back what it kept).
+    let ana = unique("ana");
+    let r = reply(
+        claim("my-claim-rid-1", Some(o.token(&ana)), "k1")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((r.status, r.by.as_str()), (201, "origin"), "{r:?}");
+    assert_eq!(r.header("x-request-id"), Some("my-claim-rid-1"));
+    // Answers the edge makes itself echo it: a claim without a token, a non-slug id, a
+    // cached status.
+    let r = reply(claim("my-rid-2", None, "k2").send().await.unwrap()).await;
+    assert_eq!((r.status, r.by.as_str()), (401, "edge"), "{r:?}");
+    assert_eq!(r.header("x-request-id"), Some("my-rid-2"));
+    for url in [
+        format!("{}/api/v1/campaigns/NOT_A_SLUG", e.url),
+        status_url(&e.url, &c),
+    ] {
+        let r = reply(
+            http.get(&url)
+                .header("x-request-id", "my-rid-3")
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(r.header("x-request-id"), Some("my-rid-3"), "{url}: {r:?}");
+    }
+    // An id the origin would not keep is not echoed by the edge either.
+    let r = reply(claim("two words", None, "k3").send().await.unwrap()).await;
+    assert_eq!((r.status, r.by.as_str()), (401, "edge"));
+    assert_eq!(r.header("x-request-id"), None);
+    o.stop().await;
+}

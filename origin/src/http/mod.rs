@@ -209,7 +209,7 @@ impl MakeRequestId for RandomUuid {
 }
 
 /// The request id header, set on every request and response (a common convention; no RFC).
-pub const REQUEST_ID_HEADER: &str = "x-request-id";
+pub use flashgate_shared::request_id::REQUEST_ID_HEADER;
 
 /// The answer to a handler that panicked: 503 `unavailable` + `Retry-After` with the documented
 /// body. The panic's text is logged, never sent.

@@ -6,19 +6,16 @@
 use axum::http::Request;
 
 use super::REQUEST_ID_HEADER;
-
-/// The longest caller's request id kept, in bytes (a UUID is 36; a CDN's ray id with a colo
-/// suffix is ~20).
-pub const MAX_REQUEST_ID_LEN: usize = 128;
+pub use flashgate_shared::request_id::MAX_REQUEST_ID_LEN;
 
 /// Removes an `x-request-id` that is empty, longer than [`MAX_REQUEST_ID_LEN`] or has a byte
 /// outside visible ASCII (`!` ..= `~`). Used as a `tower::util::MapRequestLayer` in front of
 /// tower-http's `SetRequestIdLayer`, which then makes a new id.
 pub fn bounded<B>(mut req: Request<B>) -> Request<B> {
-    let keep = req.headers().get(REQUEST_ID_HEADER).is_none_or(|v| {
-        let b = v.as_bytes();
-        !b.is_empty() && b.len() <= MAX_REQUEST_ID_LEN && b.iter().all(|c| c.is_ascii_graphic())
-    });
+    let keep = req
+        .headers()
+        .get(REQUEST_ID_HEADER)
+        .is_none_or(|v| flashgate_shared::request_id::is_kept(v.as_bytes()));
     if !keep {
         req.headers_mut().remove(REQUEST_ID_HEADER);
     }
