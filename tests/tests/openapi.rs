@@ -299,3 +299,53 @@ async fn the_edge_passes_the_document_through() {
     drop(e);
     o.stop().await;
 }
+
+#[tokio::test]
+async fn the_document_reads_as_api_text_and_marks_what_the_edge_does_not_serve() {
+    use flashgate_origin::http::openapi::tidy::{ORIGIN_ONLY, SUMMARY_MAX_CHARS};
+    let o = TestOrigin::start().await;
+    let doc = document(&o).await;
+    for ((path, method), op) in operations(&doc) {
+        let summary = op["summary"].as_str().unwrap_or_default();
+        let description = op["description"].as_str().unwrap_or_default();
+        for text in [summary, description] {
+            assert!(
+                !text.contains("[`"),
+                "{method} {path}: a Rust link in {text:?}"
+            );
+        }
+        assert!(
+            summary.chars().count() <= SUMMARY_MAX_CHARS || !summary.contains(". "),
+            "{method} {path}: summary of more than one sentence: {summary:?}"
+        );
+        let public = path.starts_with("/api/v1/") || path == "/openapi.json";
+        assert_eq!(
+            op[ORIGIN_ONLY].as_bool().unwrap_or(false),
+            !public,
+            "{method} {path}"
+        );
+    }
+    let schemas = doc["components"]["schemas"].to_string();
+    assert!(
+        !schemas.contains("[`"),
+        "a Rust link in a schema description"
+    );
+    let result = doc["components"]["schemas"]["ErrorBody"]["properties"]["result"]["description"]
+        .as_str()
+        .unwrap();
+    for code in flashgate_shared::api::codes::ALL {
+        assert!(
+            result.contains(&format!("`{code}`")),
+            "{code} missing: {result}"
+        );
+    }
+    // Admin writes name the header of a replayed reply; customer claims do not have it.
+    let patch = &doc["paths"]["/admin/v1/campaigns/{id}"]["patch"]["responses"]["200"];
+    assert!(
+        patch["headers"]["idempotent-replayed"].is_object(),
+        "{patch}"
+    );
+    let claim = &doc["paths"]["/api/v1/campaigns/{id}/claims"]["post"]["responses"]["201"];
+    assert!(claim["headers"]["idempotent-replayed"].is_null(), "{claim}");
+    o.stop().await;
+}

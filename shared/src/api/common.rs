@@ -73,6 +73,28 @@ pub mod codes {
     pub const UNAVAILABLE: &str = "unavailable";
     /// 408: the request (its body, or its whole handling) took longer than the origin's bound.
     pub const REQUEST_TIMEOUT: &str = "request_timeout";
+
+    /// Every code above.
+    pub const ALL: &[&str] = &[
+        INVALID_JSON,
+        INVALID_REQUEST,
+        INVALID_IDEMPOTENCY_KEY,
+        UNAUTHORIZED,
+        FORBIDDEN,
+        NOT_FOUND,
+        METHOD_NOT_ALLOWED,
+        CONFLICT,
+        PAYLOAD_TOO_LARGE,
+        UNSUPPORTED_MEDIA_TYPE,
+        IDEMPOTENCY_KEY_REUSED,
+        VALIDATION_FAILED,
+        IN_PROGRESS,
+        RATE_LIMITED,
+        HOLD_EXPIRED,
+        ALREADY_REDEEMED,
+        UNAVAILABLE,
+        REQUEST_TIMEOUT,
+    ];
 }
 
 /// The one shape of every request error: `{"result": <code>, "message": <text for humans>}`.
@@ -80,7 +102,12 @@ pub mod codes {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorBody {
-    /// One of [`codes`].
+    /// The error's code: `invalid_json`, `invalid_request`, `invalid_idempotency_key` (400),
+    /// `unauthorized` (401), `forbidden` (403), `not_found` (404), `method_not_allowed` (405),
+    /// `request_timeout` (408), `conflict`, `in_progress`, `hold_expired`, `already_redeemed`
+    /// (409), `payload_too_large` (413), `unsupported_media_type` (415),
+    /// `idempotency_key_reused`, `validation_failed` (422), `rate_limited` (429),
+    /// `unavailable` (503). The list is [`codes::ALL`].
     pub result: String,
     /// A human-readable explanation (never internal error text).
     pub message: String,

@@ -13,6 +13,7 @@
 pub mod edge_only;
 mod links;
 pub mod params;
+pub mod tidy;
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -75,6 +76,7 @@ pub fn document(collected: OpenApi) -> serde_json::Value {
     for (method, path) in edge_only::EDGE_ONLY {
         doc["paths"][path][method]["x-flashgate-answered-by"] = "edge".into();
     }
+    tidy::apply(&mut doc);
     doc
 }
 
