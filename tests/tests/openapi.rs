@@ -339,6 +339,16 @@ async fn the_document_reads_as_api_text_and_marks_what_the_edge_does_not_serve()
             "{code} missing: {result}"
         );
     }
+    // Every variant of the claim's reply has a type name for generated clients.
+    let variants = doc["components"]["schemas"]["ClaimReply"]["oneOf"]
+        .as_array()
+        .unwrap();
+    let titles: BTreeSet<&str> = variants
+        .iter()
+        .map(|v| v["title"].as_str().expect("a titled variant"))
+        .collect();
+    assert_eq!(titles.len(), variants.len(), "{titles:?}");
+    assert!(titles.contains("ClaimReplySoldOut"), "{titles:?}");
     // Admin writes name the header of a replayed reply; customer claims do not have it.
     let patch = &doc["paths"]["/admin/v1/campaigns/{id}"]["patch"]["responses"]["200"];
     assert!(

@@ -10,6 +10,8 @@
 //!   answers every other path 404 `no such route` itself (docs/EDGE.md). Every other
 //!   operation is marked `x-flashgate-origin-only: true` and says so in its description, so a
 //!   client built from the edge's copy knows which calls need the origin's address.
+//! - **Named variants**: each variant of a `oneOf` tagged by `result` gets a title, so a
+//!   generated client names its types (`ClaimReplySoldOut`) instead of numbering them.
 //! - **Replays of admin writes**: an operation with the optional `Idempotency-Key` of the admin
 //!   writes answers a replay with `Idempotent-Replayed: true` (docs/ADMIN.md); its 2xx answers
 //!   list that header.
@@ -70,10 +72,51 @@ pub fn apply(doc: &mut Value) {
         }
     }
     if let Some(schemas) = doc["components"]["schemas"].as_object_mut() {
-        for schema in schemas.values_mut() {
+        for (name, schema) in schemas.iter_mut() {
             plain_descriptions(schema);
+            title_variants(name, schema);
         }
     }
+}
+
+/// Gives each variant of a `oneOf` tagged by `result` the title `{schema}{Result}`
+/// (`ClaimReplyAlreadyClaimed`), which generated clients use as its type name (without one
+/// they number them).
+fn title_variants(name: &str, schema: &mut Value) {
+    let Some(variants) = schema.get_mut("oneOf").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for v in variants {
+        if v.get("title").is_some() {
+            continue;
+        }
+        if let Some(tag) = result_tag(v) {
+            v["title"] = format!("{name}{}", camel(&tag)).into();
+        }
+    }
+}
+
+/// The one value of a variant's `result` property, directly or in one of its `allOf` parts.
+fn result_tag(v: &Value) -> Option<String> {
+    let direct = v["properties"]["result"]["enum"]
+        .as_array()
+        .filter(|e| e.len() == 1)
+        .and_then(|e| e[0].as_str())
+        .map(str::to_string);
+    direct.or_else(|| v["allOf"].as_array()?.iter().find_map(result_tag))
+}
+
+/// `already_claimed` → `AlreadyClaimed`.
+fn camel(snake: &str) -> String {
+    snake
+        .split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 /// Whether `op` takes the admin writes' optional `Idempotency-Key` (the customer and service
@@ -193,6 +236,19 @@ mod tests {
         assert_eq!(head, "Short head.");
         assert!(rest.starts_with("word"));
         assert_eq!(split_summary("Fine. As is."), ("Fine. As is.", ""));
+    }
+
+    #[test]
+    fn tagged_variants_get_titles() {
+        let mut s = serde_json::json!({"oneOf": [
+            {"type": "object", "properties": {"result": {"type": "string", "enum": ["sold_out"]}}},
+            {"allOf": [{"$ref": "#/x"}, {"properties": {"result": {"enum": ["already_claimed"]}}}]},
+            {"type": "object"},
+        ]});
+        title_variants("ClaimReply", &mut s);
+        assert_eq!(s["oneOf"][0]["title"], "ClaimReplySoldOut");
+        assert_eq!(s["oneOf"][1]["title"], "ClaimReplyAlreadyClaimed");
+        assert!(s["oneOf"][2].get("title").is_none());
     }
 
     #[test]
