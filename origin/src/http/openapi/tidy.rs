@@ -31,8 +31,8 @@ pub fn through_edge(path: &str) -> bool {
     path.starts_with("/api/v1/") || path == super::PATH
 }
 
-/// Applies both passes to every operation of `doc`, and plain text to every schema's
-/// description.
+/// Applies the passes of the module documentation: to every operation of `doc`, and to every
+/// schema of its components.
 pub fn apply(doc: &mut Value) {
     if let Some(paths) = doc["paths"].as_object_mut() {
         for (path, item) in paths.iter_mut() {
