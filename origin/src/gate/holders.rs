@@ -36,7 +36,7 @@ use flashgate_shared::api::ClaimStatus;
 
 use super::correct::{pg_remaining, ChangeError};
 use super::PENDING_PREFIX;
-use super::{bucket, give_back, holders_of, replace_holder, shard_states, Gate, Keys};
+use super::{bucket, give_back, holders_of, replace_holder, Gate, Keys};
 
 /// Up to this many active claims, the holders are compared one by one at every audit.
 pub const HOLDERS_COMPARED_ALWAYS: i64 = 1_000;
@@ -59,12 +59,10 @@ pub(super) async fn check_holders(
     n: u16,
 ) -> Result<HolderRepairs, ChangeError> {
     let mut out = HolderRepairs::default();
-    let states = shard_states(gate, c).await?;
-    if states.is_empty() || states.iter().any(|s| !s.loaded) {
+    let Some((holders, in_flight)) = holders_and_takes(gate, c, n).await? else {
         // Not loaded, or a load under way: the load writes PostgreSQL's holders itself.
         return Ok(out);
-    }
-    let (holders, in_flight) = holders_and_takes(gate, c, n).await?;
+    };
     let committed_holders = holders - i64::try_from(in_flight.len()).unwrap_or(i64::MAX);
     let (active, done) = active_counts(db, c, &in_flight).await?;
     if committed_holders + done == active && active > HOLDERS_COMPARED_ALWAYS {
@@ -126,25 +124,30 @@ pub(super) async fn check_holders(
 }
 
 /// Every shard's holders of `c` (committed and pending) and the customers with a take in
-/// flight, each shard read in one transaction so a take or confirmation is seen whole.
+/// flight, each shard read in one transaction so a take or confirmation is seen whole; `None`
+/// when a shard is not loaded (no gate, or a load under way).
 async fn holders_and_takes(
     gate: &mut Gate,
     c: &str,
     n: u16,
-) -> redis::RedisResult<(i64, Vec<String>)> {
+) -> redis::RedisResult<Option<(i64, Vec<String>)>> {
     let (mut holders, mut in_flight) = (0, Vec::new());
     for s in 0..n {
         let k = Keys::shard(c, s);
-        let (h, p): (i64, Vec<String>) = redis::pipe()
+        let (loaded, h, p): (bool, i64, Vec<String>) = redis::pipe()
             .atomic()
+            .exists(&k.loaded)
             .hlen(&k.holders)
             .zrange(&k.pending, 0, -1)
             .query_async(gate)
             .await?;
+        if !loaded {
+            return Ok(None);
+        }
         holders += h;
         in_flight.extend(p);
     }
-    Ok((holders, in_flight))
+    Ok(Some((holders, in_flight)))
 }
 
 /// PostgreSQL's count of active claims of `c`, and how many of them belong to `in_flight`
