@@ -67,10 +67,8 @@ async fn serve(
             if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
                 break i + 4;
             }
-            let mut chunk = [0u8; 4096];
-            match sock.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            if matches!(sock.read_buf(&mut buf).await, Ok(0) | Err(_)) {
+                return;
             }
         };
         let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
@@ -82,10 +80,8 @@ async fn serve(
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0);
         while buf.len() < head_end + length {
-            let mut chunk = [0u8; 4096];
-            match sock.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            if matches!(sock.read_buf(&mut buf).await, Ok(0) | Err(_)) {
+                return;
             }
         }
         let line = head.lines().next().unwrap_or_default().to_string();
