@@ -268,13 +268,27 @@ async fn ttl_seconds(r: &mut Gate, key: &str) -> i64 {
     redis::cmd("TTL").arg(key).query_async(r).await.unwrap()
 }
 
+/// [`gate::begin_take`] on the customer's own shard, found first as the claim path does.
+async fn begin(
+    r: &mut Gate,
+    c: &str,
+    customer: &str,
+    token: &str,
+    key: &str,
+    fp: &str,
+    ttl_seconds: u64,
+) -> redis::RedisResult<Begun> {
+    let own = gate::own_shard(r, c, customer).await?.expect("loaded");
+    gate::begin_take(r, c, &own, customer, token, key, fp, ttl_seconds).await
+}
+
 #[tokio::test]
 async fn begin_take_writes_the_record_with_the_take_and_confirm_finishes_it() {
     let mut r = Gate::new(redis_conn().await);
     let c = gate_of(&mut r, &[1]).await;
     let k = Keys::of(&c);
     let (t, fresh) = (gate::pending_token(), gate::pending_token());
-    let begun = gate::begin_take(&mut r, &c, "ana", &t, "key-1", "fp-a", 30).await;
+    let begun = begin(&mut r, &c, "ana", &t, "key-1", "fp-a", 30).await;
     assert_eq!(begun.unwrap(), Begun::Took(Take::Taken));
     let record = gate::record_key(&mut r, &c, "ana", "key-1")
         .await
@@ -289,7 +303,7 @@ async fn begin_take_writes_the_record_with_the_take_and_confirm_finishes_it() {
     );
     assert_eq!(remaining(&mut r, &c).await, vec![0]);
     // The same key again: the record, nothing taken or written.
-    let again = gate::begin_take(&mut r, &c, "ana", &fresh, "key-1", "fp-a", 30);
+    let again = begin(&mut r, &c, "ana", &fresh, "key-1", "fp-a", 30);
     assert_eq!(
         again.await.unwrap(),
         Begun::Existing(b"fp-a\npending".to_vec())
@@ -327,7 +341,7 @@ async fn begin_take_writes_the_record_with_the_take_and_confirm_finishes_it() {
         Some("claim-1")
     );
     // Sold out: bob's record is written with the flag's answer to come; no unit.
-    let bob = gate::begin_take(&mut r, &c, "bob", &fresh, "k", "fp-b", 30).await;
+    let bob = begin(&mut r, &c, "bob", &fresh, "k", "fp-b", 30).await;
     let g = get(&mut r, &k.sold_out).await.expect("flag");
     assert_eq!(bob.unwrap(), Begun::Took(Take::SoldOut { generation: g }));
     assert_eq!(
@@ -340,7 +354,7 @@ async fn begin_take_writes_the_record_with_the_take_and_confirm_finishes_it() {
         .query_async(&mut r)
         .await
         .unwrap();
-    let carl = gate::begin_take(&mut r, &c, "carl", &fresh, "k", "fp-c", 30);
+    let carl = begin(&mut r, &c, "carl", &fresh, "k", "fp-c", 30);
     assert_eq!(carl.await.unwrap(), Begun::Took(Take::NotLoaded));
     assert_eq!(get_bytes(&mut r, &k.idempotency("carl", "k")).await, None);
 }
@@ -358,7 +372,7 @@ async fn begin_take_keeps_her_record_on_her_own_shard_and_takes_from_any() {
     let c = gate_of(&mut r, &units).await;
     let own = Keys::shard(&c, gate::bucket(&ana, 8));
     let t = gate::pending_token();
-    let begun = gate::begin_take(&mut r, &c, &ana, &t, "k", "fp", 30).await;
+    let begun = begin(&mut r, &c, &ana, &t, "k", "fp", 30).await;
     assert_eq!(begun.unwrap(), Begun::Took(Take::Taken));
     let record = gate::record_key(&mut r, &c, &ana, "k")
         .await

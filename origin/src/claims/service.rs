@@ -115,8 +115,27 @@ async fn claim_at_gate(
     // Her tokens stay in flight until this request ends, so the settlement leaves them alone.
     let mut flight = svc.takes.begin();
     let token = flight.token().to_string();
+    // Her own shard, found once for every step of this claim (from the handle's memory once it
+    // has met the campaign); `None` when the gate is not loaded.
+    let own = gate::own_shard(&mut gate, c, &req.customer).await?;
     let (owned, begun) = {
         let mut stamp = svc.redis.clone();
+        let begin = async {
+            let Some(own) = &own else {
+                return Ok(Begun::Took(Take::NotLoaded));
+            };
+            let begin = gate::begin_take(
+                &mut gate,
+                c,
+                own,
+                &req.customer,
+                &token,
+                &req.idempotency_key,
+                &fp,
+                idempotency::PENDING_TTL_SECONDS,
+            );
+            svc.metrics.gate_op("take", begin).await
+        };
         let (owned, begun) = tokio::join!(
             idempotency::own_key(
                 &mut stamp,
@@ -125,22 +144,13 @@ async fn claim_at_gate(
                 &fp,
                 svc.idempotency_ttl_seconds,
             ),
-            svc.metrics.gate_op(
-                "take",
-                gate::begin_take(
-                    &mut gate,
-                    c,
-                    &req.customer,
-                    &token,
-                    &req.idempotency_key,
-                    &fp,
-                    idempotency::PENDING_TTL_SECONDS,
-                )
-            )
+            begin
         );
         (owned?, begun?)
     };
-    let record = gate::record_key(&mut gate, c, &req.customer, &req.idempotency_key).await?;
+    let record = own
+        .as_ref()
+        .map(|own| own.keys.idempotency(&req.customer, &req.idempotency_key));
     let first = match begun {
         Begun::Existing(value) => match idempotency::existing(&value, &fp) {
             Begin::Reused => return Err(key_reused()),
@@ -169,6 +179,7 @@ async fn claim_at_gate(
     };
     let ticket = Ticket {
         fp: &fp,
+        own: own.as_ref(),
         record: record.as_deref(),
         ttl_seconds: svc.idempotency_ttl_seconds,
     };
@@ -215,10 +226,11 @@ fn key_reused() -> ApiError {
     )
 }
 
-/// Her idempotency record for this request: the fingerprint, the record's key (`None` when the
-/// gate was not loaded) and how long a final reply is kept.
+/// Her idempotency record for this request: the fingerprint, her own shard and the record's
+/// key (`None` when the gate was not loaded) and how long a final reply is kept.
 struct Ticket<'a> {
     fp: &'a str,
+    own: Option<&'a gate::OwnShard>,
     record: Option<&'a str>,
     ttl_seconds: u64,
 }
@@ -359,7 +371,15 @@ async fn commit_taken(
                     .record
                     .zip(value.as_deref())
                     .map(|(key, value)| (key, value, ticket.ttl_seconds));
-                let confirm = gate::confirm(redis, c, &req.customer, token, &row.id, record);
+                let (customer, id) = (req.customer.as_str(), row.id.as_str());
+                let confirm = async {
+                    match ticket.own {
+                        Some(own) => {
+                            gate::confirm_on(redis, &own.keys, customer, token, id, record).await
+                        }
+                        None => gate::confirm(redis, c, customer, token, id, record).await,
+                    }
+                };
                 // Her claim is committed: that is the answer. A confirmation lost to a Redis
                 // fault leaves her pending holder to the orphaned-take settlement (her token
                 // leaves the in-flight set when this request ends), which finds the claim.

@@ -87,7 +87,15 @@ impl Keys {
             format!("{c}:{s}")
         };
         let prefix = format!("fg:{{{tag}}}:");
-        let k = |name: &str| format!("{prefix}{name}");
+        // Built by hand, not with `format!`: a claim builds its shard's keys once, the audit
+        // every shard's each pass, and the formatting machinery (a growing buffer per key) was
+        // most of the cost.
+        let k = |name: &str| {
+            let mut key = String::with_capacity(prefix.len() + name.len());
+            key.push_str(&prefix);
+            key.push_str(name);
+            key
+        };
         Keys {
             loaded: k("loaded"),
             loading: k("loading"),
@@ -134,15 +142,26 @@ pub fn pending_token() -> String {
     format!("{PENDING_PREFIX}{:016x}", rand::random::<u64>())
 }
 
-/// The keys of `customer`'s own shard and the shard count; `None` when not loaded.
-async fn own_shard(
+/// A customer's own shard of a campaign ([`bucket`]): its keys and the campaign's shard count.
+/// A claim finds it once ([`own_shard`]) and passes it to each of its steps.
+pub struct OwnShard {
+    /// The campaign's number of shards.
+    pub count: u16,
+    /// The keys of her shard.
+    pub keys: Keys,
+}
+
+/// The keys of `customer`'s own shard and the shard count; `None` when not loaded. Needs Redis
+/// only the first time this handle meets campaign `c` ([`shard_count`]).
+pub async fn own_shard(
     redis: &mut Gate,
     c: &str,
     customer: &str,
-) -> redis::RedisResult<Option<(u16, Keys)>> {
-    Ok(shard_count(redis, c)
-        .await?
-        .map(|n| (n, Keys::shard(c, bucket(customer, n)))))
+) -> redis::RedisResult<Option<OwnShard>> {
+    Ok(shard_count(redis, c).await?.map(|count| OwnShard {
+        count,
+        keys: Keys::shard(c, bucket(customer, count)),
+    }))
 }
 
 fn parse_generation(out: &[String], at: usize) -> i64 {
@@ -162,7 +181,7 @@ pub async fn take(
     customer: &str,
     token: &str,
 ) -> redis::RedisResult<Take> {
-    let Some((n, k)) = own_shard(redis, c, customer).await? else {
+    let Some(OwnShard { count: n, keys: k }) = own_shard(redis, c, customer).await? else {
         return Ok(Take::NotLoaded);
     };
     let now_ms = chrono::Utc::now().timestamp_millis();
@@ -201,23 +220,23 @@ pub enum Begun {
 
 /// A claim's idempotency begin and the take, in one script ([`lua::BEGIN_TAKE`]; on a
 /// campaign of several shards, further steps only when her own shard is empty). The record is
-/// `fingerprint \n pending` under [`Keys::idempotency`] of her own shard, living
-/// `pending_ttl_seconds`.
+/// `fingerprint \n pending` under [`Keys::idempotency`] of her own shard `own` ([`own_shard`]),
+/// living `pending_ttl_seconds`.
+#[allow(clippy::too_many_arguments)]
 pub async fn begin_take(
     redis: &mut Gate,
     c: &str,
+    own: &OwnShard,
     customer: &str,
     token: &str,
     key: &str,
     fingerprint: &str,
     pending_ttl_seconds: u64,
 ) -> redis::RedisResult<Begun> {
-    let Some((n, k)) = own_shard(redis, c, customer).await? else {
-        return Ok(Begun::Took(Take::NotLoaded));
-    };
+    let (n, k) = (own.count, &own.keys);
     let now_ms = chrono::Utc::now().timestamp_millis();
     let mut inv = BEGIN_TAKE.key(k.idempotency(customer, key));
-    take_keys(&mut inv, &k, n);
+    take_keys(&mut inv, k, n);
     let out: Vec<Vec<u8>> = inv
         .arg(fingerprint)
         .arg(pending_ttl_seconds)
@@ -230,7 +249,7 @@ pub async fn begin_take(
         return Ok(Begun::Existing(out.get(1).cloned().unwrap_or_default()));
     }
     Ok(Begun::Took(
-        took(redis, c, n, &k, customer, token, now_ms, &out).await?,
+        took(redis, c, n, k, customer, token, now_ms, &out).await?,
     ))
 }
 
@@ -423,9 +442,21 @@ pub async fn confirm(
     claim_id: &str,
     record: Option<Record<'_>>,
 ) -> redis::RedisResult<bool> {
-    let Some((_, k)) = own_shard(redis, c, customer).await? else {
+    let Some(own) = own_shard(redis, c, customer).await? else {
         return Ok(false);
     };
+    confirm_on(redis, &own.keys, customer, token, claim_id, record).await
+}
+
+/// [`confirm`] on her own shard's keys `k`, already known ([`own_shard`]).
+pub async fn confirm_on(
+    redis: &mut Gate,
+    k: &Keys,
+    customer: &str,
+    token: &str,
+    claim_id: &str,
+    record: Option<Record<'_>>,
+) -> redis::RedisResult<bool> {
     let mut inv = CONFIRM.key(&k.holders);
     inv.key(&k.pending).arg(customer).arg(token).arg(claim_id);
     if let Some((key, value, ttl)) = record {
@@ -445,7 +476,7 @@ pub async fn record_key(
 ) -> redis::RedisResult<Option<String>> {
     Ok(own_shard(redis, c, customer)
         .await?
-        .map(|(_, k)| k.idempotency(customer, key)))
+        .map(|own| own.keys.idempotency(customer, key)))
 }
 
 /// Returns her unit to the gate (to her own shard) if her holder value is still `expected` (a
@@ -464,7 +495,7 @@ pub async fn give_back(
     replace_with: Option<&str>,
     ceiling: i64,
 ) -> redis::RedisResult<bool> {
-    let Some((n, k)) = own_shard(redis, c, customer).await? else {
+    let Some(OwnShard { count: n, keys: k }) = own_shard(redis, c, customer).await? else {
         return Ok(false);
     };
     let mut inv = GIVE_BACK.key(&k.holders);
@@ -526,7 +557,7 @@ pub async fn holder(
     c: &str,
     customer: &str,
 ) -> redis::RedisResult<Option<String>> {
-    let Some((_, k)) = own_shard(redis, c, customer).await? else {
+    let Some(OwnShard { keys: k, .. }) = own_shard(redis, c, customer).await? else {
         return Ok(None);
     };
     redis::cmd("HGET")
