@@ -84,6 +84,15 @@ impl Leg {
         let ops = self.run.ops.max(1) as f64;
         self.run.busy_core_secs.map(|b| b * 1e6 / ops)
     }
+    /// [`ByProcess`] per operation, in core-microseconds.
+    fn by_process_us_per_op(&self) -> Option<ByProcess> {
+        let ops = self.run.ops.max(1) as f64;
+        self.run.by_process.map(|b| ByProcess {
+            this: b.this * 1e6 / ops,
+            postgres: b.postgres * 1e6 / ops,
+            redis: b.redis * 1e6 / ops,
+        })
+    }
     fn print(&self) {
         let cpu = self
             .cpu_us_per_op()
@@ -109,6 +118,64 @@ struct Run {
     secs: f64,
     /// Busy CPU time of the whole machine meanwhile, in core-seconds ([`busy_core_secs`]).
     busy_core_secs: Option<f64>,
+    /// The part of it spent by this process, PostgreSQL and Redis ([`ByProcess`]).
+    by_process: Option<ByProcess>,
+}
+
+/// Busy CPU time, in core-seconds, of the processes that share a leg: this one (the clients and
+/// the origin), every `postgres` process and every `redis-server` process, from
+/// `/proc/<pid>/stat` (`utime` + `stime`, proc(5), in ticks of 1/100 s). A process that starts
+/// or ends during a leg counts wrongly for that leg (the PostgreSQL pool keeps its connections,
+/// so the legs here start none after their first second).
+#[derive(Clone, Copy, Default)]
+struct ByProcess {
+    this: f64,
+    postgres: f64,
+    redis: f64,
+}
+
+impl ByProcess {
+    fn read() -> Option<Self> {
+        let own = std::process::id().to_string();
+        let mut out = Self::default();
+        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // `pid (comm) state …`: the name may hold spaces, so the fields start after its
+            // last `)`; `utime` and `stime` (fields 14 and 15) are the 12th and 13th there.
+            let Some((head, rest)) = stat.rsplit_once(')') else {
+                continue;
+            };
+            let comm = head.split_once('(').map_or("", |(_, c)| c);
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let tick = |i: usize| fields.get(i).and_then(|t| t.parse::<u64>().ok());
+            let secs = (tick(11).unwrap_or(0) + tick(12).unwrap_or(0)) as f64 / 100.0;
+            if pid == own {
+                out.this += secs;
+            } else if comm == "postgres" {
+                out.postgres += secs;
+            } else if comm.starts_with("redis-server") {
+                out.redis += secs;
+            }
+        }
+        Some(out)
+    }
+
+    fn since(self, before: Self) -> Self {
+        Self {
+            this: self.this - before.this,
+            postgres: self.postgres - before.postgres,
+            redis: self.redis - before.redis,
+        }
+    }
 }
 
 /// The machine's busy CPU time since boot, in core-seconds: the first line of /proc/stat
@@ -150,6 +217,7 @@ where
     let stop = Arc::new(AtomicBool::new(false));
     let ops = Arc::new(AtomicU64::new(0));
     let busy_at_start = busy_core_secs();
+    let by_process_at_start = ByProcess::read();
     let start = Instant::now();
     let tasks: Vec<_> = (0..clients)
         .map(|w| {
@@ -173,6 +241,9 @@ where
         ops: ops.load(Ordering::Relaxed),
         secs: start.elapsed().as_secs_f64(),
         busy_core_secs: busy_at_start.zip(busy_core_secs()).map(|(a, b)| b - a),
+        by_process: by_process_at_start
+            .zip(ByProcess::read())
+            .map(|(a, b)| b.since(a)),
     }
 }
 
@@ -537,5 +608,23 @@ fn cpu_bound(durable: &Leg, winners: &Leg, exchange: &Leg) {
         "bound of winners over HTTP / durable grouped from CPU alone: {:.2}x \
          (commit / (exchange + commit), every process on the same cores)",
         commit / (http + commit)
+    );
+    let (Some(d), Some(w)) = (
+        durable.by_process_us_per_op(),
+        winners.by_process_us_per_op(),
+    ) else {
+        return;
+    };
+    println!(
+        "by process (core-us per operation): durable commit: this process {:.0}, PostgreSQL \
+         {:.0}, Redis {:.0}; winner: this process (clients and origin) {:.0}, PostgreSQL {:.0}, \
+         Redis {:.0}",
+        d.this, d.postgres, d.redis, w.this, w.postgres, w.redis
+    );
+    println!(
+        "bound with the gate's Redis work as measured: {:.2}x (commit / (exchange + commit + \
+         Redis {:.0}))",
+        commit / (http + commit + w.redis),
+        w.redis
     );
 }
