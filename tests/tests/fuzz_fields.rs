@@ -67,7 +67,10 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
         r#"{"order":"o1","cart_total":6000}"#,
     )
     .await;
-    let use_id = used.body["use"].as_str().expect("use id").to_string();
+    let use_id = used.body["use"]
+        .as_str()
+        .unwrap_or_else(|| panic!("use id: {} {}", used.status, used.body))
+        .to_string();
     let now = Utc::now();
     let later = now + chrono::Duration::hours(2);
     let ep = |name, method, path: &str, param: &str, auth, keyed, body: Option<Value>| Endpoint {
@@ -373,10 +376,22 @@ async fn run(o: &TestOrigin, base: &str, e: &Endpoint, case: &Case, n: usize) ->
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
+    let answered_by = res
+        .headers()
+        .get(flashgate_shared::ANSWERED_BY_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("?")
+        .to_string();
     let body = res.bytes().await.unwrap_or_default();
+    // Who answered and what, so that a failure in CI says where to look.
     fuzz::check_answer(status, ct.as_deref(), &body)
         .err()
-        .map(|why| format!("{what:.300} → {why}"))
+        .map(|why| {
+            format!(
+                "{what:.300} → {why} (answered by {answered_by}: {:.200})",
+                String::from_utf8_lossy(&body)
+            )
+        })
 }
 
 async fn run_all(

@@ -1,5 +1,6 @@
 //! Bounded time for slow or stuck clients and slow statements: headers that
 //! drip in are cut off, a body that never finishes is 408, a request past its deadline is 408,
+//! a request refused on its headers is answered whole when its body comes late,
 //! a PostgreSQL statement cancelled by `statement_timeout` is 503 + `Retry-After`, and a value
 //! PostgreSQL refuses is a 4xx, never a 503. Real origin over raw TCP, real PostgreSQL.
 
@@ -152,6 +153,55 @@ async fn a_body_dripped_a_byte_at_a_time_is_408_at_the_body_read_bound() {
     assert!(
         took >= Duration::from_millis(550) && took < Duration::from_millis(3_000),
         "answered after {took:?}, bound 600 ms, the drip would take 10 s"
+    );
+    o.stop().await;
+}
+
+/// A request refused on its headers alone (an `Idempotency-Key` of 256 characters on a
+/// redeem: 400) whose body comes 200 ms after them: the 400 arrives whole once the body is in,
+/// and the same connection then serves another request. Answered before the body, hyper
+/// closed the connection with the body unread and the late body drew a reset (what the edge
+/// answered as 503: `http::body_first`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_refused_on_its_headers_is_answered_whole_when_its_body_comes_late() {
+    let o = TestOrigin::start().await;
+    let mut s = TcpStream::connect(addr(&o)).await.expect("connect");
+    let body = br#"{"store":"s-1"}"#;
+    let head = format!(
+        "POST /api/v1/coupons/ABCDEFGHJKMN/redeem HTTP/1.1\r\nHost: x\r\n\
+         Authorization: Bearer {}\r\nIdempotency-Key: {}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        o.config.service_token.expose(),
+        "k".repeat(256),
+        body.len()
+    );
+    s.write_all(head.as_bytes()).await.expect("write head");
+    // Nothing is answered while the body is still on its way.
+    let mut buf = [0u8; 1];
+    let early = tokio::time::timeout(Duration::from_millis(200), s.peek(&mut buf)).await;
+    assert!(early.is_err(), "answered before the body came: {early:?}");
+    s.write_all(body)
+        .await
+        .expect("the body is taken, not reset");
+    let answer = read_answer(&mut s, Instant::now() + Duration::from_secs(5)).await;
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 400"), "answer: {text}");
+    assert!(
+        text.contains(r#""result":"invalid_idempotency_key""#),
+        "documented error body: {text}"
+    );
+    assert!(
+        !text.to_ascii_lowercase().contains("connection: close"),
+        "the connection stays usable: {text}"
+    );
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("write the second request");
+    let second = read_answer(&mut s, Instant::now() + Duration::from_secs(5)).await;
+    let second = String::from_utf8_lossy(&second);
+    assert!(
+        second.starts_with("HTTP/1.1 200"),
+        "second answer: {second}"
     );
     o.stop().await;
 }

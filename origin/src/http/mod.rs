@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod body_deadline;
+pub mod body_first;
 pub mod campaigns;
 pub mod claims;
 pub mod cors;
@@ -51,6 +52,9 @@ use crate::state::AppState;
 /// - `Flashgate-Answered-By: origin`;
 /// - the request deadline `FLASHGATE_REQUEST_TIMEOUT_MS` (408 `request_timeout`, see
 ///   [`request_deadline`]) and the body-read timeout `FLASHGATE_BODY_READ_TIMEOUT_MS`;
+/// - a body of a declared length up to 64 KiB is read before any handler runs, so that an
+///   answer given on the headers alone (401, 400, 404) is never cut off by a reset
+///   ([`body_first`]);
 /// - a panic in a handler is answered 503 `unavailable` + `Retry-After` with the documented
 ///   body ([`CatchPanicLayer`], [`panic_reply`]); its text is logged, never sent;
 /// - outermost, CORS when `FLASHGATE_CORS_ORIGINS` lists origins ([`cors`]).
@@ -127,6 +131,7 @@ pub fn router(state: AppState) -> Router {
         })
         .with_state(state)
         .layer(CatchPanicLayer::custom(panic_reply))
+        .layer(middleware::from_fn(body_first::read_body_first))
         .layer(middleware::from_fn_with_state(
             body_timeout,
             body_deadline::body_deadline,
