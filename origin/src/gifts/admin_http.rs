@@ -71,7 +71,7 @@ impl SegmentBody for Members {
 }
 
 /// A manager's write to one segment, `…/gift-campaigns/{id}/segments/{seg}/…`: who calls, the
-/// two ids and the JSON body. Refused before the body is read: 401/403 a token that is not a
+/// two ids and the JSON body. Refused before the body is parsed: 401/403 a token that is not a
 /// manager's, 404 an id that cannot name a campaign or segment (no query is made); then the
 /// body: 415 not JSON, 413 past [`SegmentBody::MAX_BYTES`], 400/422 as [`extract::parse_json`].
 pub struct SegmentWrite<T> {

@@ -355,7 +355,7 @@ pub async fn json_body<T: DeserializeOwned>(headers: &HeaderMap, body: Body) -> 
     parse_json(&bytes)
 }
 
-/// A manager's JSON write: the caller, refused before the body is read when the token is not a
+/// A manager's JSON write: the caller, refused before the body is parsed when the token is not a
 /// manager's ([`admin`]: 401, 403), then the body as [`json_body`] reads it (415, 413, 400,
 /// 422).
 pub struct ManagerJson<T> {
