@@ -11,8 +11,10 @@
 //! nothing is left unread when the answer goes out.
 //!
 //! Only a body with a declared `Content-Length` of at most [`MAX_BODY_READ_FIRST_BYTES`] is read
-//! first (every body the origin accepts fits); a larger or chunked body is left to its handler,
-//! which refuses a larger one with 413 after draining it ([`super::extract::read_body`]). The
+//! first: every JSON body but a gift segment's member list (up to 4 MiB, read by its handler
+//! once the manager's token passed, so that no one without a token makes the origin hold
+//! megabytes). A larger or chunked body is left to its handler, which refuses one past its
+//! bound with 413 after draining it ([`super::extract::read_body`]). The
 //! read runs inside the body deadline ([`super::body_deadline`]): a body that does not arrive in
 //! time reaches the handler as the same read error (408 `request_timeout`).
 
@@ -22,8 +24,8 @@ use axum::http::header;
 use axum::middleware::Next;
 use axum::response::Response;
 
-/// Largest declared body read before the handler runs, in bytes: the largest body any route
-/// accepts ([`super::extract::MAX_JSON_BODY_BYTES`]).
+/// Largest declared body read before the handler runs, in bytes: the bound of the origin's
+/// JSON bodies ([`super::extract::MAX_JSON_BODY_BYTES`], 64 KiB).
 pub const MAX_BODY_READ_FIRST_BYTES: usize = super::extract::MAX_JSON_BODY_BYTES;
 
 /// Middleware: reads a body whose `Content-Length` is 1..=[`MAX_BODY_READ_FIRST_BYTES`] into
