@@ -177,14 +177,20 @@ async fn claim_at_gate(
         }
         Begun::Took(take) => take,
     };
-    let ticket = Ticket {
-        fp: &fp,
-        own: own.as_ref(),
-        record: record.as_deref(),
-        ttl_seconds: svc.idempotency_ttl_seconds,
+    let result = match (&own, record.as_deref()) {
+        (Some(own), Some(record)) => {
+            let ticket = Ticket {
+                fp: &fp,
+                own,
+                record,
+                ttl_seconds: svc.idempotency_ttl_seconds,
+            };
+            decide(svc, &mut gate, campaign, req, &ticket, first, &mut flight).await
+        }
+        // Not loaded: begin_take had no shard, so it took nothing and wrote no record.
+        _ => Err(not_loaded(svc, c)),
     };
-    let result = decide(svc, &mut gate, campaign, req, &ticket, first, &mut flight).await;
-    match (&result, ticket.record) {
+    match (&result, record.as_deref()) {
         (Ok((_, Recorded::Yes)), _) => {}
         // A pause or a schedule answer is not final for the key: a retry is decided again.
         (Ok((reply, Recorded::No)), Some(record))
@@ -196,7 +202,8 @@ async fn claim_at_gate(
             // The reply stands without its record (a claim is in PostgreSQL, which a retry
             // finds); a Redis fault here must not turn a final answer into a 503.
             if let Err(e) =
-                idempotency::finish_at(&mut redis, record, &fp, reply, ticket.ttl_seconds).await
+                idempotency::finish_at(&mut redis, record, &fp, reply, svc.idempotency_ttl_seconds)
+                    .await
             {
                 tracing::warn!(campaign = %c, error = %e, "idempotency record not written");
             }
@@ -226,13 +233,19 @@ fn key_reused() -> ApiError {
     )
 }
 
-/// Her idempotency record for this request: the fingerprint, her own shard and the record's
-/// key (`None` when the gate was not loaded) and how long a final reply is kept.
+/// Her idempotency record for this request, on a loaded gate: the fingerprint, her own shard,
+/// the record's key and how long a final reply is kept.
 struct Ticket<'a> {
     fp: &'a str,
-    own: Option<&'a gate::OwnShard>,
-    record: Option<&'a str>,
+    own: &'a gate::OwnShard,
+    record: &'a str,
     ttl_seconds: u64,
+}
+
+/// 503 for a campaign whose gate is not loaded; its load is started (one per campaign).
+fn not_loaded(svc: &ClaimService, c: &str) -> ApiError {
+    svc.gate_loader.spawn(c);
+    ApiError::Unavailable(format!("gate of {c} is loading"))
 }
 
 /// Whether a reply was already written to the idempotency record (with the gate's
@@ -258,10 +271,7 @@ async fn decide(
     loop {
         let no = |reply| Ok((reply, Recorded::No));
         match taken {
-            Take::NotLoaded => {
-                svc.gate_loader.spawn(c);
-                return Err(ApiError::Unavailable(format!("gate of {c} is loading")));
-            }
+            Take::NotLoaded => return Err(not_loaded(svc, c)),
             Take::SoldOut { generation } => {
                 svc.metrics.claim(Outcome::SoldOut, AnsweredFrom::Gate);
                 if svc.flags.note(c, generation) {
@@ -366,26 +376,15 @@ async fn commit_taken(
                     claim: row.to_claim(),
                 });
                 // The confirmation and her record in one script (one slot).
-                let value = ticket.record.map(|_| idempotency::record_value(fp, &reply));
-                let record = ticket
-                    .record
-                    .zip(value.as_deref())
-                    .map(|(key, value)| (key, value, ticket.ttl_seconds));
-                let (customer, id) = (req.customer.as_str(), row.id.as_str());
-                let confirm = async {
-                    match ticket.own {
-                        Some(own) => {
-                            gate::confirm_on(redis, &own.keys, customer, token, id, record).await
-                        }
-                        None => gate::confirm(redis, c, customer, token, id, record).await,
-                    }
-                };
+                let value = idempotency::record_value(fp, &reply);
+                let record = Some((ticket.record, value.as_slice(), ticket.ttl_seconds));
+                let keys = &ticket.own.keys;
+                let confirm = gate::confirm_on(redis, keys, &req.customer, token, &row.id, record);
                 // Her claim is committed: that is the answer. A confirmation lost to a Redis
                 // fault leaves her pending holder to the orphaned-take settlement (her token
                 // leaves the in-flight set when this request ends), which finds the claim.
                 let recorded = match svc.metrics.gate_op("confirm", confirm).await {
-                    Ok(_) if record.is_some() => Recorded::Yes,
-                    Ok(_) => Recorded::No,
+                    Ok(_) => Recorded::Yes,
                     Err(e) => {
                         tracing::warn!(campaign = %c, error = %e, "gate confirmation failed");
                         Recorded::No
