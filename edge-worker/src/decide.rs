@@ -322,6 +322,40 @@ pub fn check_pass_through_body(len: usize) -> Result<(), Answer> {
     ))
 }
 
+/// 400 `invalid_request` for a pass-through body that could not be read whole (the client
+/// sent less than its `Content-Length` and closed, or went away): nothing is forwarded, as the
+/// origin answers such a request (a redeem whose body is optional must not go ahead on an
+/// empty one).
+pub fn unreadable_body() -> Answer {
+    Answer::error(400, codes::INVALID_REQUEST, "the body could not be read")
+}
+
+/// Whether a client's request header is passed on to the origin (`name` in lowercase, as the
+/// runtime lists them). Kept back: the hop-by-hop headers (RFC 9110 §7.6.1: `connection`,
+/// `keep-alive`, `proxy-connection`, `te`, `trailer`, `transfer-encoding`, `upgrade`);
+/// `expect` (RFC 9110 §10.1.1: the edge has read the whole body before it forwards, so a
+/// `100-continue` has nothing left to ask, and the runtime's `fetch` fails on it); `host` and
+/// `content-length` (the forwarded request's own); `x-forwarded-for` and `cf-*` (the
+/// runtime's); and the edge signature and client IP, which only the edge sets.
+pub fn passes_on(name: &str) -> bool {
+    !matches!(
+        name,
+        "host"
+            | "content-length"
+            | "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+            | "expect"
+            | "x-forwarded-for"
+            | flashgate_shared::EDGE_SIGNATURE_HEADER
+            | flashgate_shared::CLIENT_IP_HEADER
+    ) && !name.starts_with("cf-")
+}
+
 /// Checks a declared `Content-Length` before reading the body: 413 when it is a number larger
 /// than [`MAX_CLAIM_BODY_BYTES`] (also one too large to parse). Anything else passes; the
 /// length of the body read decides then.

@@ -405,3 +405,44 @@ fn only_safe_or_keyed_requests_are_sent_again_after_a_connection_failure() {
     assert!(!may_resend("PATCH", false));
     assert!(!may_resend("DELETE", false));
 }
+
+#[test]
+fn hop_by_hop_headers_expect_and_the_edges_own_are_kept_back() {
+    for name in [
+        "host",
+        "content-length",
+        "connection",
+        "keep-alive",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "expect",
+        "x-forwarded-for",
+        "cf-connecting-ip",
+        flashgate_shared::EDGE_SIGNATURE_HEADER,
+        flashgate_shared::CLIENT_IP_HEADER,
+    ] {
+        assert!(!passes_on(name), "{name} must not be passed on");
+    }
+    for name in [
+        "authorization",
+        "idempotency-key",
+        "content-type",
+        "x-request-id",
+        "traceparent",
+    ] {
+        assert!(passes_on(name), "{name} must be passed on");
+    }
+}
+
+#[test]
+fn an_unreadable_pass_through_body_is_the_origins_400() {
+    let a = unreadable_body();
+    assert_eq!(a.status, 400);
+    assert!(
+        a.body.contains(r#""result":"invalid_request""#),
+        "{}",
+        a.body
+    );
+}

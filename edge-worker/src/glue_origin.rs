@@ -164,18 +164,7 @@ pub(super) async fn pass_through(
     let client_ip = decide::client_ip(req.headers().get(CF_CONNECTING_IP_HEADER)?.as_deref());
     let out = Headers::new();
     for (name, value) in req.headers().entries() {
-        // The client's own signature or client IP headers are never passed on.
-        if !matches!(
-            name.as_str(),
-            "host"
-                | "content-length"
-                | "connection"
-                | "transfer-encoding"
-                | "x-forwarded-for"
-                | EDGE_SIGNATURE_HEADER
-                | CLIENT_IP_HEADER
-        ) && !name.starts_with("cf-")
-        {
+        if decide::passes_on(&name) {
             out.append(&name, &value)?;
         }
     }
@@ -184,7 +173,10 @@ pub(super) async fn pass_through(
     if !matches!(method, Method::Get | Method::Head) {
         // Read whole (the runtime resets a client whose body is left unread), then refuse what
         // the origin could never take.
-        body = req.bytes().await.unwrap_or_default();
+        body = match req.bytes().await {
+            Ok(body) => body,
+            Err(_) => return answer(&decide::unreadable_body()),
+        };
         if let Err(refusal) = decide::check_pass_through_body(body.len()) {
             return answer(&refusal);
         }
