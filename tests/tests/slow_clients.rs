@@ -157,6 +157,27 @@ async fn a_body_dripped_a_byte_at_a_time_is_408_at_the_body_read_bound() {
     o.stop().await;
 }
 
+/// A request that would be refused on its headers (a bad `Idempotency-Key`) whose body never
+/// finishes is 408, as any body that does not arrive in time: the body is read first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_refused_on_its_headers_whose_body_never_finishes_is_408() {
+    let mut config = test_config();
+    config.body_read_timeout_ms = 500;
+    let o = TestOrigin::start_with(config).await;
+    let mut s = TcpStream::connect(addr(&o)).await.expect("connect");
+    let head = format!(
+        "POST /api/v1/coupons/ABCDEFGHJKMN/redeem HTTP/1.1\r\nHost: x\r\n\
+         Authorization: Bearer {}\r\nIdempotency-Key: {}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"store",
+        o.config.service_token.expose(),
+        "k".repeat(256),
+    );
+    s.write_all(head.as_bytes()).await.expect("write");
+    let answer = read_answer(&mut s, Instant::now() + Duration::from_secs(5)).await;
+    assert_408(&answer);
+    o.stop().await;
+}
+
 /// A request refused on its headers alone (an `Idempotency-Key` of 256 characters on a
 /// redeem: 400) whose body comes 200 ms after them: the 400 arrives whole once the body is in,
 /// and the same connection then serves another request. Answered before the body, hyper

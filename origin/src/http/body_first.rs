@@ -15,22 +15,24 @@
 //! once the manager's token passed, so that no one without a token makes the origin hold
 //! megabytes). A larger or chunked body is left to its handler, which refuses one past its
 //! bound with 413 after draining it ([`super::extract::read_body`]). The
-//! read runs inside the body deadline ([`super::body_deadline`]): a body that does not arrive in
-//! time reaches the handler as the same read error (408 `request_timeout`).
+//! read runs inside the body deadline ([`super::body_deadline`]). A body that cannot be read
+//! whole is answered here, whatever the headers say, as every body reader answers it
+//! ([`super::extract::body_error`]): 408 `request_timeout` when it did not arrive in time, 400
+//! `invalid_request` when it ended short (the client closed); no handler runs.
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::Request;
 use axum::http::header;
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 
 /// Largest declared body read before the handler runs, in bytes: the bound of the origin's
 /// JSON bodies ([`super::extract::MAX_JSON_BODY_BYTES`], 64 KiB).
 pub const MAX_BODY_READ_FIRST_BYTES: usize = super::extract::MAX_JSON_BODY_BYTES;
 
 /// Middleware: reads a body whose `Content-Length` is 1..=[`MAX_BODY_READ_FIRST_BYTES`] into
-/// memory, then runs the handler with it. A read error is handed on as the body's first
-/// frame, so the handler answers it as before.
+/// memory, then runs the handler with it; a body that cannot be read whole is answered 408 or
+/// 400 ([`super::extract::body_error`]).
 pub async fn read_body_first(req: Request, next: Next) -> Response {
     let declared = req
         .headers()
@@ -42,16 +44,19 @@ pub async fn read_body_first(req: Request, next: Next) -> Response {
     };
     let (parts, body) = req.into_parts();
     // hyper ends a body at its Content-Length, so `len` bounds what is kept.
-    let body = match axum::body::to_bytes(body, len).await {
-        Ok(bytes) => Body::from(bytes),
-        Err(e) => Body::from_stream(futures::stream::once(async move { Err::<Bytes, _>(e) })),
-    };
-    next.run(Request::from_parts(parts, body)).await
+    match axum::body::to_bytes(body, len).await {
+        Ok(bytes) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Err(e) => super::extract::body_error(&e).into_response(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::body::Bytes;
     use axum::routing::post;
     use axum::Router;
     use tower::ServiceExt;
@@ -110,13 +115,14 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_read_error_reaches_the_handler_as_a_read_error() {
+    async fn a_body_that_cannot_be_read_is_400_invalid_request_and_no_handler_runs() {
         let failing =
             futures::stream::once(async { Err::<Bytes, _>(std::io::Error::other("cut off")) });
         let req = axum::http::Request::post("/")
             .header(header::CONTENT_LENGTH, "10")
             .body(Body::from_stream(failing))
             .expect("request");
-        assert_eq!(call(req).await, "false Err(\"cut off\")");
+        let answer = call(req).await;
+        assert!(answer.contains(r#""result":"invalid_request""#), "{answer}");
     }
 }

@@ -273,7 +273,7 @@ pub const MAX_DRAINED_BODY_BYTES: usize = 8 * 1024 * 1024;
 
 /// 408 `request_timeout` when the body did not arrive within `FLASHGATE_BODY_READ_TIMEOUT_MS`
 /// ([`super::body_deadline`]'s error), else 400 `invalid_request`.
-fn body_error(e: &axum::Error) -> ApiError {
+pub fn body_error(e: &axum::Error) -> ApiError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = source {
         if s.is::<super::body_deadline::BodyDeadlineElapsed>() {
