@@ -66,7 +66,7 @@ pub enum Route<'a> {
     NoSuchRoute,
 }
 
-/// The documented routes under `/api/v1/` (README, API): path segments (`*` = one non-empty
+/// The documented routes under `/api/v1/` (docs/API.md): path segments (`*` = one non-empty
 /// segment, an id or a code) and the `Allow` of the path. A `GET` route also takes `HEAD`, as
 /// the origin does. Anything else under `/api/v1/` is answered by the edge: 404 for an unknown
 /// path, 405 with `Allow` for a known path and another method.

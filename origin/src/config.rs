@@ -70,7 +70,7 @@ pub struct Config {
     /// statement on a connection (every statement unnamed, a lone one in a transaction of its
     /// own: [`crate::db::Db`]), sends no start-up parameter a pooler refuses (`extra_float_digits`, `options`, so
     /// `statement_timeout` comes from the server: `ALTER ROLE … SET statement_timeout`), and
-    /// takes transaction-scoped locks only. See README, "Behind a connection pooler".
+    /// takes transaction-scoped locks only. See docs/DEPLOY.md, "Behind a connection pooler".
     #[arg(long, env = "FLASHGATE_DB_POOLER", value_enum, default_value_t = DbPooler::None)]
     pub db_pooler: DbPooler,
 
@@ -196,7 +196,7 @@ pub struct Config {
 
     /// Shop origins allowed to call the API from a browser (CORS), separated by commas:
     /// `https://shop.example,https://www.shop.example`. Empty (the default): same-origin only,
-    /// no CORS headers. See README, "CORS".
+    /// no CORS headers. See docs/API.md, "CORS".
     #[arg(long, env = "FLASHGATE_CORS_ORIGINS", default_value = "")]
     pub cors_origins: String,
 }

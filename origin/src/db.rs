@@ -16,7 +16,7 @@
 //! - statements inside a [`Tx`] stay in that transaction, unnamed.
 //!
 //! The cost (two more round trips for a lone statement) is measured by `bench_origin
-//! --pgbouncer-url`; README "Behind a connection pooler".
+//! --pgbouncer-url`; docs/DEPLOY.md "Behind a connection pooler".
 
 use std::ops::{Deref, DerefMut};
 

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # PgBouncer (Debian's package) in front of a PostgreSQL, for the flashgate scripts. Source
 # after common.sh. Pooling mode: FLASHGATE_PGBOUNCER_POOL_MODE (default transaction, with the
-# origin's FLASHGATE_DB_POOLER=transaction; session works too: see README).
+# origin's FLASHGATE_DB_POOLER=transaction; session works too: see docs/DEPLOY.md).
 #
 #   pgbouncer_up STATE_DIR DATABASE_URL   starts PgBouncer on a free loopback port (or
 #                                         FLASHGATE_PGBOUNCER_PORT) in front of the server of
@@ -9,7 +9,7 @@
 #                                         through PgBouncer) and writes STATE_DIR/pgbouncer.url
 #   pgbouncer_down STATE_DIR              stops the PgBouncer pgbouncer_up started
 #
-# The settings the origin needs (README "Behind a connection pooler"):
+# The settings the origin needs (docs/DEPLOY.md "Behind a connection pooler"):
 #   pool_mode = transaction (any PgBouncer: the origin runs every statement unnamed inside a
 #     transaction, origin/src/db.rs), or session
 #   ignore_startup_parameters = extra_float_digits,options

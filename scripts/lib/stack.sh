@@ -18,7 +18,7 @@
 # FLASHGATE_PROMETHEUS=1 starts Prometheus (Debian's package) scraping every origin and the
 # edge (scripts/lib/prometheus.sh); PROMETHEUS_URL is written to env.
 # FLASHGATE_PGBOUNCER=1 puts PgBouncer (FLASHGATE_PGBOUNCER_POOL_MODE, default transaction) between the origins and
-# PostgreSQL (scripts/lib/pgbouncer.sh; README "Behind a connection pooler").
+# PostgreSQL (scripts/lib/pgbouncer.sh; docs/DEPLOY.md "Behind a connection pooler").
 
 if [ -f "$FG_ROOT/scripts/lib/edge.sh" ]; then
   # shellcheck disable=SC1091

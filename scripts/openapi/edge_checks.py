@@ -3,7 +3,7 @@
 `edge_no_server_error` replaces schemathesis's `not_a_server_error` there. It fails on every
 5xx but one: the edge's own documented `503 {"result":"unavailable",...}` with `Retry-After`
 and `Flashgate-Answered-By: edge`, its answer when a forwarded request got no answer from the
-origin (README, "Edge"; every operation documents it). A 5xx of the origin relayed by the edge,
+origin (docs/API.md; every operation documents it). A 5xx of the origin relayed by the edge,
 or any other 5xx, fails as before; the origin run (step 5) keeps `not_a_server_error` whole.
 Each accepted 503 is printed, so that a run shows how often the edge could not reach the origin.
 """

@@ -1,5 +1,5 @@
 //! The exit codes of the `flashgate` command: one meaning each, the same for every subcommand
-//! (README, "Exit codes"). An expected error prints one line `error: …` on stderr, never a
+//! (docs/ADMIN.md, "Exit codes"). An expected error prints one line `error: …` on stderr, never a
 //! backtrace.
 
 /// Done.

@@ -104,7 +104,7 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
 /// each lost one.
 async fn live_gates(state: &AppState, budget: Duration) -> Option<BTreeMap<GateHealth, usize>> {
     // In a transaction: behind a transaction pooler the statement's parse and execution then
-    // stay on one server connection (README "Behind a connection pooler").
+    // stay on one server connection (docs/DEPLOY.md "Behind a connection pooler").
     let mut tx = state.db.begin().await.ok()?;
     let live = crate::campaigns::store::live(&mut *tx).await.ok()?;
     let _ = tx.commit().await;

@@ -1,5 +1,5 @@
 //! HTTP surface of the promo code service ([`crate::promo`]; paths and bodies are documented in
-//! the README, section "API").
+//! docs/API.md).
 //!
 //! Shop checkout (customer token):
 //! - `POST /api/v1/codes/{code}/check` `{"cart_total": 6000}` → 200 `{"discount":600,"total":5400}`;
