@@ -72,7 +72,7 @@ enum GiftsCommand {
 
 /// mimalloc instead of the system allocator (glibc malloc): a request allocates and frees many
 /// small blocks across tokio's worker threads (header maps, boxed futures, strings), and
-/// malloc/free were ~24 % of a sold-out answer's instructions under callgrind (docs/SCALING.md).
+/// malloc/free were ~24 % of a sold-out answer's instructions under callgrind (docs/BENCHMARKS.md).
 /// Its thread-local free lists serve them in far fewer instructions.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
