@@ -38,6 +38,7 @@ pub mod campaigns;
 pub mod claims;
 pub mod cli;
 pub mod config;
+pub mod config_doc;
 pub mod customer_tokens;
 pub mod db;
 pub mod error;
