@@ -177,11 +177,19 @@ pub struct ForwardedPost {
     /// The request's headers.
     pub headers: HeaderMap,
     /// True when the sold-out fast path already asked [`crate::claims::service::answer_early`]
-    /// about this claim and handed it on to the gate ([`super::fast::EarlyAsked`]).
+    /// about this claim and handed it on to the gate ([`EarlyAsked`]).
     pub early_asked: bool,
     uri: Uri,
     body: Body,
 }
+
+/// Marks a claim the sold-out fast path (`super::fast`) handed on after
+/// [`crate::claims::service::answer_early`] said it goes to the gate: the claim handler does not
+/// ask again. (Asking twice could answer it from memory, although it is the claim chosen to ask
+/// Redis once the sold-out memory is stale: [`crate::gate::flags`].) It lives here, beside the
+/// extractor that reads it, so that the fast path depends on the extractors and not the reverse.
+#[derive(Debug, Clone, Copy)]
+pub struct EarlyAsked;
 
 impl axum::extract::FromRequest<AppState> for ForwardedPost {
     type Rejection = ApiError;
@@ -193,7 +201,7 @@ impl axum::extract::FromRequest<AppState> for ForwardedPost {
         tracing::Span::current().record("campaign", campaign.as_str());
         Ok(ForwardedPost {
             campaign,
-            early_asked: parts.extensions.get::<super::fast::EarlyAsked>().is_some(),
+            early_asked: parts.extensions.get::<EarlyAsked>().is_some(),
             headers: parts.headers,
             uri: parts.uri,
             body,

@@ -96,7 +96,7 @@ impl FastPath {
         let Some(reply) = reply else {
             let mut parts = parts;
             if checked {
-                parts.extensions.insert(EarlyAsked);
+                parts.extensions.insert(extract::EarlyAsked);
             }
             return Err(Request::from_parts(parts, Body::from(body)));
         };
@@ -107,12 +107,6 @@ impl FastPath {
         Ok(res)
     }
 }
-
-/// Marks a claim handed on after [`service::answer_early`] said it goes to the gate: the claim
-/// handler does not ask again. (Asking twice could answer it from memory, although it is the
-/// claim chosen to ask Redis once the sold-out memory is stale: [`crate::gate::flags`].)
-#[derive(Debug, Clone, Copy)]
-pub struct EarlyAsked;
 
 /// The reply as the full path's layers send it, counted in the request metrics.
 fn respond(
