@@ -201,16 +201,7 @@ pub struct Config {
     pub cors_origins: String,
 }
 
-/// What sits between the origin and PostgreSQL (`FLASHGATE_DB_POOLER`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum DbPooler {
-    /// A direct connection (or a pooler in session mode): prepared statements are cached per
-    /// connection.
-    #[default]
-    None,
-    /// A pooler in transaction mode: a connection is someone else's between two transactions.
-    Transaction,
-}
+pub use crate::db::DbPooler;
 
 /// The manager token of [`Config::for_tests`] (named `admin`).
 pub const TEST_MANAGER_TOKEN: &str = "test-admin-token-0123456789abcdef";

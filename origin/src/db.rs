@@ -26,7 +26,16 @@ use sqlx::error::BoxDynError;
 use sqlx::postgres::{PgArguments, PgQueryResult, PgRow, PgStatement, PgTypeInfo};
 use sqlx::{Describe, Either, Execute, Executor, PgPool, Postgres, Transaction};
 
-use crate::config::DbPooler;
+/// What sits between the origin and PostgreSQL (`FLASHGATE_DB_POOLER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum DbPooler {
+    /// A direct connection (or a pooler in session mode): prepared statements are cached per
+    /// connection.
+    #[default]
+    None,
+    /// A pooler in transaction mode: a connection is someone else's between two transactions.
+    Transaction,
+}
 
 /// A pool of PostgreSQL connections that knows what sits between it and the server. Cheap to
 /// clone (a pool handle). `&Db` is an [`Executor`]: `query!(…).fetch_one(&db)`.

@@ -149,11 +149,24 @@ impl From<redis::RedisError> for ApiError {
     }
 }
 
-impl From<crate::gate::ChangeError> for ApiError {
-    fn from(e: crate::gate::ChangeError) -> Self {
+/// Why work on the record (PostgreSQL) and the gate (Redis) together did not complete: a
+/// gate load, a stock change, an audit or a reconciliation. A request that meets one is
+/// answered 503 with `Retry-After` (or the 4xx a refused value gives), like either error alone.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// PostgreSQL failed.
+    #[error("postgres: {0}")]
+    Db(#[from] sqlx::Error),
+    /// Redis failed.
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
         match e {
-            crate::gate::ChangeError::Db(e) => e.into(),
-            crate::gate::ChangeError::Redis(e) => e.into(),
+            StoreError::Db(e) => e.into(),
+            StoreError::Redis(e) => e.into(),
         }
     }
 }

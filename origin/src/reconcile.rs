@@ -21,6 +21,7 @@
 //! gate is read right after. While claims, payments or releases are in flight the two may
 //! differ by those in flight: run it on a quiet campaign for an exact verdict.
 
+use crate::error::StoreError;
 use std::collections::HashMap;
 
 use crate::redis_conn::RedisConn;
@@ -36,17 +37,6 @@ use crate::gate::{self, Gate, Keys, PENDING_PREFIX};
 
 /// Largest number of active claims whose gate holders are compared one by one.
 pub const HOLDER_CHECK_MAX: i64 = 1_000_000;
-
-/// Why reconciliation could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum ReconcileError {
-    /// PostgreSQL failed.
-    #[error("postgres: {0}")]
-    Db(#[from] sqlx::Error),
-    /// Redis failed.
-    #[error("redis: {0}")]
-    Redis(#[from] redis::RedisError),
-}
 
 struct PgFacts {
     kind: CampaignKind,
@@ -64,7 +54,7 @@ pub async fn reconcile(
     db: &Db,
     redis: &mut Gate,
     c: &str,
-) -> Result<Option<ReconcileReport>, ReconcileError> {
+) -> Result<Option<ReconcileReport>, StoreError> {
     let Some(pg) = pg_facts(db, c).await? else {
         return Ok(None);
     };

@@ -22,9 +22,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use super::correct::{committed, lower, pg_view, promised, snapshot, try_lock, ChangeError};
+use super::correct::{committed, lower, pg_view, promised, snapshot, try_lock};
 use super::{adjust, shard_count, Gate, Keys};
 use crate::db::Db;
+use crate::error::StoreError;
 use crate::promo::audit::{self as code_audit, CodeRepairs};
 use flashgate_shared::api::DriftView;
 
@@ -86,7 +87,7 @@ impl std::ops::AddAssign for Repaired {
 /// this origin gets the turn (else does nothing). A campaign whose audit fails is logged and
 /// skipped, as is a failed code audit. Errors: PostgreSQL or Redis failing before any
 /// campaign was looked at.
-pub async fn audit_live(db: &Db, gate: &Gate) -> Result<(Repaired, CodeRepairs), ChangeError> {
+pub async fn audit_live(db: &Db, gate: &Gate) -> Result<(Repaired, CodeRepairs), StoreError> {
     let mut gate = gate.clone();
     let turn: Option<String> = redis::cmd("SET")
         .arg(TURN_KEY)
@@ -132,7 +133,7 @@ pub async fn audit_live(db: &Db, gate: &Gate) -> Result<(Repaired, CodeRepairs),
 
 /// Audits campaign `c` (see the module doc). Does nothing when the gate is not loaded or
 /// another change holds the campaign's change lock.
-pub async fn audit_campaign(gate: &mut Gate, db: &Db, c: &str) -> Result<Repaired, ChangeError> {
+pub async fn audit_campaign(gate: &mut Gate, db: &Db, c: &str) -> Result<Repaired, StoreError> {
     let Some(n) = shard_count(gate, c).await? else {
         return Ok(Repaired::default());
     };
@@ -144,7 +145,7 @@ pub async fn audit_campaign(gate: &mut Gate, db: &Db, c: &str) -> Result<Repaire
         let h = super::holders::check_holders(gate, db, c, n).await?;
         r.holders_dropped = h.dropped;
         r.holders_restored = h.restored;
-        Ok::<_, ChangeError>(r)
+        Ok::<_, StoreError>(r)
     }
     .await;
     lock.release(gate).await;
@@ -207,7 +208,7 @@ pub async fn drift(gate: &mut Gate, c: &str) -> redis::RedisResult<DriftView> {
     })
 }
 
-async fn check(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<Repaired, ChangeError> {
+async fn check(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<Repaired, StoreError> {
     let none = Repaired::default();
     let deficit_key = Keys::of(c).audit_deficit;
     let before = snapshot(gate, c, n).await?;

@@ -22,6 +22,7 @@
 //! - **The sold-out flag** (several shards) is set only if no unit came back since the gate was
 //!   read (the `returned` count), and cleared when units are left.
 
+use crate::error::StoreError;
 use std::time::Duration;
 
 use crate::db::Db;
@@ -35,15 +36,6 @@ use super::{clear_flag, set_flag, shard_count, split, undo_dedup, Gate, Keys};
 pub const CHANGE_LOCK_MS: u64 = 5_000;
 /// How long a stock change waits for the change lock, in milliseconds.
 pub const CHANGE_LOCK_WAIT_MS: u64 = 2_000;
-
-/// Why a change to the gate did not complete.
-#[derive(Debug, thiserror::Error)]
-pub enum ChangeError {
-    #[error("postgres: {0}")]
-    Db(#[from] sqlx::Error),
-    #[error("redis: {0}")]
-    Redis(#[from] redis::RedisError),
-}
 
 /// The change lock of one campaign, held until [`ChangeLock::release`] (or its expiry after
 /// [`CHANGE_LOCK_MS`]).
@@ -197,7 +189,7 @@ pub async fn correct_down(
     c: &str,
     customer: &str,
     token: &str,
-) -> Result<i64, ChangeError> {
+) -> Result<i64, StoreError> {
     let Some(n) = shard_count(gate, c).await? else {
         return Ok(0);
     };
@@ -211,7 +203,7 @@ pub async fn correct_down(
     result
 }
 
-pub(super) async fn lower(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<i64, ChangeError> {
+pub(super) async fn lower(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<i64, StoreError> {
     let before = snapshot(gate, c, n).await?;
     let Some((pg_remaining, done_before)) = pg_view(db, c, &before.pending).await? else {
         return Ok(0);

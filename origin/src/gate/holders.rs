@@ -34,9 +34,10 @@ use crate::claims::store as claims;
 use crate::db::Db;
 use flashgate_shared::api::ClaimStatus;
 
-use super::correct::{pg_remaining, ChangeError};
+use super::correct::pg_remaining;
 use super::PENDING_PREFIX;
 use super::{bucket, give_back, holders_of, replace_holder, Gate, Keys};
+use crate::error::StoreError;
 
 /// Up to this many active claims, the holders are compared one by one at every audit.
 pub const HOLDERS_COMPARED_ALWAYS: i64 = 1_000;
@@ -57,7 +58,7 @@ pub(super) async fn check_holders(
     db: &Db,
     c: &str,
     n: u16,
-) -> Result<HolderRepairs, ChangeError> {
+) -> Result<HolderRepairs, StoreError> {
     let mut out = HolderRepairs::default();
     let Some((holders, in_flight)) = holders_and_takes(gate, c, n).await? else {
         // Not loaded, or a load under way: the load writes PostgreSQL's holders itself.

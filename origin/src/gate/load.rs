@@ -6,6 +6,7 @@
 //! in one statement, so the two agree with each other.
 
 use crate::db::Db;
+use crate::error::StoreError;
 use flashgate_shared::api::ClaimStatus;
 
 use super::lua::{LOAD_SHARD, SET_SOLD_OUT, UNLOCK};
@@ -15,15 +16,6 @@ use super::{Gate, Keys};
 const LOAD_LOCK_MS: u64 = 30_000;
 /// Holders written per HSET command.
 const CHUNK: usize = 5_000;
-
-/// Why a load did not happen.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("postgres: {0}")]
-    Db(#[from] sqlx::Error),
-    #[error("redis: {0}")]
-    Redis(#[from] redis::RedisError),
-}
 
 /// When a load replaces a gate that is there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,14 +32,14 @@ pub enum Reload {
 
 /// Loads (or reloads, replacing what is there) the gate of campaign `c` from PostgreSQL.
 /// Returns `Ok(false)` when another origin holds the load lock, or the campaign is unknown.
-pub async fn load(db: &Db, redis: &mut Gate, c: &str) -> Result<bool, LoadError> {
+pub async fn load(db: &Db, redis: &mut Gate, c: &str) -> Result<bool, StoreError> {
     load_when(db, redis, c, Reload::Always).await
 }
 
 /// Loads the gate of campaign `c` unless it is already loaded (see [`Reload::IfMissing`]).
 /// Returns `Ok(false)` when it was loaded, another origin holds the load lock, or the campaign
 /// is unknown.
-pub async fn load_missing(db: &Db, redis: &mut Gate, c: &str) -> Result<bool, LoadError> {
+pub async fn load_missing(db: &Db, redis: &mut Gate, c: &str) -> Result<bool, StoreError> {
     load_when(db, redis, c, Reload::IfMissing).await
 }
 
@@ -57,7 +49,7 @@ pub async fn load_when(
     redis: &mut Gate,
     c: &str,
     when: Reload,
-) -> Result<bool, LoadError> {
+) -> Result<bool, StoreError> {
     let k = Keys::of(c);
     let token = format!("{:016x}", rand::random::<u64>());
     let locked: Option<String> = redis::cmd("SET")
@@ -81,7 +73,7 @@ pub async fn load_when(
     result
 }
 
-async fn load_locked(db: &Db, redis: &mut Gate, c: &str, k: &Keys) -> Result<bool, LoadError> {
+async fn load_locked(db: &Db, redis: &mut Gate, c: &str, k: &Keys) -> Result<bool, StoreError> {
     // One statement: remaining and the active claims come from the same snapshot. In a
     // transaction, so that behind a transaction pooler its parse and execution stay on one
     // server connection.

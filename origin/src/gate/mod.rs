@@ -37,7 +37,7 @@ pub mod takes;
 use lua::{BEGIN_TAKE, CONFIRM, FLAG, GIVE_BACK, TAKE, TAKE_UNIT};
 use rand::Rng;
 
-pub use correct::{adjust, correct_down, lock_changes, pg_remaining, ChangeError, ChangeLock};
+pub use correct::{adjust, correct_down, lock_changes, pg_remaining, ChangeLock};
 pub use handle::Gate;
 pub use shards::{
     bucket, holders, holders_of, shard_count, shard_states, winners, Holders, ShardState,
@@ -536,7 +536,7 @@ pub async fn give_back_bounded(
     customer: &str,
     expected: &str,
     replace_with: Option<&str>,
-) -> Result<bool, ChangeError> {
+) -> Result<bool, crate::error::StoreError> {
     let Some(ceiling) = pg_remaining(db, c).await? else {
         return Ok(false);
     };

@@ -23,7 +23,7 @@ use crate::db::Db;
 use crate::redis_conn::RedisConn;
 
 use super::flags;
-use crate::gate::ChangeError;
+use crate::error::StoreError;
 
 /// Uses released up to this many seconds ago are looked at.
 pub const RELEASE_WINDOW_S: f64 = 60.0;
@@ -43,7 +43,7 @@ pub struct CodeRepairs {
 
 /// Checks and repairs the cached state of the codes with recently released uses (see the
 /// module doc). Errors: PostgreSQL or Redis failing (nothing further is repaired this pass).
-pub async fn audit_codes(db: &Db, redis: &mut RedisConn) -> Result<CodeRepairs, ChangeError> {
+pub async fn audit_codes(db: &Db, redis: &mut RedisConn) -> Result<CodeRepairs, StoreError> {
     let rows = sqlx::query!(
         r#"SELECT u.id, u.code, u.customer_id, c.uses_left, c.version,
                   c.disabled_at IS NOT NULL AS "disabled!"
