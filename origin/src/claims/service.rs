@@ -61,9 +61,9 @@ const WAIT_FOR_OTHER_TAB: Duration = Duration::from_secs(5);
 /// Most coupon-code draws before giving up (a collision among 2^60 codes is already rare).
 const MAX_CODE_DRAWS: usize = 5;
 
-/// Step 1 of the claim path (campaign state), from memory alone: the answer when the campaign is not active
-/// by the origin's clock, or when this origin's fresh sold-out flag says she is not a winner;
-/// `None` when the claim must go to the gate ([`claim`]).
+/// Step 1 of the claim path (campaign state), from memory alone: the answer when the campaign
+/// is not active by the origin's clock, or when this origin's fresh sold-out flag says she is
+/// not a winner; `None` when the claim must go to the gate ([`claim`]).
 pub fn answer_early(
     flags: &SoldOutFlags,
     metrics: &Metrics,
