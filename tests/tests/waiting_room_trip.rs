@@ -10,7 +10,7 @@
 //! `WR_EDGE_POLL_MS` (longest wait between two polls of a customer, whatever `Retry-After`
 //! says, 250) and `WR_EDGE_INFLIGHT` (polls in flight at once, and joins, 256 each). The 10,000-customer
 //! run: `WR_EDGE_CUSTOMERS=10000 WR_EDGE_STOCK=1000 WR_EDGE_RATE=100 WR_EDGE_TTL_MS=1000
-//! WR_EDGE_POLL_MS=30000` (figures in docs/WAITING-ROOM.md).
+//! WR_EDGE_POLL_MS=30000` (figures in docs/BENCHMARKS.md).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,9 +1,10 @@
-//! The claim decision: [`answer_early`] runs steps 1–2 of the claim path and [`claim`] steps
-//! 3–6, in the order listed in [`crate::claims`] (campaign → local sold-out flag → idempotency
-//! record → gate take → grouped commit → the gate and the record learn the outcome).
+//! The claim decision: [`answer_early`] runs step 1 of the claim path (campaign state: the
+//! cached campaign, then the local sold-out flag) and [`claim`] steps 2–3 (one Lua step in the
+//! Redis gate: idempotency record and take; the grouped commit), then lets the gate and the
+//! record learn the outcome, in the order listed in [`crate::claims`].
 //!
-//! Steps 3–6 run in a task of their own, so a client that disconnects cannot leave a unit
-//! taken without a claim row, nor a half-written record.
+//! Steps 2–3 and the settling run in a task of their own, so a client that disconnects cannot
+//! leave a unit taken without a claim row, nor a half-written record.
 
 use std::time::Duration;
 
@@ -60,9 +61,9 @@ const WAIT_FOR_OTHER_TAB: Duration = Duration::from_secs(5);
 /// Most coupon-code draws before giving up (a collision among 2^60 codes is already rare).
 const MAX_CODE_DRAWS: usize = 5;
 
-/// Steps 1–2 of the claim path, from memory alone: the answer when the campaign is not active
-/// by the origin's clock, or when this origin's fresh sold-out flag says she is not a winner;
-/// `None` when the claim must go to the gate ([`claim`]).
+/// Step 1 of the claim path (campaign state), from memory alone: the answer when the campaign
+/// is not active by the origin's clock, or when this origin's fresh sold-out flag says she is
+/// not a winner; `None` when the claim must go to the gate ([`claim`]).
 pub fn answer_early(
     flags: &SoldOutFlags,
     metrics: &Metrics,
