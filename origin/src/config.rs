@@ -209,6 +209,36 @@ pub const TEST_MANAGER_TOKEN: &str = "test-admin-token-0123456789abcdef";
 pub const TEST_VIEWER_TOKEN: &str = "test-viewer-token-0123456789abcdef";
 
 impl Config {
+    /// The connection options of the pool: [`crate::db::pg_options`] of `database_url`,
+    /// `db_pooler` and `db_statement_timeout_ms`.
+    ///
+    /// # Errors
+    /// A `DATABASE_URL` that does not parse.
+    pub fn pg_options(&self) -> Result<sqlx::postgres::PgConnectOptions, sqlx::Error> {
+        crate::db::pg_options(
+            &self.database_url,
+            self.db_pooler,
+            self.db_statement_timeout_ms,
+        )
+    }
+
+    /// The connection options migrations run with: `FLASHGATE_MIGRATION_DATABASE_URL`, else
+    /// `DATABASE_URL` (behind a transaction pooler with the pooler's settings of
+    /// [`Config::pg_options`]). No `statement_timeout`: a migration may take longer than a
+    /// request.
+    ///
+    /// # Errors
+    /// A URL that does not parse.
+    pub fn migration_options(&self) -> Result<sqlx::postgres::PgConnectOptions, sqlx::Error> {
+        if let Some(url) = &self.migration_database_url {
+            return url.parse();
+        }
+        Ok(crate::db::behind(
+            self.database_url.parse()?,
+            self.db_pooler,
+        ))
+    }
+
     /// Parses the admin tokens: `FLASHGATE_ADMIN_TOKEN` as manager `admin`, then every entry of
     /// `FLASHGATE_ADMIN_TOKENS`. The error names the broken entry, never a token.
     pub fn parse_admin_tokens(&self) -> Result<AdminTokens, String> {

@@ -23,7 +23,9 @@ use std::ops::{Deref, DerefMut};
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use sqlx::error::BoxDynError;
-use sqlx::postgres::{PgArguments, PgQueryResult, PgRow, PgStatement, PgTypeInfo};
+use sqlx::postgres::{
+    PgArguments, PgConnectOptions, PgQueryResult, PgRow, PgStatement, PgTypeInfo,
+};
 use sqlx::{Describe, Either, Execute, Executor, PgPool, Postgres, Transaction};
 
 /// What sits between the origin and PostgreSQL (`FLASHGATE_DB_POOLER`).
@@ -44,6 +46,38 @@ pub struct Db {
     pool: PgPool,
     /// Run every statement unnamed (behind a transaction pooler).
     unnamed: bool,
+}
+
+/// The connection options of `database_url` (TLS from its `sslmode` / `sslrootcert`
+/// parameters) for a pool behind `pooler`. Direct ([`DbPooler::None`]): the
+/// `statement_timeout` of `statement_timeout_ms` (0 = none) is set on every connection (a
+/// run-time parameter sent at connection start-up). Behind a transaction pooler
+/// ([`DbPooler::Transaction`]): no start-up parameter PgBouncer refuses (`options`,
+/// `extra_float_digits`); prepared statements stay run unnamed ([`Db`]).
+///
+/// # Errors
+/// A URL that does not parse.
+pub fn pg_options(
+    database_url: &str,
+    pooler: DbPooler,
+    statement_timeout_ms: u64,
+) -> Result<PgConnectOptions, sqlx::Error> {
+    let options = behind(database_url.parse()?, pooler);
+    Ok(match pooler {
+        DbPooler::None => {
+            options.options([("statement_timeout", statement_timeout_ms.to_string())])
+        }
+        DbPooler::Transaction => options,
+    })
+}
+
+/// `options` without the start-up parameters a transaction pooler refuses
+/// (`extra_float_digits`; `options` is never set here), unchanged on a direct connection.
+pub fn behind(options: PgConnectOptions, pooler: DbPooler) -> PgConnectOptions {
+    match pooler {
+        DbPooler::None => options,
+        DbPooler::Transaction => options.extra_float_digits(None),
+    }
 }
 
 impl Db {

@@ -132,7 +132,7 @@ async fn run(command: Command) -> anyhow::Result<i32> {
             db_pooler,
             redis_url,
         } => {
-            return Ok(flashgate_origin::reconcile::run_cli(
+            return Ok(flashgate_origin::cli::reconcile::run(
                 &database_url,
                 db_pooler,
                 &redis_url,

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::PgPoolOptions;
 use tokio_util::task::TaskTracker;
 
 use crate::campaigns::CampaignCache;
@@ -67,47 +67,11 @@ pub struct Handles {
     pub gift_metrics: Arc<crate::gifts::metrics::GiftMetrics>,
 }
 
-/// The connection options of `config.database_url` (TLS from its `sslmode` / `sslrootcert`
-/// parameters). Direct ([`DbPooler::None`]): the `statement_timeout` of
-/// `config.db_statement_timeout_ms` is set on every connection (a run-time parameter sent at
-/// connection start-up). Behind a transaction pooler ([`DbPooler::Transaction`]): no start-up
-/// parameter PgBouncer refuses (`options`, `extra_float_digits`); prepared statements stay
-/// run unnamed ([`Db`]).
-pub fn pg_options(config: &Config) -> Result<PgConnectOptions, sqlx::Error> {
-    let options = behind(config.database_url.parse()?, config.db_pooler);
-    Ok(match config.db_pooler {
-        DbPooler::None => options.options([(
-            "statement_timeout",
-            config.db_statement_timeout_ms.to_string(),
-        )]),
-        DbPooler::Transaction => options,
-    })
-}
-
-/// `options` without the start-up parameters a transaction pooler refuses
-/// (`extra_float_digits`; `options` is never set here), unchanged on a direct connection.
-pub fn behind(options: PgConnectOptions, pooler: DbPooler) -> PgConnectOptions {
-    match pooler {
-        DbPooler::None => options,
-        DbPooler::Transaction => options.extra_float_digits(None),
-    }
-}
-
-/// The connection options migrations run with: `FLASHGATE_MIGRATION_DATABASE_URL`, else
-/// `DATABASE_URL` (behind a transaction pooler with the pooler's settings of [`pg_options`]).
-/// No `statement_timeout`: a migration may take longer than a request.
-pub fn migration_options(config: &Config) -> Result<PgConnectOptions, sqlx::Error> {
-    if let Some(url) = &config.migration_database_url {
-        return url.parse();
-    }
-    Ok(behind(config.database_url.parse()?, config.db_pooler))
-}
-
 /// Applies the migrations, or checks the schema when `FLASHGATE_MIGRATE=false`; behind a
 /// transaction pooler, logs the server's `statement_timeout` (not set by the origin there).
 async fn prepare_schema(config: &Config, db: &Db) -> anyhow::Result<()> {
     if config.migrate {
-        let done = crate::migrate::run(&migration_options(config)?)
+        let done = crate::migrate::run(&config.migration_options()?)
             .await
             .map_err(|e| anyhow::anyhow!("migrations failed: {e}"))?;
         tracing::info!(applied = ?done.applied, schema = done.current, "migrations checked");
@@ -143,7 +107,7 @@ impl AppState {
         let pool = PgPoolOptions::new()
             .max_connections(config.db_max_connections)
             .acquire_timeout(Duration::from_secs(3))
-            .connect_with(pg_options(&config)?)
+            .connect_with(config.pg_options()?)
             .await
             .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL (DATABASE_URL): {e}"))?;
         let db = Db::new(pool, config.db_pooler);

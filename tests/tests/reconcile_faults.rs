@@ -64,7 +64,7 @@ async fn clean_campaigns_reconcile_and_bad_callers_are_refused() {
     // services unreachable.
     use flashgate_origin::cli::exit;
     let cli = |db: String, redis: String, c: String| async move {
-        flashgate_origin::reconcile::run_cli(
+        flashgate_origin::cli::reconcile::run(
             &db,
             flashgate_origin::config::DbPooler::None,
             &redis,
@@ -119,7 +119,7 @@ async fn a_claim_row_deleted_behind_its_back_is_reported_stranded() {
             text.contains("stranded") && text.contains("ledger"),
             "{text}"
         );
-        let code = flashgate_origin::reconcile::run_cli(
+        let code = flashgate_origin::cli::reconcile::run(
             &database_url(),
             flashgate_origin::config::DbPooler::None,
             &redis_url(),

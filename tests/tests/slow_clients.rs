@@ -272,7 +272,7 @@ async fn a_statement_cancelled_by_statement_timeout_is_503_with_retry_after() {
     config.db_statement_timeout_ms = 50;
     let pool = PgPoolOptions::new()
         .max_connections(1)
-        .connect_with(flashgate_origin::state::pg_options(&config).expect("options"))
+        .connect_with(config.pg_options().expect("options"))
         .await
         .expect("pool");
     let started = Instant::now();
@@ -296,7 +296,7 @@ async fn a_statement_cancelled_by_statement_timeout_is_503_with_retry_after() {
 async fn a_value_postgresql_refuses_is_a_4xx_never_a_503() {
     let pool = PgPoolOptions::new()
         .max_connections(1)
-        .connect_with(flashgate_origin::state::pg_options(&test_config()).expect("options"))
+        .connect_with(test_config().pg_options().expect("options"))
         .await
         .expect("pool");
     // A NUL byte in text: SQLSTATE 22021 (data exception) → 422.

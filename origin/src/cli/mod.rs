@@ -3,4 +3,5 @@
 
 pub mod admin;
 pub mod exit;
+pub mod reconcile;
 pub mod token;

@@ -397,7 +397,7 @@ async fn through_pooler(o: &TestOrigin, url: &str, args: &Args, direct: &Leg) {
     use flashgate_origin::config::{Config, DbPooler};
     let mut config = Config::for_tests(url, "redis://unused");
     config.db_pooler = DbPooler::Transaction;
-    let options = flashgate_origin::state::pg_options(&config).expect("PgBouncer URL parses");
+    let options = config.pg_options().expect("PgBouncer URL parses");
     let pooled = sqlx::postgres::PgPoolOptions::new()
         .max_connections(16)
         .connect_with(options)
