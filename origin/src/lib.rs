@@ -48,6 +48,7 @@ pub mod giveaway;
 pub mod holds;
 pub mod http;
 pub mod idempotency;
+pub mod layers;
 pub mod telemetry;
 pub use telemetry::metrics;
 pub mod migrate;
