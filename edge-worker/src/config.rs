@@ -17,14 +17,16 @@
 //! | `FLASHGATE_JWKS_URL` | var | optional | the identity provider's JWKS (RS256/ES256 keys) |
 //! | `FLASHGATE_JWKS` | var | optional | a JWKS inline (offline deployments) |
 //! | `FLASHGATE_JWKS_TTL_SECONDS` | var | 600 | age at which the JWKS is fetched again, s |
-//! | `FLASHGATE_JWKS_MIN_REFRESH_SECONDS` | var | 30 | least time between two JWKS fetches (unknown key ids), s |
+//! | `FLASHGATE_JWKS_MIN_REFRESH_SECONDS` | var | 30 | least time between two JWKS fetches (unknown key ids, bad signatures on known ones), s |
 //! | `FLASHGATE_EDGE_SECRET` | secret | optional | key of the edge signature, ≥ 32 bytes; also keys the waiting room's tickets and admission tokens; unset or empty = requests are forwarded unsigned and queue polls answer 503 |
 //! | `FLASHGATE_LIMIT_CLAIMS_PER_S` | var | 5 | claims per second per customer on a campaign with a waiting room (0 = off) |
 //! | `FLASHGATE_LIMIT_JOINS_PER_S` | var | 2 | queue joins per second per customer (0 = off) |
 //! | `FLASHGATE_LIMIT_POLLS_PER_S` | var | 2 | queue polls per second per customer (0 = off) |
 //! | `FLASHGATE_LIMIT_IP_PER_S` | var | 50 | joins, polls and waiting-room claims per second per client IP (0 = off) |
+//! | `FLASHGATE_LIMIT_IPV6_PREFIX` | var | 64 | IPv6 clients share one per-IP bucket per prefix of this many bits (32..=128); IPv4-mapped addresses share their IPv4 address's ([`flashgate_shared::ip_limit`]) |
 //! | `FLASHGATE_CORS_ORIGINS` | var | empty | shop origins allowed to call the API from a browser, comma-separated (`https://shop.example`); empty = same-origin only |
 
+use flashgate_shared::ip_limit::Ipv6LimitPrefix;
 use flashgate_shared::token::keys::NO_KEYS;
 use flashgate_shared::token::refresh::Schedule;
 use flashgate_shared::token::{
@@ -64,6 +66,9 @@ pub struct Limits {
     pub polls_per_s: u32,
     /// Joins, polls and waiting-room claims per client IP.
     pub ip_per_s: u32,
+    /// The IPv6 prefix sharing one per-IP bucket
+    /// ([`flashgate_shared::ip_limit::limit_key`]).
+    pub ipv6_prefix: Ipv6LimitPrefix,
 }
 
 /// Where the worker fetches the identity provider's JWKS, and how often.
@@ -113,7 +118,8 @@ impl EdgeConfig {
     /// Reads the settings through `lookup(binding name) -> value`. Empty values count as unset.
     /// Errors (a human-readable message naming the binding) when a required binding is missing,
     /// the origin URL is not `http(s)://...`, a number is not an integer in `1..=86_400_000`
-    /// (`0..` for the skew allowance), a rate limit is not an integer in `0..=1_000_000`, or a secret is shorter than
+    /// (`0..` for the skew allowance), a rate limit is not an integer in `0..=1_000_000`, the
+    /// IPv6 prefix is not `32..=128`, or a secret is shorter than
     /// [`flashgate_shared::MIN_SECRET_BYTES`] (32) bytes.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
@@ -176,6 +182,13 @@ impl EdgeConfig {
                 joins_per_s: rate("FLASHGATE_LIMIT_JOINS_PER_S", DEFAULT_LIMIT_JOINS_PER_S)?,
                 polls_per_s: rate("FLASHGATE_LIMIT_POLLS_PER_S", DEFAULT_LIMIT_POLLS_PER_S)?,
                 ip_per_s: rate("FLASHGATE_LIMIT_IP_PER_S", DEFAULT_LIMIT_IP_PER_S)?,
+                ipv6_prefix: get("FLASHGATE_LIMIT_IPV6_PREFIX")
+                    .map(|v| {
+                        Ipv6LimitPrefix::parse(&v)
+                            .map_err(|e| format!("FLASHGATE_LIMIT_IPV6_PREFIX {e}"))
+                    })
+                    .transpose()?
+                    .unwrap_or_default(),
             },
         })
     }
@@ -287,7 +300,8 @@ mod tests {
                 claims_per_s: 5,
                 joins_per_s: 2,
                 polls_per_s: 2,
-                ip_per_s: 50
+                ip_per_s: 50,
+                ipv6_prefix: Ipv6LimitPrefix::default(),
             }
         );
         assert_eq!(
@@ -333,6 +347,23 @@ mod tests {
             let mut p = base.to_vec();
             p.push(("FLASHGATE_LIMIT_CLAIMS_PER_S", v));
             assert_eq!(cfg(&p).is_ok(), ok, "{v}");
+        }
+        for (v, bits) in [
+            ("48", Some(48)),
+            ("/56", Some(56)),
+            ("31", None),
+            ("x", None),
+        ] {
+            let mut p = base.to_vec();
+            p.push(("FLASHGATE_LIMIT_IPV6_PREFIX", v));
+            match (cfg(&p), bits) {
+                (Ok(c), Some(b)) => assert_eq!(c.limits.ipv6_prefix.bits(), b),
+                (Err(e), None) => assert!(
+                    e.starts_with("FLASHGATE_LIMIT_IPV6_PREFIX must be an IPv6 prefix length"),
+                    "{e}"
+                ),
+                (other, _) => panic!("{v}: {other:?}"),
+            }
         }
         assert!(cfg(&[
             ("FLASHGATE_ORIGIN_URL", "ftp://o"),

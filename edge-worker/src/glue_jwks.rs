@@ -2,15 +2,15 @@
 //! last fetched JWKS) and its refresh on [`flashgate_shared::token::refresh`]'s schedule.
 //!
 //! One fetch at a time per isolate: the request that leads fetches, a request whose token
-//! names an unknown key id waits for it on short timers of its own (the same reason as the
+//! the keys held may be out of date for waits for it on short timers of its own (the same reason as the
 //! status slots: a waiter is never woken from the leader's I/O context), bounded by the
 //! origin timeout. A failed fetch keeps the keys held and is logged.
 
 use super::{now_ms, send_bounded, wait_until, TOKENS};
 use crate::config::EdgeConfig;
 use flashgate_shared::token::keys::MAX_JWKS_BYTES;
-use flashgate_shared::token::refresh::{State, Step};
-use flashgate_shared::token::{KeySet, Verifier};
+use flashgate_shared::token::refresh::{keys_may_be_stale, State, Step};
+use flashgate_shared::token::{KeySet, NumericDate, Verifier};
 use std::cell::RefCell;
 use std::rc::Rc;
 use worker::{Headers, Method, Request, RequestInit};
@@ -29,7 +29,10 @@ thread_local! {
 }
 
 /// The verifier for a request carrying `token` (when it has one): the one in use, after a
-/// fetch of the JWKS when it is due or the token names an unknown key id.
+/// fetch of the JWKS when it is due or the keys held refuse the token in a way a newer JWKS
+/// could cure (an unknown key id, a bad signature on a known one: [`keys_may_be_stale`]).
+/// The token is verified here through [`TOKENS`], so the caller's verification of a good
+/// token is a cache hit.
 pub(super) async fn verifier(cfg: &EdgeConfig, token: Option<&str>) -> Rc<Verifier> {
     let Some(fetch) = &cfg.jwks else {
         return current(cfg);
@@ -41,8 +44,15 @@ pub(super) async fn verifier(cfg: &EdgeConfig, token: Option<&str>) -> Rc<Verifi
             .current
             .get_or_insert_with(|| Rc::new(cfg.tokens.clone()))
             .clone();
-        let unknown = token.is_some_and(|t| current.names_unknown_key(t));
-        let step = j.state.step(fetch.schedule, now, unknown);
+        let stale_keys = token.is_some_and(|t| {
+            TOKENS
+                .with(|c| {
+                    c.borrow_mut()
+                        .verify(t, &current, NumericDate::from_unix_ms(now))
+                })
+                .is_err_and(keys_may_be_stale)
+        });
+        let step = j.state.step(fetch.schedule, now, stale_keys);
         if step == Step::Fetch {
             j.state.start(now);
         }

@@ -8,6 +8,7 @@ use crate::config::EdgeConfig;
 use crate::decide::Answer;
 use crate::limit::{self, Action, Limiter};
 use crate::{page, queue};
+use flashgate_shared::ip_limit::limit_key_of;
 use flashgate_shared::queue::TICKET_HEADER;
 use flashgate_shared::token;
 use std::cell::RefCell;
@@ -42,7 +43,9 @@ pub(super) fn ip_of(headers: &Headers) -> Option<String> {
 }
 
 /// Takes one token for `action` from the customer's bucket (when known) and the IP's bucket
-/// (when known); 429 `rate_limited` + `Retry-After` when either is spent.
+/// (when known: the bucket of [`flashgate_shared::ip_limit::limit_key`], so an IPv6 client
+/// counts per prefix and an IPv4-mapped address as its IPv4 address); 429 `rate_limited` +
+/// `Retry-After` when either is spent.
 pub(super) fn limit(
     cfg: &EdgeConfig,
     action: Action,
@@ -60,8 +63,9 @@ pub(super) fn limit(
     };
     LIMITER.with(|l| {
         let mut l = l.borrow_mut();
-        if let Some(ip) = ip {
-            l.take(Action::AnyPerIp, ip, cfg.limits.ip_per_s, now)
+        let ip_key = ip.and_then(|ip| limit_key_of(ip, cfg.limits.ipv6_prefix));
+        if let Some(key) = ip_key {
+            l.take(Action::AnyPerIp, &key, cfg.limits.ip_per_s, now)
                 .map_err(limit::rate_limited)?;
         }
         if let Some(c) = customer {

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 
 use crate::admin::roles::{AdminToken, AdminTokens, Role, LEGACY_TOKEN_NAME};
 use crate::secret::Secret;
+use flashgate_shared::ip_limit::Ipv6LimitPrefix;
 
 /// Everything `flashgate serve` needs.
 #[derive(Debug, Clone, clap::Args)]
@@ -143,6 +144,19 @@ pub struct Config {
     /// else the TCP peer; client-supplied `CF-Connecting-IP` / `X-Forwarded-For` are ignored.
     #[arg(long, env = "FLASHGATE_CODE_GUESSES_PER_IP", default_value_t = 100)]
     pub code_guesses_per_ip: i64,
+
+    /// Every per-client-IP limit (today the promo-code guess limit) counts an IPv6 client per
+    /// network prefix of this many bits (32..=128; 64 by default, the smallest prefix a site
+    /// is given), since one client may use any address of its prefix; an IPv4-mapped address
+    /// (`::ffff:a.b.c.d`) counts as its IPv4 address. The edge's setting of the same name
+    /// should say the same ([`flashgate_shared::ip_limit`]).
+    #[arg(
+        long,
+        env = "FLASHGATE_LIMIT_IPV6_PREFIX",
+        default_value = "64",
+        value_parser = Ipv6LimitPrefix::parse
+    )]
+    pub limit_ipv6_prefix: Ipv6LimitPrefix,
 
     /// Most holds the sweeper expires in one statement (one campaign at a time).
     #[arg(long, env = "FLASHGATE_SWEEP_BATCH_MAX", default_value_t = 1_000)]

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use flashgate_shared::token::keys::{MAX_JWKS_BYTES, NO_KEYS};
-use flashgate_shared::token::refresh::{Schedule, State, Step};
+use flashgate_shared::token::refresh::{keys_may_be_stale, Schedule, State, Step};
 use flashgate_shared::token::{
     KeySet, NumericDate, TokenCache, TokenError, Verifier, VerifyKey, DEFAULT_LEEWAY_SECONDS,
     DEFAULT_MAX_LIFETIME_SECONDS, MAX_LEEWAY_SECONDS, MAX_MAX_LIFETIME_SECONDS,
@@ -64,8 +64,9 @@ pub struct TokenSettings {
     #[arg(long, env = "FLASHGATE_JWKS_TTL_SECONDS", default_value_t = 600)]
     pub jwks_ttl_seconds: u64,
 
-    /// Least time between two JWKS fetches, in seconds: a token with an unknown key id
-    /// triggers a fetch at most this often.
+    /// Least time between two JWKS fetches, in seconds: a token with an unknown key id, or
+    /// whose signature fails on a known one (a key replaced under its kid), triggers a fetch
+    /// at most this often.
     #[arg(long, env = "FLASHGATE_JWKS_MIN_REFRESH_SECONDS", default_value_t = 30)]
     pub jwks_min_refresh_seconds: u64,
 
@@ -194,9 +195,11 @@ impl CustomerTokens {
 
     /// Verifies `token` at the origin's clock and returns its customer id (`sub`). A token
     /// verified before is taken from the cache, its `exp` and `nbf` checked again
-    /// ([`TokenCache`]), unless the JWKS is due for its refresh. A token naming an unknown key id, or a JWKS a TTL old, makes this
-    /// request fetch the JWKS first (one fetch at a time, at most one per
-    /// `FLASHGATE_JWKS_MIN_REFRESH_SECONDS`). Errors: every [`TokenError`].
+    /// ([`TokenCache`]), unless the JWKS is due for its refresh. A JWKS a TTL old makes this
+    /// request fetch the JWKS first; a token the keys held refuse in a way a newer JWKS could
+    /// cure (an unknown key id, a bad signature on a known one: [`keys_may_be_stale`]) makes it
+    /// fetch the JWKS and verify again. One fetch at a time, at most one per
+    /// `FLASHGATE_JWKS_MIN_REFRESH_SECONDS`. Errors: every [`TokenError`].
     pub async fn verify(&self, token: &str) -> Result<String, TokenError> {
         let now = || NumericDate::from_unix_ms(chrono::Utc::now().timestamp_millis());
         let leeway = self.base.leeway_seconds();
@@ -226,14 +229,13 @@ impl CustomerTokens {
         let Some(source) = &self.source else {
             return first;
         };
-        let unknown_kid = matches!(
-            first,
-            Err(TokenError::UnknownKey | TokenError::KeysUnavailable)
-        );
-        match source.step(unknown_kid, true) {
-            // A fetch may have ended since `first` (another request led it): an unknown key
-            // id is judged against the keys held now.
-            Step::Use if unknown_kid => return self.current().verify(token, now()),
+        // An unknown key id, or a signature failing on a known one (the provider replaced the
+        // key under its kid): the JWKS held may be out of date.
+        let stale_keys = first.as_ref().is_err_and(|e| keys_may_be_stale(*e));
+        match source.step(stale_keys, true) {
+            // A fetch may have ended since `first` (another request led it): the token is
+            // judged against the keys held now.
+            Step::Use if stale_keys => return self.current().verify(token, now()),
             Step::Use => return first,
             // A request that finds a fetch under way waits for it, so a token sent while the
             // first JWKS is on its way is answered with the keys it brings, not a 503.
@@ -241,7 +243,7 @@ impl CustomerTokens {
         }
         let _one = source.fetch.lock().await;
         // Whoever held the lock before may have fetched already: ask again.
-        if source.step(unknown_kid, false) == Step::Fetch {
+        if source.step(stale_keys, false) == Step::Fetch {
             self.refresh(source).await;
         }
         self.current().verify(token, now())

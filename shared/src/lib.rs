@@ -20,6 +20,8 @@
 //! - [`campaign_index`]: the compact set of campaign ids the origin hands the edge.
 //! - [`winners_filter`]: the compact set of a sold-out campaign's winners the edge keeps.
 //! - [`cors`]: the allowed shop origins and the CORS header lists of both halves.
+//! - [`ip_limit`]: the bucket key of every per-client-IP limit (IPv6 per prefix, IPv4-mapped
+//!   addresses with their IPv4 address).
 
 #![warn(missing_docs)]
 
@@ -29,6 +31,7 @@ pub mod campaign_index;
 pub mod code;
 pub mod cors;
 pub mod idempotency;
+pub mod ip_limit;
 pub mod money;
 pub mod queue;
 pub mod request_id;

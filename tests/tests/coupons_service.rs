@@ -1,7 +1,8 @@
 //! The promo code service (`/api/v1/codes/…`; `flashgate_origin::promo`): its rules and the
 //! checks of its requests, against in-process origins over HTTP with the machine's real
 //! PostgreSQL and Redis — discount arithmetic, typed forms of a code, local end times, batch
-//! code draws, bad input and the client IP it trusts. Concurrency is in
+//! code draws, bad input, the client IP it trusts and the bucket of the per-IP guess limit
+//! (IPv6 per prefix, IPv4-mapped as IPv4). Concurrency is in
 //! `coupons_concurrency.rs`.
 
 use chrono::{DateTime, Utc};
@@ -337,5 +338,43 @@ async fn unsigned_client_ip_headers_are_ignored_and_the_tcp_peer_is_used() {
     let peer_bucket: i64 = exists("127.0.0.1").query_async(&mut redis).await.unwrap();
     assert_eq!(spoofed_bucket, 0, "no bucket keyed by the spoofed IP");
     assert_eq!(peer_bucket, 1, "the TCP peer's bucket was used");
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guesses_from_one_ipv6_64_or_a_mapped_ipv4_address_share_one_ip_bucket() {
+    let mut config = signed_test_config();
+    config.code_guesses_per_ip = 3;
+    let o = TestOrigin::start_with(config).await;
+    let guess_from = |ip: String| {
+        let o = &o;
+        async move {
+            let mut s = o.shopper();
+            s.ip = ip;
+            o.check(&s, &fresh_code("NOPE"), 100).await.status
+        }
+    };
+    // Six addresses of one fresh /64, each her own customer, one unknown code each.
+    let n: u32 = rand::random();
+    let prefix = format!("2001:db8:{:x}:{:x}", n >> 16, n & 0xffff);
+    let mut statuses = Vec::new();
+    for i in 1..=6 {
+        statuses.push(guess_from(format!("{prefix}:{i:x}::{i:x}")).await);
+    }
+    assert_eq!(
+        statuses,
+        [404, 404, 404, 429, 429, 429],
+        "one /64, one bucket"
+    );
+    // The next /64 is another client.
+    let next = format!("2001:db8:{:x}:{:x}::1", n >> 16, (n & 0xffff) ^ 1);
+    assert_eq!(guess_from(next).await, 404);
+    // An IPv4 address's drained bucket also refuses its IPv4-mapped IPv6 form.
+    let v4 = fresh_ip();
+    for _ in 0..3 {
+        assert_eq!(guess_from(v4.clone()).await, 404);
+    }
+    assert_eq!(guess_from(format!("::ffff:{v4}")).await, 429);
+    assert_eq!(guess_from(v4).await, 429);
     o.stop().await;
 }

@@ -1,6 +1,7 @@
 //! Customer tokens from an identity provider at the origin: RS256 / ES256 keys from
 //! a JWKS served by a local stand-in provider, issuer and audience checks, HS256 key ids,
-//! rotation, the fetch bound under a flood of unknown key ids, algorithm confusion, the
+//! rotation, a key replaced under its key id, the fetch bound under a flood of unknown key
+//! ids or bad signatures, algorithm confusion, the
 //! leeway, a JWKS endpoint that is down (since start-up: 503), an identity-provider-only setup
 //! (no HS256 secret) and a chunked JWKS past the size bound.
 
@@ -332,4 +333,71 @@ async fn flashgate_token_mints_es256_tokens_from_a_pem_key() {
     assert_eq!(e.to_string(), "ES256 needs --key <PEM file>");
     o.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_swapped_under_its_kid_is_accepted_within_the_refresh_interval() {
+    let (old, new) = (idp::rsa_key("k1"), idp::rsa_key("k1"));
+    let provider = Idp::start(&[&old]).await;
+    let interval = Duration::from_secs(2);
+    let o = TestOrigin::start_with(config(Some(&provider.url), 2, 600)).await;
+    let c = o.campaign("sale", 1_000).await;
+    let token = |k: &SigningKey| k.sign(&idp::claims(&unique("cust"), ISS, AUD));
+    assert_eq!(claim_with(&o.http, &o.url, &c, &token(&old)).await.0, 201);
+    assert_eq!(provider.fetches(), 1);
+    // The provider replaces the key of k1 (same kid, new key).
+    provider.publish(&[&new]);
+    eventually(
+        "the new key of k1 is accepted",
+        interval + Duration::from_secs(2),
+        || {
+            let (o, c, t) = (&o, &c, token(&new));
+            async move {
+                match claim_with(&o.http, &o.url, c, &t).await {
+                    (201, _) => Ok(()),
+                    other => Err(format!("{other:?}")),
+                }
+            }
+        },
+    )
+    .await;
+    assert_eq!(provider.fetches(), 2, "one fetch picked up the new key");
+    assert_eq!(
+        claim_with(&o.http, &o.url, &c, &token(&old)).await,
+        (401, "customer token signature is invalid".into()),
+        "the replaced key no longer signs for k1"
+    );
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_bad_signatures_on_a_known_kid_causes_at_most_one_fetch_per_interval() {
+    let (real, forger) = (idp::ec_key("k1"), idp::ec_key("k1"));
+    let provider = Idp::start(&[&real]).await;
+    let interval_s = 2;
+    let o = TestOrigin::start_with(config(Some(&provider.url), interval_s, 600)).await;
+    let c = o.campaign("sale", 10).await;
+    let t = real.sign(&idp::claims(&unique("cust"), ISS, AUD));
+    assert_eq!(claim_with(&o.http, &o.url, &c, &t).await.0, 201);
+    assert_eq!(provider.fetches(), 1);
+    // Past the interval, 200 tokens of k1 with bad signatures at once.
+    tokio::time::sleep(Duration::from_millis(interval_s * 1_000 + 100)).await;
+    let forged: Vec<String> = (0..200)
+        .map(|_| forger.sign(&idp::claims("mallory", ISS, AUD)))
+        .collect();
+    let started = std::time::Instant::now();
+    let replies =
+        futures::future::join_all(forged.iter().map(|t| claim_with(&o.http, &o.url, &c, t))).await;
+    let took_ms = started.elapsed().as_millis() as u64;
+    for r in &replies {
+        assert_eq!(r, &(401, "customer token signature is invalid".to_string()));
+    }
+    let fetched = provider.fetches() - 1;
+    assert!(fetched >= 1, "a bad signature on a known kid refetches");
+    assert!(
+        fetched <= 1 + took_ms / (interval_s * 1_000),
+        "{fetched} fetches in {took_ms} ms"
+    );
+    assert_eq!(o.claim_rows(&c, &[]).await, 1, "refusals change nothing");
+    o.stop().await;
 }

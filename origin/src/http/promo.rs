@@ -59,6 +59,7 @@ use crate::promo::store;
 use crate::promo::{batch, flags, CodeRules};
 use crate::state::AppState;
 use flashgate_shared::api::ErrorBody;
+use flashgate_shared::ip_limit::limit_key;
 
 /// The raw code of the path; a path that does not decode is an unknown code.
 fn raw_code(path: Result<Path<String>, PathRejection>) -> String {
@@ -110,7 +111,8 @@ impl FromRequest<AppState> for ShopperCall {
         )?;
         let who = Trier {
             customer,
-            ip: extract::client_ip(proof, headers, &parts.extensions).map(|ip| ip.to_string()),
+            ip: extract::client_ip(proof, headers, &parts.extensions)
+                .map(|ip| limit_key(ip, state.config.limit_ipv6_prefix)),
         };
         Ok(ShopperCall {
             code,

@@ -10,12 +10,12 @@
 //! not, so a limited script learns nothing); a try whose code is unknown then [`spend`]s one
 //! token of each bucket, one bucket after the other. Valid checks and uses spend nothing.
 //!
-//! Keys: `fg:guess:c:<customer>` and `fg:guess:ip:<ip>` (hash `tokens`, `ts` in ms), expiring
-//! once they would be full again. On Redis Cluster the two keys live in different slots, so
-//! each bucket is read and spent by its own script call (one slot each). A spend stops at the
-//! first bucket found empty; only when another try emptied it between this try's peek and its
-//! spend can a bucket before it have lost a token: limits are never exceeded, at worst one
-//! token is charged early.
+//! Keys: `fg:guess:c:<customer>` and `fg:guess:ip:<ip key>` ([`ip_bucket_key`]; hash
+//! `tokens`, `ts` in ms), expiring once they would be full again. On Redis Cluster the two
+//! keys live in different slots, so each bucket is read and spent by its own script call (one
+//! slot each). A spend stops at the first bucket found empty; only when another try emptied it
+//! between this try's peek and its spend can a bucket before it have lost a token: limits are
+//! never exceeded, at worst one token is charged early.
 
 use crate::redis_conn::RedisConn;
 use redis::Script;
@@ -67,9 +67,11 @@ pub fn customer_bucket_key(customer: &str) -> String {
     format!("fg:guess:c:{}:{customer}", customer.len())
 }
 
-/// The Redis key of client IP `ip`'s bucket, `fg:guess:ip:<ip>`.
-pub fn ip_bucket_key(ip: &str) -> String {
-    format!("fg:guess:ip:{ip}")
+/// The Redis key of a client IP's bucket, `fg:guess:ip:<key>`, where `key` is the address's
+/// [`flashgate_shared::ip_limit::limit_key`] (an IPv4 address itself, an IPv6 address its
+/// prefix such as `2001:db8:1:2::/64`).
+pub fn ip_bucket_key(key: &str) -> String {
+    format!("fg:guess:ip:{key}")
 }
 
 impl Buckets {

@@ -50,7 +50,8 @@ pub struct PromoService {
     pub tasks: TaskTracker,
     /// `FLASHGATE_CODE_GUESSES_PER_CUSTOMER`: failed tries per customer an hour (0: off).
     pub guesses_per_customer: i64,
-    /// `FLASHGATE_CODE_GUESSES_PER_IP`: failed tries per client IP an hour (0: off).
+    /// `FLASHGATE_CODE_GUESSES_PER_IP`: failed tries per client IP an hour (0: off), an
+    /// IPv6 client counted per prefix ([`Trier::ip`]).
     pub guesses_per_ip: i64,
     /// `FLASHGATE_CODE_USE_HOLD_SECONDS`: how long a use waits for its confirm.
     pub use_hold_seconds: u64,
@@ -63,7 +64,10 @@ pub struct PromoService {
 /// Who is trying a code: the customer of the token and her client IP, if known.
 #[derive(Debug, Clone)]
 pub struct Trier {
+    /// The customer id (`sub`).
     pub customer: String,
+    /// The key of her client IP's bucket, [`flashgate_shared::ip_limit::limit_key`] of the
+    /// address under `FLASHGATE_LIMIT_IPV6_PREFIX`; `None` when the address is not known.
     pub ip: Option<String>,
 }
 

@@ -2,13 +2,34 @@
 //! worker share (each does the fetch its own way).
 //!
 //! - The key set is refetched once it is `ttl_ms` old.
-//! - A token naming an unknown `kid` (a provider that rotated its keys) triggers a fetch at
-//!   once, but never sooner than `min_interval_ms` after the last attempt, so a flood of
-//!   tokens with made-up key ids causes at most one fetch per interval.
+//! - A token the keys held may be out of date for ([`keys_may_be_stale`]: an unknown `kid`,
+//!   or a signature that fails on a known one, as when a provider rotated its keys or replaced
+//!   the key under a `kid`) triggers a fetch at once, but never sooner than `min_interval_ms`
+//!   after the last attempt, so a flood of tokens with made-up key ids or bad signatures
+//!   causes at most one fetch per interval.
 //! - One fetch at a time (single-flight): while one runs, a request that needs it waits for
 //!   its outcome and others go on with the keys held.
 //! - A failed fetch keeps the keys held (an outage of the provider does not log everybody
 //!   out) and is retried after `min_interval_ms`.
+
+use super::TokenError;
+
+/// True when verifying with a newer JWKS could turn `error` into a success, so the caller may
+/// fetch it (on the [`State::step`] schedule) and verify again: the token names a key id not
+/// held ([`TokenError::UnknownKey`], [`TokenError::KeysUnavailable`]), its signature does not
+/// match the key held under its key id ([`TokenError::BadSignature`]: the provider may have
+/// replaced the key and kept the `kid`), or its key id names a key of another algorithm
+/// ([`TokenError::UnsupportedAlgorithm`]: replaced by a key of another type). Errors of the
+/// claims (times, issuer, audience, subject) or of the token's form are not.
+pub fn keys_may_be_stale(error: TokenError) -> bool {
+    matches!(
+        error,
+        TokenError::UnknownKey
+            | TokenError::KeysUnavailable
+            | TokenError::BadSignature
+            | TokenError::UnsupportedAlgorithm
+    )
+}
 
 /// The schedule, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,16 +63,16 @@ pub enum Step {
 }
 
 impl State {
-    /// The step of a request at `now_ms`; `unknown_kid` when its token names a key id the
-    /// verifier does not hold.
-    pub fn step(&self, schedule: Schedule, now_ms: i64, unknown_kid: bool) -> Step {
+    /// The step of a request at `now_ms`; `stale_keys` when its token failed in a way a newer
+    /// JWKS could cure ([`keys_may_be_stale`]).
+    pub fn step(&self, schedule: Schedule, now_ms: i64, stale_keys: bool) -> Step {
         if self.fetching {
-            return if unknown_kid { Step::Wait } else { Step::Use };
+            return if stale_keys { Step::Wait } else { Step::Use };
         }
         let since = |t: Option<i64>| t.map(|t| now_ms.saturating_sub(t));
         let stale = since(self.fetched_at_ms).is_none_or(|age| age >= schedule.ttl_ms);
         let may_try = since(self.attempted_at_ms).is_none_or(|d| d >= schedule.min_interval_ms);
-        if may_try && (stale || unknown_kid) {
+        if may_try && (stale || stale_keys) {
             Step::Fetch
         } else {
             Step::Use
@@ -100,5 +121,29 @@ mod tests {
         assert_eq!(st.fetched_at_ms, Some(10));
         assert_eq!(st.step(S, 59_999, true), Step::Use);
         assert_eq!(st.step(S, 600_010, false), Step::Fetch);
+    }
+
+    #[test]
+    fn a_bad_signature_on_a_known_kid_may_be_a_replaced_key_but_bad_claims_are_not() {
+        for e in [
+            TokenError::UnknownKey,
+            TokenError::KeysUnavailable,
+            TokenError::BadSignature,
+            TokenError::UnsupportedAlgorithm,
+        ] {
+            assert!(keys_may_be_stale(e), "{e:?}");
+        }
+        for e in [
+            TokenError::Malformed,
+            TokenError::Expired,
+            TokenError::NotYetValid,
+            TokenError::LifetimeTooLong,
+            TokenError::UnsupportedCritical,
+            TokenError::WrongIssuer,
+            TokenError::WrongAudience,
+            TokenError::BadSubject,
+        ] {
+            assert!(!keys_may_be_stale(e), "{e:?}");
+        }
     }
 }
