@@ -571,17 +571,26 @@ async fn claim(
             return answer(&Answer::unavailable());
         }
     };
-    learn(id, code, &resp_body);
+    let replayed = resp_headers.get(flashgate_shared::REPLAYED_HEADER)?;
+    learn(
+        id,
+        status::Decided::from_header(replayed.as_deref()),
+        code,
+        &resp_body,
+    );
     relay(code, &resp_headers, resp_body)
 }
 
-/// Flips the cached state when the origin's claim answer says sold out / ended / paused.
-fn learn(id: &str, code: u16, body: &[u8]) {
+/// Flips the cached state when the origin's claim answer, decided now, says sold out / ended /
+/// paused ([`status::learn_from_claim`]).
+fn learn(id: &str, decided: status::Decided, code: u16, body: &[u8]) {
     let now = now_ms();
     SLOTS.with(|slots| {
         let mut slots = slots.borrow_mut();
         if let Some(slot) = slots.get_mut(id) {
-            if let Some(new) = status::learn_from_claim(slot.entry.as_deref(), code, body, now) {
+            if let Some(new) =
+                status::learn_from_claim(slot.entry.as_deref(), decided, code, body, now)
+            {
                 slot.entry = Some(Rc::new(new));
             }
         }

@@ -148,8 +148,8 @@ pub fn poll(
     let position = queue.position_of(ticket.place.sequence, ticket.drawn_waiting_at_issue);
     let state = queue.state(status.state, position);
     let to_start_ms = status.starts_at.timestamp_millis().saturating_sub(now_ms);
-    let eta_seconds = queue.eta_seconds(state, position, to_start_ms);
     let remaining = u64::try_from(status.remaining).unwrap_or(0);
+    let eta_seconds = queue.eta_seconds(state, position, remaining, to_start_ms, now_ms);
     let outlook = (state == QueueState::Waiting).then(|| {
         if position > remaining.saturating_mul(UNLIKELY_FACTOR) {
             Outlook::Unlikely
@@ -435,9 +435,14 @@ mod tests {
         assert_eq!(at(95, 500).state, QueueState::Admitted);
         assert_eq!(at(100, 1_000).state, QueueState::Admitted);
         // The sold-out learned from a claim keeps the reveal point; sold_out answers everyone.
-        let sold =
-            crate::status::learn_from_claim(Some(&e), 409, br#"{"result":"sold_out"}"#, now())
-                .unwrap();
+        let sold = crate::status::learn_from_claim(
+            Some(&e),
+            crate::status::Decided::Now,
+            409,
+            br#"{"result":"sold_out"}"#,
+            now(),
+        )
+        .unwrap();
         assert_eq!(sold.reveal, e.reveal);
         assert_eq!(
             poll(&sold, &ticket(95), K, now()).unwrap().reply.state,
@@ -529,8 +534,14 @@ mod tests {
     #[test]
     fn queue_fields_survive_a_learned_state() {
         let e = entry(CampaignState::Active, 5, 7, false);
-        let flipped =
-            crate::status::learn_from_claim(Some(&e), 409, br#"{"result":"sold_out"}"#, 1).unwrap();
+        let flipped = crate::status::learn_from_claim(
+            Some(&e),
+            crate::status::Decided::Now,
+            409,
+            br#"{"result":"sold_out"}"#,
+            1,
+        )
+        .unwrap();
         let again = from_origin("spring", 200, flipped.body().as_bytes(), 1).unwrap();
         assert_eq!(again.found().unwrap().1.map(|q| q.now_serving), Some(7));
         assert_eq!(again.state(), Some(CampaignState::SoldOut));

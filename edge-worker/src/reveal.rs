@@ -161,6 +161,7 @@ mod tests {
             paused: false,
             admitted,
             drawn,
+            ..Default::default()
         }
     }
 

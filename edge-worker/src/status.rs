@@ -290,17 +290,40 @@ struct WithQueue<'a> {
     queue: StatusQueueFields,
 }
 
+/// When the origin decided a claim answer it sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decided {
+    /// Now: the answer says how the campaign stands.
+    Now,
+    /// Earlier: the kept reply of a request with the same idempotency key, marked
+    /// `Idempotent-Replayed: true` ([`flashgate_shared::REPLAYED_HEADER`]). It says how the
+    /// campaign stood then (a `sold_out` from before units came back), so nothing is learned.
+    Earlier,
+}
+
+impl Decided {
+    /// From the value of the answer's `Idempotent-Replayed` header (absent: `None`).
+    pub fn from_header(replayed: Option<&str>) -> Self {
+        match replayed {
+            Some(v) if v.trim().eq_ignore_ascii_case("true") => Decided::Earlier,
+            _ => Decided::Now,
+        }
+    }
+}
+
 /// What the edge learns from the origin's answer to a forwarded claim: a 409 `sold_out`,
-/// `ended` or `paused` flips the cached state at once (and counts as a fresh observation at
-/// `now_ms`); `sold_out` also sets `remaining` to 0. Returns `None` when nothing changes
-/// (other answers, no entry, unknown campaign, or the state is already that one).
+/// `ended` or `paused` decided [`Decided::Now`] flips the cached state at once (and counts as
+/// a fresh observation at `now_ms`); `sold_out` also sets `remaining` to 0. Returns `None`
+/// when nothing changes (a replayed answer, other answers, no entry, unknown campaign, or
+/// the state is already that one).
 pub fn learn_from_claim(
     entry: Option<&StatusEntry>,
+    decided: Decided,
     http_status: u16,
     body: &[u8],
     now_ms: i64,
 ) -> Option<StatusEntry> {
-    if http_status != 409 {
+    if http_status != 409 || decided == Decided::Earlier {
         return None;
     }
     let new_state = match serde_json::from_slice::<ClaimReply>(body).ok()? {
@@ -470,7 +493,14 @@ pub(crate) mod tests {
     #[test]
     fn sold_out_answer_flips_the_state() {
         let e = entry(CampaignState::Active, 0);
-        let flipped = learn_from_claim(Some(&e), 409, br#"{"result":"sold_out"}"#, 700).unwrap();
+        let flipped = learn_from_claim(
+            Some(&e),
+            Decided::Now,
+            409,
+            br#"{"result":"sold_out"}"#,
+            700,
+        )
+        .unwrap();
         assert_eq!(flipped.state(), Some(CampaignState::SoldOut));
         assert_eq!(flipped.fetched_at_ms, 700);
         let Known::Found { status, body, .. } = &flipped.known else {
@@ -483,20 +513,69 @@ pub(crate) mod tests {
         );
         // Nothing to learn from these.
         assert_eq!(
-            learn_from_claim(Some(&flipped), 409, br#"{"result":"sold_out"}"#, 800),
+            learn_from_claim(
+                Some(&flipped),
+                Decided::Now,
+                409,
+                br#"{"result":"sold_out"}"#,
+                800
+            ),
             None
         );
-        assert_eq!(learn_from_claim(Some(&e), 201, b"{}", 1), None);
         assert_eq!(
-            learn_from_claim(Some(&e), 409, br#"{"result":"in_progress"}"#, 1),
+            learn_from_claim(Some(&e), Decided::Now, 201, b"{}", 1),
             None
         );
-        assert_eq!(learn_from_claim(Some(&e), 409, b"junk", 1), None);
         assert_eq!(
-            learn_from_claim(None, 409, br#"{"result":"sold_out"}"#, 1),
+            learn_from_claim(
+                Some(&e),
+                Decided::Now,
+                409,
+                br#"{"result":"in_progress"}"#,
+                1
+            ),
             None
         );
-        let paused = learn_from_claim(Some(&e), 409, br#"{"result":"paused"}"#, 1).unwrap();
+        assert_eq!(
+            learn_from_claim(Some(&e), Decided::Now, 409, b"junk", 1),
+            None
+        );
+        assert_eq!(
+            learn_from_claim(None, Decided::Now, 409, br#"{"result":"sold_out"}"#, 1),
+            None
+        );
+        let paused =
+            learn_from_claim(Some(&e), Decided::Now, 409, br#"{"result":"paused"}"#, 1).unwrap();
         assert_eq!(paused.state(), Some(CampaignState::Paused));
+    }
+
+    #[test]
+    fn replayed_sold_out_does_not_close_the_edge() {
+        let e = entry(CampaignState::Active, 0);
+        // The kept reply of an earlier request says how the campaign stood then: every state
+        // answer replayed teaches nothing.
+        for body in [
+            &br#"{"result":"sold_out"}"#[..],
+            br#"{"result":"ended"}"#,
+            br#"{"result":"paused"}"#,
+        ] {
+            assert_eq!(
+                learn_from_claim(Some(&e), Decided::Earlier, 409, body, 700),
+                None
+            );
+        }
+        assert_eq!(Decided::from_header(Some("true")), Decided::Earlier);
+        assert_eq!(Decided::from_header(Some(" TRUE ")), Decided::Earlier);
+        assert_eq!(Decided::from_header(None), Decided::Now);
+        assert_eq!(Decided::from_header(Some("false")), Decided::Now);
+        // The same answer decided now still closes it at once.
+        let fresh = learn_from_claim(
+            Some(&e),
+            Decided::Now,
+            409,
+            br#"{"result":"sold_out"}"#,
+            700,
+        );
+        assert_eq!(fresh.unwrap().state(), Some(CampaignState::SoldOut));
     }
 }

@@ -3,8 +3,11 @@
 //! admin writes answer with it, and the idempotency records ([`crate::idempotency`], the
 //! `redeem_requests` table) keep it, so a replay sends the first body byte for byte.
 //!
-//! Its [`IntoResponse`] sets `Content-Type: application/json` and, for an `in_progress` answer
-//! or a 503, `Retry-After: 1` ([`RETRY_AFTER_SECONDS`]; RFC 9110, section 10.2.3).
+//! Its [`IntoResponse`] sets `Content-Type: application/json`, for an `in_progress` answer
+//! or a 503, `Retry-After: 1` ([`RETRY_AFTER_SECONDS`]; RFC 9110, section 10.2.3), and for a
+//! replay ([`Outcome::Replay`]) `Idempotent-Replayed: true`
+//! ([`flashgate_shared::REPLAYED_HEADER`]), so that the edge never learns a campaign's state
+//! from an answer decided earlier.
 
 use axum::body::Bytes;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -153,6 +156,12 @@ impl IntoResponse for Reply {
         if self.outcome == Outcome::InProgress || self.status == StatusCode::SERVICE_UNAVAILABLE {
             res.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+        }
+        if self.outcome == Outcome::Replay {
+            res.headers_mut().insert(
+                flashgate_shared::REPLAYED_HEADER,
+                HeaderValue::from_static("true"),
+            );
         }
         res.extensions_mut()
             .insert(crate::metrics::ResultLabel(self.outcome.as_str()));

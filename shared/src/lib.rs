@@ -61,6 +61,11 @@ pub const PRIVATE_CACHE_CONTROL: &str = "private, no-store";
 pub const CLIENT_IP_HEADER: &str = "flashgate-client-ip";
 /// Header carrying the idempotency key of a claim (IETF draft-ietf-httpapi-idempotency-key-header).
 pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
+/// Header (`true`) on the kept reply of an earlier request with the same idempotency key (a
+/// claim, redeem, code use, hold change, gift or admin write answered again, nothing decided
+/// now). The edge learns a campaign's state only from answers without it: a replayed
+/// `sold_out` says what was true when the key was first used, not now.
+pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 /// Largest claim body accepted, in bytes, by the edge and by the origin.
 pub const MAX_CLAIM_BODY_BYTES: usize = 4 * 1024;
 

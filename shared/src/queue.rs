@@ -166,7 +166,7 @@ pub struct StatusReply {
 /// The queue fields of the public campaign status (`GET /api/v1/campaigns/{id}`), carried
 /// under the key `queue`; absent when the campaign has no waiting room. The status's own
 /// `state` and `remaining` complete them (stock awareness).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct QueueStatus {
     /// Highest sequence number admitted so far (0 = nobody yet).
@@ -185,6 +185,18 @@ pub struct QueueStatus {
     /// shuffled prequeue, and every join of a `random` queue); absent = 0.
     #[serde(default)]
     pub drawn: u64,
+    /// Customers admitted within `admission_ttl_seconds` who have not claimed yet (absent =
+    /// 0): units are set aside for them, so nobody else is admitted for those units until
+    /// they claim or their admissions lapse.
+    #[serde(default)]
+    pub unclaimed: u64,
+    /// When the oldest of the `unclaimed` admissions lapses (its admission time plus
+    /// `admission_ttl_seconds`), Unix ms; absent = 0 (none).
+    #[serde(default)]
+    pub first_lapse_ms: i64,
+    /// When the newest of the `unclaimed` admissions lapses, Unix ms; absent = 0 (none).
+    #[serde(default)]
+    pub last_lapse_ms: i64,
 }
 
 /// Sequence numbers below this are drawn at random (the prequeue, and every join of a `random`
@@ -255,15 +267,46 @@ impl QueueStatus {
         }
     }
 
-    /// Estimated wait in seconds: `ceil(position / admit_per_second)` plus the time to the
-    /// start (`to_start_ms`, milliseconds, rounded up to seconds) while `waiting`; 0 otherwise.
-    pub fn eta_seconds(&self, state: QueueState, position: u64, to_start_ms: i64) -> u64 {
-        match state {
-            QueueState::Waiting => position
-                .div_ceil(u64::from(self.admit_per_second.max(1)))
-                .saturating_add((to_start_ms.max(0) as u64).div_ceil(1000)),
-            _ => 0,
+    /// Estimated wait in seconds at `now_ms` (Unix ms) of a customer at `position` on a
+    /// campaign with `remaining` units; 0 unless `waiting`. The larger of two waits, plus the
+    /// time to the start (`to_start_ms`, milliseconds, rounded up to seconds):
+    /// - the rate: `ceil(position / admit_per_second)`;
+    /// - the stock: admission never goes past `remaining − unclaimed` units, so a position
+    ///   beyond them waits for `position − (remaining − unclaimed)` of the `unclaimed`
+    ///   admissions to lapse: until the first lapse for the first one, until the last lapse
+    ///   for more (never earlier than the true lapse; it may be later when admissions were
+    ///   spread over time). An admission that ends in a claim frees no unit, so this assumes
+    ///   that the admitted who have not claimed yet will not.
+    ///
+    /// Read from a status at most one status TTL old, and admission follows a lapse within one
+    /// admitting tick, so the estimate is never more than one status TTL plus one tick too
+    /// optimistic for the reason of the stock (docs/WAITING-ROOM.md).
+    pub fn eta_seconds(
+        &self,
+        state: QueueState,
+        position: u64,
+        remaining: u64,
+        to_start_ms: i64,
+        now_ms: i64,
+    ) -> u64 {
+        if state != QueueState::Waiting {
+            return 0;
         }
+        let by_rate = position.div_ceil(u64::from(self.admit_per_second.max(1)));
+        let free = remaining.saturating_sub(self.unclaimed);
+        let by_stock = if position > free && self.unclaimed > 0 {
+            let lapse = if position - free == 1 {
+                self.first_lapse_ms
+            } else {
+                self.last_lapse_ms
+            };
+            (lapse.saturating_sub(now_ms).max(0) as u64).div_ceil(1000)
+        } else {
+            0
+        };
+        by_rate
+            .max(by_stock)
+            .saturating_add((to_start_ms.max(0) as u64).div_ceil(1000))
     }
 }
 
@@ -341,6 +384,7 @@ mod tests {
             paused: false,
             admitted,
             drawn,
+            ..Default::default()
         };
         // Arrival order only.
         assert_eq!(q(100, 100, 0).position(150), 50);
@@ -356,7 +400,7 @@ mod tests {
         assert_eq!(s.position(RANDOM_BLOCK / 4 + 1), 1);
         // Past the drawn block: arrival order again.
         assert_eq!(q(RANDOM_BLOCK + 2, 12, 10).position(RANDOM_BLOCK + 5), 3);
-        assert_eq!(s.eta_seconds(QueueState::Waiting, 11, 1_500), 4);
+        assert_eq!(s.eta_seconds(QueueState::Waiting, 11, 100, 1_500, 0), 4);
         // A status older than the ticket's draw (no drawn customer waiting as far as it
         // knows): the ticket's count at issue stands in, never seq − now_serving.
         let before = q(0, 0, 0);
@@ -371,7 +415,44 @@ mod tests {
         assert_eq!(s.position_of(RANDOM_BLOCK / 4 + 1, 5_000), 1);
         assert_eq!(s.position_of(RANDOM_BLOCK + 1, 5_000), 7);
         assert_eq!(s.position_of(RANDOM_BLOCK / 8, 5_000), 0);
-        assert_eq!(s.eta_seconds(QueueState::Admitted, 0, 0), 0);
+        assert_eq!(s.eta_seconds(QueueState::Admitted, 0, 100, 0, 0), 0);
+    }
+
+    #[test]
+    fn eta_counts_the_admitted_but_unclaimed_line() {
+        // Stock 3, admit 50/s, admissions of 10 s: three admitted at t = 0 have not claimed.
+        let q = QueueStatus {
+            now_serving: 3,
+            admit_per_second: 50,
+            admission_ttl_seconds: 10,
+            admitted: 3,
+            unclaimed: 3,
+            first_lapse_ms: 10_000,
+            last_lapse_ms: 10_000,
+            ..Default::default()
+        };
+        let eta = |position, now_ms| q.eta_seconds(QueueState::Waiting, position, 3, 0, now_ms);
+        // The next one waits for the first lapse, not one second.
+        assert_eq!(eta(1, 0), 10);
+        assert_eq!(eta(1, 1_000), 9);
+        assert_eq!(eta(1, 9_001), 1);
+        assert_eq!(eta(1, 10_000), 1);
+        // Admissions spread over time: the first in line waits for the oldest lapse, later
+        // ones for the newest.
+        let spread = QueueStatus {
+            unclaimed: 2,
+            first_lapse_ms: 4_000,
+            last_lapse_ms: 9_500,
+            ..q
+        };
+        let eta = |p| spread.eta_seconds(QueueState::Waiting, p, 3, 0, 0);
+        assert_eq!((eta(1), eta(2), eta(3)), (1, 4, 10));
+        // Units to spare (nobody unclaimed, or fewer than remain): the rate alone.
+        let free = QueueStatus { unclaimed: 0, ..q };
+        assert_eq!(free.eta_seconds(QueueState::Waiting, 100, 3, 0, 0), 2);
+        assert_eq!(spread.eta_seconds(QueueState::Waiting, 1, 10, 0, 0), 1);
+        // Past a lapse (a status older than it): never negative.
+        assert_eq!(q.eta_seconds(QueueState::Waiting, 1, 3, 0, 60_000), 1);
     }
 
     #[test]
@@ -392,6 +473,9 @@ mod tests {
                 paused: false,
                 admitted: 0,
                 drawn: 0,
+                unclaimed: 0,
+                first_lapse_ms: 0,
+                last_lapse_ms: 0,
             })
         );
         let reply = StatusReply {

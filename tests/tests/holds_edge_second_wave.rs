@@ -122,3 +122,75 @@ async fn second_wave_through_the_edge_sells_exactly_the_returned_units() {
     drop(e);
     o.stop().await;
 }
+
+/// The edge's public status of campaign `c`: its `state` and `remaining`.
+async fn edge_status(o: &TestOrigin, e: &TestEdge, c: &str) -> (String, i64) {
+    let url = format!("{}/api/v1/campaigns/{c}", e.url);
+    let b: Value = o.http.get(url).send().await.unwrap().json().await.unwrap();
+    (
+        b["state"].as_str().unwrap_or_default().to_string(),
+        b["remaining"].as_i64().unwrap_or(-1),
+    )
+}
+
+/// Stock 1, holds of 2 s, real waits in workerd: B's `sold_out` replayed with her idempotency
+/// key after A's hold expired is her first answer again, but it teaches the edge nothing (the
+/// origin marks it `Idempotent-Replayed`), so the returned unit stays claimable at the edge:
+/// the edge's status stays `active` and C wins it at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn replayed_sold_out_does_not_close_the_edge() {
+    let o = TestOrigin::start_signed().await;
+    let c = unique("edge-replay");
+    let now = chrono::Utc::now();
+    o.create_campaign(
+        &c,
+        "sale",
+        1,
+        now - chrono::Duration::minutes(1),
+        now + chrono::Duration::hours(1),
+        Some(2),
+    )
+    .await;
+    let env = [
+        ("FLASHGATE_STATUS_TTL_MS", TTL.as_millis().to_string()),
+        ("FLASHGATE_EDGE_SECRET", EDGE_SECRET.to_string()),
+    ];
+    let e = TestEdge::start(&o.url, &env);
+    let run = unique("p");
+    let (a, b, cc) = (format!("{run}-a"), format!("{run}-b"), format!("{run}-c"));
+    until_state(&o.http, &e.url, &c, "active", Instant::now()).await;
+
+    let (s, _, _) = claim(&o, &e, &c, &a).await;
+    assert_eq!(s, 201);
+    let b_key = unique("kb");
+    let first = claim_via(&o.http, &e.url, &o.token(&b), &c, &b_key).await;
+    assert_eq!(
+        (first.0, first.2["result"].as_str()),
+        (409, Some("sold_out"))
+    );
+
+    // A never pays: her hold expires, the unit comes back, the edge shows it.
+    eventually("A's hold to expire", Duration::from_secs(12), || async {
+        match o.claim_rows(&c, &["held"]).await {
+            0 => Ok(()),
+            n => Err(format!("{n} claims still held")),
+        }
+    })
+    .await;
+    assert_eq!(o.remaining(&c).await, 1);
+    until_state(&o.http, &e.url, &c, "active", Instant::now()).await;
+
+    // B's app retries her old request with her key: her first answer, from the origin.
+    let again = claim_via(&o.http, &e.url, &o.token(&b), &c, &b_key).await;
+    assert_eq!(
+        (again.0, again.1.as_str(), again.2["result"].as_str()),
+        (409, "origin", Some("sold_out"))
+    );
+    // The edge still says what the origin says, and a new customer wins the unit at once.
+    assert_eq!(edge_status(&o, &e, &c).await, ("active".to_string(), 1));
+    let (s, by, body) = claim(&o, &e, &c, &cc).await;
+    assert_eq!((s, by.as_str()), (201, "origin"), "{body}");
+    assert_eq!(o.remaining(&c).await, 0);
+    drop(e);
+    o.stop().await;
+}

@@ -329,7 +329,11 @@ fn existing_claim_reply(svc: &ClaimService, row: ClaimRow, req: &ClaimRequest, f
     let same_request = row.idempotency_key == req.idempotency_key && row.request_fp == fp;
     let claim = row.to_claim();
     let reply = if same_request {
-        Reply::claim(&ClaimReply::Claimed { claim })
+        // A replay: marked so (`Idempotent-Replayed`), as a replay from the record would be.
+        Reply {
+            outcome: Outcome::Replay,
+            ..Reply::claim(&ClaimReply::Claimed { claim })
+        }
     } else {
         Reply::claim(&ClaimReply::AlreadyClaimed { claim })
     };

@@ -68,6 +68,8 @@ pub async fn join(
         drawn,
         admitted,
         now_serving,
+        unclaimed,
+        unclaimed_since_ms,
     } = joined
     else {
         return Err(ApiError::Unavailable(format!(
@@ -79,6 +81,8 @@ pub async fn join(
         now_serving,
         admitted,
         drawn,
+        unclaimed,
+        unclaimed_since_ms,
         ..Default::default()
     };
     let status = figures.status(w, row.queue_paused);
@@ -98,7 +102,13 @@ pub async fn join(
         JoinReply {
             ticket: sign_ticket(secret, &ticket),
             position,
-            eta_seconds: status.eta_seconds(queue_state, position, to_start_ms),
+            eta_seconds: status.eta_seconds(
+                queue_state,
+                position,
+                u64::try_from(row.remaining).unwrap_or(0),
+                to_start_ms,
+                now.timestamp_millis(),
+            ),
             state: queue_state,
         },
         created,

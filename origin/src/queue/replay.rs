@@ -66,9 +66,12 @@ pub async fn recorded_answer(
         Ok(Some(row)) if row.idempotency_key == key && row.request_fp == fp => {
             state.metrics.idempotency_replays.inc();
             state.metrics.claim(Outcome::Replay, AnsweredFrom::Store);
-            Some(Reply::claim(&ClaimReply::Claimed {
-                claim: row.to_claim(),
-            }))
+            Some(Reply {
+                outcome: Outcome::Replay,
+                ..Reply::claim(&ClaimReply::Claimed {
+                    claim: row.to_claim(),
+                })
+            })
         }
         Ok(_) => None,
         Err(e) => {

@@ -73,20 +73,24 @@ pub enum Draw {
 /// them colliding means retrying).
 const CANDIDATES: usize = 8;
 
-// KEYS: open, seq, drawn, arrivals, serving, admitted. ARGV: customer, 'arrival' | 'random',
+// KEYS: open, seq, drawn, arrivals, serving, admitted, unclaimed. ARGV: customer, 'arrival' | 'random',
 // then CANDIDATES fractions in [0, 1), RANDOM_BLOCK, now (Unix s). The hash keeps
 // '<seq>:<issued at>:<drawn waiting at issue>' (the last 0 for arrival numbers; absent in
 // places written before it existed), so a re-join gets the same ticket. Returns {seq, created
-// 0/1, issued at, drawn, admitted, serving, drawn waiting at issue}, -1 when the queue is not
-// open, -2 when every candidate collided.
+// 0/1, issued at, drawn, admitted, serving, drawn waiting at issue, unclaimed, admission times
+// (ms, as strings) of the oldest and newest unclaimed}, -1 when the queue is not open, -2 when
+// every candidate collided.
 static JOIN: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local function figures(seq, created, iat, w)
+  local first = redis.call('ZRANGE', KEYS[7], 0, 0, 'WITHSCORES')[2] or '0'
+  local last = redis.call('ZRANGE', KEYS[7], -1, -1, 'WITHSCORES')[2] or '0'
   return {seq, created, iat, redis.call('ZCARD', KEYS[3]),
           tonumber(redis.call('GET', KEYS[6]) or '0'),
-          tonumber(redis.call('GET', KEYS[5]) or '0'), w}
+          tonumber(redis.call('GET', KEYS[5]) or '0'), w,
+          redis.call('ZCARD', KEYS[7]), first, last}
 end
 local had = redis.call('HGET', KEYS[2], ARGV[1])
 if had then
@@ -131,6 +135,10 @@ pub enum Joined {
         drawn: u64,
         admitted: u64,
         now_serving: u64,
+        /// Admitted and not claimed yet, with the admission times (Unix ms) of the oldest and
+        /// the newest of them ([`Figures::unclaimed_since_ms`]).
+        unclaimed: u64,
+        unclaimed_since_ms: (i64, i64),
     },
     /// The queue is not open in Redis (lost, or never opened): fail closed.
     NotOpen,
@@ -154,6 +162,7 @@ pub async fn join(
             .key(&k.arrivals)
             .key(&k.serving)
             .key(&k.admitted)
+            .key(&k.unclaimed)
             .arg(customer)
             .arg(match draw {
                 Draw::Arrival => "arrival",
@@ -168,7 +177,8 @@ pub async fn join(
             redis::Value::Int(-1) => return Ok(Joined::NotOpen),
             redis::Value::Int(_) => continue,
             other => {
-                let (seq, created, issued_at_s, drawn, admitted, now_serving, w): (
+                #[allow(clippy::type_complexity)]
+                let (seq, created, issued_at_s, drawn, admitted, now_serving, w, u, first, last): (
                     u64,
                     u8,
                     i64,
@@ -176,6 +186,9 @@ pub async fn join(
                     u64,
                     u64,
                     u64,
+                    u64,
+                    f64,
+                    f64,
                 ) = redis::from_redis_value(&other)?;
                 return Ok(Joined::Place {
                     seq,
@@ -185,6 +198,8 @@ pub async fn join(
                     drawn,
                     admitted,
                     now_serving,
+                    unclaimed: u,
+                    unclaimed_since_ms: (first as i64, last as i64),
                 });
             }
         }
@@ -350,6 +365,8 @@ pub struct Figures {
     /// Admitted within the admission TTL and not yet claimed (entries older than the TTL are
     /// dropped by the next admission step, so this may count a few stale ones).
     pub unclaimed: u64,
+    /// Admission times (Unix ms) of the oldest and the newest of the `unclaimed`; 0 when none.
+    pub unclaimed_since_ms: (i64, i64),
 }
 
 /// Reads campaign `c`'s figures (one transaction on one slot: `now_serving` and `admitted`
@@ -357,22 +374,34 @@ pub struct Figures {
 /// at the rate, see `edge-worker/src/reveal.rs`).
 pub async fn figures(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Figures> {
     let k = Keys::of(c);
-    let (serving, admitted, drawn, joined, unclaimed): (Option<u64>, Option<u64>, u64, u64, u64) =
-        redis::pipe()
-            .atomic()
-            .get(&k.serving)
-            .get(&k.admitted)
-            .zcard(&k.drawn)
-            .hlen(&k.seq)
-            .zcard(&k.unclaimed)
-            .query_async(redis)
-            .await?;
+    type Scored = Vec<(String, f64)>;
+    let (serving, admitted, drawn, joined, unclaimed, oldest, newest): (
+        Option<u64>,
+        Option<u64>,
+        u64,
+        u64,
+        u64,
+        Scored,
+        Scored,
+    ) = redis::pipe()
+        .atomic()
+        .get(&k.serving)
+        .get(&k.admitted)
+        .zcard(&k.drawn)
+        .hlen(&k.seq)
+        .zcard(&k.unclaimed)
+        .zrange_withscores(&k.unclaimed, 0, 0)
+        .zrange_withscores(&k.unclaimed, -1, -1)
+        .query_async(redis)
+        .await?;
+    let at = |s: &Scored| s.first().map_or(0, |(_, ms)| *ms as i64);
     Ok(Figures {
         now_serving: serving.unwrap_or(0),
         admitted: admitted.unwrap_or(0),
         drawn,
         joined,
         unclaimed,
+        unclaimed_since_ms: (at(&oldest), at(&newest)),
     })
 }
 
@@ -386,6 +415,17 @@ impl Figures {
             paused,
             admitted: self.admitted,
             drawn: self.drawn,
+            unclaimed: self.unclaimed,
+            first_lapse_ms: self.lapse_ms(self.unclaimed_since_ms.0, w),
+            last_lapse_ms: self.lapse_ms(self.unclaimed_since_ms.1, w),
+        }
+    }
+
+    /// When an admission at `admitted_ms` lapses under `w` (0 for none).
+    fn lapse_ms(&self, admitted_ms: i64, w: &WaitingRoom) -> i64 {
+        match admitted_ms {
+            0 => 0,
+            ms => ms.saturating_add(i64::from(w.admission_ttl_seconds) * 1000),
         }
     }
 }

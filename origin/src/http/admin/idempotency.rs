@@ -21,7 +21,7 @@
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, Method, StatusCode};
+use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{codes, ErrorBody};
@@ -32,8 +32,8 @@ use crate::idempotency::{self, Begin};
 use crate::reply::{Outcome, Reply};
 use crate::state::AppState;
 
-/// Response header set on a replayed reply.
-pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+/// Response header set on a replayed reply (by [`Reply`]'s `IntoResponse`).
+pub use flashgate_shared::REPLAYED_HEADER;
 
 /// The middleware (`axum::middleware::from_fn_with_state`) of admin writes; see the module
 /// documentation. Reads (`GET`, `HEAD`) pass through.
@@ -79,12 +79,7 @@ async fn run(state: AppState, req: Request, next: Next) -> ApiResult<Response> {
                 "this Idempotency-Key was used with another method, path or body".into(),
             ))
         }
-        Begin::Replay(reply) => {
-            let mut res = reply.into_response();
-            res.headers_mut()
-                .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
-            return Ok(res);
-        }
+        Begin::Replay(reply) => return Ok(reply.into_response()),
     }
     let res = next
         .run(Request::from_parts(parts, Body::from(bytes)))
