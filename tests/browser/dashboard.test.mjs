@@ -1,8 +1,10 @@
 // Browser test of the origin's /admin dashboard in real headless Chromium (Debian's package,
 // driven by playwright-core; no browser download). Run by scripts/test-dashboard, which starts
-// an origin and creates the campaign. Three legs: the manager's actions on one campaign; a
+// an origin and creates the campaign. Four legs: the manager's actions on one campaign; a
 // campaign sold out by real concurrent claims, then the page opened afresh after the spike
-// (the chart must still show it: the origin's per-second series); 200 more campaigns (paging,
+// (the chart must still show it: the origin's per-second series); a campaign of one unit with
+// a 200-character name in a browser set to New York (distinct whole-number axis ticks, audit
+// lines inside their card, every time in UTC and labelled); 200 more campaigns (paging,
 // filters, the page within a 1,400 px window). Environment:
 //   FLASHGATE_ORIGIN_URL   the running origin (e.g. http://127.0.0.1:8123)
 //   FLASHGATE_ADMIN_TOKEN  a manager token
@@ -90,6 +92,42 @@ async function checkLayout(page) {
     throw new Error("Actions cells end at " + m.actionsRight + " px, the table at " + m.tableRight);
   }
   return m;
+}
+
+// A chart axis's ticks (the canvas's data-left-ticks / data-right-ticks): distinct whole
+// numbers, rising from 0.
+function checkTicks(name, list) {
+  const ticks = (list || "").split(",").map(Number);
+  const ok = ticks.length >= 2 && ticks[0] === 0 && ticks.every(Number.isInteger) &&
+    ticks.every((t, i) => i === 0 || t > ticks[i - 1]);
+  if (!ok) throw new Error(name + " axis ticks are not distinct whole numbers: " + list);
+}
+
+// Every audit line inside its card: no line (its JSON included) wider than the list, the list
+// not scrolled sideways, each line's time in UTC and labelled so.
+async function checkAudit(page) {
+  const m = await page.evaluate(() => {
+    const ol = document.querySelector("#audit");
+    const card = ol.getBoundingClientRect();
+    return {
+      olOverflow: ol.scrollWidth - ol.clientWidth,
+      lines: [...ol.querySelectorAll("li")].map((li) => ({
+        text: li.textContent, overflow: li.scrollWidth - li.clientWidth,
+        right: Math.max(...[...li.querySelectorAll("*")].map((e) => e.getBoundingClientRect().right),
+                        li.getBoundingClientRect().right) - card.right,
+      })),
+    };
+  });
+  if (!m.lines.length) throw new Error("no audit line");
+  if (m.olOverflow > 1) throw new Error("the audit list scrolls sideways by " + m.olOverflow + " px");
+  for (const l of m.lines) {
+    if (l.overflow > 1 || l.right > 1) {
+      throw new Error("audit line runs off its card (" + l.overflow + " px, right +" + l.right + " px): " + l.text);
+    }
+    if (!/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC · /.test(l.text)) {
+      throw new Error("audit line's time is not labelled UTC: " + l.text);
+    }
+  }
 }
 
 async function openWithToken(browser) {
@@ -203,6 +241,8 @@ try {
   if (Number(drawn.claimsPeak) < 1 || drawn.remainingLast !== "0" || Number(drawn.remainingPeak) > stock) {
     throw new Error("chart figures: " + JSON.stringify(drawn));
   }
+  checkTicks("left", drawn.leftTicks);
+  checkTicks("right", drawn.rightTicks);
   // The series itself: 0 remaining before the create, `stock` less the claims of its second at
   // its end, then each second's claims taken off the one before.
   const sr = (await api("GET", `/admin/v1/campaigns/${soldOut}/series?seconds=120`)).body;
@@ -214,6 +254,48 @@ try {
   await late.screenshot({ path: join(artifacts, "dashboard-sellout.png") });
   step("screenshot: " + join(artifacts, "dashboard-sellout.png"));
   await late.close();
+
+  const small = campaign + "-one";
+  // A name with no space to break at (200 characters, the longest allowed): the create's audit
+  // line carries it; a restock adds its JSON parameters.
+  const longName = "x".repeat(200);
+  step(`one unit, a long name, a browser in New York: ${small}`);
+  if ((await newCampaign(small, longName, 1)).status !== 201) throw new Error("create " + small);
+  if ((await api("PATCH", "/admin/v1/campaigns/" + small, { action: "restock", add: 1 })).status !== 200) {
+    throw new Error("restock " + small);
+  }
+  if ((await api("PATCH", "/admin/v1/campaigns/" + small, { set_stock: 1 })).status !== 200) {
+    throw new Error("set_stock " + small);
+  }
+  const ny = await browser.newPage({ viewport: { width: 1400, height: 900 }, timezoneId: "America/New_York" });
+  ny.on("pageerror", (e) => problems.push("page error: " + e.message));
+  await ny.goto(origin + "/admin", { waitUntil: "domcontentloaded" });
+  await ny.fill("#token", token);
+  await ny.click("#token-use");
+  await ny.waitForSelector("#campaigns tbody tr");
+  const zone = await ny.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone);
+  if (zone !== "America/New_York") throw new Error("the page runs in " + zone);
+  await ny.fill("#filter-name", small);
+  await ny.click(`tr[data-campaign="${small}"] td.campaign`);
+  await ny.waitForFunction(() => document.querySelector("#chart").dataset.remainingLast === "1", null,
+                           { timeout: 10000 });
+  await ny.waitForSelector("#audit li:has-text('set_stock')", { timeout: 5000 });
+  const one = await ny.evaluate(() => ({ ...document.querySelector("#chart").dataset }));
+  step("chart of one unit: ticks " + one.leftTicks + " | " + one.rightTicks);
+  checkTicks("left", one.leftTicks);
+  checkTicks("right", one.rightTicks);
+  await checkAudit(ny);
+  await ny.waitForSelector("#notice:has-text('updated')", { timeout: 5000 });
+  const updated = (await ny.textContent("#notice")).match(/updated (\d\d):(\d\d):(\d\d) UTC$/);
+  if (!updated) throw new Error("the notice's time is not in UTC, labelled: " + (await ny.textContent("#notice")));
+  const shownAt = Number(updated[1]) * 3600 + Number(updated[2]) * 60 + Number(updated[3]);
+  const nowUtc = Math.floor(Date.now() / 1000) % 86400;
+  if (Math.min((nowUtc - shownAt + 86400) % 86400, (shownAt - nowUtc + 86400) % 86400) > 120) {
+    throw new Error("the notice says " + updated[0] + ", the UTC time is another");
+  }
+  await ny.screenshot({ path: join(artifacts, "dashboard-utc.png") });
+  step("screenshot: " + join(artifacts, "dashboard-utc.png"));
+  await ny.close();
 
   const many = 200;
   step(`${many} more campaigns: paging, filters, width`);

@@ -44,17 +44,7 @@ pub type SegmentSpec<'a> = (&'a str, i64, &'a [(i32, i32)]);
 /// [`t0`]. Returns its id.
 pub async fn campaign(o: &TestOrigin, segments: &[SegmentSpec<'_>]) -> String {
     let id = unique("GIFT").replace('-', "_");
-    let (s, b) = o
-        .admin(
-            Method::POST,
-            "/admin/v1/gift-campaigns",
-            Some(o.manager_token()),
-            Some(
-                json!({"id": id, "name": "test gifts", "starts_at": "2026-01-01T00:00:00Z",
-                        "ends_at": "2028-01-01T00:00:00Z"}),
-            ),
-        )
-        .await;
+    let (s, b) = create_campaign(o, &id, json!("2028-01-01T00:00:00Z")).await;
     assert_eq!(s, 201, "{b}");
     for (seg, amount, caps) in segments {
         let caps: Vec<Value> = caps
@@ -86,6 +76,21 @@ pub async fn one_member_one_a_day() -> (TestOrigin, String, String) {
     let m = msisdn();
     members(&o, &c, "s1", std::slice::from_ref(&m)).await;
     (o, c, m)
+}
+
+/// `POST /admin/v1/gift-campaigns` (manager token) of campaign `id`, from 2026-01-01 to
+/// `ends_at`: the answer's status and body.
+pub async fn create_campaign(o: &TestOrigin, id: &str, ends_at: Value) -> (u16, Value) {
+    o.admin(
+        Method::POST,
+        "/admin/v1/gift-campaigns",
+        Some(o.manager_token()),
+        Some(
+            json!({"id": id, "name": "test gifts", "starts_at": "2026-01-01T00:00:00Z",
+                    "ends_at": ends_at}),
+        ),
+    )
+    .await
 }
 
 /// Adds `msisdns` to `segment`; returns the reply body.

@@ -35,8 +35,8 @@ pub use edge_calls::{
     send_claim, status_url, winners_filter_of, ClaimReq, EdgeSettings, Reply,
 };
 pub use gate::{
-    assert_reconciled, customers, gate_remaining, idempotency_record_key, sold_out_flag_set,
-    stop_reconciled,
+    assert_reconciled, customers, gate_keys_present, gate_remaining, idempotency_record_key,
+    sold_out_flag_set, stop_reconciled,
 };
 pub use poll::{eventually, eventually_blocking, eventually_timed, until_state, POLL_STEP_MS};
 pub use promo::{

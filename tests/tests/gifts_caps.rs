@@ -1,6 +1,7 @@
 //! Frequency caps on the movable campaign clock (`gift_test_clock`): the one-per-day boundary,
 //! segment 2 of the demo (one per 3 days and two per 7 days) over a 14-day walk against a
-//! hand-computed table, a cap changed mid-flight, and the eligibility preview.
+//! hand-computed table, a cap changed mid-flight, the eligibility preview, and the windows
+//! over a daylight-saving change in a session whose `TimeZone` is not UTC.
 
 use chrono::Duration;
 use flashgate_tests::gifts::{
@@ -194,5 +195,70 @@ async fn the_preview_changes_nothing_and_names_each_reason() {
         (r.status, r.json()),
         (409, json!({"result": "campaign_not_active"}))
     );
+    o.stop().await;
+}
+
+/// The cap decision (`flashgate_origin::gifts::verdict::decide`, the one statement of the
+/// preview and the fulfilment) on connections whose session `TimeZone` is `America/New_York`
+/// (set after connecting: sqlx sends `TimeZone=UTC` at start-up, over any `options`), over the
+/// spring-forward night of 2026-03-08 (02:00 EST becomes 03:00 EDT). One per day means one per
+/// 24 hours: a grant at 12:00 UTC on the 7th is refused at + 23 h 30 m, with
+/// `next_eligible_at` 12:00 UTC on the 8th, and granted at + 24 h, as in a UTC session. Stepping
+/// calendar days in New York would free her an hour early (a 23-hour day).
+#[tokio::test]
+async fn cap_windows_do_not_depend_on_the_session_time_zone_across_dst() {
+    use flashgate_origin::gifts::verdict::{decide, Verdict};
+    use sqlx::{postgres::PgPoolOptions, Executor};
+    let (o, c, m) = gifts::one_member_one_a_day().await;
+    let granted_at: chrono::DateTime<chrono::Utc> = "2026-03-07T12:00:00Z".parse().unwrap();
+    set_clock(&o, &c, granted_at).await;
+    assert_eq!(fulfil(&o, &c, &key(), &m).await.status, 201);
+    let new_york = PgPoolOptions::new()
+        .max_connections(1)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                conn.execute("SET TimeZone = 'America/New_York'").await?;
+                Ok(())
+            })
+        })
+        .connect(&flashgate_tests::support::direct_database_url())
+        .await
+        .expect("connect");
+    let zone: String = sqlx::query_scalar("SHOW TimeZone")
+        .fetch_one(&new_york)
+        .await
+        .unwrap();
+    assert_eq!(zone, "America/New_York");
+    let next = granted_at + Duration::hours(24);
+    for (at, want) in [
+        (
+            granted_at + Duration::hours(23) + Duration::minutes(30),
+            Verdict::CapReached {
+                next_eligible_at: next,
+            },
+        ),
+        (
+            granted_at + Duration::hours(23) + Duration::minutes(59),
+            Verdict::CapReached {
+                next_eligible_at: next,
+            },
+        ),
+    ] {
+        set_clock(&o, &c, at).await;
+        for pool in [&o.db, &new_york] {
+            let d = decide(pool, &c, &m, true).await.expect("decide");
+            assert_eq!((d.now, &d.verdict), (at, &want), "at {at}");
+        }
+    }
+    set_clock(&o, &c, next).await;
+    for pool in [&o.db, &new_york] {
+        let d = decide(pool, &c, &m, true).await.expect("decide");
+        assert!(
+            matches!(d.verdict, Verdict::Eligible { .. }),
+            "{:?}",
+            d.verdict
+        );
+    }
+    new_york.close().await;
     o.stop().await;
 }

@@ -34,7 +34,7 @@ fn metric_names(expr: &str) -> BTreeSet<String> {
 }
 
 /// The metric families of an exposition text (its `# TYPE` lines), each with the sample names
-/// a query can use: a counter's `_total` (OpenMetrics names the family without it), a
+/// a query can use: a counter's `_total` (OpenMetrics names the family without it; 0.0.4 with it), a
 /// histogram's `_bucket`, `_sum` and `_count`.
 fn sample_names(text: &str) -> (BTreeSet<String>, HashSet<String>) {
     let mut families = BTreeSet::new();

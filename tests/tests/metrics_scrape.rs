@@ -2,7 +2,7 @@
 //! every count equals the number of requests answered with that result, the histograms count
 //! every request, commit and gate step, and the per-campaign gauges read what PostgreSQL holds.
 
-use flashgate_tests::support::scrape::Scrape;
+use flashgate_tests::support::scrape::{format_problems, text_of, Scrape};
 use flashgate_tests::support::{count_replies, customers, unique, TestOrigin};
 
 const CLAIMS: &str = "/api/v1/campaigns/{id}/claims";
@@ -150,4 +150,53 @@ async fn errors_are_counted_by_code_and_unknown_paths_by_no_route() {
         1
     );
     o.stop().await;
+}
+
+/// The text format's naming rule on a real scrape (after claims, so the labelled families have
+/// samples): every `# HELP` / `# TYPE` line names the family's samples, a counter's with
+/// `_total`, and no help text ends in "..". When `promtool` is on the PATH (Debian's
+/// `prometheus` package; scripts/test-prometheus installs it) it reads the same text and must
+/// find nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_text_announces_every_family_by_its_sample_names() {
+    let o = TestOrigin::start().await;
+    let c = o.campaign("sale", 1).await;
+    let replies = o.stampede(&c, &customers(3)).await;
+    assert_eq!(count_replies(&replies, 201, "claimed"), 1, "{replies:?}");
+    let text = text_of(&o.http, &o.url).await;
+    assert!(
+        text.contains("# TYPE flashgate_claims_total counter\n"),
+        "{text}"
+    );
+    assert!(text.contains("# TYPE flashgate_gift_grants_total counter\n"));
+    let problems = format_problems(&text);
+    assert!(problems.is_empty(), "{problems:#?}\n{text}");
+    if let Some(findings) = promtool_findings(&text) {
+        assert_eq!(findings, "", "promtool check metrics:\n{findings}");
+    }
+    o.stop().await;
+}
+
+/// What `promtool check metrics` prints for `text` (stdout and stderr); `None` without promtool.
+fn promtool_findings(text: &str) -> Option<String> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Some(format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    ))
 }

@@ -50,6 +50,29 @@ async function api(method, path, body) {
   return data;
 }
 
+// Every time on the page is shown in UTC and says so, whatever the browser's zone (the API's
+// times are UTC): "2026-03-29 21:59:00 UTC", or "21:59:00 UTC" for `timeOnly`.
+function utc(t, timeOnly) {
+  const d = t instanceof Date ? t : new Date(t);
+  if (Number.isNaN(d.getTime())) return String(t);
+  const iso = d.toISOString(); // always UTC
+  return (timeOnly ? iso.slice(11, 19) : iso.slice(0, 10) + " " + iso.slice(11, 19)) + " UTC";
+}
+
+// The ticks of a chart axis for counts from 0 to `max`: at most `most` distinct whole numbers
+// 0, step, 2·step, … with step 1, 2 or 5 times a power of ten, the last at or above `max`
+// (the axis's top, which the lines are scaled to).
+function countTicks(max, most) {
+  const top = Math.max(1, Math.ceil(max));
+  let step = 1;
+  for (let p = 1; ; p *= 10) {
+    const s = [1, 2, 5].map((m) => m * p).find((s) => Math.ceil(top / s) <= most - 1);
+    if (s) { step = s; break; }
+  }
+  const n = Math.ceil(top / step);
+  return Array.from({ length: n + 1 }, (_, i) => i * step);
+}
+
 function el(tag, cls, text) {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
@@ -231,8 +254,13 @@ async function loadAudit() {
   try {
     const data = await api("GET", "/admin/v1/campaigns/" + encodeURIComponent(selected) + "/audit");
     ol.replaceChildren(...data.entries.slice(0, 10).map((e) => {
-      const params = Object.keys(e.params || {}).length ? " " + JSON.stringify(e.params) : "";
-      return el("li", null, e.at + " · " + e.actor + " · " + e.action + params + " · " + changedFacts(e));
+      // The JSON parts wrap inside the card (app.css, #audit): a long value has no space to
+      // break at.
+      const li = el("li");
+      li.append(el("time", null, utc(e.at)), " · " + e.actor + " · " + e.action);
+      if (Object.keys(e.params || {}).length) li.append(" ", el("code", "json", JSON.stringify(e.params)));
+      li.append(" · ", el("span", "facts", changedFacts(e)));
+      return li;
     }));
     if (!data.entries.length) ol.replaceChildren(el("li", null, "no changes yet"));
   } catch (err) {
@@ -251,17 +279,18 @@ function drawChart() {
   const s = series && series.campaign === selected ? series : null;
   const n = s ? s.seconds : SERIES_SECONDS;
   const claims = s ? s.claims : [], soldOut = s ? s.sold_out : [], remaining = s ? s.remaining : [];
-  const max = Math.max(1, ...claims, ...soldOut);
-  const maxRem = Math.max(1, ...remaining);
+  const leftTicks = countTicks(Math.max(0, ...claims, ...soldOut), 5);
+  const rightTicks = countTicks(Math.max(0, ...remaining), 5);
+  const max = leftTicks[leftTicks.length - 1], maxRem = rightTicks[rightTicks.length - 1];
   const x = (i) => left + (w - left - right) * i / Math.max(1, n - 1);
   const y = (v, m) => top + (h - top - bottom) * (1 - v / m);
   ctx.strokeStyle = "#e4e7ec"; ctx.fillStyle = "#667085"; ctx.font = "11px system-ui";
-  for (let i = 0; i <= 4; i++) {
-    const yy = top + (h - top - bottom) * i / 4;
+  for (const v of leftTicks) {
+    const yy = y(v, max);
     ctx.beginPath(); ctx.moveTo(left, yy); ctx.lineTo(w - right, yy); ctx.stroke();
-    ctx.fillText((max * (4 - i) / 4).toFixed(max < 4 ? 1 : 0), 4, yy + 4);
-    ctx.fillText(Math.round(maxRem * (4 - i) / 4), w - right + 6, yy + 4);
+    ctx.fillText(String(v), 4, yy + 4);
   }
+  for (const v of rightTicks) ctx.fillText(String(v), w - right + 6, y(v, maxRem) + 4);
   ctx.fillText("−" + Math.round(n / 60) + " min", left, h - 6);
   ctx.fillText("now", w - right - 22, h - 6);
   const line = (values, m, color, dash) => {
@@ -274,6 +303,8 @@ function drawChart() {
   line(soldOut, max, "#c4320a", []);
   line(claims, max, "#2f6fed", []);
   const sum = (a) => a.reduce((t, v) => t + v, 0);
+  canvas.dataset.leftTicks = leftTicks.join(",");
+  canvas.dataset.rightTicks = rightTicks.join(",");
   canvas.dataset.points = String(claims.length);
   canvas.dataset.claimsPeak = String(claims.length ? Math.max(...claims) : 0);
   canvas.dataset.claimsTotal = String(sum(claims));
@@ -295,7 +326,7 @@ async function poll() {
     render();
     loadSeries();
     if (!$("#notice").classList.contains("error") || $("#notice").dataset.kind === "poll") {
-      notice("Live · " + data.campaigns.length + " campaigns · updated " + new Date().toLocaleTimeString());
+      notice("Live · " + data.campaigns.length + " campaigns · updated " + utc(new Date(), true));
       $("#notice").dataset.kind = "poll";
     }
   } catch (err) {

@@ -46,8 +46,10 @@ pub async fn read(
     // changes (Unix second, claims, returned holds, manager change of remaining).
     let rows: Vec<(i32, i64, i64, i64, i64)> = sqlx::query_as(
         "WITH c AS (
+             -- truncated in UTC: date_trunc of a timestamptz works in the session's TimeZone
              SELECT remaining,
-                    date_trunc('second', clock_timestamp()) - make_interval(secs => $2 - 1)
+                    date_trunc('second', clock_timestamp() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+                        - make_interval(secs => $2 - 1)
                         AS since,
                     make_interval(secs => coalesce(hold_seconds, 0)) + interval '10 minutes'
                         AS hold

@@ -105,7 +105,7 @@ impl<T: SegmentBody> FromRequest<AppState> for SegmentWrite<T> {
 /// Creates a campaign: 201 with it; 409 when the id exists; 422 a bad id (1..=64 of
 /// `[A-Za-z0-9_-]`), name (1..=200 characters, no control character), a time in none of the
 /// admin API's forms (RFC 3339, or a zone time such as `Sunday 23:59 Europe/Paris`; the error
-/// names the field) or `ends_at` not after `starts_at`.
+/// names the field), `ends_at` not after `starts_at`, or `ends_at` not in the future.
 #[utoipa::path(
     post,
     path = "/admin/v1/gift-campaigns",
@@ -113,7 +113,7 @@ impl<T: SegmentBody> FromRequest<AppState> for SegmentWrite<T> {
     security(("admin_token" = [])),
     params(AdminIdempotencyKey),
     request_body(content = NewGiftCampaign, example = json!({"id": "spring", "name": "Spring gifts",
-        "starts_at": "2026-03-01T00:00:00Z", "ends_at": "2026-06-01T00:00:00Z"})),
+        "starts_at": "2030-03-01T00:00:00Z", "ends_at": "2030-06-01T00:00:00Z"})),
     responses(
         (status = 201, description = "The gift campaign, created (audited).", body = GiftCampaign),
         (status = 400, description = "invalid_json.", body = ErrorBody),
@@ -122,7 +122,7 @@ impl<T: SegmentBody> FromRequest<AppState> for SegmentWrite<T> {
         (status = 413, description = "payload_too_large.", body = ErrorBody),
         (status = 415, description = "unsupported_media_type.", body = ErrorBody),
         (status = 422, description = "validation_failed: id, name, a time, `ends_at` not after \
-            `starts_at`; idempotency_key_reused.", body = ErrorBody),
+            `starts_at` or not in the future; idempotency_key_reused.", body = ErrorBody),
     ),
 )]
 pub async fn create_campaign(
@@ -140,6 +140,8 @@ pub async fn create_campaign(
     if c.ends_at <= c.starts_at {
         return Err(ApiError::validation("ends_at must be after starts_at"));
     }
+    flashgate_shared::api::check_end_ahead("ends_at", c.ends_at, chrono::Utc::now())
+        .map_err(ApiError::validation)?;
     let created = store::create_campaign(&state.db, &who.name, &c)
         .await?
         .ok_or_else(|| ApiError::Conflict(format!("gift campaign {} exists", c.id)))?;

@@ -58,53 +58,54 @@ impl Default for GiftMetrics {
 }
 
 impl GiftMetrics {
-    /// Registers every gift metric in `r` (the origin's registry, prefix `flashgate_`).
+    /// Registers every gift metric in `r` (the origin's registry, prefix `flashgate_`; help
+    /// texts end without a period, which the registry appends).
     pub fn register(&self, r: &mut Registry) {
         r.register(
             "advisory_lock_wait_seconds",
-            "Wait for the (campaign, subscriber) advisory lock.",
+            "Wait for the (campaign, subscriber) advisory lock",
             self.lock_wait.clone(),
         );
         for (name, help, c) in [
             (
                 "gift_replays_fast",
-                "Fulfilment replies replayed by the key fast path.",
+                "Fulfilment replies replayed by the key fast path",
                 &self.replays_fast,
             ),
             (
                 "gift_replays_locked",
-                "Fulfilment replies replayed after the lock.",
+                "Fulfilment replies replayed after the lock",
                 &self.replays_locked,
             ),
-            ("gift_grants", "Gifts granted.", &self.granted),
+            ("gift_grants", "Gifts granted", &self.granted),
             (
                 "gift_refusals",
-                "Fulfilments refused with a reason code.",
+                "Fulfilments refused with a reason code",
                 &self.refused,
             ),
             (
                 "gift_ledger_refusals",
-                "Grants refused by the ledger's uniqueness.",
+                "Grants refused by the ledger's uniqueness",
                 &self.ledger_refused,
             ),
             (
                 "gift_provider_errors",
-                "Provider calls that failed.",
+                "Provider calls that failed",
                 &self.provider_errors,
             ),
             (
                 "gift_provider_retries",
-                "Provider calls scheduled again.",
+                "Provider calls scheduled again",
                 &self.provider_retries,
             ),
             (
                 "gift_delivered",
-                "Fulfilments delivered by the provider.",
+                "Fulfilments delivered by the provider",
                 &self.delivered,
             ),
             (
                 "gift_failed",
-                "Fulfilments failed after their last attempt.",
+                "Fulfilments failed after their last attempt",
                 &self.failed,
             ),
         ] {
@@ -112,17 +113,17 @@ impl GiftMetrics {
         }
         r.register(
             "gift_replay_ratio",
-            "Replays over grants plus replays.",
+            "Replays over grants plus replays",
             self.replay_ratio.clone(),
         );
         r.register(
             "gift_outbox_pending",
-            "Pending provider calls (last relay pass).",
+            "Pending provider calls (last relay pass)",
             self.outbox_pending.clone(),
         );
         r.register(
             "outbox_lag_seconds",
-            "Age of the oldest pending provider call (last relay pass).",
+            "Age of the oldest pending provider call (last relay pass)",
             self.outbox_lag.clone(),
         );
     }

@@ -7,6 +7,11 @@
 //! already in its window refuses; it frees when the `max`-th most recent of them leaves the
 //! window, so `next_eligible_at` is the latest of `recent[max] + per_days` over the refusing
 //! rules. A grant made exactly `per_days` days ago no longer counts.
+//!
+//! A day is 24 hours: the windows are written in hours (`make_interval(hours => 24 * per_days)`),
+//! never in days, because `timestamptz ± n days` steps calendar days in the session's
+//! `TimeZone` (23 or 25 hours across a daylight-saving change there), and the result must not
+//! depend on the session (tests/tests/gifts_caps.rs runs it in `America/New_York`).
 
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::gifts::{Gift, GiftCampaignState, GiftKind};
@@ -52,7 +57,7 @@ pub async fn decide<'e>(
              SELECT r.max_grants, r.per_days,
                     ARRAY(SELECT l.created_at FROM gift_ledger l, clock
                            WHERE l.campaign_id = $1 AND l.msisdn = $2
-                             AND l.created_at > clock.at - make_interval(days => r.per_days)
+                             AND l.created_at > clock.at - make_interval(hours => 24 * r.per_days)
                            ORDER BY l.created_at DESC) AS recent
                FROM gift_cap_rules r JOIN m ON r.segment_id = m.id
               WHERE r.campaign_id = $1)
@@ -61,7 +66,7 @@ pub async fn decide<'e>(
                 c.ends_at AS "ends_at?",
                 m.id AS "segment?", m.amount AS "amount?", m.currency AS "currency?",
                 m.kind AS "kind?: GiftKind",
-                (SELECT max(recent[max_grants] + make_interval(days => per_days))
+                (SELECT max(recent[max_grants] + make_interval(hours => 24 * per_days))
                    FROM caps WHERE cardinality(recent) >= max_grants) AS next_eligible_at
            FROM clock LEFT JOIN c ON true LEFT JOIN m ON true"#,
         campaign,

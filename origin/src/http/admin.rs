@@ -171,7 +171,8 @@ pub async fn series_of(
 
 /// Applies one change (manager token). 200 with [`ChangeReply`]; 404 unknown campaign; 409
 /// `conflict` when the campaign's facts forbid it (stock below the units claimed, stock above
-/// the maximum); 422 `validation_failed` for a bad body or an end before the start; 400, 413,
+/// the maximum); 422 `validation_failed` for a bad body, an end before the start or an end that
+/// is not in the future (`close` ends a campaign now); 400, 413,
 /// 415 for malformed requests. Nothing is written on any refusal.
 #[utoipa::path(
     patch,
@@ -194,7 +195,7 @@ pub async fn series_of(
         (status = 413, description = "payload_too_large.", body = ErrorBody),
         (status = 415, description = "unsupported_media_type.", body = ErrorBody),
         (status = 422, description = "validation_failed (an unknown action, an end before the \
-            start, …), idempotency_key_reused.", body = ErrorBody),
+            start or not in the future, …), idempotency_key_reused.", body = ErrorBody),
     ),
 )]
 pub async fn change(
@@ -207,6 +208,10 @@ pub async fn change(
     let request: ChangeRequest =
         extract::json_body_with_times(&headers, body, &["ends_at"]).await?;
     let change = Change::try_from(request).map_err(ApiError::validation)?;
+    if let Change::SetEndsAt { ends_at } = change {
+        flashgate_shared::api::check_end_ahead("ends_at", ends_at, chrono::Utc::now())
+            .map_err(ApiError::validation)?;
+    }
     if matches!(change, Change::SetWaitingRoom { .. }) {
         crate::queue::require_secret(&state)?;
     }

@@ -65,7 +65,9 @@ pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> Ap
 
 /// Creates a campaign (manager token) with its `create` audit row, and opens its waiting room
 /// when it has one. 201 with the campaign; 409 when the id exists; 422 when a rule of
-/// [`NewCampaign::validate`] is broken, or a waiting room is asked for on an origin without
+/// [`NewCampaign::validate`] is broken, `ends_at` is not in the future
+/// ([`flashgate_shared::api::check_end_ahead`]; nothing is written, no gate loaded), or a
+/// waiting room is asked for on an origin without
 /// `FLASHGATE_EDGE_SECRET`; 401/403 without / with a wrong token.
 #[utoipa::path(
     post,
@@ -76,7 +78,7 @@ pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> Ap
     request_body(content = NewCampaign, description = "Times as RFC 3339, a local date-time + IANA \
         zone, or e.g. `\"Sunday 23:59 Europe/Paris\"` (docs/ADMIN.md, \"Times\").",
         example = json!({"id": "tshirt", "name": "T-shirt drop", "kind": "sale", "stock": 3,
-            "starts_at": "2026-01-01T12:00:00Z", "ends_at": "2026-01-01T13:00:00Z"})),
+            "starts_at": "2030-01-01T12:00:00Z", "ends_at": "2030-01-01T13:00:00Z"})),
     responses(
         (status = 201, description = "The campaign, created (audited).", body = AdminCampaign),
         (status = 400, description = "invalid_json.", body = ErrorBody),
@@ -85,8 +87,9 @@ pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> Ap
             body = ErrorBody, headers(("Retry-After" = u32))),
         (status = 413, description = "payload_too_large.", body = ErrorBody),
         (status = 415, description = "unsupported_media_type: not `application/json`.", body = ErrorBody),
-        (status = 422, description = "validation_failed (a rule of the body, naming the field; a \
-            waiting room on an origin without an edge secret) or idempotency_key_reused.",
+        (status = 422, description = "validation_failed (a rule of the body, naming the field: \
+            e.g. `ends_at` not in the future, nothing created; a waiting room on an origin \
+            without an edge secret) or idempotency_key_reused.",
             body = ErrorBody),
     ),
 )]
@@ -99,6 +102,10 @@ pub async fn create(
     let new: NewCampaign =
         extract::json_body_with_times(&headers, body, &["starts_at", "ends_at"]).await?;
     new.validate().map_err(ApiError::validation)?;
+    // Checked before anything is written: a campaign created already ended would have its
+    // gate loaded into Redis for nothing.
+    flashgate_shared::api::check_end_ahead("ends_at", new.ends_at, chrono::Utc::now())
+        .map_err(ApiError::validation)?;
     if new.waiting_room.is_some() {
         crate::queue::require_secret(&state)?;
     }

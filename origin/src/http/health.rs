@@ -125,7 +125,7 @@ async fn live_gates(state: &AppState, budget: Duration) -> Option<BTreeMap<GateH
     Some(counts)
 }
 
-/// Every metric of this origin in the OpenMetrics text format
+/// Every metric of this origin in the Prometheus text format 0.0.4
 /// ([`crate::metrics::CONTENT_TYPE`]), which Prometheus scrapes. The per-campaign gauges
 /// (remaining, held, waiting-room length and now serving) are read at each scrape for the
 /// campaigns that have not ended; when PostgreSQL does not answer they keep their last values.
@@ -133,8 +133,8 @@ async fn live_gates(state: &AppState, budget: Duration) -> Option<BTreeMap<GateH
     get,
     path = "/metrics",
     tag = "operations",
-    responses((status = 200, description = "Prometheus metrics of this origin (OpenMetrics \
-        text, docs/OPERATIONS.md).", content_type = "application/openmetrics-text", body = String)),
+    responses((status = 200, description = "Prometheus metrics of this origin (Prometheus \
+        text format 0.0.4, docs/OPERATIONS.md).", content_type = "text/plain", body = String)),
 )]
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     if let Some(live) = live_figures(&state).await {

@@ -1,6 +1,7 @@
-//! The origin's Prometheus metrics, served at `GET /metrics` in the OpenMetrics text format
-//! (which Prometheus scrapes; the `prometheus-client` crate encodes it). One registry per
-//! origin ([`Metrics`]), so several origins in one process (the tests) keep their own counts.
+//! The origin's Prometheus metrics, served at `GET /metrics` in the Prometheus text format
+//! 0.0.4 (which Prometheus scrapes and `promtool check metrics` reads; the `prometheus-client`
+//! crate encodes OpenMetrics, rewritten by [`super::exposition`]). One registry per origin
+//! ([`Metrics`]), so several origins in one process (the tests) keep their own counts.
 //!
 //! Names follow Prometheus conventions: base units (seconds), `_total` on counters, bounded
 //! label values (`route` is the route template, `result` an outcome or error code, `campaign`
@@ -21,7 +22,7 @@ use prometheus_client::registry::Registry;
 use crate::reply::Outcome;
 
 /// The `Content-Type` of `GET /metrics`.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub const CONTENT_TYPE: &str = super::exposition::CONTENT_TYPE;
 
 /// The claim route's template (the `route` label of its requests).
 pub const CLAIM_ROUTE: &str = "/api/v1/campaigns/{id}/claims";
@@ -255,131 +256,133 @@ impl Metrics {
             );
         }
         let r = &mut m.registry;
-        // Counters are registered without `_total`: the encoder appends it.
+        // Counters are registered without `_total`: the encoder appends it to the samples (and
+        // super::exposition to the family). Help texts end without a period: the registry
+        // appends one.
         r.register(
             "status_requests",
-            "Campaign status requests.",
+            "Campaign status requests",
             m.status_requests.clone(),
         );
         r.register(
             "claim_requests",
-            "Claim requests that reached the handler.",
+            "Claim requests that reached the handler",
             m.claim_requests.clone(),
         );
         r.register(
             "campaign_index_requests",
-            "Campaign index fetches (by the edge).",
+            "Campaign index fetches (by the edge)",
             m.index_requests.clone(),
         );
         r.register(
             "winners_filter_requests",
-            "Winners filter fetches (by the edge).",
+            "Winners filter fetches (by the edge)",
             m.winners_filter_requests.clone(),
         );
         r.register(
             "http_request_duration_seconds",
-            "Time to answer a request, by route template and result.",
+            "Time to answer a request, by route template and result",
             m.http_duration.clone(),
         );
         r.register(
             "claims",
-            "Claim answers by result and by what answered (memory, gate, store).",
+            "Claim answers by result and by what answered (memory, gate, store)",
             m.claims.clone(),
         );
         r.register(
             "commit_batch_size",
-            "Claims per grouped PostgreSQL commit.",
+            "Claims per grouped PostgreSQL commit",
             m.commit_batch_size.clone(),
         );
         r.register(
             "commit_duration_seconds",
-            "Time of one grouped commit.",
+            "Time of one grouped commit",
             m.commit_duration.clone(),
         );
         r.register(
             "gate_op_duration_seconds",
-            "Time of one Redis gate step, by operation.",
+            "Time of one Redis gate step, by operation",
             m.gate_op.clone(),
         );
         r.register(
             "idempotency_replays",
-            "First replies sent again for a repeated Idempotency-Key.",
+            "First replies sent again for a repeated Idempotency-Key",
             m.idempotency_replays.clone(),
         );
         r.register(
             "in_progress",
-            "Answers in_progress: the key's first request still runs.",
+            "Answers in_progress: the key's first request still runs",
             m.in_progress.clone(),
         );
         r.register(
             "pending_takes",
-            "Units taken at the gate whose commit has not finished.",
+            "Units taken at the gate whose commit has not finished",
             m.pending_takes.clone(),
         );
         r.register(
             "sweeper_expired",
-            "Holds expired by the sweeper.",
+            "Holds expired by the sweeper",
             m.sweeper_expired.clone(),
         );
-        r.register("gate_loads", "Gate loads started.", m.gate_loads.clone());
+        r.register("gate_loads", "Gate loads started", m.gate_loads.clone());
         r.register(
             "orphaned_takes_settled",
-            "Pending takes settled by PostgreSQL after their request or origin was gone.",
+            "Pending takes settled by PostgreSQL after their request or origin was gone",
             m.orphaned_takes_settled.clone(),
         );
         r.register(
             "gate_audit_lowered",
-            "Units the gate audit took off gates that promised more than PostgreSQL has.",
+            "Units the gate audit took off gates that promised more than PostgreSQL has",
             m.gate_audit_lowered.clone(),
         );
         r.register(
             "gate_audit_raised",
-            "Units the gate audit put back on gates that had lost them.",
+            "Units the gate audit put back on gates that had lost them",
             m.gate_audit_raised.clone(),
         );
         r.register(
             "gate_audit_holders_dropped",
-            "Gate holders naming no active claim that the gate audit dropped.",
+            "Gate holders naming no active claim that the gate audit dropped",
             m.gate_audit_holders_dropped.clone(),
         );
         r.register(
             "gate_audit_holders_restored",
-            "Active claims whose missing gate holder the gate audit wrote.",
+            "Active claims whose missing gate holder the gate audit wrote",
             m.gate_audit_holders_restored.clone(),
         );
         r.register(
             "gate_audit_code_flags",
-            "Promo codes whose cached flags the gate audit found behind PostgreSQL and rewrote.",
+            "Promo codes whose cached flags the gate audit found behind PostgreSQL and rewrote",
             m.gate_audit_code_flags.clone(),
         );
         r.register(
             "gate_audit_code_holders_dropped",
-            "Cached promo code uses naming a released use that the gate audit dropped.",
+            "Cached promo code uses naming a released use that the gate audit dropped",
             m.gate_audit_code_holders_dropped.clone(),
         );
         r.register(
             "guess_refusals",
-            "Promo code tries refused by the guess limiter, by spent bucket (customer, ip).",
+            "Promo code tries refused by the guess limiter, by spent bucket (customer, ip)",
             m.guess_refusals.clone(),
         );
         r.register(
             "campaign_remaining",
-            "Units left, per live campaign.",
+            "Units left, per live campaign",
             m.campaign_remaining.clone(),
         );
         r.register(
             "campaign_held",
-            "Claims held and not yet paid, per live campaign.",
+            "Claims held and not yet paid, per live campaign",
             m.campaign_held.clone(),
         );
         r.register(
             "queue_length",
-            "Customers joined and not yet admitted, per live waiting room.",
+            "Customers joined and not yet admitted, per live waiting room",
             m.queue_length.clone(),
         );
         r.register(
             "queue_now_serving",
-            "Highest admitted place, per live waiting room.",
+            "Highest admitted place, per live waiting room",
             m.queue_now_serving.clone(),
         );
         m
@@ -474,12 +477,12 @@ impl Metrics {
         }
     }
 
-    /// Every metric in the OpenMetrics text format (ends with `# EOF`).
+    /// Every metric in the Prometheus text format 0.0.4 ([`CONTENT_TYPE`]).
     pub fn render(&self) -> String {
         let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+        prometheus_client::encoding::text::encode_registry(&mut out, &self.registry)
             .expect("writing to a String cannot fail");
-        out
+        super::exposition::from_openmetrics(&out)
     }
 }
 

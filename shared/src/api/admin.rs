@@ -135,7 +135,8 @@ pub struct ChangeRequest {
     /// already claimed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub set_stock: Option<i64>,
-    /// New end (after `starts_at`); in the past it ends the campaign like `close`.
+    /// New end: after `starts_at` and in the future (an end that has passed is a 422 naming
+    /// `ends_at`; `close` ends a campaign now).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ends_at: Option<DateTime<Utc>>,
     /// Sets or changes the waiting room ([`crate::queue::WaitingRoom`]).

@@ -166,6 +166,26 @@ pub fn check_year(field: &str, t: DateTime<Utc>) -> Result<(), String> {
         ))
     }
 }
+
+/// Checks that an end written by a manager, `field` (`ends_at`), is after `now`: a campaign is
+/// never created already ended, nor given an end that has passed (that would date its end
+/// before claims it answered; `close` ends it now). `Err` carries the message naming the field.
+pub fn check_end_ahead(
+    field: &str,
+    ends_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<(), String> {
+    if ends_at > now {
+        Ok(())
+    } else {
+        Err(format!(
+            "{field} must be in the future ({} is not after now, {}); to end a campaign now, close it",
+            ends_at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+            now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ))
+    }
+}
+
 /// Hold length of a sale claim when the campaign does not set one, in seconds ("pay within
 /// 10 minutes").
 pub const DEFAULT_HOLD_SECONDS: i64 = 600;
@@ -280,6 +300,16 @@ mod tests {
             CampaignState::decide(e, s, e, true, 5),
             CampaignState::Ended
         );
+    }
+
+    #[test]
+    fn an_end_that_has_passed_is_refused_naming_the_field() {
+        let now = t("2026-12-03T10:00:00Z");
+        assert!(check_end_ahead("ends_at", t("2026-12-03T10:00:01Z"), now).is_ok());
+        for end in [now, t("2026-12-03T09:59:59Z")] {
+            let e = check_end_ahead("ends_at", end, now).unwrap_err();
+            assert!(e.starts_with("ends_at must be in the future"), "{e}");
+        }
     }
 
     #[test]

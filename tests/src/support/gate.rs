@@ -60,3 +60,22 @@ pub async fn stop_reconciled(o: TestOrigin, c: &str) {
 /// The Redis key of the idempotency record of `customer`'s key `key`, the origin's own
 /// builder (a test that drops a record on purpose uses it).
 pub use flashgate_origin::idempotency::record_key as idempotency_record_key;
+
+/// The gate keys of campaign `c` (of its shard 0: `loaded`, `remaining`, `shards`, `holders`,
+/// what a gate load writes) that exist in the Redis of origin `o`, by name.
+pub async fn gate_keys_present(o: &TestOrigin, c: &str) -> Vec<String> {
+    let k = Keys::of(c);
+    let mut r = o.origin.state.redis.clone();
+    let mut present = Vec::new();
+    for key in [k.loaded, k.remaining, k.shards, k.holders] {
+        let n: i64 = redis::cmd("EXISTS")
+            .arg(&key)
+            .query_async(&mut r)
+            .await
+            .expect("EXISTS");
+        if n > 0 {
+            present.push(key);
+        }
+    }
+    present
+}

@@ -1,4 +1,5 @@
-//! Reading an origin's `GET /metrics` (OpenMetrics text) over HTTP, as Prometheus does.
+//! Reading an origin's `GET /metrics` (Prometheus text format 0.0.4) over HTTP, as Prometheus
+//! does, and the format's naming rule ([`format_problems`]).
 
 use std::collections::BTreeMap;
 
@@ -8,17 +9,9 @@ use std::collections::BTreeMap;
 pub struct Scrape(pub BTreeMap<String, f64>);
 
 impl Scrape {
-    /// `GET {base_url}/metrics`; panics unless 200 with the OpenMetrics content type.
+    /// `GET {base_url}/metrics`; panics unless 200 with the 0.0.4 text content type.
     pub async fn of(http: &reqwest::Client, base_url: &str) -> Self {
-        let res = http
-            .get(format!("{base_url}/metrics"))
-            .send()
-            .await
-            .expect("scrape");
-        assert_eq!(res.status(), 200);
-        let ct = res.headers()["content-type"].to_str().unwrap().to_string();
-        assert!(ct.starts_with("application/openmetrics-text"), "{ct}");
-        Self::parse(&res.text().await.expect("body"))
+        Self::parse(&text_of(http, base_url).await)
     }
 
     /// The samples of an exposition text (comment lines skipped).
@@ -62,4 +55,74 @@ impl Scrape {
             .keys()
             .any(|k| k.starts_with(&prefix) && k.contains(&want))
     }
+}
+
+/// `GET {base_url}/metrics` as text; panics unless 200 with the 0.0.4 text content type
+/// (`text/plain; version=0.0.4`).
+pub async fn text_of(http: &reqwest::Client, base_url: &str) -> String {
+    let res = http
+        .get(format!("{base_url}/metrics"))
+        .send()
+        .await
+        .expect("scrape");
+    assert_eq!(res.status(), 200);
+    let ct = res.headers()["content-type"].to_str().unwrap().to_string();
+    assert!(ct.starts_with("text/plain; version=0.0.4"), "{ct}");
+    res.text().await.expect("body")
+}
+
+/// What breaks the naming rule of the 0.0.4 text format in `text` (empty when none), one
+/// finding per line, as `promtool check metrics` would name it: a family's `# HELP` and
+/// `# TYPE` lines name its samples (a counter's end in `_total`; a histogram's samples add
+/// `_bucket`, `_sum` or `_count`), every family has both lines, before its samples; a help
+/// text ends with at most one period.
+pub fn format_problems(text: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut helped: Option<&str> = None;
+    let mut family: Option<(&str, &str)> = None;
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').unwrap_or((rest, ""));
+            if help.is_empty() || help.ends_with("..") {
+                problems.push(format!("{name}: help text {help:?}"));
+            }
+            helped = Some(name);
+            family = None;
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, ""));
+            if helped != Some(name) {
+                problems.push(format!("{name}: no help text before its type"));
+            }
+            if kind == "counter" && !name.ends_with("_total") {
+                problems.push(format!("{name}: a counter named without _total"));
+            }
+            family = Some((name, kind));
+        } else if line.starts_with('#') {
+            problems.push(format!("unexpected line {line:?}"));
+        } else {
+            let sample = line.split(['{', ' ']).next().unwrap_or(line);
+            let Some((name, kind)) = family else {
+                problems.push(format!("{sample}: a sample of no announced family"));
+                continue;
+            };
+            let own = match kind {
+                "histogram" => ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .any(|s| sample.strip_suffix(s) == Some(name)),
+                "summary" => {
+                    sample == name
+                        || ["_sum", "_count"]
+                            .iter()
+                            .any(|s| sample.strip_suffix(s) == Some(name))
+                }
+                _ => sample == name,
+            };
+            if !own {
+                problems.push(format!(
+                    "{sample}: a sample under the family {name} ({kind})"
+                ));
+            }
+        }
+    }
+    problems
 }
