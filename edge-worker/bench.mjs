@@ -2,15 +2,24 @@
 // per phase. Usage:
 //   node bench.mjs PHASE_JSON
 // where PHASE_JSON is {"runtime"?, "name", "url", "method", "headers", "body", "expectStatus",
-// "expectBody", "connections", "seconds", "randomSuffix"?}. With "randomSuffix": true every
-// request (the probe too) goes to the URL's path plus a random suffix, e.g. a made-up campaign
-// id per request. Before the load, one request checks that the answer has the expected status,
+// "expectBody", "connections", "seconds", "randomSuffix"?, "tokensFile"?}. With "randomSuffix":
+// true every request (the probe too) goes to the URL's path plus a random suffix, e.g. a made-up
+// campaign id per request. With "tokensFile" (a file of customer tokens, one a line) the requests
+// take the tokens in turn as `Authorization: Bearer <token>` (the probe the first): one customer
+// per token. Those requests are built once, before the load, like the single request of the
+// other phases, so the load generator's own cost per request stays the same. Before the load, one request checks that the answer has the expected status,
 // body and `flashgate-answered-by: edge`; the phase fails (exit 1) when it does not, or when
 // any answer under load has another status.
 import autocannon from "autocannon";
+import { readFileSync } from "node:fs";
 
 const phase = JSON.parse(process.argv[2]);
 const init = { method: phase.method || "GET", headers: phase.headers || {}, body: phase.body };
+const tokens = phase.tokensFile
+  ? readFileSync(phase.tokensFile, "utf8").split("\n").filter(Boolean)
+  : [];
+const withToken = (token) => ({ ...init.headers, authorization: `Bearer ${token}` });
+if (tokens.length > 0) init.headers = withToken(tokens[0]);
 
 const suffix = () => `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
 const probe = await fetch(phase.randomSuffix ? phase.url + suffix() : phase.url, init);
@@ -31,6 +40,9 @@ const result = await autocannon({
   ...(phase.randomSuffix && {
     requests: [{ setupRequest: (req) => ({ ...req, path: new URL(phase.url).pathname + suffix() }) }],
   }),
+  ...(tokens.length > 0 && {
+    requests: tokens.map((token) => ({ method: init.method, headers: withToken(token), body: init.body })),
+  }),
 });
 const total = result.requests.total;
 const expected = phase.expectStatus >= 400 && phase.expectStatus < 500 ? result["4xx"] : result["2xx"];
@@ -38,6 +50,7 @@ const out = {
   runtime: phase.runtime,
   name: phase.name,
   requests: total,
+  ...(tokens.length > 0 && { customers: tokens.length }),
   rps: Math.round(result.requests.average),
   p50_ms: result.latency.p50,
   p99_ms: result.latency.p99,

@@ -196,7 +196,7 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Re
     }
     match route {
         Route::Status { id } => serve_status(&cfg, id, &url, head).await,
-        Route::Claim { id } => glue_telemetry::counted(claim(req, &cfg, id, &url).await?).await,
+        Route::Claim { id } => glue_telemetry::counted(claim(req, &cfg, id, &url).await?),
         Route::QueuePoll { id } => glue_queue::poll(req, &cfg, id, &url).await,
         Route::QueueJoin { .. } => glue_queue::join(req, &cfg, &url).await,
         Route::PassThrough | Route::CampaignPassThrough { .. } => {
@@ -427,15 +427,9 @@ async fn claim(
     id: &str,
     url: &worker::Url,
 ) -> Result<Response> {
-    let headers = req.headers();
-    let client_ip = glue_queue::ip_of(headers);
-    let authorization = headers.get("authorization")?;
-    let key = headers.get(IDEMPOTENCY_KEY_HEADER)?;
-    let content_length = headers.get("content-length")?;
-    let content_type = headers.get("content-type")?;
-    let admission = headers.get(ADMISSION_HEADER)?;
-    let traceparent = headers.get(TRACEPARENT_HEADER)?;
-    let request_id = headers.get(REQUEST_ID_HEADER)?;
+    // Each header read is a call into the runtime: a header is read where the claim first
+    // needs it, so a sold-out answer reads only the four its checks look at.
+    let content_length = req.headers().get("content-length")?;
     if let Err(a) = decide::check_content_length(content_length.as_deref()) {
         // Read a moderately large body before answering so the client's connection stays
         // usable; a huge one is refused unread.
@@ -454,6 +448,12 @@ async fn claim(
             ))
         }
     };
+    let headers = req.headers();
+    let authorization = headers.get("authorization")?;
+    let key = headers.get(IDEMPOTENCY_KEY_HEADER)?;
+    let content_type = headers.get("content-type")?;
+    let ip = std::cell::OnceCell::new();
+    let client_ip = || ip.get_or_init(|| glue_queue::ip_of(headers)).as_deref();
     let input = ClaimInput {
         authorization: authorization.as_deref(),
         idempotency_key: key.as_deref().map(str::as_bytes),
@@ -491,8 +491,7 @@ async fn claim(
     let admit_rate = crate::queue::admit_rate(entry.as_deref());
     let waiting_room = admit_rate.is_some();
     if waiting_room {
-        if let Err(a) = glue_queue::limit(cfg, Action::Claim, Some(&customer), client_ip.as_deref())
-        {
+        if let Err(a) = glue_queue::limit(cfg, Action::Claim, Some(&customer), client_ip()) {
             return answer(&a);
         }
     }
@@ -507,6 +506,7 @@ async fn claim(
         }
         sold_out_answer = Some(a);
     }
+    let admission = headers.get(ADMISSION_HEADER)?;
     if waiting_room {
         let checked = glue_queue::queue_secret(cfg)
             .and_then(|secret| {
@@ -547,13 +547,13 @@ async fn claim(
     if let Some(a) = &admission {
         out.set(ADMISSION_HEADER, a)?;
     }
-    if let Some(t) = &traceparent {
-        out.set(TRACEPARENT_HEADER, t)?;
+    if let Some(t) = headers.get(TRACEPARENT_HEADER)? {
+        out.set(TRACEPARENT_HEADER, &t)?;
     }
-    if let Some(id) = &request_id {
-        out.set(REQUEST_ID_HEADER, id)?;
+    if let Some(id) = headers.get(REQUEST_ID_HEADER)? {
+        out.set(REQUEST_ID_HEADER, &id)?;
     }
-    sign_forwarded(cfg, &out, client_ip.as_deref(), "POST", url.path(), &body)?;
+    sign_forwarded(cfg, &out, client_ip(), "POST", url.path(), &body)?;
     let target = origin_target(cfg, url);
     let mut init = RequestInit::new();
     init.with_method(Method::Post)

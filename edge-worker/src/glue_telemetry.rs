@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 
 use flashgate_shared::ANSWERED_BY_HEADER;
-use worker::{js_sys, Headers, Request, Response, Result};
+use worker::{js_sys, Headers, Request, Response, ResponseBody, Result};
 
 use crate::config::EdgeConfig;
 use crate::telemetry::{check_reader, Counts};
@@ -14,11 +14,17 @@ thread_local! {
 }
 
 /// Counts `resp`, a claim answer, by its JSON `result` and its `Flashgate-Answered-By`, and
-/// returns it unchanged (its body is read from a clone).
-pub(super) async fn counted(mut resp: Response) -> Result<Response> {
+/// returns it unchanged. Every claim answer is built from bytes the worker holds (the edge's
+/// own answer, or the origin's read whole), so they are read where they are: a clone of the
+/// response would turn its body into a stream, read back chunk by chunk through JavaScript,
+/// and the answer would leave as that stream. A body of another kind counts as no `result`.
+pub(super) fn counted(resp: Response) -> Result<Response> {
     let by = resp.headers().get(ANSWERED_BY_HEADER)?.unwrap_or_default();
-    let body = resp.cloned()?.bytes().await.unwrap_or_default();
-    COUNTS.with(|c| c.borrow_mut().add(&body, &by));
+    let body: &[u8] = match resp.body() {
+        ResponseBody::Body(bytes) => bytes,
+        _ => &[],
+    };
+    COUNTS.with(|c| c.borrow_mut().add(body, &by));
     Ok(resp)
 }
 
