@@ -3,8 +3,12 @@
 //! `delivered`, the outbox drained; two origins relaying at once call the provider once per
 //! fulfilment and never credit twice.
 //!
-//! Both scenarios run in one test, one after the other: a relay takes every pending row of
-//! the database, so two relays with two simulators side by side would take each other's rows.
+//! A delivery whose calls all lose their reply fails, is retried by a manager and delivered
+//! once; its delivery history keeps every call, the failure and the retry, in order.
+//!
+//! The scenarios run one at a time (the first two in one test, the tests behind [`RELAYS`]): a
+//! relay takes every pending row of the database, so two relays with two simulators side by
+//! side would take each other's rows.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -13,6 +17,9 @@ use flashgate_provider_sim::{spawn, Faults, Running};
 use flashgate_tests::gifts::{campaign, fulfil, key, members, msisdn};
 use flashgate_tests::support::{eventually, TestOrigin};
 use futures::future::join_all;
+
+/// Held by each test of this file while its relays run (see the module documentation).
+static RELAYS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// An origin whose relay calls `sim`; its lease on a taken row is twice
 /// `provider_timeout_ms` plus a second (origin/src/gifts/relay.rs).
@@ -94,6 +101,7 @@ async fn drained(o: &TestOrigin, c: &str) -> (i64, i64) {
 
 #[tokio::test]
 async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_never_credit_twice() {
+    let _one_at_a_time = RELAYS.lock().await;
     // 1. 1,000 fulfilments, 20 % timeouts, 10 % accept-then-timeout.
     let sim = spawn(
         "127.0.0.1:0".parse().unwrap(),
@@ -241,4 +249,125 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
     assert_eq!(sim.sim.ledger().count, 1);
     o.stop().await;
     sim.stop();
+}
+
+#[tokio::test]
+async fn a_retried_delivery_keeps_every_failed_attempt_in_its_history() {
+    let _one_at_a_time = RELAYS.lock().await;
+    // Every call credits, then its reply is lost (the provider hangs past the origin's 300 ms
+    // timeout): 8 attempts, then `failed`.
+    let sim = spawn(
+        "127.0.0.1:0".parse().unwrap(),
+        Faults {
+            accept_then_timeout_rate: 1.0,
+            hang_ms: 2_000,
+            ..Faults::none()
+        },
+    )
+    .await
+    .unwrap();
+    let o = relaying_origin(&sim, 8, 300).await;
+    let c = campaign(&o, &[("s1", 2_000, &[])]).await;
+    let ours = grant(&o, &c, 1).await;
+    let id = ours.keys().next().unwrap().clone();
+    assert_eq!(drained(&o, &c).await, (0, 1));
+    // A manager retries it once the provider answers again: delivered, credited once.
+    sim.sim.set_faults(Faults::none());
+    let (s, b) = o
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/v1/fulfilments/{id}/retry"),
+            Some(o.manager_token()),
+            None,
+        )
+        .await;
+    assert_eq!((s, b["status"].as_str()), (200, Some("pending")), "{b}");
+    assert_eq!(drained(&o, &c).await, (1, 0));
+    let ledger = sim.sim.ledger();
+    let credits = credits_of(&ledger, &ours);
+    assert_eq!(credits.len(), 1, "credited once");
+    let credit_id = credits[0].credit_id.clone();
+    // The outbox row holds the current round only...
+    let (attempts, status): (i32, String) =
+        sqlx::query_as("SELECT attempts, status FROM gift_outbox WHERE fulfilment_id = $1::uuid")
+            .bind(&id)
+            .fetch_one(&o.db)
+            .await
+            .unwrap();
+    assert_eq!((attempts, status.as_str()), (1, "delivered"));
+    // ...its history all of it, in order, as the admin API shows it (a viewer may read it).
+    let path = format!("/admin/v1/fulfilments/{id}/attempts");
+    let (s, h) = o
+        .admin(reqwest::Method::GET, &path, Some(o.viewer_token()), None)
+        .await;
+    assert_eq!(s, 200, "{h}");
+    assert_eq!(h["fulfilment"]["id"].as_str(), Some(id.as_str()));
+    assert_eq!(h["fulfilment"]["status"].as_str(), Some("delivered"));
+    let actor: String = sqlx::query_scalar(
+        "SELECT actor FROM gift_audit WHERE campaign_id = $1 AND action = 'retry_delivery'",
+    )
+    .bind(&c)
+    .fetch_one(&o.db)
+    .await
+    .unwrap();
+    let entries: Vec<(String, Option<i64>, Option<String>, Option<String>)> = h["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let text = |k: &str| e[k].as_str().map(str::to_string);
+            (
+                text("outcome").unwrap(),
+                e["attempt"].as_i64(),
+                text("answer"),
+                text("actor"),
+            )
+        })
+        .collect();
+    let mut expected: Vec<(String, Option<i64>, Option<String>, Option<String>)> = (1..=8)
+        .map(|n| ("error".into(), Some(n), Some("timed out".into()), None))
+        .collect();
+    expected.push(("failed".into(), None, Some("timed out".into()), None));
+    expected.push(("retried".into(), None, None, Some(actor)));
+    expected.push(("delivered".into(), Some(1), Some(credit_id), None));
+    assert_eq!(entries, expected);
+    let times: Vec<&str> = h["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["at"].as_str().unwrap())
+        .collect();
+    let parsed: Vec<chrono::DateTime<chrono::Utc>> =
+        times.iter().map(|t| t.parse().unwrap()).collect();
+    assert!(
+        parsed.windows(2).all(|w| w[0] <= w[1]),
+        "in time order: {times:?}"
+    );
+    // The history is append-only: PostgreSQL refuses to change or drop it.
+    let changed = sqlx::query("DELETE FROM delivery_attempts WHERE outbox_id = $1::uuid")
+        .bind(&id)
+        .execute(&o.db)
+        .await;
+    assert!(changed.is_err(), "the history cannot be deleted");
+    // Unknown and malformed ids: 404, no token: 401.
+    for bad in [uuid_like(), "not-a-uuid".to_string()] {
+        let (s, _) = o
+            .admin(
+                reqwest::Method::GET,
+                &format!("/admin/v1/fulfilments/{bad}/attempts"),
+                Some(o.viewer_token()),
+                None,
+            )
+            .await;
+        assert_eq!(s, 404, "{bad}");
+    }
+    let (s, _) = o.admin(reqwest::Method::GET, &path, None, None).await;
+    assert_eq!(s, 401);
+    o.stop().await;
+    sim.stop();
+}
+
+/// A fulfilment id nobody was granted.
+fn uuid_like() -> String {
+    "00000000-0000-4000-8000-000000000000".to_string()
 }

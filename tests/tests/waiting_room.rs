@@ -422,3 +422,96 @@ async fn the_origin_paces_admitted_claims_at_the_admit_rate() {
     assert_eq!(r.status, 201, "{}", r.body);
     o.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_waiting_room_resumes_by_itself_after_redis_loses_its_queue() {
+    // A Redis database of its own: this test flushes it.
+    let mut config = queue_config();
+    config.redis_url = flashgate_tests::support::redis_url_with_db(4);
+    let o = TestOrigin::start_with(config.clone()).await;
+    let id = campaign(&o, 100, chrono::Duration::minutes(-1), None, room(2)).await;
+    admission(&o, &id, ChangeAction::PauseAdmission).await;
+    let run = unique("l");
+    let mut seqs = Vec::new();
+    for i in 0..10 {
+        let (st, body) = o.join(&id, &format!("{run}-{i}")).await;
+        assert_eq!(st, 201, "{body}");
+        seqs.push(ticket_of(&body, &id).place.sequence);
+    }
+    admission(&o, &id, ChangeAction::ResumeAdmission).await;
+    // Some admitted, the others still waiting; a checkpoint interval passes.
+    wait_queue(&o, &id, Duration::from_secs(10), |q| {
+        q["admitted"].as_u64().unwrap_or(0) >= 3
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let before = queue(&o, &id).await;
+    let kept: (i64, i64) = sqlx::query_as(
+        "SELECT now_serving, admitted FROM queue_checkpoints WHERE campaign_id = $1",
+    )
+    .bind(&id)
+    .fetch_one(&o.db)
+    .await
+    .expect("a checkpoint in PostgreSQL");
+    assert!(kept.1 >= 3 && kept.1 <= 10, "{kept:?} {before}");
+    let k = flashgate_origin::queue::store::Keys::of(&id);
+    let queue_keys = vec![
+        k.open,
+        k.seq,
+        k.drawn,
+        k.arrivals,
+        k.serving,
+        k.admitted,
+        k.unclaimed,
+        k.lease,
+        k.pace,
+    ];
+    flashgate_tests::support::lose_redis_state(&config, &[&id], &queue_keys).await;
+    // No manager acts. A join right after the loss is placed, behind every ticket issued
+    // before it.
+    let (st, body) = o.join(&id, &format!("{run}-late")).await;
+    assert_eq!(st, 201, "{body}");
+    let late = ticket_of(&body, &id).place.sequence;
+    assert!(late > *seqs.iter().max().unwrap(), "{late} {seqs:?}");
+    // Admission resumes where the checkpoint left it (never back to 0), in ticket order, and
+    // reaches every ticket issued before the loss and the late one.
+    let last = std::sync::atomic::AtomicU64::new(kept.0 as u64);
+    eventually(
+        "the queue to admit everyone again",
+        Duration::from_secs(20),
+        || async {
+            let q = queue(&o, &id).await;
+            let serving = q["now_serving"].as_u64().unwrap_or(0);
+            let prev = last.swap(serving, std::sync::atomic::Ordering::Relaxed);
+            assert!(serving >= prev, "now_serving went back: {serving} < {prev}");
+            if serving >= late {
+                Ok(())
+            } else {
+                Err(q.to_string())
+            }
+        },
+    )
+    .await;
+    // The restore is counted, and the campaign is not marked stalled any more.
+    let text = o
+        .http
+        .get(format!("{}/metrics", o.url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let restores = text
+        .lines()
+        .find(|l| l.starts_with("flashgate_queue_restores_total"))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse::<f64>().ok());
+    assert!(restores.unwrap_or(0.0) >= 1.0, "{restores:?}");
+    let stalled = format!("flashgate_queue_stalled{{campaign=\"{id}\"}} 0");
+    assert!(
+        text.lines().any(|l| l == stalled),
+        "no `{stalled}` in /metrics"
+    );
+    o.stop().await;
+}

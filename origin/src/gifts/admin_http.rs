@@ -7,7 +7,8 @@
 //! - `PUT /admin/v1/gift-campaigns/{id}/segments/{segment}/members` `{msisdns}` → 200
 //!   `{added, already}`;
 //! - `GET /admin/v1/gift-campaigns/{id}/fulfilments[?status=failed]` → the newest fulfilments;
-//! - `POST /admin/v1/fulfilments/{id}/retry` → 200, a failed delivery pending again.
+//! - `POST /admin/v1/fulfilments/{id}/retry` → 200, a failed delivery pending again;
+//! - `GET /admin/v1/fulfilments/{id}/attempts` → the fulfilment and its delivery history.
 //!
 //! Bad input is refused before anything is written: 401/403 token, 415, 413, 400 JSON, 404
 //! unknown campaign or segment, 422 a value, 409 something that exists or conflicts.
@@ -18,12 +19,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use flashgate_shared::api::gifts::{
-    check_caps, is_valid_gift_id, is_valid_msisdn, CapsChange, DeliveryStatus, Fulfilment,
-    FulfilmentList, GiftCampaign, Members, MembersAdded, NewGiftCampaign, NewSegment, Segment,
-    MAX_GIFT_AMOUNT, MAX_GIFT_CAMPAIGN_NAME, MAX_MEMBERS_BODY_BYTES, MAX_MEMBERS_PER_CALL,
+    check_caps, is_valid_gift_id, is_valid_msisdn, CapsChange, DeliveryHistory, DeliveryStatus,
+    Fulfilment, FulfilmentList, GiftCampaign, Members, MembersAdded, NewGiftCampaign, NewSegment,
+    Segment, MAX_GIFT_AMOUNT, MAX_GIFT_CAMPAIGN_NAME, MAX_MEMBERS_BODY_BYTES, MAX_MEMBERS_PER_CALL,
 };
 
 use super::deliveries::{self, Retried};
+use super::history::{self, Outbox};
 use super::http::{campaign_id, fulfilment_id, unknown_campaign};
 use super::store::{self, MembersResult, SegmentCreated};
 use crate::error::{ApiError, ApiResult};
@@ -395,4 +397,36 @@ pub async fn retry(
         ))),
         Retried::NotFound => Err(ApiError::NotFound("no such fulfilment".into())),
     }
+}
+
+/// A fulfilment with its whole delivery history (viewer), oldest first: every provider call
+/// with its outcome and answer, the delivery giving up, a manager's retries. 404 unknown.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/fulfilments/{id}/attempts",
+    tag = "gifts",
+    security(("admin_token" = [])),
+    params(("id" = String, Path, description = "Fulfilment id (a UUID).")),
+    responses(
+        (status = 200, description = "The fulfilment and its delivery history, oldest first.",
+            body = DeliveryHistory),
+        (status = 404, description = "not_found: no such fulfilment.", body = ErrorBody),
+    ),
+)]
+pub async fn attempts(
+    State(state): State<AppState>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    extract::admin(&headers, &state, Role::Viewer)?;
+    let id = fulfilment_id(&raw)?;
+    let Some(fulfilment) = deliveries::fulfilment(&state.db, id).await? else {
+        return Err(ApiError::NotFound("no such fulfilment".into()));
+    };
+    let attempts = history::of(&state.db, Outbox::Gift, id).await?;
+    Ok(Json(DeliveryHistory {
+        fulfilment,
+        attempts,
+    })
+    .into_response())
 }

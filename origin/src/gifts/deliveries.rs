@@ -6,6 +6,8 @@ use chrono::{DateTime, Utc};
 use flashgate_shared::api::gifts::{DeliveryStatus, Fulfilment, Gift, GiftKind};
 use uuid::Uuid;
 
+use super::history::Outbox;
+
 /// Most fulfilments one list returns (the newest).
 pub const MAX_LISTED: i64 = 1_000;
 
@@ -86,7 +88,9 @@ pub enum Retried {
     NotFound,
 }
 
-/// Puts a failed delivery back in the outbox (attempts reset, due now) with its audit row.
+/// Puts a failed delivery back in the outbox (attempts reset, due now) with its audit row and
+/// a `retried` entry in its delivery history ([`super::history`]), which keeps the attempts
+/// the reset forgets.
 pub async fn retry(db: &Db, actor: &str, id: Uuid) -> sqlx::Result<Retried> {
     let row = sqlx::query!(
         r#"WITH before AS (
@@ -99,6 +103,9 @@ pub async fn retry(db: &Db, actor: &str, id: Uuid) -> sqlx::Result<Retried> {
                    FROM before b
                   WHERE o.fulfilment_id = b.fulfilment_id AND b.status = 'failed'
                  RETURNING o.fulfilment_id
+             ), history AS (
+                 INSERT INTO delivery_attempts (outbox, outbox_id, outcome, actor)
+                 SELECT $3, fulfilment_id, 'retried', $2 FROM changed
              ), audit AS (
                  INSERT INTO gift_audit (campaign_id, actor, action, params)
                  SELECT b.campaign_id, $2, 'retry_delivery',
@@ -110,6 +117,7 @@ pub async fn retry(db: &Db, actor: &str, id: Uuid) -> sqlx::Result<Retried> {
                FROM before b"#,
         id,
         actor,
+        Outbox::Gift.as_str(),
     )
     .fetch_optional(db)
     .await?;

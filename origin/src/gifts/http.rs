@@ -51,6 +51,7 @@ pub fn routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(admin_http::add_members))
         .routes(routes!(admin_http::list_fulfilments))
         .routes(routes!(admin_http::retry).layer(once()))
+        .routes(routes!(admin_http::attempts))
 }
 
 /// 404 for a campaign id that cannot exist (checked before any query).

@@ -5,6 +5,7 @@
 //! - [`verdict`]: the one eligibility decision (campaign, segment, caps on PostgreSQL's clock);
 //! - [`fulfil`]: the four layers of a fulfilment (key, advisory lock, re-check, ledger);
 //! - [`deliveries`]: fulfilments with their delivery status, a manager's retry;
+//! - [`history`]: the append-only delivery history of outbox rows (every call, every retry);
 //! - [`store`]: managers' writes (campaigns, segments, caps, members) with their audit rows;
 //! - [`provider`]: the provider trait and its HTTP client;
 //! - [`relay`]: the outbox relay (background task, `FOR UPDATE SKIP LOCKED`);
@@ -17,6 +18,7 @@ pub mod admin_http;
 pub mod deliveries;
 pub mod demo;
 pub mod fulfil;
+pub mod history;
 pub mod http;
 pub mod metrics;
 pub mod provider;

@@ -12,6 +12,9 @@
 //!   `FLASHGATE_GIFT_DELIVERY_MAX_ATTEMPTS` calls were made;
 //! - a 4xx → `failed` at once.
 //!
+//! Every call, and a delivery that gave up, is appended to the row's delivery history
+//! ([`history`]) in the transaction of its update.
+//!
 //! Each update applies only while the row is still `pending`. An origin that dies mid-call
 //! leaves its rows to be taken again when the lease ends; the provider's idempotency key makes
 //! that second call credit nothing more. A pass that found a full batch runs again at once.
@@ -23,6 +26,9 @@ use crate::db::Db;
 use flashgate_shared::api::gifts::provider::CreditRequest;
 use uuid::Uuid;
 
+use flashgate_shared::api::gifts::DeliveryOutcome;
+
+use super::history::{self, Entry, Outbox};
 use super::metrics::GiftMetrics;
 use super::provider::{Provider, ProviderError};
 use super::settings::GiftSettings;
@@ -158,11 +164,15 @@ async fn batch(r: &Relay) -> anyhow::Result<usize> {
     Ok(n)
 }
 
+/// Settles one call: the outbox row's new state and the call's entry in its delivery history
+/// ([`history`]) in one transaction. The call is recorded even when the row was settled by
+/// someone else meanwhile (it happened); a `failed` entry only when this update gave up.
 async fn settle(
     r: &Relay,
     d: &Due,
     result: Result<flashgate_shared::api::gifts::provider::CreditReceipt, ProviderError>,
 ) -> sqlx::Result<()> {
+    let mut tx = r.db.begin().await?;
     match result {
         Ok(receipt) => {
             sqlx::query!(
@@ -172,8 +182,11 @@ async fn settle(
                 d.id,
                 receipt.credit_id,
             )
-            .execute(&r.db)
+            .execute(&mut *tx)
             .await?;
+            let entry = Entry::call(d.attempts, DeliveryOutcome::Delivered, &receipt.credit_id);
+            history::append(&mut tx, Outbox::Gift, d.id, &entry).await?;
+            tx.commit().await?;
             r.metrics.delivered();
         }
         Err(e) => {
@@ -183,19 +196,33 @@ async fn settle(
             let jitter = rand::random::<f64>() * 0.5;
             let delay_ms = (delay.as_millis() as f64 * (1.0 - jitter)) as i64;
             tracing::info!(fulfilment = %d.id, attempts = d.attempts, error = %e, last, "provider call failed");
-            sqlx::query!(
-                "UPDATE gift_outbox
+            let answer = e.to_string();
+            let gave_up = sqlx::query_scalar!(
+                r#"UPDATE gift_outbox
                     SET status = CASE WHEN $3 THEN 'failed' ELSE 'pending' END,
                         next_attempt_at = now() + $4::bigint * interval '1 millisecond',
                         last_error = $2
-                  WHERE fulfilment_id = $1 AND status = 'pending'",
+                  WHERE fulfilment_id = $1 AND status = 'pending'
+                 RETURNING status = 'failed' AS "gave_up!""#,
                 d.id,
-                e.to_string(),
+                answer,
                 last,
                 delay_ms,
             )
-            .execute(&r.db)
-            .await?;
+            .fetch_optional(&mut *tx)
+            .await?
+            .unwrap_or(false);
+            let outcome = if e.retryable() {
+                DeliveryOutcome::Error
+            } else {
+                DeliveryOutcome::Refused
+            };
+            let call = Entry::call(d.attempts, outcome, &answer);
+            history::append(&mut tx, Outbox::Gift, d.id, &call).await?;
+            if gave_up {
+                history::append(&mut tx, Outbox::Gift, d.id, &Entry::failed(&answer)).await?;
+            }
+            tx.commit().await?;
             if last {
                 r.metrics.failed();
             } else {

@@ -39,8 +39,9 @@ pub fn draw_at(
 /// Gives `customer` her place on campaign `row` (which has the waiting room `w`). Returns the
 /// reply and whether the place is new (201) or hers already (200). The Redis step runs in a
 /// turn of [`JoinTurns`](super::turns::JoinTurns). Errors: 409 `conflict` before the prequeue
-/// opens, 503 without the edge secret, when no turn came in time, or when Redis fails or has
-/// lost the queue (fail closed).
+/// opens, 503 without the edge secret, when no turn came in time, when Redis fails, or while
+/// another origin reopens a queue Redis lost ([`super::restore`]; a lost queue is reopened
+/// here otherwise, and the join placed).
 pub async fn join(
     state: &AppState,
     row: &CampaignRow,
@@ -59,7 +60,19 @@ pub async fn join(
     let permit = state.join_turns.take().await?;
     let joined = store::join(&mut redis, &row.id, customer, draw, now.timestamp()).await;
     drop(permit);
-    let joined = joined?;
+    let joined = match joined? {
+        // Redis lost the queue: reopen it from its checkpoint and join once more.
+        Joined::NotOpen => {
+            super::restore::restore(state, &row.id).await.map_err(|e| {
+                ApiError::Unavailable(format!("the queue could not be reopened: {e}"))
+            })?;
+            let permit = state.join_turns.take().await?;
+            let again = store::join(&mut redis, &row.id, customer, draw, now.timestamp()).await;
+            drop(permit);
+            again?
+        }
+        place => place,
+    };
     let Joined::Place {
         seq,
         created,
@@ -73,7 +86,7 @@ pub async fn join(
     } = joined
     else {
         return Err(ApiError::Unavailable(format!(
-            "the queue of campaign {} is not open in Redis (lost?); a manager must set the waiting room again",
+            "the queue of campaign {} is being reopened after a Redis loss; join again",
             row.id
         )));
     };

@@ -6,6 +6,7 @@
 pub mod admit;
 pub mod join;
 pub mod replay;
+pub mod restore;
 pub mod store;
 pub mod turns;
 

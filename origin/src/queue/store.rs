@@ -4,9 +4,9 @@
 //! Per campaign `c`, next to the gate's keys and under the same hash tag `{c}`
 //! ([`crate::gate::Keys`]):
 //! - `fg:{c}:q:open`     — present once the campaign's waiting room was opened (created, or set
-//!   by a manager). Every step refuses without it: when Redis loses the queue, joins answer 503
-//!   and nobody is admitted (fail closed) until a manager sets the waiting room again, which
-//!   opens an empty queue.
+//!   by a manager). Every step refuses without it (fail closed): when Redis loses the queue,
+//!   the first origin that notices reopens it from its PostgreSQL checkpoint
+//!   ([`super::restore`]) and sets it last.
 //! - `fg:{c}:q:seq`      — hash customer → `seq:issued_at:drawn_waiting_at_issue` (one place
 //!   per customer).
 //! - `fg:{c}:q:drawn`    — sorted set of the sequence numbers drawn at random below

@@ -186,6 +186,13 @@ pub struct Metrics {
     pub queue_length: Family<CampaignLabels, Gauge>,
     /// `flashgate_queue_now_serving{campaign}`: the highest admitted place (live waiting rooms).
     pub queue_now_serving: Family<CampaignLabels, Gauge>,
+    /// `flashgate_queue_stalled{campaign}`: 1 while a live waiting room's admission step
+    /// cannot run (queue lost by Redis, gate not loaded, Redis failing), else 0; set by the
+    /// admitting task each tick ([`crate::queue::admit`]).
+    pub queue_stalled: Family<CampaignLabels, Gauge>,
+    /// `flashgate_queue_restores_total`: queues reopened from their PostgreSQL checkpoint after
+    /// Redis lost them ([`crate::queue::restore`]).
+    pub queue_restores: Counter,
     /// `sold_out` answers of this origin per campaign and second (the dashboard's series; not
     /// exported to Prometheus, which has `flashgate_claims_total{result="sold_out"}`).
     pub sold_out_series: super::series::AnswerSeries,
@@ -238,6 +245,8 @@ impl Metrics {
             campaign_held: Family::default(),
             queue_length: Family::default(),
             queue_now_serving: Family::default(),
+            queue_stalled: Family::default(),
+            queue_restores: Counter::default(),
             sold_out_series: Default::default(),
         };
         // The claim route's series exist from the start, at 0: Prometheus computes a rate only
@@ -384,6 +393,16 @@ impl Metrics {
             "queue_now_serving",
             "Highest admitted place, per live waiting room",
             m.queue_now_serving.clone(),
+        );
+        r.register(
+            "queue_stalled",
+            "1 while a live waiting room cannot admit (queue lost, gate not loaded, Redis failing).",
+            m.queue_stalled.clone(),
+        );
+        r.register(
+            "queue_restores",
+            "Waiting rooms reopened from their PostgreSQL checkpoint after a Redis loss.",
+            m.queue_restores.clone(),
         );
         m
     }

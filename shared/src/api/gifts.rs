@@ -71,6 +71,23 @@ stored_enum! {
     }
 }
 
+stored_enum! {
+    /// What one entry of a delivery's history records (docs/GIFTS.md, "Delivery history").
+    pub enum DeliveryOutcome {
+        /// A provider call answered with a receipt (`answer`: the provider's reference).
+        Delivered = "delivered",
+        /// A provider call failed and may be retried: no answer in time, a 5xx, a transport
+        /// error (`answer`: which).
+        Error = "error",
+        /// A provider call was refused (4xx); retrying it will not help (`answer`: the status).
+        Refused = "refused",
+        /// Not a call: the delivery gave up (after its last attempt, or a refusal).
+        Failed = "failed",
+        /// Not a call: a manager put the failed delivery back (`actor`: who).
+        Retried = "retried",
+    }
+}
+
 /// A gift: `amount` minor units of `currency`, of `kind`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -323,6 +340,38 @@ impl FulfilmentReply {
 pub struct FulfilmentList {
     /// Newest first.
     pub fulfilments: Vec<Fulfilment>,
+}
+
+/// One entry of a delivery's history: a provider call or a change of the delivery's course.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DeliveryAttempt {
+    /// What happened.
+    pub outcome: DeliveryOutcome,
+    /// A call's number within its round (1 up to `FLASHGATE_GIFT_DELIVERY_MAX_ATTEMPTS`; a
+    /// manager's retry starts a new round at 1); absent for `failed` and `retried`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<i32>,
+    /// The provider's answer: its reference of a `delivered` call, the error of the others
+    /// (`timed out`, `provider answered 503`, ...); absent for `retried`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// The admin token's name of a `retried`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    /// When (RFC 3339 UTC, PostgreSQL's clock).
+    pub at: DateTime<Utc>,
+}
+
+/// Reply of `GET /admin/v1/fulfilments/{id}/attempts`: the whole delivery history of a
+/// fulfilment, oldest first, kept through a manager's retries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DeliveryHistory {
+    /// The fulfilment with its delivery status now.
+    pub fulfilment: Fulfilment,
+    /// Every entry, oldest first.
+    pub attempts: Vec<DeliveryAttempt>,
 }
 
 #[cfg(test)]
