@@ -251,6 +251,9 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
     sim.stop();
 }
 
+/// One history entry as the test compares it: outcome, attempt, answer, actor.
+type Entry = (String, Option<i64>, Option<String>, Option<String>);
+
 #[tokio::test]
 async fn a_retried_delivery_keeps_every_failed_attempt_in_its_history() {
     let _one_at_a_time = RELAYS.lock().await;
@@ -310,7 +313,7 @@ async fn a_retried_delivery_keeps_every_failed_attempt_in_its_history() {
     .fetch_one(&o.db)
     .await
     .unwrap();
-    let entries: Vec<(String, Option<i64>, Option<String>, Option<String>)> = h["attempts"]
+    let entries: Vec<Entry> = h["attempts"]
         .as_array()
         .unwrap()
         .iter()
@@ -324,7 +327,7 @@ async fn a_retried_delivery_keeps_every_failed_attempt_in_its_history() {
             )
         })
         .collect();
-    let mut expected: Vec<(String, Option<i64>, Option<String>, Option<String>)> = (1..=8)
+    let mut expected: Vec<Entry> = (1..=8)
         .map(|n| ("error".into(), Some(n), Some("timed out".into()), None))
         .collect();
     expected.push(("failed".into(), None, Some("timed out".into()), None));
