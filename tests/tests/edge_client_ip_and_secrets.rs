@@ -124,18 +124,23 @@ async fn an_edge_with_a_short_secret_answers_503_and_logs_the_variable() {
 /// The edge's per-IP limit in these tests: joins per second per client IP (bucket key).
 const IP_PER_S: u32 = 5;
 
-/// A real origin with a started sale behind a waiting room, and the edge in front of it with
-/// an IP limit of [`IP_PER_S`] (plus `extra`); returns the origin, the edge and the sale's id.
-async fn room_stack(extra: &[(&str, &str)]) -> (TestOrigin, TestEdge, String) {
+/// A real origin with a started sale behind a waiting room, and [`ip_limited_edge`] in front
+/// of it; returns the origin, the edge and the sale's id.
+async fn room_stack() -> (TestOrigin, TestEdge, String) {
     let o = TestOrigin::start_with(signed_test_config()).await;
     let id = room::campaign(&o, 100, chrono::Duration::minutes(-1), None, room::room(10)).await;
+    let e = ip_limited_edge(&o, &[]);
+    (o, e, id)
+}
+
+/// The edge in front of `o` with an IP limit of [`IP_PER_S`], plus the settings in `extra`.
+fn ip_limited_edge(o: &TestOrigin, extra: &[(&str, &str)]) -> TestEdge {
     let mut env = vec![
         ("FLASHGATE_EDGE_SECRET", TEST_EDGE_SECRET.to_string()),
         ("FLASHGATE_LIMIT_IP_PER_S", IP_PER_S.to_string()),
     ];
     env.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
-    let e = TestEdge::start(&o.url, &env);
-    (o, e, id)
+    TestEdge::start(&o.url, &env)
 }
 
 /// Joins of the room at once, one from each client address (no customer token, so only the
@@ -173,10 +178,14 @@ async fn joins_from(o: &TestOrigin, edge: &str, id: &str, ips: &[String]) -> (us
     (limited, elapsed_ms)
 }
 
-/// At most this many joins on one bucket get through in `ms`: the full bucket plus the whole
-/// tokens it regained meanwhile.
-fn bucket_allows(ms: u64) -> usize {
-    (u64::from(IP_PER_S) * (1000 + ms) / 1000) as usize
+/// Asserts that no more of the joins `from` one bucket got `through` in `ms` than the bucket
+/// allows: it full, plus the whole tokens it regained meanwhile.
+fn assert_one_bucket(through: usize, ms: u64, from: &str) {
+    let allowed = (u64::from(IP_PER_S) * (1000 + ms) / 1000) as usize;
+    assert!(
+        through <= allowed,
+        "{through} joins from {from} got through in {ms} ms; one bucket allows {allowed}"
+    );
 }
 
 /// One request from an address no test uses, so the isolate is up before a timed burst.
@@ -186,7 +195,7 @@ async fn warm(o: &TestOrigin, edge: &str, id: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn joins_from_one_ipv6_64_share_one_ip_bucket_at_the_edge() {
-    let (o, e, id) = room_stack(&[]).await;
+    let (o, e, id) = room_stack().await;
     warm(&o, &e.url, &id).await;
     let net = format!(
         "2001:db8:{:x}:{:x}",
@@ -195,11 +204,7 @@ async fn joins_from_one_ipv6_64_share_one_ip_bucket_at_the_edge() {
     );
     let ips: Vec<String> = (1..=20).map(|i| format!("{net}::{i:x}")).collect();
     let (limited, ms) = joins_from(&o, &e.url, &id, &ips).await;
-    assert!(
-        20 - limited <= bucket_allows(ms),
-        "{} of 20 joins from one /64 got through in {ms} ms",
-        20 - limited
-    );
+    assert_one_bucket(20 - limited, ms, "one /64");
     drop(e);
     o.stop().await;
 }
@@ -209,34 +214,23 @@ async fn joins_from_many_ipv6_64s_of_one_48_share_a_bucket_only_with_prefix_48()
     let site = format!("2001:db8:{:x}", rand::random::<u16>());
     let ips: Vec<String> = (1..=20).map(|i| format!("{site}:{i:x}::1")).collect();
     // Default /64: each network has its own bucket, so none is refused.
-    let (o, e, id) = room_stack(&[]).await;
+    let (o, e, id) = room_stack().await;
     warm(&o, &e.url, &id).await;
     let (limited, _) = joins_from(&o, &e.url, &id, &ips).await;
     assert_eq!(limited, 0, "joins from 20 different /64s refused");
     drop(e);
     // /48: one bucket for the whole site.
-    let e = TestEdge::start(
-        &o.url,
-        &[
-            ("FLASHGATE_EDGE_SECRET", TEST_EDGE_SECRET.to_string()),
-            ("FLASHGATE_LIMIT_IP_PER_S", IP_PER_S.to_string()),
-            ("FLASHGATE_LIMIT_IPV6_PREFIX", "48".to_string()),
-        ],
-    );
+    let e = ip_limited_edge(&o, &[("FLASHGATE_LIMIT_IPV6_PREFIX", "48")]);
     warm(&o, &e.url, &id).await;
     let (limited, ms) = joins_from(&o, &e.url, &id, &ips).await;
-    assert!(
-        20 - limited <= bucket_allows(ms),
-        "{} of 20 joins from one /48 got through in {ms} ms with prefix 48",
-        20 - limited
-    );
+    assert_one_bucket(20 - limited, ms, "one /48 with prefix 48");
     drop(e);
     o.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_ipv4_mapped_address_shares_its_ipv4_address_bucket_at_the_edge() {
-    let (o, e, id) = room_stack(&[]).await;
+    let (o, e, id) = room_stack().await;
     warm(&o, &e.url, &id).await;
     let v4 = format!("198.51.100.{}", 1 + rand::random::<u16>() % 250);
     let started = Instant::now();
@@ -246,11 +240,8 @@ async fn an_ipv4_mapped_address_shares_its_ipv4_address_bucket_at_the_edge() {
     let (refused, _) = joins_from(&o, &e.url, &id, &mapped).await;
     let ms = started.elapsed().as_millis() as u64;
     let through = (10 - drained) + (5 - refused);
-    assert!(
-        through <= bucket_allows(ms),
-        "{through} of 15 joins from {v4} and ::ffff:{v4} got through in {ms} ms \
-         ({refused} of the 5 mapped refused)"
-    );
+    let from = format!("{v4} and ::ffff:{v4} ({refused} of the 5 mapped refused)");
+    assert_one_bucket(through, ms, &from);
     drop(e);
     o.stop().await;
 }

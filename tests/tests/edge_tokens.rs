@@ -54,6 +54,20 @@ async fn claim(o: &TestOrigin, e: &TestEdge, c: &str, token: &str) -> (u16, Stri
     (status, by, message)
 }
 
+/// Claims with fresh tokens of `key` until one is accepted (201), for at most `within`.
+async fn until_accepted(o: &TestOrigin, e: &TestEdge, c: &str, key: &SigningKey, within: Duration) {
+    eventually("a token of the new key is accepted", within, || {
+        let t = key.sign(&idp::claims(&unique("cust"), ISS, AUD));
+        async move {
+            match claim(o, e, c, &t).await {
+                (201, ..) => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        }
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_edge_accepts_provider_tokens_and_refuses_every_bad_one_itself() {
     let (rs, es) = (idp::rsa_key("rs-1"), idp::ec_key("ec-1"));
@@ -115,17 +129,7 @@ async fn rotation_at_the_edge_fetches_a_new_kid_once_and_drops_a_removed_one() {
     assert_eq!(provider.fetches(), 1);
     provider.publish(&[&old, &new]);
     // Within a second of the last fetch the new kid is refused without a fetch; then fetched.
-    eventually("the new kid is accepted", Duration::from_secs(10), || {
-        let t = token(&new);
-        let (o, e, c) = (&o, &e, &c);
-        async move {
-            match claim(o, e, c, &t).await {
-                (201, ..) => Ok(()),
-                other => Err(format!("{other:?}")),
-            }
-        }
-    })
-    .await;
+    until_accepted(&o, &e, &c, &new, Duration::from_secs(10)).await;
     assert_eq!(provider.fetches(), 2, "the new kid was fetched once");
     assert_eq!(
         claim(&o, &e, &c, &token(&old)).await.0,
@@ -170,17 +174,7 @@ async fn a_key_replaced_under_its_kid_is_refetched_at_most_once_per_interval_at_
     assert_eq!(provider.fetches(), 1);
     provider.publish(&[&new]);
     let within = Duration::from_secs(MIN_REFRESH_S + 2);
-    eventually("the replaced key is accepted", within, || {
-        let t = token(&new);
-        let (o, e, c) = (&o, &e, &c);
-        async move {
-            match claim(o, e, c, &t).await {
-                (201, ..) => Ok(()),
-                other => Err(format!("{other:?}")),
-            }
-        }
-    })
-    .await;
+    until_accepted(&o, &e, &c, &new, within).await;
     let fetched = provider.fetches();
     assert_eq!(fetched, 2, "the replaced key was fetched once");
     // 200 concurrent tokens with bad signatures on k1: refused at the edge, and at most one
