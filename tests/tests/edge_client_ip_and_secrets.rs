@@ -1,12 +1,13 @@
 //! The edge in workerd (built worker, Miniflare) in front of a real origin: the client IP the
 //! edge receives reaches the origin's per-IP guess limit (signed), and a short secret makes
-//! the edge answer a documented 503 instead of running with it.
+//! the edge answer a documented 503 instead of running with it; the edge's own per-IP limit
+//! keys an IPv6 client by its network prefix and an IPv4-mapped address by its IPv4 address.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use flashgate_tests::support::eventually;
 use flashgate_tests::support::signed_test_config;
-use flashgate_tests::support::{unique, TestEdge, TestOrigin, TEST_EDGE_SECRET};
+use flashgate_tests::support::{room, unique, TestEdge, TestOrigin, TEST_EDGE_SECRET};
 use futures::future::join_all;
 use serde_json::{json, Value};
 
@@ -117,5 +118,130 @@ async fn an_edge_with_a_short_secret_answers_503_and_logs_the_variable() {
     );
     drop(e);
     let _ = std::fs::remove_file(&log);
+    o.stop().await;
+}
+
+/// The edge's per-IP limit in these tests: joins per second per client IP (bucket key).
+const IP_PER_S: u32 = 5;
+
+/// A real origin with a started sale behind a waiting room, and [`ip_limited_edge`] in front
+/// of it; returns the origin, the edge and the sale's id.
+async fn room_stack() -> (TestOrigin, TestEdge, String) {
+    let o = TestOrigin::start_with(signed_test_config()).await;
+    let id = room::campaign(&o, 100, chrono::Duration::minutes(-1), None, room::room(10)).await;
+    let e = ip_limited_edge(&o, &[]);
+    (o, e, id)
+}
+
+/// The edge in front of `o` with an IP limit of [`IP_PER_S`], plus the settings in `extra`.
+fn ip_limited_edge(o: &TestOrigin, extra: &[(&str, &str)]) -> TestEdge {
+    let mut env = vec![
+        ("FLASHGATE_EDGE_SECRET", TEST_EDGE_SECRET.to_string()),
+        ("FLASHGATE_LIMIT_IP_PER_S", IP_PER_S.to_string()),
+    ];
+    env.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
+    TestEdge::start(&o.url, &env)
+}
+
+/// Joins of the room at once, one from each client address (no customer token, so only the
+/// per-IP limit applies at the edge; the origin answers the rest): how many the edge refused
+/// with 429 `rate_limited`, and the whole seconds (rounded up) from the first sent to the
+/// last answered in ms, in which an emptied bucket regains `IP_PER_S` tokens per second.
+async fn joins_from(o: &TestOrigin, edge: &str, id: &str, ips: &[String]) -> (usize, u64) {
+    let started = Instant::now();
+    let joins = ips.iter().map(|ip| {
+        let req = o
+            .http
+            .post(format!("{edge}/api/v1/campaigns/{id}/queue"))
+            .header("cf-connecting-ip", ip);
+        async move {
+            let r = req.send().await.expect("join through the edge");
+            let st = r.status().as_u16();
+            let by = r.headers()[flashgate_shared::ANSWERED_BY_HEADER]
+                .to_str()
+                .unwrap()
+                .to_string();
+            let body: Value = r.json().await.unwrap_or(Value::Null);
+            (st, by, body)
+        }
+    });
+    let replies = join_all(joins).await;
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    let limited = replies
+        .iter()
+        .filter(|(st, by, body)| *st == 429 && by == "edge" && body["result"] == "rate_limited")
+        .count();
+    assert!(
+        replies.iter().all(|(st, by, _)| *st != 429 || by == "edge"),
+        "{replies:?}"
+    );
+    (limited, elapsed_ms)
+}
+
+/// Asserts that no more of the joins `from` one bucket got `through` in `ms` than the bucket
+/// allows: it full, plus the whole tokens it regained meanwhile.
+fn assert_one_bucket(through: usize, ms: u64, from: &str) {
+    let allowed = (u64::from(IP_PER_S) * (1000 + ms) / 1000) as usize;
+    assert!(
+        through <= allowed,
+        "{through} joins from {from} got through in {ms} ms; one bucket allows {allowed}"
+    );
+}
+
+/// One request from an address no test uses, so the isolate is up before a timed burst.
+async fn warm(o: &TestOrigin, edge: &str, id: &str) {
+    joins_from(o, edge, id, &["192.0.2.250".to_string()]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn joins_from_one_ipv6_64_share_one_ip_bucket_at_the_edge() {
+    let (o, e, id) = room_stack().await;
+    warm(&o, &e.url, &id).await;
+    let net = format!(
+        "2001:db8:{:x}:{:x}",
+        rand::random::<u16>(),
+        rand::random::<u16>()
+    );
+    let ips: Vec<String> = (1..=20).map(|i| format!("{net}::{i:x}")).collect();
+    let (limited, ms) = joins_from(&o, &e.url, &id, &ips).await;
+    assert_one_bucket(20 - limited, ms, "one /64");
+    drop(e);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn joins_from_many_ipv6_64s_of_one_48_share_a_bucket_only_with_prefix_48() {
+    let site = format!("2001:db8:{:x}", rand::random::<u16>());
+    let ips: Vec<String> = (1..=20).map(|i| format!("{site}:{i:x}::1")).collect();
+    // Default /64: each network has its own bucket, so none is refused.
+    let (o, e, id) = room_stack().await;
+    warm(&o, &e.url, &id).await;
+    let (limited, _) = joins_from(&o, &e.url, &id, &ips).await;
+    assert_eq!(limited, 0, "joins from 20 different /64s refused");
+    drop(e);
+    // /48: one bucket for the whole site.
+    let e = ip_limited_edge(&o, &[("FLASHGATE_LIMIT_IPV6_PREFIX", "48")]);
+    warm(&o, &e.url, &id).await;
+    let (limited, ms) = joins_from(&o, &e.url, &id, &ips).await;
+    assert_one_bucket(20 - limited, ms, "one /48 with prefix 48");
+    drop(e);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_ipv4_mapped_address_shares_its_ipv4_address_bucket_at_the_edge() {
+    let (o, e, id) = room_stack().await;
+    warm(&o, &e.url, &id).await;
+    let v4 = format!("198.51.100.{}", 1 + rand::random::<u16>() % 250);
+    let started = Instant::now();
+    // Drain the IPv4 address's bucket (5 of 10 through), then join from its IPv4-mapped IPv6 form.
+    let (drained, _) = joins_from(&o, &e.url, &id, &vec![v4.clone(); 10]).await;
+    let mapped = vec![format!("::ffff:{v4}"); 5];
+    let (refused, _) = joins_from(&o, &e.url, &id, &mapped).await;
+    let ms = started.elapsed().as_millis() as u64;
+    let through = (10 - drained) + (5 - refused);
+    let from = format!("{v4} and ::ffff:{v4} ({refused} of the 5 mapped refused)");
+    assert_one_bucket(through, ms, &from);
+    drop(e);
     o.stop().await;
 }

@@ -1,11 +1,12 @@
 //! Customer tokens from an identity provider at the edge, the worker running in
 //! workerd: the same accept / refuse list as the origin, answered by the edge; rotation with
 //! one fetch for a new key id; at most one JWKS fetch per interval under a flood of unknown
-//! key ids; a JWKS outage keeping the cached keys; a provider down since start-up (503, the
+//! key ids; a key replaced under the same key id fetched after a bad signature, at most once
+//! per interval under a flood of bad signatures; a JWKS outage keeping the cached keys; a provider down since start-up (503, the
 //! edge without an HS256 secret). The origin behind it holds every key inline
 //! (it never fetches), so the stand-in provider counts the edge's fetches alone.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use flashgate_shared::token::SigningKey;
 use flashgate_tests::idp::{self, Idp};
@@ -51,6 +52,20 @@ async fn claim(o: &TestOrigin, e: &TestEdge, c: &str, token: &str) -> (u16, Stri
     let (status, by, body) = claim_via(&o.http, &e.url, token, c, &unique("k")).await;
     let message = body["message"].as_str().unwrap_or_default().to_string();
     (status, by, message)
+}
+
+/// Claims with fresh tokens of `key` until one is accepted (201), for at most `within`.
+async fn until_accepted(o: &TestOrigin, e: &TestEdge, c: &str, key: &SigningKey, within: Duration) {
+    eventually("a token of the new key is accepted", within, || {
+        let t = key.sign(&idp::claims(&unique("cust"), ISS, AUD));
+        async move {
+            match claim(o, e, c, &t).await {
+                (201, ..) => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        }
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -114,17 +129,7 @@ async fn rotation_at_the_edge_fetches_a_new_kid_once_and_drops_a_removed_one() {
     assert_eq!(provider.fetches(), 1);
     provider.publish(&[&old, &new]);
     // Within a second of the last fetch the new kid is refused without a fetch; then fetched.
-    eventually("the new kid is accepted", Duration::from_secs(10), || {
-        let t = token(&new);
-        let (o, e, c) = (&o, &e, &c);
-        async move {
-            match claim(o, e, c, &t).await {
-                (201, ..) => Ok(()),
-                other => Err(format!("{other:?}")),
-            }
-        }
-    })
-    .await;
+    until_accepted(&o, &e, &c, &new, Duration::from_secs(10)).await;
     assert_eq!(provider.fetches(), 2, "the new kid was fetched once");
     assert_eq!(
         claim(&o, &e, &c, &token(&old)).await.0,
@@ -149,6 +154,52 @@ async fn rotation_at_the_edge_fetches_a_new_kid_once_and_drops_a_removed_one() {
         },
     )
     .await;
+    assert_eq!(claim(&o, &e, &c, &token(&new)).await.0, 201);
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_key_replaced_under_its_kid_is_refetched_at_most_once_per_interval_at_the_edge() {
+    const MIN_REFRESH_S: u64 = 2;
+    let (old, new) = (idp::ec_key("k1"), idp::ec_key("k1"));
+    let provider = Idp::start(&[&old]).await;
+    // A TTL far past the test, so only a bad signature can make the edge fetch again. The
+    // origin holds the replacement alone (it never fetches).
+    let (o, e) = start(&provider, &[&new], MIN_REFRESH_S, 600).await;
+    let c = o.campaign("sale", 1_000).await;
+    let token = |k: &SigningKey| k.sign(&idp::claims(&unique("cust"), ISS, AUD));
+    // The edge holds k1's old key: it lets a token of it through (the origin refuses it).
+    let r = claim(&o, &e, &c, &token(&old)).await;
+    assert_eq!(r.1, "origin", "{r:?}");
+    assert_eq!(provider.fetches(), 1);
+    provider.publish(&[&new]);
+    let within = Duration::from_secs(MIN_REFRESH_S + 2);
+    until_accepted(&o, &e, &c, &new, within).await;
+    let fetched = provider.fetches();
+    assert_eq!(fetched, 2, "the replaced key was fetched once");
+    // Once an interval has passed since that fetch, 200 concurrent tokens with bad signatures
+    // on k1: refused at the edge, with one fetch per interval they span, and at least one.
+    tokio::time::sleep(Duration::from_secs(MIN_REFRESH_S)).await;
+    let forger = idp::ec_key("k1");
+    let forged: Vec<String> = (0..200).map(|_| token(&forger)).collect();
+    let started = Instant::now();
+    let replies = futures::future::join_all(forged.iter().map(|t| claim(&o, &e, &c, t))).await;
+    let intervals = started.elapsed().as_secs() / MIN_REFRESH_S + 1;
+    for r in &replies {
+        assert_eq!(
+            r,
+            &(
+                401,
+                "edge".into(),
+                "customer token signature is invalid".into()
+            )
+        );
+    }
+    let flood_fetches = provider.fetches() - fetched;
+    assert!(
+        (1..=intervals).contains(&flood_fetches),
+        "{flood_fetches} JWKS fetches for 200 bad signatures in {intervals} interval(s)"
+    );
     assert_eq!(claim(&o, &e, &c, &token(&new)).await.0, 201);
     o.stop().await;
 }
