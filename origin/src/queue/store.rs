@@ -396,7 +396,8 @@ pub struct Figures {
 pub async fn figures(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Figures> {
     let k = Keys::of(c);
     type Scored = Vec<(String, f64)>;
-    let (serving, admitted, drawn, joined, unclaimed, oldest, newest, grants): (
+    // serving, admitted, drawn, joined, unclaimed, oldest, newest unclaimed, grant timeline.
+    type Read = (
         Option<u64>,
         Option<u64>,
         u64,
@@ -405,7 +406,8 @@ pub async fn figures(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Figur
         Scored,
         Scored,
         Vec<(u64, f64)>,
-    ) = redis::pipe()
+    );
+    let (serving, admitted, drawn, joined, unclaimed, oldest, newest, grants): Read = redis::pipe()
         .atomic()
         .get(&k.serving)
         .get(&k.admitted)
