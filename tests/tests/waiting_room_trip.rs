@@ -377,6 +377,16 @@ async fn through_the_edge_claims_keep_to_the_rate_and_sold_out_reaches_every_pol
     o.stop().await;
 }
 
+/// One poll of `url` with `ticket` at the edge; its JSON body.
+async fn poll_once(http: &reqwest::Client, url: &str, ticket: &str) -> reqwest::Result<Value> {
+    http.get(url)
+        .header(TICKET_HEADER, ticket)
+        .send()
+        .await?
+        .json()
+        .await
+}
+
 /// Polls `url` with `ticket` until the edge answers `state`, at most `within`; the body.
 async fn poll_until(
     http: &reqwest::Client,
@@ -387,9 +397,7 @@ async fn poll_until(
 ) -> Value {
     let deadline = Instant::now() + within;
     loop {
-        let res = http.get(url).header(TICKET_HEADER, ticket).send().await;
-        if let Ok(res) = res {
-            let body: Value = res.json().await.expect("poll json");
+        if let Ok(body) = poll_once(http, url, ticket).await {
             if body["state"] == state {
                 return body;
             }
@@ -444,15 +452,7 @@ async fn polling_never_renews_an_admission() {
     let mut states = Vec::new();
     for _ in 0..12 {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let body: Value = http
-            .get(&url)
-            .header(TICKET_HEADER, &ticket)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let body = poll_once(&http, &url, &ticket).await.unwrap();
         match body["state"].as_str() {
             Some("admitted") => {
                 let t = body["admission_token"].as_str().unwrap();
