@@ -41,6 +41,7 @@ fn state_text(s: QueueState) -> &'static str {
         QueueState::SoldOut => "sold_out",
         QueueState::Ended => "ended",
         QueueState::Paused => "paused",
+        QueueState::Lapsed => "lapsed",
     }
 }
 
@@ -63,7 +64,7 @@ pub fn render(id: &str, ticket: &str, reply: &StatusReply, retry_after_s: u32) -
     let admission = reply.admission_token.as_deref().unwrap_or("");
     // Terminal states do not refresh.
     let meta = match reply.state {
-        QueueState::SoldOut | QueueState::Ended => String::new(),
+        QueueState::SoldOut | QueueState::Ended | QueueState::Lapsed => String::new(),
         _ => format!(
             r#"<meta http-equiv="refresh" content="{retry_after_s};url={}">"#,
             self_url
@@ -112,7 +113,7 @@ body{{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:
       if (r.ok) {{
         const s = await r.json();
         show(s);
-        if (s.state === "sold_out" || s.state === "ended") return;
+        if (s.state === "sold_out" || s.state === "ended" || s.state === "lapsed") return;
       }}
     }} catch (e) {{}}
     setTimeout(poll, wait * 1000);

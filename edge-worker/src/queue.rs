@@ -144,9 +144,17 @@ pub fn poll(
 ) -> Result<Poll, Answer> {
     let (status, known) = waiting_room(entry)?;
     // What this isolate has revealed of the admissions so far (spread at the admit rate).
-    let queue = &entry.reveal.map_or(*known, |r| r.visible(known, now_ms));
+    let queue = &entry
+        .reveal
+        .map_or(known.clone(), |r| r.visible(known, now_ms));
     let position = queue.position_of(ticket.place.sequence, ticket.drawn_waiting_at_issue);
-    let state = queue.state(status.state, position);
+    // The admission's expiry is fixed when it is granted (the status's grant timeline): a
+    // poll never renews it, and once it has passed the unit is the next customer's.
+    let expires_at_s = queue.admission_expiry_s(ticket.place.sequence, now_ms);
+    let state = match queue.state(status.state, position) {
+        QueueState::Admitted if now_ms.div_euclid(1000) >= expires_at_s => QueueState::Lapsed,
+        state => state,
+    };
     let to_start_ms = status.starts_at.timestamp_millis().saturating_sub(now_ms);
     let remaining = u64::try_from(status.remaining).unwrap_or(0);
     let eta_seconds = queue.eta_seconds(state, position, remaining, to_start_ms, now_ms);
@@ -162,19 +170,17 @@ pub fn poll(
         QueueState::Waiting => clamp_retry(eta_seconds / 2),
         QueueState::Admitted => clamp_retry(u64::from(queue.admission_ttl_seconds / 2)),
         QueueState::Paused => PAUSED_RETRY_AFTER_S,
-        QueueState::SoldOut | QueueState::Ended => MAX_RETRY_AFTER_S,
+        QueueState::SoldOut | QueueState::Ended | QueueState::Lapsed => MAX_RETRY_AFTER_S,
     };
-    let admission_token = admitted.then(|| {
-        admission::mint_admission(
-            secret,
-            ticket,
-            now_ms.div_euclid(1000),
-            queue.admission_ttl_seconds,
-        )
-    });
+    let admission_token =
+        admitted.then(|| admission::mint_admission_until(secret, ticket, expires_at_s));
     Ok(Poll {
         reply: StatusReply {
-            position: if admitted { 0 } else { position },
+            position: if admitted || state == QueueState::Lapsed {
+                0
+            } else {
+                position
+            },
             eta_seconds,
             state,
             admitted,
@@ -323,6 +329,30 @@ mod tests {
         assert_eq!(far.reply.position, 101);
         let very_far = poll(&e, &ticket(100_000), K, now()).unwrap();
         assert_eq!(very_far.retry_after_s, MAX_RETRY_AFTER_S);
+    }
+
+    #[test]
+    fn polls_never_renew_an_admission() {
+        let mut v = serde_json::to_value(status(CampaignState::Active)).unwrap();
+        v["queue"] = serde_json::json!({"now_serving": 100, "admit_per_second": 10,
+            "admission_ttl_seconds": 10,
+            "grants": [{"n": 90, "at_ms": now() - 5_000}, {"n": 100, "at_ms": now() - 3_000}]});
+        let e = from_origin("spring", 200, v.to_string().as_bytes(), 0).unwrap();
+        let expiry = now() / 1000 - 3 + 10;
+        for later_ms in [0, 2_000, 6_999] {
+            let p = poll(&e, &ticket(95), K, now() + later_ms).unwrap();
+            assert_eq!(p.reply.state, QueueState::Admitted, "+{later_ms} ms");
+            let token = p.reply.admission_token.unwrap();
+            let a = admission::check_admission(K, &token, "spring", "ana", now() / 1000).unwrap();
+            assert_eq!(a.expires_at_s, expiry, "+{later_ms} ms");
+        }
+        // Past the expiry fixed at the grant: lapsed, no token, no refresh.
+        let p = poll(&e, &ticket(95), K, now() + 7_000).unwrap();
+        assert_eq!(
+            (p.reply.state, p.reply.admitted, p.reply.admission_token),
+            (QueueState::Lapsed, false, None)
+        );
+        assert_eq!((p.reply.position, p.retry_after_s), (0, MAX_RETRY_AFTER_S));
     }
 
     #[test]

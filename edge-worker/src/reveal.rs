@@ -53,12 +53,12 @@ impl Reveal {
     pub fn visible(&self, queue: &QueueStatus, now_ms: i64) -> QueueStatus {
         let count = self.count_at(queue, now_ms);
         if count >= queue.admitted {
-            return *queue;
+            return queue.clone();
         }
         QueueStatus {
             now_serving: seq_at((self.count, self.seq), queue, count),
             admitted: count,
-            ..*queue
+            ..queue.clone()
         }
     }
 

@@ -237,7 +237,7 @@ pub fn adopt(
     now_ms: i64,
     ttl_ms: i64,
 ) -> StatusEntry {
-    let Some(queue) = new.found().and_then(|(_, q)| q.copied()) else {
+    let Some(queue) = new.found().and_then(|(_, q)| q.cloned()) else {
         return new;
     };
     let before = prev.and_then(|p| {
@@ -248,7 +248,7 @@ pub fn adopt(
             seq: q.now_serving,
             at_ms: p.fetched_at_ms,
         });
-        Some((*q, r))
+        Some((q.clone(), r))
     });
     new.reveal = Some(Reveal::after(
         before.as_ref().map(|(q, r)| (q, r)),
@@ -346,14 +346,16 @@ pub fn learn_from_claim(
     }
     let body = serde_json::to_string(&WithQueue {
         status: &status,
-        queue: StatusQueueFields { queue: *queue },
+        queue: StatusQueueFields {
+            queue: queue.clone(),
+        },
     })
     .ok()?;
     Some(StatusEntry {
         known: Known::Found {
             status,
             body,
-            queue: *queue,
+            queue: queue.clone(),
         },
         fetched_at_ms: now_ms,
         reveal: entry.reveal,

@@ -150,9 +150,15 @@ pub fn open_ticket(secret: &[u8], s: &str, campaign: &str) -> Result<Ticket, Adm
 
 /// Mints the admission token of `ticket` at `now_s`, valid for `ttl_s` seconds.
 pub fn mint_admission(secret: &[u8], ticket: &Ticket, now_s: i64, ttl_s: u32) -> String {
+    mint_admission_until(secret, ticket, now_s.saturating_add(i64::from(ttl_s)))
+}
+
+/// Mints the admission token of `ticket` expiring at `expires_at_s` (seconds since the Unix
+/// epoch; fixed when the admission is granted, [`crate::queue::QueueStatus::admission_expiry_s`]).
+pub fn mint_admission_until(secret: &[u8], ticket: &Ticket, expires_at_s: i64) -> String {
     let a = Admission {
         place: ticket.place.clone(),
-        expires_at_s: now_s.saturating_add(i64::from(ttl_s)),
+        expires_at_s,
     };
     seal(secret, ADMISSION_LABEL, &a)
 }

@@ -10,6 +10,9 @@
 
 use serde::{Deserialize, Serialize};
 
+mod grants;
+pub use grants::{coarsen_grants, Grant, MAX_GRANTS};
+
 /// Header carrying the signed ticket on a queue poll.
 pub const TICKET_HEADER: &str = "flashgate-ticket";
 /// Header carrying the signed admission token on a claim.
@@ -114,6 +117,10 @@ pub enum QueueState {
     Ended,
     /// A manager paused the campaign or its admission.
     Paused,
+    /// Admitted, but the admission expired without a claim (its expiry is fixed when it is
+    /// granted, [`QueueStatus::grant_ms`]): claims are refused 403 and the unit went to the
+    /// next customer in line.
+    Lapsed,
 }
 
 /// The honest outlook of a waiting customer.
@@ -166,7 +173,7 @@ pub struct StatusReply {
 /// The queue fields of the public campaign status (`GET /api/v1/campaigns/{id}`), carried
 /// under the key `queue`; absent when the campaign has no waiting room. The status's own
 /// `state` and `remaining` complete them (stock awareness).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct QueueStatus {
     /// Highest sequence number admitted so far (0 = nobody yet).
@@ -197,6 +204,13 @@ pub struct QueueStatus {
     /// When the newest of the `unclaimed` admissions lapses, Unix ms; absent = 0 (none).
     #[serde(default)]
     pub last_lapse_ms: i64,
+    /// When the admissions were granted: points `{"n", "at_ms"}` in increasing `n`, at most
+    /// [`MAX_GRANTS`], covering the admissions of the last `admission_ttl_seconds` plus one
+    /// older floor point ([`QueueStatus::grant_ms`]). Absent from an origin that does not keep
+    /// them: an admission token then expires `admission_ttl_seconds` after each poll that
+    /// mints it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grants: Option<Vec<Grant>>,
 }
 
 /// Sequence numbers below this are drawn at random (the prequeue, and every join of a `random`
@@ -246,6 +260,7 @@ impl QueueStatus {
         }
         let known = QueueStatus {
             drawn: self.admitted.saturating_add(drawn_waiting_at_issue),
+            grants: None,
             ..*self
         };
         known.position(seq)
@@ -330,7 +345,7 @@ pub struct QueueView {
 
 /// The part of a campaign status body the waiting room reads: `{"queue": {...}}` (other
 /// fields ignored). Parse it from the same bytes as the campaign status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StatusQueueFields {
     /// `None`: no waiting room; the campaign behaves as without one.
@@ -443,12 +458,15 @@ mod tests {
             unclaimed: 2,
             first_lapse_ms: 4_000,
             last_lapse_ms: 9_500,
-            ..q
+            ..q.clone()
         };
         let eta = |p| spread.eta_seconds(QueueState::Waiting, p, 3, 0, 0);
         assert_eq!((eta(1), eta(2), eta(3)), (1, 4, 10));
         // Units to spare (nobody unclaimed, or fewer than remain): the rate alone.
-        let free = QueueStatus { unclaimed: 0, ..q };
+        let free = QueueStatus {
+            unclaimed: 0,
+            ..q.clone()
+        };
         assert_eq!(free.eta_seconds(QueueState::Waiting, 100, 3, 0, 0), 2);
         assert_eq!(spread.eta_seconds(QueueState::Waiting, 1, 10, 0, 0), 1);
         // Past a lapse (a status older than it): never negative.
@@ -476,6 +494,7 @@ mod tests {
                 unclaimed: 0,
                 first_lapse_ms: 0,
                 last_lapse_ms: 0,
+                grants: None,
             })
         );
         let reply = StatusReply {

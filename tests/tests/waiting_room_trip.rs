@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use flashgate_shared::admission::{mint_admission, open_ticket};
+use flashgate_shared::admission::{check_admission, mint_admission, open_ticket};
 use flashgate_shared::api::ChangeAction;
 use flashgate_shared::queue::{WaitingRoom, ADMISSION_HEADER, TICKET_HEADER};
 use flashgate_shared::ANSWERED_BY_HEADER;
@@ -374,5 +374,122 @@ async fn through_the_edge_claims_keep_to_the_rate_and_sold_out_reaches_every_pol
         last_waiting.is_none_or(|d| d < staleness),
         "a poll sent {last_waiting:?} after the sell-out did not answer sold_out"
     );
+    o.stop().await;
+}
+
+/// One poll of `url` with `ticket` at the edge; its JSON body.
+async fn poll_once(http: &reqwest::Client, url: &str, ticket: &str) -> reqwest::Result<Value> {
+    http.get(url)
+        .header(TICKET_HEADER, ticket)
+        .send()
+        .await?
+        .json()
+        .await
+}
+
+/// Polls `url` with `ticket` until the edge answers `state`, at most `within`; the body.
+async fn poll_until(
+    http: &reqwest::Client,
+    url: &str,
+    ticket: &str,
+    state: &str,
+    within: Duration,
+) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Ok(body) = poll_once(http, url, ticket).await {
+            if body["state"] == state {
+                return body;
+            }
+        }
+        assert!(Instant::now() < deadline, "never {state}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The expiry of an admission token (seconds), read without checking the clock.
+fn expiry_of(token: &str, id: &str, who: &str) -> i64 {
+    check_admission(K, token, id, who, 0)
+        .expect("a genuine admission token")
+        .expires_at_s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn polling_never_renews_an_admission() {
+    let o = TestOrigin::start_with(queue_config()).await;
+    let id = campaign(&o, 3, chrono::Duration::minutes(-1), None, room(50)).await;
+    let edge = TestEdge::start(
+        &o.url,
+        &[
+            ("FLASHGATE_EDGE_SECRET", TEST_EDGE_SECRET.to_string()),
+            ("FLASHGATE_STATUS_TTL_MS", "300".to_string()),
+            ("FLASHGATE_LIMIT_IP_PER_S", "0".to_string()),
+            ("FLASHGATE_LIMIT_JOINS_PER_S", "0".to_string()),
+            ("FLASHGATE_LIMIT_POLLS_PER_S", "0".to_string()),
+        ],
+    );
+    let http = reqwest::Client::new();
+    let ana = unique("ana");
+    let token = o.token(&ana);
+    let joined = http
+        .post(format!("{}/api/v1/campaigns/{id}/queue", edge.url))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert!(matches!(joined.status().as_u16(), 200 | 201));
+    let ticket = joined.json::<Value>().await.unwrap()["ticket"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let url = format!("{}/api/v1/campaigns/{id}/queue", edge.url);
+    let first = poll_until(&http, &url, &ticket, "admitted", Duration::from_secs(20)).await;
+    let admission_token = first["admission_token"].as_str().unwrap().to_string();
+    let expiry = expiry_of(&admission_token, &id, &ana);
+    assert!(expiry <= Utc::now().timestamp() + 10, "expiry {expiry}");
+    // She polls every second for 12 s without claiming: the same expiry on every admitted
+    // poll, and `lapsed` (no token) once it has passed.
+    let mut states = Vec::new();
+    for _ in 0..12 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let body = poll_once(&http, &url, &ticket).await.unwrap();
+        match body["state"].as_str() {
+            Some("admitted") => {
+                let t = body["admission_token"].as_str().unwrap();
+                assert_eq!(expiry_of(t, &id, &ana), expiry, "a poll renewed: {body}");
+            }
+            Some("lapsed") => assert_eq!(body["admission_token"], Value::Null, "{body}"),
+            _ => panic!("unexpected poll answer {body}"),
+        }
+        states.push(body["state"].as_str().unwrap().to_string());
+    }
+    assert_eq!(
+        states.last().map(String::as_str),
+        Some("lapsed"),
+        "{states:?}"
+    );
+    // Her claim 13 s after her admission: 403 at the edge, and straight at the origin.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let res = http
+        .post(format!("{}/api/v1/campaigns/{id}/claims", edge.url))
+        .bearer_auth(&token)
+        .header("idempotency-key", unique("k"))
+        .header("content-type", "application/json")
+        .header(ADMISSION_HEADER, &admission_token)
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["result"], "forbidden", "{body}");
+    let direct = o.signed_claim(&id, &ana, Some(&admission_token)).await;
+    assert_eq!(
+        (direct.status, direct.body["result"].clone()),
+        (403, "forbidden".into()),
+        "{}",
+        direct.body
+    );
+    assert_eq!(o.claim_rows(&id, &[]).await, 0);
     o.stop().await;
 }

@@ -186,6 +186,7 @@ async fn reopen_locked(
             &k.serving,
             &k.admitted,
             &k.unclaimed,
+            &k.grants,
             &k.lease,
             &k.pace,
         ])

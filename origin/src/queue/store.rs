@@ -16,6 +16,10 @@
 //! - `fg:{c}:q:admitted` — how many customers were admitted.
 //! - `fg:{c}:q:unclaimed`— sorted set sequence → admission time (Unix ms) of admitted customers
 //!   who have not claimed yet; entries older than `admission_ttl_seconds` are dropped.
+//! - `fg:{c}:q:grants`   — sorted set `now_serving` → when it was reached (Unix ms): the grant
+//!   timeline that fixes each admission's expiry (`QueueStatus::grants`). Steps within
+//!   `admission_ttl_seconds / 64` of the newest point merge into it (larger `n`, its earlier
+//!   time); points older than the TTL are dropped but the newest of them (the floor).
 //! - `fg:{c}:q:lease`    — the admitting origin's lease (`SET NX PX`).
 //! - `fg:{c}:q:pace`     — the claims' pace: a token bucket (`milli` tokens in thousandths,
 //!   `at` Redis time in ms) of `admit_per_second` tokens per second and one second's burst,
@@ -23,7 +27,9 @@
 
 use std::sync::LazyLock;
 
-use flashgate_shared::queue::{QueueStatus, WaitingRoom, RANDOM_BLOCK};
+use flashgate_shared::queue::{
+    coarsen_grants, Grant, QueueStatus, WaitingRoom, MAX_GRANTS, RANDOM_BLOCK,
+};
 use redis::{AsyncCommands, Script};
 
 use crate::gate::Keys as GateKeys;
@@ -38,6 +44,7 @@ pub struct Keys {
     pub serving: String,
     pub admitted: String,
     pub unclaimed: String,
+    pub grants: String,
     pub lease: String,
     pub pace: String,
 }
@@ -54,6 +61,7 @@ impl Keys {
             serving: k("serving"),
             admitted: k("admitted"),
             unclaimed: k("unclaimed"),
+            grants: k("grants"),
             lease: k("lease"),
             pace: k("pace"),
         }
@@ -212,7 +220,7 @@ pub async fn open(redis: &mut RedisConn, c: &str) -> redis::RedisResult<()> {
     Ok(())
 }
 
-// KEYS: open, lease, serving, admitted, drawn, arrivals, unclaimed, gate loaded. ARGV: lease
+// KEYS: open, lease, serving, admitted, drawn, arrivals, unclaimed, gate loaded, grants. ARGV: lease
 // holder, lease ms, budget, now ms, ttl ms, RANDOM_BLOCK, units left in the gate (all shards).
 // Returns the number admitted (>= 0), -1 queue not open, -2 another origin holds the lease,
 // -3 gate not loaded.
@@ -249,6 +257,16 @@ while i < n do
 end
 redis.call('SET', KEYS[3], last)
 redis.call('INCRBY', KEYS[4], n)
+local ttl = tonumber(ARGV[5])
+local newest = redis.call('ZRANGE', KEYS[9], -1, -1, 'WITHSCORES')
+if newest[2] and now - tonumber(newest[2]) < ttl / 64 then
+  redis.call('ZREM', KEYS[9], newest[1])
+  redis.call('ZADD', KEYS[9], newest[2], last)
+else
+  redis.call('ZADD', KEYS[9], now, last)
+end
+local old = redis.call('ZCOUNT', KEYS[9], '-inf', '(' .. string.format('%.0f', now - ttl))
+if old > 1 then redis.call('ZREMRANGEBYRANK', KEYS[9], 0, old - 2) end
 return n
 ",
     )
@@ -297,6 +315,7 @@ pub async fn advance(
         .key(&k.arrivals)
         .key(&k.unclaimed)
         .key(&g.loaded)
+        .key(&k.grants)
         .arg(holder)
         .arg(lease_ms)
         .arg(budget)
@@ -355,7 +374,7 @@ pub async fn pace(redis: &mut RedisConn, c: &str, per_second: u32) -> redis::Red
 }
 
 /// The queue's live figures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Figures {
     pub now_serving: u64,
     pub admitted: u64,
@@ -367,6 +386,8 @@ pub struct Figures {
     pub unclaimed: u64,
     /// Admission times (Unix ms) of the oldest and the newest of the `unclaimed`; 0 when none.
     pub unclaimed_since_ms: (i64, i64),
+    /// The grant timeline (`fg:{c}:q:grants`) in increasing `n`.
+    pub grants: Vec<Grant>,
 }
 
 /// Reads campaign `c`'s figures (one transaction on one slot: `now_serving` and `admitted`
@@ -375,7 +396,8 @@ pub struct Figures {
 pub async fn figures(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Figures> {
     let k = Keys::of(c);
     type Scored = Vec<(String, f64)>;
-    let (serving, admitted, drawn, joined, unclaimed, oldest, newest): (
+    // serving, admitted, drawn, joined, unclaimed, oldest, newest unclaimed, grant timeline.
+    type Read = (
         Option<u64>,
         Option<u64>,
         u64,
@@ -383,7 +405,9 @@ pub async fn figures(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Figur
         u64,
         Scored,
         Scored,
-    ) = redis::pipe()
+        Vec<(u64, f64)>,
+    );
+    let (serving, admitted, drawn, joined, unclaimed, oldest, newest, grants): Read = redis::pipe()
         .atomic()
         .get(&k.serving)
         .get(&k.admitted)
@@ -392,9 +416,19 @@ pub async fn figures(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Figur
         .zcard(&k.unclaimed)
         .zrange_withscores(&k.unclaimed, 0, 0)
         .zrange_withscores(&k.unclaimed, -1, -1)
+        .zrange_withscores(&k.grants, 0, -1)
         .query_async(redis)
         .await?;
     let at = |s: &Scored| s.first().map_or(0, |(_, ms)| *ms as i64);
+    let mut grants: Vec<Grant> = grants
+        .into_iter()
+        .map(|(n, ms)| Grant {
+            n,
+            at_ms: ms as i64,
+        })
+        .collect();
+    // Steps of one millisecond tie on the score; `n` orders them.
+    grants.sort_by_key(|g| (g.n, g.at_ms));
     Ok(Figures {
         now_serving: serving.unwrap_or(0),
         admitted: admitted.unwrap_or(0),
@@ -402,6 +436,7 @@ pub async fn figures(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Figur
         joined,
         unclaimed,
         unclaimed_since_ms: (at(&oldest), at(&newest)),
+        grants,
     })
 }
 
@@ -418,6 +453,7 @@ impl Figures {
             unclaimed: self.unclaimed,
             first_lapse_ms: self.lapse_ms(self.unclaimed_since_ms.0, w),
             last_lapse_ms: self.lapse_ms(self.unclaimed_since_ms.1, w),
+            grants: Some(coarsen_grants(&self.grants, MAX_GRANTS)),
         }
     }
 

@@ -239,7 +239,7 @@ impl Ctx {
                     }
                     break reply.admission_token;
                 }
-                QueueState::SoldOut | QueueState::Ended => break None,
+                QueueState::SoldOut | QueueState::Ended | QueueState::Lapsed => break None,
                 QueueState::Waiting | QueueState::Paused => {}
             }
         };

@@ -32,7 +32,9 @@ pub struct Ticket {
     ),
     responses(
         (status = 200, description = "Her place; poll again after `Retry-After` (1–30 s). \
-            `admission_token` once admitted: claim with it in `Flashgate-Admission`.",
+            `admission_token` once admitted: claim with it in `Flashgate-Admission`. Its `exp` \
+            is fixed when the admission is granted (every poll returns it unchanged); once it \
+            has passed without a claim the state is `lapsed` (final, no token).",
             body = StatusReply, headers(("Retry-After" = u32))),
         (status = 400, description = "invalid_request: no ticket, or a malformed one.",
             body = ErrorBody),
