@@ -39,8 +39,6 @@ pub const LAYERS: &[(&str, &[&str])] = &[
 pub const KNOWN_UPWARD: &[(&str, &str)] = &[
     // The waiting room takes the whole state instead of its handles.
     ("queue", "state"),
-    // The metrics registry names the promo guess buckets.
-    ("telemetry", "promo"),
 ];
 
 /// The layer index of a top-level module, `None` for one not listed.
