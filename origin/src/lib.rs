@@ -17,7 +17,8 @@
 //! - [`queue`]: the waiting room: joins, the admitting task, the admission check on claims;
 //! - [`campaigns`]: the campaign row and its cache ([`cache`]: how the `moka` caches fill);
 //! - [`redis_conn`]: the Redis handle, one server or a Redis Cluster;
-//! - [`reconcile`]: unit accounting and gate-vs-PostgreSQL checks of one campaign;
+//! - [`repair`]: the settlement of orphaned takes, the gate audit, and reconciliation (unit
+//!   accounting and gate-vs-PostgreSQL checks of one campaign);
 //! - [`admin`]: admin tokens and roles, campaign toggles with their audit trail;
 //! - [`reply`]: the one reply type of business answers (status, exact body, typed outcome),
 //!   kept by the idempotency records for replays;
@@ -55,8 +56,8 @@ pub mod migrate;
 pub mod panics;
 pub mod promo;
 pub mod queue;
-pub mod reconcile;
 pub mod redis_conn;
+pub mod repair;
 pub mod reply;
 pub mod secret;
 pub mod server;

@@ -121,6 +121,7 @@ impl AppState {
         let gift_metrics = Arc::new(crate::gifts::metrics::GiftMetrics::default());
         let mut metrics = Metrics::new();
         gift_metrics.register(metrics.registry_mut());
+        metrics.announce_guess_buckets(crate::promo::guess::Bucket::ALL.map(|b| b.as_str()));
         let metrics = Arc::new(metrics);
         Ok(AppState(Arc::new(Handles {
             gate_loader: GateLoader::new(db.clone(), gate.clone(), tasks.clone(), metrics.clone()),
@@ -201,5 +202,23 @@ impl AppState {
             flags: self.flags.clone(),
             campaigns: self.campaigns.clone(),
         }
+    }
+}
+
+impl AppState {
+    /// This origin's gift relay over HTTP to `FLASHGATE_GIFT_PROVIDER_URL`; `None` when unset.
+    pub fn gift_relay(&self) -> Option<crate::gifts::relay::Relay> {
+        let s = &self.config.gifts;
+        let url = s.gift_provider_url.as_deref()?;
+        let provider = crate::gifts::provider::HttpProvider::new(
+            url,
+            Duration::from_millis(s.gift_provider_timeout_ms),
+        );
+        Some(crate::gifts::relay::Relay::new(
+            self.db.clone(),
+            self.gift_metrics.clone(),
+            Arc::new(provider),
+            s,
+        ))
     }
 }

@@ -1,4 +1,4 @@
-//! The gate audit (origin/src/gate/audit.rs) repairs a gate that drifted from PostgreSQL: a
+//! The gate audit (origin/src/repair/audit.rs) repairs a gate that drifted from PostgreSQL: a
 //! gate that lost units (a give-back a promoted replica lost) gets them back and its sold-out
 //! flag cleared after two audits; a gate that promises more than PostgreSQL is lowered; a holder
 //! naming a released claim is dropped and its unit given back; an active claim's lost holder is
@@ -221,7 +221,8 @@ async fn a_lost_holder_is_found_on_a_large_campaign_while_a_committed_take_await
     // committed and is not yet confirmed counts on both sides, so it neither hides the drift
     // nor alone makes the audit read every holder.
     let o = TestOrigin::start().await;
-    let n = usize::try_from(gate::holders::HOLDERS_COMPARED_ALWAYS).unwrap() + 2;
+    let n =
+        usize::try_from(flashgate_origin::repair::holders::HOLDERS_COMPARED_ALWAYS).unwrap() + 2;
     let c = o.campaign("sale", n as i64 + 10).await;
     let run = unique("big");
     let customers: Vec<String> = (0..n).map(|i| format!("{run}-{i}")).collect();

@@ -110,7 +110,7 @@ async fn second_wave_through_the_edge_sells_exactly_the_returned_units() {
     until_state(&o.http, &e.url, &c, "sold_out", Instant::now()).await;
 
     let mut redis = o.origin.state.gate.clone();
-    let r = flashgate_origin::reconcile::reconcile(
+    let r = flashgate_origin::repair::reconcile::reconcile(
         &flashgate_origin::db::Db::from(o.db.clone()),
         &mut redis,
         &c,

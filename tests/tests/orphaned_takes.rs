@@ -1,4 +1,4 @@
-//! Orphaned takes are settled in seconds (origin/src/gate/takes.rs, gate/settle.rs): a pending
+//! Orphaned takes are settled in seconds (origin/src/gate/takes.rs, repair/settle.rs): a pending
 //! take whose origin's lease lapsed, or whose request ended without confirming or giving it
 //! back, is decided by PostgreSQL at the next pass of any origin; a take of an origin whose
 //! lease is alive is left alone. Against a real origin, PostgreSQL and Redis (one server or

@@ -21,7 +21,7 @@
 //! - [`store`]: queries on `claims`.
 //!
 //! A take left pending by an origin that died before the settling is settled by
-//! [`crate::gate::settle`]. The life after a claim is in [`crate::holds`] (sale holds) and
+//! [`crate::repair::settle`]. The life after a claim is in [`crate::holds`] (sale holds) and
 //! [`crate::giveaway`] (giveaway coupons).
 
 pub mod commit;

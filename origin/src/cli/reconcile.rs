@@ -1,4 +1,4 @@
-//! `flashgate reconcile <campaign>`: the reconciliation report of [`crate::reconcile`] from the
+//! `flashgate reconcile <campaign>`: the reconciliation report of [`crate::repair::reconcile`] from the
 //! command line, without a running origin.
 
 use sqlx::PgPool;
@@ -17,7 +17,7 @@ pub async fn run(database_url: &str, pooler: DbPooler, redis_url: &str, c: &str)
         let options = crate::db::behind(database_url.parse()?, pooler);
         let db = Db::new(PgPool::connect_with(options).await?, pooler);
         let mut redis = Gate::new(RedisConn::open_for_tool(redis_url).await?);
-        anyhow::Ok(crate::reconcile::reconcile(&db, &mut redis, c).await?)
+        anyhow::Ok(crate::repair::reconcile::reconcile(&db, &mut redis, c).await?)
     };
     match checked.await {
         Ok(Some(report)) => {

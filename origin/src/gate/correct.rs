@@ -59,7 +59,7 @@ impl ChangeLock {
     }
 }
 
-pub(super) async fn try_lock(gate: &mut Gate, c: &str) -> redis::RedisResult<Option<ChangeLock>> {
+pub(crate) async fn try_lock(gate: &mut Gate, c: &str) -> redis::RedisResult<Option<ChangeLock>> {
     let key = Keys::of(c).changing;
     let token = format!("{:016x}", rand::random::<u64>());
     let got: Option<String> = redis::cmd("SET")
@@ -89,15 +89,15 @@ pub async fn lock_changes(gate: &mut Gate, c: &str) -> redis::RedisResult<Option
 }
 
 /// The gate of a campaign as read in one pass over its shards.
-pub(super) struct Snapshot {
+pub(crate) struct Snapshot {
     remaining: Vec<i64>,
     /// Customers with an uncommitted take holding a unit, all shards.
-    pub(super) pending: Vec<String>,
+    pub(crate) pending: Vec<String>,
     /// The `returned` count of shard 0 before the pass (several shards).
     returned: String,
 }
 
-pub(super) async fn snapshot(gate: &mut Gate, c: &str, n: u16) -> redis::RedisResult<Snapshot> {
+pub(crate) async fn snapshot(gate: &mut Gate, c: &str, n: u16) -> redis::RedisResult<Snapshot> {
     let returned: Option<String> = redis::cmd("GET")
         .arg(Keys::of(c).returned)
         .query_async(gate)
@@ -130,7 +130,7 @@ pub(super) async fn snapshot(gate: &mut Gate, c: &str, n: u16) -> redis::RedisRe
 
 /// PostgreSQL's `remaining` of `c` and how many of `customers` hold an active claim of it,
 /// from one snapshot.
-pub(super) async fn pg_view(
+pub(crate) async fn pg_view(
     db: &Db,
     c: &str,
     customers: &[String],
@@ -151,7 +151,7 @@ pub(super) async fn pg_view(
 }
 
 /// Customers with an active claim of `c` among `customers` (a later read than [`pg_view`]).
-pub(super) async fn committed(db: &Db, c: &str, customers: &[String]) -> sqlx::Result<i64> {
+pub(crate) async fn committed(db: &Db, c: &str, customers: &[String]) -> sqlx::Result<i64> {
     if customers.is_empty() {
         return Ok(0);
     }
@@ -174,7 +174,7 @@ pub async fn pg_remaining(db: &Db, c: &str) -> sqlx::Result<Option<i64>> {
 
 /// Units the gate still promises in `snap`: what is left plus the takes not yet committed
 /// (`done` of them have committed already, so PostgreSQL no longer counts them).
-pub(super) fn promised(snap: &Snapshot, done: i64) -> i64 {
+pub(crate) fn promised(snap: &Snapshot, done: i64) -> i64 {
     let pending = i64::try_from(snap.pending.len()).unwrap_or(i64::MAX);
     snap.remaining.iter().sum::<i64>() + pending - done
 }
@@ -203,7 +203,7 @@ pub async fn correct_down(
     result
 }
 
-pub(super) async fn lower(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<i64, StoreError> {
+pub(crate) async fn lower(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<i64, StoreError> {
     let before = snapshot(gate, c, n).await?;
     let Some((pg_remaining, done_before)) = pg_view(db, c, &before.pending).await? else {
         return Ok(0);

@@ -21,16 +21,13 @@
 //! under a conditional decrement of `campaigns.remaining`. When the two disagree, the gate is
 //! corrected toward PostgreSQL.
 
-pub mod audit;
 pub mod correct;
 pub mod flags;
 mod handle;
-pub mod holders;
 pub mod load;
 pub mod loader;
 pub mod lua;
 pub mod readiness;
-pub mod settle;
 mod shards;
 pub mod takes;
 
@@ -66,7 +63,7 @@ pub struct Keys {
     pub audit_deficit: String,
     /// Shard 0 only: the gate audit's record of what it repaired on this campaign, a hash of
     /// counts (`lowered`, `raised`, `holders_dropped`, `holders_restored`) and
-    /// `last_repair_at` (RFC 3339 UTC), read by reconciliation ([`audit::repairs`]).
+    /// `last_repair_at` (RFC 3339 UTC), read by reconciliation (`crate::repair::audit::repairs`).
     pub audit_repairs: String,
     /// `fg:{tag}:`, the prefix of every key of this shard.
     prefix: String,

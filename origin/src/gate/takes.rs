@@ -1,5 +1,5 @@
 //! This origin's takes in flight, and its lease: what lets a pending take be settled in
-//! seconds instead of after [`super::settle::STALE_TAKE_MS`].
+//! seconds instead of after [`crate::repair::settle::STALE_TAKE_MS`].
 //!
 //! A take's pending holder is `p:<origin>-<16 hex>`: it names the origin that took it. While
 //! the claim request that made it runs, the token is in this origin's in-flight set
@@ -14,7 +14,7 @@
 //!
 //! Tokens without an origin (`p:<16 hex>`, from [`super::pending_token`]) and the takes of an
 //! origin whose lease is alive but that left them pending (a commit taking that long) are
-//! settled after [`super::settle::STALE_TAKE_MS`] as before. docs/ARCHITECTURE.md, "Stale
+//! settled after [`crate::repair::settle::STALE_TAKE_MS`] as before. docs/ARCHITECTURE.md, "Stale
 //! takes", gives the bounds.
 
 use std::collections::HashSet;

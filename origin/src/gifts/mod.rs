@@ -10,16 +10,14 @@
 //! - [`provider`]: the provider trait and its HTTP client;
 //! - [`relay`]: the outbox relay (background task, `FOR UPDATE SKIP LOCKED`);
 //! - [`metrics`]: lock wait, replays, provider errors and retries, outbox lag;
-//! - [`http`], [`admin_http`]: the routes;
+//! - the routes are in `crate::http::gifts`;
 //! - [`demo`]: `flashgate gifts seed-demo`;
 //! - [`settings`]: the `FLASHGATE_GIFT_*` settings.
 
-pub mod admin_http;
 pub mod deliveries;
 pub mod demo;
 pub mod fulfil;
 pub mod history;
-pub mod http;
 pub mod metrics;
 pub mod provider;
 pub mod relay;

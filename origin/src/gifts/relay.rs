@@ -70,20 +70,6 @@ impl Relay {
     }
 }
 
-/// The relay of this origin over HTTP to `FLASHGATE_GIFT_PROVIDER_URL`; `None` when unset.
-pub fn from_state(state: &crate::state::AppState) -> Option<Relay> {
-    let s = &state.config.gifts;
-    let url = s.gift_provider_url.as_deref()?;
-    let provider =
-        super::provider::HttpProvider::new(url, Duration::from_millis(s.gift_provider_timeout_ms));
-    Some(Relay::new(
-        state.db.clone(),
-        state.gift_metrics.clone(),
-        Arc::new(provider),
-        s,
-    ))
-}
-
 /// The delay before attempt `attempts + 1`, after `attempts` failed calls (see the module
 /// documentation), before jitter.
 pub fn backoff(base: Duration, attempts: i32) -> Duration {

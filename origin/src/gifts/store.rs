@@ -1,6 +1,6 @@
 //! Managers' writes on gift campaigns, each with its `gift_audit` row in the same transaction,
 //! and the reads of the admin API. Values are checked by the caller
-//! ([`super::admin_http`]); the table constraints check them again.
+//! ([`crate::http::gifts::admin`]); the table constraints check them again.
 
 use crate::db::{Conn, Db};
 use flashgate_shared::api::gifts::{

@@ -8,6 +8,7 @@ pub mod claims;
 pub mod cors;
 pub mod extract;
 pub mod fast;
+pub mod gifts;
 pub mod giveaway;
 pub mod health;
 pub mod holds;
@@ -103,7 +104,7 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(admin::show, admin::change).layer(once()))
         .routes(routes!(admin::audit_trail))
         .routes(routes!(admin::series_of))
-        .merge(crate::gifts::http::routes(&state))
+        .merge(gifts::routes(&state))
         .layer(SetResponseHeaderLayer::overriding(
             header::CACHE_CONTROL,
             HeaderValue::from_static(flashgate_shared::PRIVATE_CACHE_CONTROL),

@@ -1,4 +1,4 @@
-//! `GET /admin/v1/campaigns/{id}/reconcile`: the [`crate::reconcile`] report over HTTP.
+//! `GET /admin/v1/campaigns/{id}/reconcile`: the [`crate::repair::reconcile`] report over HTTP.
 
 use super::extract::Path;
 use axum::extract::State;
@@ -8,7 +8,7 @@ use flashgate_shared::api::{is_valid_slug, ErrorBody, ReconcileReport};
 
 use super::extract::{self, Role};
 use crate::error::{ApiError, ApiResult};
-use crate::reconcile::reconcile;
+use crate::repair::reconcile::reconcile;
 use crate::state::AppState;
 
 /// 200 with the [`ReconcileReport`] (clean or not: `ok` says which); 404 unknown campaign;

@@ -4,7 +4,7 @@
 //! refusing writes, a failover), the flag would stay "used up" and turn away customers while
 //! uses are left, until some try reached the row.
 //!
-//! Every [`super::super::gate::audit::AUDIT_EVERY`], on the origin whose turn it is, the uses
+//! Every [`crate::repair::audit::AUDIT_EVERY`], on the origin whose turn it is, the uses
 //! released between [`RELEASE_WINDOW_S`] and [`RELEASE_SETTLE_S`] ago are read with their
 //! code's counter (one statement, through a partial index on the release time). For each:
 //! - **the flags**: when Redis holds the code's state at an older `version` than PostgreSQL's,

@@ -102,7 +102,7 @@ async fn lookup(
 
 /// Counts the refusal by bucket and answers it 429.
 fn rate_limited(svc: &PromoService, refused: guess::Refusal) -> ApiError {
-    svc.metrics.guess_refused(refused.bucket);
+    svc.metrics.guess_refused(refused.bucket.as_str());
     ApiError::RateLimited(
         refused.wait_seconds,
         "too many unknown codes tried; retry after the given delay".into(),

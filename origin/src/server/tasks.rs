@@ -16,10 +16,10 @@
 //!   ([`crate::gifts::relay::pass`]); safe with several origins relaying at once.
 //! - orphaned takes: every second, settles takes left pending by a request of this origin
 //!   that has ended, by an origin whose lease lapsed, or for 30 s by anyone
-//!   ([`crate::gate::settle::settle_orphaned_takes`]).
-//! - the gate audit: every second ([`crate::gate::audit::AUDIT_EVERY`]), on one origin at a
+//!   ([`crate::repair::settle::settle_orphaned_takes`]).
+//! - the gate audit: every second ([`crate::repair::audit::AUDIT_EVERY`]), on one origin at a
 //!   time, compares each live campaign's gate with PostgreSQL and repairs what it finds apart
-//!   ([`crate::gate::audit`]).
+//!   ([`crate::repair::audit`]).
 //! - the origin's lease: every second, renews this origin's lease in Redis
 //!   ([`crate::gate::takes`]), which tells the others that its pending takes are in flight.
 
@@ -27,8 +27,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::gate::settle::settle_orphaned_takes;
 use crate::gate::takes;
+use crate::repair::settle::settle_orphaned_takes;
 use crate::state::AppState;
 
 /// How often the orphaned takes are looked for.
@@ -50,10 +50,10 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
     spawn_every(
         state,
         stop,
-        crate::gate::audit::AUDIT_EVERY,
+        crate::repair::audit::AUDIT_EVERY,
         "gate audit",
         |s| async move {
-            let (r, codes) = crate::gate::audit::audit_live(&s.db, &s.gate).await?;
+            let (r, codes) = crate::repair::audit::audit_live(&s.db, &s.gate).await?;
             let m = &s.metrics;
             m.gate_audit_lowered.inc_by(r.lowered as u64);
             m.gate_audit_raised.inc_by(r.raised as u64);
@@ -91,7 +91,7 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
     spawn_every(state, stop, every, "promo code use sweep", |s| async move {
         crate::promo::service::sweep(&s.promo()).await
     });
-    if let Some(relay) = crate::gifts::relay::from_state(state) {
+    if let Some(relay) = state.gift_relay() {
         let every = Duration::from_millis(state.config.gifts.gift_relay_interval_ms.max(1));
         spawn_every(state, stop, every, "gift outbox relay", move |_| {
             let relay = relay.clone();

@@ -155,16 +155,16 @@ pub struct Metrics {
     /// `flashgate_gate_loads_total`: gate loads started.
     pub gate_loads: Counter,
     /// `flashgate_orphaned_takes_settled_total`: pending takes settled by PostgreSQL after their
-    /// request or their origin was gone ([`crate::gate::settle`]).
+    /// request or their origin was gone ([`crate::repair::settle`]).
     pub orphaned_takes_settled: Counter,
     /// `flashgate_gate_audit_lowered_total`: units the gate audit took off gates that promised
-    /// more than PostgreSQL has ([`crate::gate::audit`]).
+    /// more than PostgreSQL has ([`crate::repair::audit`]).
     pub gate_audit_lowered: Counter,
     /// `flashgate_gate_audit_raised_total`: units the gate audit put back on gates that had lost
     /// them.
     pub gate_audit_raised: Counter,
     /// `flashgate_gate_audit_holders_dropped_total`: gate holders the audit found naming no
-    /// active claim and dropped ([`crate::gate::holders`]).
+    /// active claim and dropped ([`crate::repair::holders`]).
     pub gate_audit_holders_dropped: Counter,
     /// `flashgate_gate_audit_holders_restored_total`: active claims whose missing gate holder
     /// the audit wrote.
@@ -257,12 +257,6 @@ impl Metrics {
                 result,
             };
             drop(m.http_duration.get_or_create(&labels));
-        }
-        for b in crate::promo::guess::Bucket::ALL {
-            drop(
-                m.guess_refusals
-                    .get_or_create(&BucketLabels { bucket: b.as_str() }),
-            );
         }
         let r = &mut m.registry;
         // Counters are registered without `_total`: the encoder appends it to the samples (and
@@ -457,13 +451,20 @@ impl Metrics {
         out
     }
 
-    /// One promo code try refused by the guess limiter's `bucket`.
-    pub fn guess_refused(&self, bucket: crate::promo::guess::Bucket) {
+    /// One promo code try refused by the guess limiter's `bucket` (its label value, e.g.
+    /// `customer` or `ip`: `crate::promo::guess::Bucket::as_str`).
+    pub fn guess_refused(&self, bucket: &'static str) {
         self.guess_refusals
-            .get_or_create(&BucketLabels {
-                bucket: bucket.as_str(),
-            })
+            .get_or_create(&BucketLabels { bucket })
             .inc();
+    }
+
+    /// Makes the series of the guess limiter's `buckets` exist from the start, at 0 (see the
+    /// claim route's series in [`Metrics::new`] for why).
+    pub fn announce_guess_buckets(&self, buckets: impl IntoIterator<Item = &'static str>) {
+        for bucket in buckets {
+            drop(self.guess_refusals.get_or_create(&BucketLabels { bucket }));
+        }
     }
 
     /// Counts one pending take until the returned guard drops.

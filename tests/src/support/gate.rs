@@ -37,7 +37,7 @@ pub async fn gate_remaining(o: &TestOrigin, c: &str) -> Option<i64> {
 /// found nothing: no fault, nothing oversold, no stranded unit. Returns the report.
 pub async fn assert_reconciled(o: &TestOrigin, c: &str) -> ReconcileReport {
     let mut redis = o.origin.state.gate.clone();
-    let report = flashgate_origin::reconcile::reconcile(
+    let report = flashgate_origin::repair::reconcile::reconcile(
         &flashgate_origin::db::Db::from(o.db.clone()),
         &mut redis,
         c,

@@ -1,5 +1,4 @@
-//! The gift routes ([`routes`]) and the subscriber-facing calls, made by an operator's back-end
-//! with the service token:
+//! The subscriber-facing gift calls, made by an operator's back-end with the service token:
 //! - `GET /api/v1/gift-campaigns/{id}/eligibility?msisdn=…`: the preview;
 //! - `POST /api/v1/gift-campaigns/{id}/fulfilments` (`Idempotency-Key`, `{"msisdn"}`);
 //! - `GET /api/v1/fulfilments/{id}`.
@@ -10,78 +9,22 @@ use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use flashgate_shared::api::codes;
 use flashgate_shared::api::gifts::{
-    is_valid_gift_id, is_valid_msisdn, Eligibility, Fulfilment, FulfilmentReply, FulfilmentRequest,
-    Refusal,
+    Eligibility, Fulfilment, FulfilmentReply, FulfilmentRequest, Refusal,
 };
-use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
-use utoipa_axum::routes;
 
-use super::fulfil::{self, Fulfil};
-use super::verdict::{self, Verdict};
-use super::{admin_http, deliveries};
+use super::params::{campaign_id, fulfilment_id, msisdn, unknown_campaign};
 use crate::error::{ApiError, ApiResult};
+use crate::gifts::deliveries;
+use crate::gifts::fulfil::{self, Fulfil};
+use crate::gifts::verdict::{self, Verdict};
 use crate::http::extract::{self, Path};
 use crate::http::openapi::params::IdempotencyKey;
 use crate::state::AppState;
 use flashgate_shared::api::ErrorBody;
-
-/// The gift routes, merged into the router's private (token-bearing) routes.
-pub fn routes(state: &AppState) -> OpenApiRouter<AppState> {
-    let once = || {
-        middleware::from_fn_with_state(
-            state.clone(),
-            crate::http::admin::idempotency::replay_writes,
-        )
-    };
-    OpenApiRouter::new()
-        .routes(routes!(eligibility))
-        .routes(routes!(fulfil))
-        .routes(routes!(show))
-        .routes(routes!(admin_http::create_campaign).layer(once()))
-        .routes(routes!(admin_http::show_campaign))
-        .routes(routes!(admin_http::create_segment).layer(once()))
-        .routes(routes!(admin_http::set_caps).layer(once()))
-        // No admin Idempotency-Key layer: PUT is idempotent by itself, and its body is larger
-        // than the layer reads.
-        .routes(routes!(admin_http::add_members))
-        .routes(routes!(admin_http::list_fulfilments))
-        .routes(routes!(admin_http::retry).layer(once()))
-        .routes(routes!(admin_http::attempts))
-}
-
-/// 404 for a campaign id that cannot exist (checked before any query).
-pub fn campaign_id(id: &str) -> ApiResult<()> {
-    tracing::Span::current().record("campaign", id);
-    if is_valid_gift_id(id) {
-        Ok(())
-    } else {
-        Err(unknown_campaign(id))
-    }
-}
-
-/// 404 `not_found` for campaign `id`.
-pub fn unknown_campaign(id: &str) -> ApiError {
-    ApiError::NotFound(format!(
-        "no gift campaign {}",
-        id.chars().take(64).collect::<String>()
-    ))
-}
-
-/// 422 unless `m` is an MSISDN (E.164 digits without `+`, 8 to 15).
-pub fn msisdn(m: &str) -> ApiResult<()> {
-    if is_valid_msisdn(m) {
-        Ok(())
-    } else {
-        Err(ApiError::validation(
-            "msisdn must be E.164 digits without '+', 8 to 15 of them",
-        ))
-    }
-}
 
 /// The query of the eligibility preview.
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
@@ -192,11 +135,6 @@ pub async fn fulfil(
         )),
         Fulfil::UnknownCampaign => Err(unknown_campaign(&id)),
     }
-}
-
-/// 404 `not_found` unless `raw` is a UUID.
-pub fn fulfilment_id(raw: &str) -> ApiResult<uuid::Uuid> {
-    uuid::Uuid::parse_str(raw).map_err(|_| ApiError::NotFound("no such fulfilment".into()))
 }
 
 /// 200 [`flashgate_shared::api::gifts::Fulfilment`] with its delivery status; 404 unknown.

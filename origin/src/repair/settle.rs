@@ -2,7 +2,7 @@
 //! between the gate and the commit, a Redis reply was lost in a failover, a confirmation or
 //! give-back failed, a promoted replica lost the write) leaves a pending holder. PostgreSQL
 //! decides: her claim exists → the holder becomes its id; it does not → the unit goes back to
-//! the gate. When a take is orphaned is told by [`super::takes`]: at once for this origin's
+//! the gate. When a take is orphaned is told by [`crate::gate::takes`]: at once for this origin's
 //! own takes no request holds any more and for takes of an origin whose lease lapsed; after
 //! [`STALE_TAKE_MS`] for the rest.
 

@@ -6,7 +6,7 @@
 //!
 //! Under the campaign's change lock (so a stock change is never seen half done), the gate is
 //! read, then PostgreSQL, then the gate again, as the correction does
-//! ([`super::correct`]): what the gate promises is its `remaining` plus the takes not yet
+//! ([`crate::gate::correct`]): what the gate promises is its `remaining` plus the takes not yet
 //! committed.
 //! - Promising more than PostgreSQL's `remaining` in both reads (a take a promoted replica
 //!   lost while its claim committed): the gate is lowered at once. Safe: PostgreSQL would refuse
@@ -16,16 +16,16 @@
 //!   the previous audit, at most [`DEFICIT_KEPT_MS`] earlier, saw a shortfall too, and by the
 //!   smaller of the two. A hold that ends is written to PostgreSQL first and given back to the
 //!   gate right after, so a single sighting may be that unit on its way. The raise goes through
-//!   the gate's one bounded step ([`super::adjust`]), never above PostgreSQL's `remaining`.
+//!   the gate's one bounded step ([`crate::gate::adjust`]), never above PostgreSQL's `remaining`.
 
 use std::time::Duration;
 
 use futures::StreamExt;
 
-use super::correct::{committed, lower, pg_view, promised, snapshot, try_lock};
-use super::{adjust, shard_count, Gate, Keys};
 use crate::db::Db;
 use crate::error::StoreError;
+use crate::gate::correct::{committed, lower, pg_view, promised, snapshot, try_lock};
+use crate::gate::{adjust, shard_count, Gate, Keys};
 use crate::promo::audit::{self as code_audit, CodeRepairs};
 use flashgate_shared::api::DriftView;
 

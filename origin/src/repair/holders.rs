@@ -9,7 +9,7 @@
 //! in for:
 //! - **a holder naming no active claim of hers** (a give-back a promoted replica lost, or one
 //!   that failed): when PostgreSQL has that claim released or expired, her unit is owed to the
-//!   gate and goes back through [`super::give_back`] (only while her holder is still that claim,
+//!   gate and goes back through [`crate::gate::give_back`] (only while her holder is still that claim,
 //!   so a release's own give-back racing it returns the unit once; bounded by PostgreSQL's
 //!   `remaining`); when PostgreSQL has no such claim of hers, the holder is dropped without a
 //!   unit (the count check handles units). Her active claim, if she has another, becomes her
@@ -34,10 +34,10 @@ use crate::claims::store as claims;
 use crate::db::Db;
 use flashgate_shared::api::ClaimStatus;
 
-use super::correct::pg_remaining;
-use super::PENDING_PREFIX;
-use super::{bucket, give_back, holders_of, replace_holder, Gate, Keys};
 use crate::error::StoreError;
+use crate::gate::correct::pg_remaining;
+use crate::gate::PENDING_PREFIX;
+use crate::gate::{bucket, give_back, holders_of, replace_holder, Gate, Keys};
 
 /// Up to this many active claims, the holders are compared one by one at every audit.
 pub const HOLDERS_COMPARED_ALWAYS: i64 = 1_000;

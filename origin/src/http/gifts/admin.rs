@@ -24,11 +24,11 @@ use flashgate_shared::api::gifts::{
     Segment, MAX_GIFT_AMOUNT, MAX_GIFT_CAMPAIGN_NAME, MAX_MEMBERS_BODY_BYTES, MAX_MEMBERS_PER_CALL,
 };
 
-use super::deliveries::{self, Retried};
-use super::history::{self, Outbox};
-use super::http::{campaign_id, fulfilment_id, unknown_campaign};
-use super::store::{self, MembersResult, SegmentCreated};
+use super::params::{campaign_id, fulfilment_id, unknown_campaign};
 use crate::error::{ApiError, ApiResult};
+use crate::gifts::deliveries::{self, Retried};
+use crate::gifts::history::{self, Outbox};
+use crate::gifts::store::{self, MembersResult, SegmentCreated};
 use crate::http::extract::{self, Admin, ManagerJson, Path, Role};
 use crate::http::openapi::params::AdminIdempotencyKey;
 use crate::state::AppState;

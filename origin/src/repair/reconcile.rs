@@ -15,7 +15,7 @@
 //!   sold-out flag is set while units remain.
 //!
 //! The report also carries the drift the gate audit found and repaired ([`DriftView`], from
-//! [`crate::gate::audit::drift`]): repaired drift is history, not a fault.
+//! [`super::audit::drift`]): repaired drift is history, not a fault.
 //!
 //! The PostgreSQL figures come from one snapshot (a read-only repeatable-read transaction); the
 //! gate is read right after. While claims, payments or releases are in flight the two may
@@ -56,7 +56,7 @@ pub async fn reconcile(
         return Ok(None);
     };
     let gate = gate_view(redis, c, pg.active_holders.as_ref()).await?;
-    let drift = gate::audit::drift(redis, c).await?;
+    let drift = super::audit::drift(redis, c).await?;
     Ok(Some(report(c, pg, gate, drift)))
 }
 

@@ -1,0 +1,12 @@
+//! Checks and repairs that look across the gate, the claims and the codes, so they sit above
+//! what they repair (docs/ARCHITECTURE.md, "Layers"):
+//! - [`settle`]: takes whose origin never confirmed them, settled against PostgreSQL;
+//! - [`audit`]: the gate audit, every second on one origin, lowering a gate that promises more
+//!   than PostgreSQL has and repairing holders ([`holders`]) and the codes' cached state;
+//! - [`reconcile`]: the read-only report of the gate against the record (`GET
+//!   …/reconcile`, `flashgate reconcile`).
+
+pub mod audit;
+pub mod holders;
+pub mod reconcile;
+pub mod settle;
