@@ -30,7 +30,10 @@ pub const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("repairs", &["repair"]),
-    ("wiring", &["config", "config_doc", "state", "layers"]),
+    (
+        "wiring",
+        &["config", "config_doc", "metrics_doc", "state", "layers"],
+    ),
     ("entry points", &["http", "server", "cli", "main", "lib"]),
 ];
 

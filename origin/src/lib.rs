@@ -52,6 +52,7 @@ pub mod idempotency;
 pub mod layers;
 pub mod telemetry;
 pub use telemetry::metrics;
+pub mod metrics_doc;
 pub mod migrate;
 pub mod panics;
 pub mod promo;

@@ -9,9 +9,10 @@
 //! `before` tells why.
 //!
 //! After the commit and before the answer, the rest of the system follows ([`follow`]): this
-//! origin's campaign cache is dropped, a stock change is applied to the Redis gate with one
-//! atomic `INCRBY` of the difference (so takes in flight are kept) that also clears or sets the
-//! sold-out flag, and this origin forgets its sold-out memory. Other origins see the change
+//! origin's campaign cache is dropped, a stock change is applied to the Redis gate by
+//! [`crate::gate::adjust`] (relative moves bounded by PostgreSQL's `remaining`, so takes in
+//! flight are kept; the sold-out flag cleared or set), a gate not loaded is loaded, and this
+//! origin forgets its sold-out memory. Other origins see the change
 //! within `FLASHGATE_CAMPAIGN_CACHE_MS`; the edge within its status TTL plus one origin round
 //! trip. A pause stops claims at once anyway: the claim commit refuses in SQL when `paused`.
 

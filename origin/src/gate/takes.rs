@@ -14,8 +14,8 @@
 //!
 //! Tokens without an origin (`p:<16 hex>`, from [`super::pending_token`]) and the takes of an
 //! origin whose lease is alive but that left them pending (a commit taking that long) are
-//! settled after [`crate::repair::settle::STALE_TAKE_MS`] as before. docs/ARCHITECTURE.md, "Stale
-//! takes", gives the bounds.
+//! settled after [`crate::repair::settle::STALE_TAKE_MS`] as before. docs/ARCHITECTURE.md,
+//! "Orphaned takes", gives the bounds.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

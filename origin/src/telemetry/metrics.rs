@@ -284,7 +284,7 @@ impl Metrics {
         );
         r.register(
             "http_request_duration_seconds",
-            "Time to answer a request, by route template and result",
+            "Time to answer a request, by route template and result (the outcome, the error code, or ok / error)",
             m.http_duration.clone(),
         );
         r.register(
@@ -299,12 +299,12 @@ impl Metrics {
         );
         r.register(
             "commit_duration_seconds",
-            "Time of one grouped commit",
+            "Time of one grouped commit, claim-by-claim retries included",
             m.commit_duration.clone(),
         );
         r.register(
             "gate_op_duration_seconds",
-            "Time of one Redis gate step, by operation",
+            "Time of one Redis gate step, by operation (take, confirm)",
             m.gate_op.clone(),
         );
         r.register(
@@ -327,7 +327,11 @@ impl Metrics {
             "Holds expired by the sweeper",
             m.sweeper_expired.clone(),
         );
-        r.register("gate_loads", "Gate loads started", m.gate_loads.clone());
+        r.register(
+            "gate_loads",
+            "Gate loads started (a lost or missing gate)",
+            m.gate_loads.clone(),
+        );
         r.register(
             "orphaned_takes_settled",
             "Pending takes settled by PostgreSQL after their request or origin was gone",
@@ -390,12 +394,12 @@ impl Metrics {
         );
         r.register(
             "queue_stalled",
-            "1 while a live waiting room cannot admit (queue lost, gate not loaded, Redis failing).",
+            "1 while a live waiting room cannot admit (queue lost, gate not loaded, Redis failing)",
             m.queue_stalled.clone(),
         );
         r.register(
             "queue_restores",
-            "Waiting rooms reopened from their PostgreSQL checkpoint after a Redis loss.",
+            "Waiting rooms reopened from their PostgreSQL checkpoint after a Redis loss",
             m.queue_restores.clone(),
         );
         m
