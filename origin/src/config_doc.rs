@@ -56,41 +56,49 @@ fn one_line(doc: &str) -> String {
         .replace('|', "\\|")
 }
 
+/// For the tests of generated doc sections (this module's and [`crate::metrics_doc`]'s): the
+/// part of `page` (a path from the repository root) between the lines `begin` and `end` must be
+/// `want`, else the test fails naming `test`, the filter that rewrites it; with
+/// `FLASHGATE_BLESS=1` it is rewritten instead.
+#[cfg(test)]
+pub(crate) fn check_section(page: &str, begin: &str, end: &str, want: &str, test: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(page);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {page}: {e}"));
+    let from = text
+        .find(begin)
+        .unwrap_or_else(|| panic!("begin marker in {page}"))
+        + begin.len()
+        + 1;
+    let to = text
+        .find(end)
+        .unwrap_or_else(|| panic!("end marker in {page}"));
+    if std::env::var("FLASHGATE_BLESS").as_deref() == Ok("1") {
+        let new = format!("{}{}{}", &text[..from], want, &text[to..]);
+        std::fs::write(&path, new).unwrap_or_else(|e| panic!("write {page}: {e}"));
+        return;
+    }
+    assert_eq!(
+        &text[from..to],
+        want,
+        "{page} differs from the code: run \
+         FLASHGATE_BLESS=1 cargo test -p flashgate-origin --lib {test}"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The section of docs/CONFIGURATION.md between the markers.
-    fn page() -> (String, std::path::PathBuf) {
-        let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/CONFIGURATION.md");
-        (
-            std::fs::read_to_string(&path).expect("read docs/CONFIGURATION.md"),
-            path,
-        )
-    }
-
     #[test]
     fn configuration_page_lists_every_setting_as_declared() {
-        let (text, path) = page();
-        let start = text
-            .find(BEGIN_MARKER)
-            .expect("begin marker in docs/CONFIGURATION.md");
-        let body_start = start + BEGIN_MARKER.len() + 1;
-        let end = text
-            .find(END_MARKER)
-            .expect("end marker in docs/CONFIGURATION.md");
-        let want = settings_table();
-        if std::env::var("FLASHGATE_BLESS").as_deref() == Ok("1") {
-            let new = format!("{}{}{}", &text[..body_start], want, &text[end..]);
-            std::fs::write(&path, new).expect("write docs/CONFIGURATION.md");
-            return;
-        }
-        assert_eq!(
-            &text[body_start..end],
-            want,
-            "docs/CONFIGURATION.md differs from the clap declarations: run \
-             FLASHGATE_BLESS=1 cargo test -p flashgate-origin --lib config_doc"
+        check_section(
+            "docs/CONFIGURATION.md",
+            BEGIN_MARKER,
+            END_MARKER,
+            &settings_table(),
+            "config_doc",
         );
     }
 

@@ -150,36 +150,14 @@ pub fn metrics_table() -> String {
 mod tests {
     use super::*;
 
-    /// docs/OPERATIONS.md and its path.
-    fn page() -> (String, std::path::PathBuf) {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/OPERATIONS.md");
-        (
-            std::fs::read_to_string(&path).expect("read docs/OPERATIONS.md"),
-            path,
-        )
-    }
-
     #[test]
     fn operations_page_lists_every_metric_as_registered() {
-        let (text, path) = page();
-        let start = text
-            .find(BEGIN_MARKER)
-            .expect("begin marker in docs/OPERATIONS.md");
-        let body_start = start + BEGIN_MARKER.len() + 1;
-        let end = text
-            .find(END_MARKER)
-            .expect("end marker in docs/OPERATIONS.md");
-        let want = metrics_table();
-        if std::env::var("FLASHGATE_BLESS").as_deref() == Ok("1") {
-            let new = format!("{}{}{}", &text[..body_start], want, &text[end..]);
-            std::fs::write(&path, new).expect("write docs/OPERATIONS.md");
-            return;
-        }
-        assert_eq!(
-            &text[body_start..end],
-            want,
-            "docs/OPERATIONS.md differs from the metrics registry: run \
-             FLASHGATE_BLESS=1 cargo test -p flashgate-origin --lib metrics_doc"
+        crate::config_doc::check_section(
+            "docs/OPERATIONS.md",
+            BEGIN_MARKER,
+            END_MARKER,
+            &metrics_table(),
+            "metrics_doc",
         );
     }
 
