@@ -91,7 +91,10 @@ fn routes() {
     assert_eq!(route("GET", "/api/v1/claims/c_1"), Route::PassThrough);
     assert_eq!(route("HEAD", "/api/v1/claims/c_1"), Route::PassThrough);
     assert_eq!(route("POST", "/api/v1/claims/c_1/pay"), Route::PassThrough);
-    assert_eq!(route("POST", "/api/v1/claims/c_1/extend"), Route::PassThrough);
+    assert_eq!(
+        route("POST", "/api/v1/claims/c_1/extend"),
+        Route::PassThrough
+    );
     assert_eq!(
         route("GET", "/api/v1/claims/c_1/extend"),
         Route::WrongMethod { allow: "POST" }

@@ -90,14 +90,21 @@ async fn paging_returns_every_claim_once_while_new_claims_arrive() {
     let ids: Vec<String> = listed.iter().map(|x| x.id.clone()).collect();
     let unique_ids: HashSet<&String> = ids.iter().collect();
     assert_eq!(unique_ids.len(), ids.len(), "a claim was listed twice");
-    assert!(before.iter().all(|id| unique_ids.contains(id)), "a claim was skipped");
+    assert!(
+        before.iter().all(|id| unique_ids.contains(id)),
+        "a claim was skipped"
+    );
     assert!(
         listed
             .windows(2)
             .all(|w| (w[0].created_at, &w[0].id) < (w[1].created_at, &w[1].id)),
         "the order is (created_at, id)"
     );
-    assert_eq!(ids, ids_in_db(&o, &c).await, "every claim, each once, in order");
+    assert_eq!(
+        ids,
+        ids_in_db(&o, &c).await,
+        "every claim, each once, in order"
+    );
     assert_eq!(ids.len(), 270);
     stop_reconciled(o, &c).await;
 }
@@ -119,21 +126,30 @@ async fn csv_export_matches_the_json_feed_and_is_audited() {
         let (s, b) = o.claim_action(id, action, &service, &body).await;
         assert_eq!(s, 200, "{b}");
     }
-    let json_claims = eventually("the feed to list the 12 claims", Duration::from_secs(15), || {
-        let (o, c) = (&o, &c);
-        async move {
-            let (all, _) = read_on(o, c, None, "").await;
-            if all.len() == 12 {
-                Ok(all)
-            } else {
-                Err(format!("{} claims listed", all.len()))
+    let json_claims = eventually(
+        "the feed to list the 12 claims",
+        Duration::from_secs(15),
+        || {
+            let (o, c) = (&o, &c);
+            async move {
+                let (all, _) = read_on(o, c, None, "").await;
+                if all.len() == 12 {
+                    Ok(all)
+                } else {
+                    Err(format!("{} claims listed", all.len()))
+                }
             }
-        }
-    })
+        },
+    )
     .await;
-    let paid: Vec<&FeedClaim> = json_claims.iter().filter(|x| x.payment_ref.is_some()).collect();
+    let paid: Vec<&FeedClaim> = json_claims
+        .iter()
+        .filter(|x| x.payment_ref.is_some())
+        .collect();
     assert_eq!(paid.len(), 4);
-    assert!(paid.iter().all(|x| x.paid_at.is_some() && x.status.as_str() == "paid"));
+    assert!(paid
+        .iter()
+        .all(|x| x.paid_at.is_some() && x.status.as_str() == "paid"));
 
     let (s, csv) = get(&o, &format!("/admin/v1/campaigns/{c}/claims.csv")).await;
     assert_eq!(s, 200, "{csv}");
@@ -148,7 +164,11 @@ async fn csv_export_matches_the_json_feed_and_is_audited() {
 
     // Filters apply to both alike.
     let (paid_json, _) = read_on(&o, &c, None, "&status=paid").await;
-    let (s, paid_csv) = get(&o, &format!("/admin/v1/campaigns/{c}/claims.csv?status=paid")).await;
+    let (s, paid_csv) = get(
+        &o,
+        &format!("/admin/v1/campaigns/{c}/claims.csv?status=paid"),
+    )
+    .await;
     assert_eq!(s, 200);
     assert_eq!(paid_csv.lines().count(), 1 + paid_json.len());
     assert_eq!(paid_json.len(), 4);
@@ -207,7 +227,11 @@ async fn bad_feed_queries_get_400_and_change_nothing() {
     for path in &cases {
         let (s, body) = get(&o, path).await;
         let b: Value = serde_json::from_str(&body).expect("a JSON error");
-        assert_eq!((s, b["result"].as_str()), (400, Some("invalid_request")), "{path}: {b}");
+        assert_eq!(
+            (s, b["result"].as_str()),
+            (400, Some("invalid_request")),
+            "{path}: {b}"
+        );
         assert!(b["message"].is_string());
     }
     let (s, _) = get(&o, "/admin/v1/campaigns/no-such-campaign/claims").await;
@@ -218,7 +242,8 @@ async fn bad_feed_queries_get_400_and_change_nothing() {
     assert_eq!(res.status().as_u16(), 401);
     assert_eq!(audit_rows().await, audits, "no export was audited");
     // `since` filters by created_at.
-    let future = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let future = (chrono::Utc::now() + chrono::Duration::hours(1))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let (s, body) = get(&o, &format!("{feed}?since={future}")).await;
     assert_eq!(s, 200, "{body}");
     let p: ClaimFeed = serde_json::from_str(&body).unwrap();

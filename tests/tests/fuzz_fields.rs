@@ -9,8 +9,8 @@ use std::time::Instant;
 use chrono::Utc;
 use flashgate_shared::api::promo::{CheckRequest, UseRequest};
 use flashgate_shared::api::{
-    CampaignKind, ChangeRequest, ClaimRequest, ExtendRequest, NewCampaign, PayRequest, RedeemRequest,
-    ReleaseRequest,
+    CampaignKind, ChangeRequest, ClaimRequest, ExtendRequest, NewCampaign, PayRequest,
+    RedeemRequest, ReleaseRequest,
 };
 use flashgate_tests::fuzz::{self, Auth, Case, Endpoint, Target};
 use flashgate_tests::support::{

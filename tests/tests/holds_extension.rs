@@ -282,13 +282,20 @@ async fn bad_extend_requests_get_documented_answers_and_change_nothing() {
     // Extend once: 200 with the new end; the same key again: the same 200; another: 409.
     let before_x = row(&o, x).await;
     let (s, first) = extend(&o, x, "k1").await;
-    assert_eq!((s, first["result"].as_str()), (200, Some("extended")), "{first}");
+    assert_eq!(
+        (s, first["result"].as_str()),
+        (200, Some("extended")),
+        "{first}"
+    );
     let new: DateTime<Utc> = first["held_until"].as_str().unwrap().parse().unwrap();
     assert_eq!(new, before_x.1 + chrono::Duration::seconds(60));
     let (s, again) = extend(&o, x, "k1").await;
     assert_eq!((s, &again), (200, &first), "the same key gets the same 200");
     let (s, twice) = extend(&o, x, "k2").await;
-    assert_eq!((s, twice["result"].as_str()), (409, Some("already_extended")));
+    assert_eq!(
+        (s, twice["result"].as_str()),
+        (409, Some("already_extended"))
+    );
     assert_eq!(twice["claim"]["held_until"], first["held_until"]);
     assert_eq!(row(&o, x).await.3, ["claimed", "extended"]);
 
@@ -296,7 +303,11 @@ async fn bad_extend_requests_get_documented_answers_and_change_nothing() {
     let (s, _) = pay(&o, paid).await;
     assert_eq!(s, 200);
     let (s, b) = extend(&o, paid, "k1").await;
-    assert_eq!((s, b["result"].as_str()), (409, Some("already_paid")), "{b}");
+    assert_eq!(
+        (s, b["result"].as_str()),
+        (409, Some("already_paid")),
+        "{b}"
+    );
 
     // Bad requests on claim `w`: (status, result, token, key, Content-Type, body).
     let json_ct = "application/json";
@@ -316,7 +327,11 @@ async fn bad_extend_requests_get_documented_answers_and_change_nothing() {
     let before_w = row(&o, w).await;
     for (want, result, token, key, ctype, body) in cases {
         let (s, b) = extend_raw(&o, w, token, key, ctype, body).await;
-        assert_eq!((s, b["result"].as_str()), (want, Some(result)), "{body}: {b}");
+        assert_eq!(
+            (s, b["result"].as_str()),
+            (want, Some(result)),
+            "{body}: {b}"
+        );
         assert!(b["message"].is_string(), "{b}");
     }
     for bad in ["c_nope", "c_0000000000000000000000000000000f"] {
@@ -327,14 +342,27 @@ async fn bad_extend_requests_get_documented_answers_and_change_nothing() {
 
     // A campaign with extension off (the default), and a giveaway coupon.
     let off = sale(&o, 2, 600, 0).await;
-    let z = o.winners(&off, 1).await[0]["id"].as_str().unwrap().to_string();
+    let z = o.winners(&off, 1).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let before_z = row(&o, &z).await;
     let (s, b) = extend(&o, &z, "k").await;
-    assert_eq!((s, b["result"].as_str()), (422, Some("validation_failed")), "{b}");
-    assert!(b["message"].as_str().unwrap().contains("hold_extension_seconds"));
+    assert_eq!(
+        (s, b["result"].as_str()),
+        (422, Some("validation_failed")),
+        "{b}"
+    );
+    assert!(b["message"]
+        .as_str()
+        .unwrap()
+        .contains("hold_extension_seconds"));
     assert_eq!(row(&o, &z).await, before_z, "nothing changed");
     let g = o.campaign("giveaway", 1).await;
-    let coupon = o.winners(&g, 1).await[0]["id"].as_str().unwrap().to_string();
+    let coupon = o.winners(&g, 1).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let (s, b) = extend(&o, &coupon, "k").await;
     assert_eq!((s, b), (409, json!({"result": "not_a_hold"})));
     assert_reconciled(&o, &off).await;
@@ -353,7 +381,10 @@ async fn managers_set_hold_extension_on_create_and_change_within_its_range() {
             None,
         )
         .await;
-    assert_eq!((s, view["hold_extension_seconds"].as_i64()), (200, Some(120)));
+    assert_eq!(
+        (s, view["hold_extension_seconds"].as_i64()),
+        (200, Some(120))
+    );
 
     let (s, b) = o.change(&c, ChangeRequest::hold_extension(30)).await;
     assert_eq!((s, b["changed"].as_bool()), (200, Some(true)), "{b}");
@@ -362,19 +393,49 @@ async fn managers_set_hold_extension_on_create_and_change_within_its_range() {
     let (s, b) = o.change(&c, ChangeRequest::hold_extension(30)).await;
     assert_eq!((s, b["changed"].as_bool()), (200, Some(false)), "{b}");
     // Extends now go by the new limit.
-    let id = o.winners(&c, 1).await[0]["id"].as_str().unwrap().to_string();
-    let (s, _) = extend_raw(&o, &id, None, Some("k"), "application/json", r#"{"seconds":31}"#).await;
+    let id = o.winners(&c, 1).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (s, _) = extend_raw(
+        &o,
+        &id,
+        None,
+        Some("k"),
+        "application/json",
+        r#"{"seconds":31}"#,
+    )
+    .await;
     assert_eq!(s, 422);
-    let (s, b) = extend_raw(&o, &id, None, Some("k"), "application/json", r#"{"seconds":30}"#).await;
+    let (s, b) = extend_raw(
+        &o,
+        &id,
+        None,
+        Some("k"),
+        "application/json",
+        r#"{"seconds":30}"#,
+    )
+    .await;
     assert_eq!((s, b["result"].as_str()), (200, Some("extended")), "{b}");
 
-    for bad in [json!({"hold_extension_seconds": 3601}), json!({"hold_extension_seconds": -1})] {
+    for bad in [
+        json!({"hold_extension_seconds": 3601}),
+        json!({"hold_extension_seconds": -1}),
+    ] {
         let (s, b) = o.change(&c, bad).await;
-        assert_eq!((s, b["result"].as_str()), (422, Some("validation_failed")), "{b}");
+        assert_eq!(
+            (s, b["result"].as_str()),
+            (422, Some("validation_failed")),
+            "{b}"
+        );
     }
     let g = o.campaign("giveaway", 1).await;
     let (s, b) = o.change(&g, ChangeRequest::hold_extension(60)).await;
-    assert_eq!((s, b["result"].as_str()), (422, Some("validation_failed")), "{b}");
+    assert_eq!(
+        (s, b["result"].as_str()),
+        (422, Some("validation_failed")),
+        "{b}"
+    );
     let now = Utc::now();
     let mut new = json!({
         "id": unique("ext-bad"), "name": "Bad", "kind": "sale", "stock": 1,
@@ -383,14 +444,32 @@ async fn managers_set_hold_extension_on_create_and_change_within_its_range() {
     });
     let token = o.manager_token().to_string();
     let (s, b) = o
-        .admin(reqwest::Method::POST, "/admin/v1/campaigns", Some(&token), Some(new.clone()))
+        .admin(
+            reqwest::Method::POST,
+            "/admin/v1/campaigns",
+            Some(&token),
+            Some(new.clone()),
+        )
         .await;
-    assert_eq!((s, b["result"].as_str()), (422, Some("validation_failed")), "{b}");
+    assert_eq!(
+        (s, b["result"].as_str()),
+        (422, Some("validation_failed")),
+        "{b}"
+    );
     new["kind"] = json!("giveaway");
     new["hold_extension_seconds"] = json!(60);
     let (s, b) = o
-        .admin(reqwest::Method::POST, "/admin/v1/campaigns", Some(&token), Some(new))
+        .admin(
+            reqwest::Method::POST,
+            "/admin/v1/campaigns",
+            Some(&token),
+            Some(new),
+        )
         .await;
-    assert_eq!((s, b["result"].as_str()), (422, Some("validation_failed")), "{b}");
+    assert_eq!(
+        (s, b["result"].as_str()),
+        (422, Some("validation_failed")),
+        "{b}"
+    );
     stop_reconciled(o, &c).await;
 }

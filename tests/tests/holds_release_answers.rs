@@ -77,7 +77,10 @@ async fn pay_after_release_answers_released_not_hold_expired() {
 
     let (s, b) = pay(&o, &id).await;
     assert_eq!((s, b["result"].as_str()), (409, Some("released")), "{b}");
-    assert_eq!(b["claim"], released["claim"], "the claim as the release left it");
+    assert_eq!(
+        b["claim"], released["claim"],
+        "the claim as the release left it"
+    );
     let (s, b) = action(&o, &id, "extend", json!({})).await;
     assert_eq!((s, b["result"].as_str()), (409, Some("released")), "{b}");
     // A second release is still the release's 200.
@@ -94,12 +97,16 @@ async fn pay_release_and_extend_after_the_sweeper_answer_hold_expired() {
     let (s, b) = o.claim(&c, &unique("ben"), "k").await;
     assert_eq!(s, 201, "{b}");
     let id = b["claim"]["id"].as_str().unwrap().to_string();
-    eventually("the sweeper to expire the hold", Duration::from_secs(6), || async {
-        match row(&o, &id).await.0.as_str() {
-            "expired" => Ok(()),
-            other => Err(other.to_string()),
-        }
-    })
+    eventually(
+        "the sweeper to expire the hold",
+        Duration::from_secs(6),
+        || async {
+            match row(&o, &id).await.0.as_str() {
+                "expired" => Ok(()),
+                other => Err(other.to_string()),
+            }
+        },
+    )
     .await;
     let before = row(&o, &id).await;
     for what in ["pay", "release", "extend"] {

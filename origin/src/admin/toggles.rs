@@ -322,7 +322,9 @@ pub fn refusal(change: Change, before: &Facts) -> Result<(), String> {
             Err("the campaign has no waiting room".into())
         }
         // Refused with another value: only a giveaway refuses (it has no holds).
-        Change::SetHoldExtension { seconds } if i64::from(before.hold_extension_seconds) != seconds => {
+        Change::SetHoldExtension { seconds }
+            if i64::from(before.hold_extension_seconds) != seconds =>
+        {
             Err("hold_extension_seconds applies to sale campaigns only".into())
         }
         _ => Ok(()),

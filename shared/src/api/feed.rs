@@ -162,7 +162,13 @@ mod tests {
     fn cursor_round_trips_and_refuses_anything_else() {
         let c = FeedCursor::after(&claim("ana", None));
         assert_eq!(FeedCursor::decode(&c.encode()), Some(c));
-        for bad in ["", "x", "!!!", &URL_SAFE_NO_PAD.encode("12.nope"), &"a".repeat(300)] {
+        for bad in [
+            "",
+            "x",
+            "!!!",
+            &URL_SAFE_NO_PAD.encode("12.nope"),
+            &"a".repeat(300),
+        ] {
             assert_eq!(FeedCursor::decode(bad), None, "{bad}");
         }
     }

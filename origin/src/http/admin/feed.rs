@@ -102,7 +102,11 @@ fn query_of(campaign: &str, p: FeedParams) -> ApiResult<FeedQuery> {
             .parse::<i64>()
             .ok()
             .filter(|n| (1..=MAX_FEED_LIMIT).contains(n))
-            .ok_or_else(|| bad(format!("limit must be a whole number from 1 to {MAX_FEED_LIMIT}")))?,
+            .ok_or_else(|| {
+                bad(format!(
+                    "limit must be a whole number from 1 to {MAX_FEED_LIMIT}"
+                ))
+            })?,
     };
     Ok(FeedQuery {
         campaign: campaign.to_string(),
@@ -118,7 +122,9 @@ async fn campaign_of(state: &AppState, headers: &HeaderMap, id: &str) -> ApiResu
     let who = extract::admin(headers, state, Role::Viewer)?;
     tracing::Span::current().record("campaign", id);
     if !flashgate_shared::api::is_valid_slug(id)
-        || crate::campaigns::store::find(&state.db, id).await?.is_none()
+        || crate::campaigns::store::find(&state.db, id)
+            .await?
+            .is_none()
     {
         return Err(extract::no_campaign(id));
     }
@@ -201,7 +207,8 @@ pub async fn claims_csv(
         .ok_or_else(|| extract::no_campaign(&id))?;
     tracing::info!(campaign = %id, actor = %actor, seq, "claims feed exported");
     let db = state.db.clone();
-    let header_line = stream::once(async { Ok::<_, std::io::Error>(format!("{FEED_CSV_HEADER}\n")) });
+    let header_line =
+        stream::once(async { Ok::<_, std::io::Error>(format!("{FEED_CSV_HEADER}\n")) });
     // Page by page after a cursor: the stream owns its query, and each page is one statement.
     let pages = stream::unfold(Some(q), move |q| {
         let db = db.clone();
