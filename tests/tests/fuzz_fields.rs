@@ -220,7 +220,7 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
                 starts_at: now,
                 ends_at: later,
                 hold_seconds: Some(60),
-                hold_extension_seconds: None,
+                hold_extension_seconds: Option::None,
                 gate_shards: Option::None,
                 waiting_room: Option::None,
             }),

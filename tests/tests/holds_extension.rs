@@ -271,6 +271,16 @@ async fn pay_racing_the_sweeper_at_the_extended_edge_gets_one_outcome_200_rounds
     o.stop().await;
 }
 
+/// A bad extend: status, result, token, key, Content-Type, body.
+type Case<'a> = (
+    u16,
+    &'a str,
+    Option<&'a str>,
+    Option<&'a str>,
+    &'a str,
+    &'a str,
+);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_extend_requests_get_documented_answers_and_change_nothing() {
     let o = TestOrigin::start().await;
@@ -312,7 +322,7 @@ async fn bad_extend_requests_get_documented_answers_and_change_nothing() {
     // Bad requests on claim `w`: (status, result, token, key, Content-Type, body).
     let json_ct = "application/json";
     #[rustfmt::skip]
-    let cases: [(u16, &str, Option<&str>, Option<&str>, &str, &str); 10] = [
+    let cases: [Case<'_>; 10] = [
         (401, "unauthorized", Some(""), Some("k"), json_ct, "{}"),
         (403, "forbidden", Some("nope"), Some("k"), json_ct, "{}"),
         (400, "invalid_idempotency_key", None, None, json_ct, "{}"),
