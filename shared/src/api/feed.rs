@@ -166,7 +166,7 @@ mod tests {
             "",
             "x",
             "!!!",
-            &URL_SAFE_NO_PAD.encode("12.nope"),
+            &URL_SAFE_NO_PAD.encode("12.no-pe"),
             &"a".repeat(300),
         ] {
             assert_eq!(FeedCursor::decode(bad), None, "{bad}");
