@@ -21,6 +21,7 @@ mod databases;
 mod edge;
 mod edge_calls;
 mod gate;
+pub mod holds;
 pub mod logs;
 mod poll;
 mod promo;

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use flashgate_origin::holds::{expiry, returns};
 use flashgate_shared::api::{CampaignKind, ChangeRequest, NewCampaign};
+use flashgate_tests::support::holds::{hold_of, second_sweeper, sleep_until};
 use flashgate_tests::support::{
     assert_reconciled, eventually, gate_remaining, stop_reconciled, unique, TestOrigin,
 };
@@ -109,33 +109,6 @@ async fn ledger_at(o: &TestOrigin, id: &str, event: &str) -> DateTime<Utc> {
         .expect("ledger row")
 }
 
-/// A second sweeper (as another origin would run) expiring due holds of `c` every few
-/// milliseconds until `until`; returns how many it expired.
-async fn second_sweeper(o: &TestOrigin, c: &str, until: DateTime<Utc>) -> usize {
-    let mut expired = 0;
-    while Utc::now() < until {
-        let r = expiry::expire_due(&o.origin.state.db, c, 10)
-            .await
-            .expect("second sweeper");
-        expired += r.len();
-        returns::return_to_gate(&o.origin.state.gate_returns(), &r).await;
-        // The scenario: a sweeper that runs every few milliseconds.
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-    expired
-}
-
-/// Sleeps until `offset_ms` after `at` (at once when that is past).
-async fn sleep_until(at: DateTime<Utc>, offset_ms: i64) {
-    let at = at + chrono::Duration::milliseconds(offset_ms);
-    tokio::time::sleep((at - Utc::now()).to_std().unwrap_or_default()).await;
-}
-
-fn hold_of(cl: &Value) -> (String, DateTime<Utc>) {
-    let id = cl["id"].as_str().expect("claim id").to_string();
-    (id, cl["held_until"].as_str().unwrap().parse().unwrap())
-}
-
 /// Waits until no claim of `c` is held and the gate has every unit back.
 async fn wait_no_holds(o: &TestOrigin, c: &str, secs: u64) {
     eventually("the holds to expire", Duration::from_secs(secs), || async {
@@ -164,7 +137,7 @@ async fn an_extend_at_the_holds_last_second_cannot_expire_before_its_new_held_un
     let last = holds.iter().map(|h| h.1).max().unwrap();
     // Each extend is sent between 900 ms before and 100 ms after its hold's end, while this
     // origin's sweeper and a second one expire due holds.
-    let sweeper = second_sweeper(&o, &c, last + chrono::Duration::milliseconds(300));
+    let sweeper = second_sweeper(&o, &c, last + chrono::Duration::milliseconds(300), 10);
     let extends = join_all(holds.iter().enumerate().map(|(i, (id, until))| {
         let o = &o;
         async move {
@@ -232,7 +205,7 @@ async fn pay_racing_the_sweeper_at_the_extended_edge_gets_one_outcome_200_rounds
 
     // Each pay is sent between 300 ms before and 100 ms after its extended held_until, while
     // this origin's sweeper and a second one expire due holds.
-    let sweeper = second_sweeper(&o, &c, last + chrono::Duration::milliseconds(300));
+    let sweeper = second_sweeper(&o, &c, last + chrono::Duration::milliseconds(300), 10);
     let pays = join_all(holds.iter().enumerate().map(|(i, (id, until))| {
         let o = &o;
         async move {

@@ -3,9 +3,9 @@
 //! [`crate::holds`]. `GET /api/v1/claims/{id}` (service token) reads a claim back.
 //!
 //! Checks, in order, each answered with the documented `{"result","message"}` body and
-//! changing nothing: service token (401 missing / 403 wrong), claim id shape (404),
-//! `Content-Type` (415), size ≤ 64 KiB (413), JSON (400 `invalid_json`), shape and values
-//! (422 `validation_failed`). Then 200 / 409 with a [`HoldReply`], 404 for an unknown claim,
+//! changing nothing: service token (401 missing / 403 wrong), claim id shape (404), for an
+//! extend the `Idempotency-Key` (400 `invalid_idempotency_key`), `Content-Type` (415), size
+//! ≤ 64 KiB (413), JSON (400 `invalid_json`), shape and values (422 `validation_failed`). Then 200 / 409 with a [`HoldReply`], 404 for an unknown claim,
 //! 503 `unavailable` when PostgreSQL is down.
 
 use axum::body::Body;
@@ -21,7 +21,6 @@ use flashgate_shared::text;
 use serde::de::DeserializeOwned;
 
 use super::extract::{self, Path};
-use super::openapi::params::IdempotencyKey;
 use crate::error::{ApiError, ApiResult};
 use crate::holds::extend::Extend;
 use crate::holds::{change, extend, returns};
@@ -206,7 +205,13 @@ pub async fn release(
     path = "/api/v1/claims/{id}/extend",
     tag = "service",
     security(("service_token" = [])),
-    params(("id" = String, Path, description = "Claim id."), IdempotencyKey),
+    params(
+        ("id" = String, Path, description = "Claim id."),
+        ("Idempotency-Key" = String, Header, description = "Required, 1..=255 visible ASCII \
+            characters (400 `invalid_idempotency_key` otherwise). It is kept with the claim's \
+            one extension: the same key again gets the 200 of that extension (with the claim \
+            as it is now); another key gets 409 `already_extended`."),
+    ),
     request_body(content = Option<ExtendRequest>, description = "Optional; an empty body is \
         `{}` (extend by the campaign's `hold_extension_seconds`).",
         example = json!({"seconds": 120})),

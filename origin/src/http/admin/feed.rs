@@ -27,10 +27,12 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{self, Path, Role};
 use crate::state::AppState;
 
-/// The query of the feed: `status`, `since`, `cursor`, `limit` (the CSV export takes `status`
-/// and `since`).
-#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+/// The query of the feed, for the document (the handlers read the pairs themselves, so that
+/// every bad value is a 400 in the documented shape): `status`, `since`, `cursor`, `limit` (the
+/// CSV export takes `status` and `since`).
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
+#[allow(dead_code)]
 pub struct FeedParams {
     /// Only claims in this status: `held`, `paid`, `released`, `expired`, `issued`, `redeemed`.
     pub status: Option<String>,
@@ -40,7 +42,27 @@ pub struct FeedParams {
     pub cursor: Option<String>,
     /// Claims per page, 1..=1000 (default 100).
     #[param(minimum = 1, maximum = 1000)]
-    pub limit: Option<String>,
+    pub limit: Option<i64>,
+}
+
+/// The query of the CSV export, for the document: `status`, `since` as in [`FeedParams`].
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct CsvParams {
+    /// Only claims in this status: `held`, `paid`, `released`, `expired`, `issued`, `redeemed`.
+    pub status: Option<String>,
+    /// Only claims written at or after this instant (RFC 3339).
+    pub since: Option<String>,
+}
+
+/// The query's values as sent, each at most once.
+#[derive(Debug, Default)]
+struct Raw {
+    status: Option<String>,
+    since: Option<String>,
+    cursor: Option<String>,
+    limit: Option<String>,
 }
 
 fn bad(message: impl Into<String>) -> ApiError {
@@ -50,10 +72,10 @@ fn bad(message: impl Into<String>) -> ApiError {
 /// The query string's pairs, as sent.
 type Pairs = Result<Query<Vec<(String, String)>>, QueryRejection>;
 
-/// The query string as [`FeedParams`]: each parameter at most once, no other parameter.
-fn params(pairs: Pairs, allowed: &[&str]) -> ApiResult<FeedParams> {
+/// The query string's values: each parameter at most once, no other parameter.
+fn params(pairs: Pairs, allowed: &[&str]) -> ApiResult<Raw> {
     let Query(pairs) = pairs.map_err(|_| bad("the query string is not well-formed"))?;
-    let mut p = FeedParams::default();
+    let mut p = Raw::default();
     for (k, v) in pairs {
         let slot = match k.as_str() {
             "status" if allowed.contains(&"status") => &mut p.status,
@@ -75,7 +97,7 @@ fn params(pairs: Pairs, allowed: &[&str]) -> ApiResult<FeedParams> {
 }
 
 /// Checks the parameters of campaign `campaign`'s feed and builds its query.
-fn query_of(campaign: &str, p: FeedParams) -> ApiResult<FeedQuery> {
+fn query_of(campaign: &str, p: Raw) -> ApiResult<FeedQuery> {
     let status = match p.status.as_deref() {
         None => None,
         Some(s) => Some(ClaimStatus::parse(s).ok_or_else(|| {
@@ -181,7 +203,7 @@ const CSV_PAGE: i64 = 1_000;
     path = "/admin/v1/campaigns/{id}/claims.csv",
     tag = "admin",
     security(("admin_token" = [])),
-    params(("id" = String, Path, description = "Campaign id."), FeedParams),
+    params(("id" = String, Path, description = "Campaign id."), CsvParams),
     responses(
         (status = 200, description = "The claims as CSV, header \
             `id,customer,status,held_until,paid_at,payment_ref,created_at` (audited as an \
