@@ -78,6 +78,7 @@ pub const API_ROUTES: &[(&[&str], &str)] = &[
     (&["claims", "*"], "GET, HEAD"),
     (&["claims", "*", "pay"], "POST"),
     (&["claims", "*", "release"], "POST"),
+    (&["claims", "*", "extend"], "POST"),
     (&["codes", "*", "check"], "POST"),
     (&["codes", "*", "use"], "POST"),
     (&["uses", "*", "confirm"], "POST"),

@@ -92,6 +92,14 @@ fn routes() {
     assert_eq!(route("HEAD", "/api/v1/claims/c_1"), Route::PassThrough);
     assert_eq!(route("POST", "/api/v1/claims/c_1/pay"), Route::PassThrough);
     assert_eq!(
+        route("POST", "/api/v1/claims/c_1/extend"),
+        Route::PassThrough
+    );
+    assert_eq!(
+        route("GET", "/api/v1/claims/c_1/extend"),
+        Route::WrongMethod { allow: "POST" }
+    );
+    assert_eq!(
         route("GET", "/api/v1/campaigns/spring/claims/mine"),
         Route::CampaignPassThrough {
             id: "spring".into()

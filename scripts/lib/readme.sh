@@ -11,6 +11,10 @@
 #                               stderr) in LOG; returns the block's exit status.
 #   readme_expect LOG TEXT...   true when LOG contains every TEXT (fixed strings); else names
 #                               the first one missing.
+#   doc_blocks FILE             prints every ```sh block of FILE (a path from the clone's root,
+#                               e.g. docs/CHECKOUT.md), in order, as one script
+#   doc_run FILE ENV LOG        runs them as one script (later blocks use the variables of
+#                               earlier ones), laid out and logged like readme_run
 
 readme_block() {
   awk -v m="$1" '$0 == m { found = 1; next }
@@ -19,10 +23,9 @@ readme_block() {
                  inside { print }' "$FG_ROOT/README.md"
 }
 
-readme_run() {
-  local marker="$1" env="$2" log="$3" block scratch rc=0
-  block="$(readme_block "$marker")"
-  [ -n "$block" ] || { fg_log "README.md has no sh block after '$marker'"; return 1; }
+# _doc_exec SCRIPT ENV LOG: runs SCRIPT in a scratch folder laid out like a clone (see above).
+_doc_exec() {
+  local block="$1" env="$2" log="$3" scratch rc=0
   scratch="$(mktemp -d)"
   mkdir -p "$scratch/.dev" "$scratch/target"
   ln -s "$env" "$scratch/.dev/env"
@@ -33,10 +36,30 @@ readme_run() {
   return "$rc"
 }
 
+readme_run() {
+  local marker="$1" block
+  block="$(readme_block "$marker")"
+  [ -n "$block" ] || { fg_log "README.md has no sh block after '$marker'"; return 1; }
+  _doc_exec "$block" "$2" "$3"
+}
+
+doc_blocks() {
+  awk '/^```sh$/ { inside = 1; next }
+       inside && /^```$/ { inside = 0; next }
+       inside { print }' "$FG_ROOT/$1"
+}
+
+doc_run() {
+  local file="$1" block
+  block="$(doc_blocks "$file")"
+  [ -n "$block" ] || { fg_log "$file has no sh block"; return 1; }
+  _doc_exec "$block" "$2" "$3"
+}
+
 readme_expect() {
   local log="$1" want
   shift
   for want in "$@"; do
-    grep -qF -- "$want" "$log" || { fg_log "README example: no '$want' in its output ($log)"; return 1; }
+    grep -qF -- "$want" "$log" || { fg_log "doc example: no '$want' in its output ($log)"; return 1; }
   done
 }

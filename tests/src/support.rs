@@ -21,6 +21,7 @@ mod databases;
 mod edge;
 mod edge_calls;
 mod gate;
+pub mod holds;
 pub mod logs;
 mod poll;
 mod promo;
@@ -345,6 +346,7 @@ impl TestOrigin {
             starts_at,
             ends_at,
             hold_seconds,
+            hold_extension_seconds: None,
             gate_shards: None,
             waiting_room: None,
         })
@@ -381,6 +383,7 @@ impl TestOrigin {
             starts_at: now - Duration::minutes(1),
             ends_at: now + Duration::hours(1),
             hold_seconds: None,
+            hold_extension_seconds: None,
             gate_shards: Some(shards),
             waiting_room: None,
         })

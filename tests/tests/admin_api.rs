@@ -113,6 +113,7 @@ async fn tokens_roles_and_unknown_campaigns() {
         starts_at: now,
         ends_at: now + chrono::Duration::hours(1),
         hold_seconds: None,
+        hold_extension_seconds: None,
         gate_shards: None,
         waiting_room: None,
     };

@@ -271,6 +271,7 @@ async fn a_restock_sent_twice_with_one_key_adds_once_and_audits_once() {
         starts_at: chrono::Utc::now(),
         ends_at: in_an_hour,
         hold_seconds: None,
+        hold_extension_seconds: None,
         gate_shards: None,
         waiting_room: None,
     };

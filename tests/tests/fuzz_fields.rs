@@ -9,8 +9,8 @@ use std::time::Instant;
 use chrono::Utc;
 use flashgate_shared::api::promo::{CheckRequest, UseRequest};
 use flashgate_shared::api::{
-    CampaignKind, ChangeRequest, ClaimRequest, NewCampaign, PayRequest, RedeemRequest,
-    ReleaseRequest,
+    CampaignKind, ChangeRequest, ClaimRequest, ExtendRequest, NewCampaign, PayRequest,
+    RedeemRequest, ReleaseRequest,
 };
 use flashgate_tests::fuzz::{self, Auth, Case, Endpoint, Target};
 use flashgate_tests::support::{
@@ -134,6 +134,15 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
             }),
         ),
         ep(
+            "extend",
+            Method::POST,
+            "/api/v1/claims/{p}/extend",
+            &hold,
+            Service,
+            true,
+            body(ExtendRequest { seconds: Some(60) }),
+        ),
+        ep(
             "coupon",
             Method::GET,
             "/api/v1/coupons/{p}",
@@ -211,6 +220,7 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
                 starts_at: now,
                 ends_at: later,
                 hold_seconds: Some(60),
+                hold_extension_seconds: Option::None,
                 gate_shards: Option::None,
                 waiting_room: Option::None,
             }),

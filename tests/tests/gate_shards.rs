@@ -57,6 +57,7 @@ async fn shard_caps_sum_to_the_stock_and_gate_shards_is_checked() {
                 starts_at: now,
                 ends_at: now + chrono::Duration::hours(1),
                 hold_seconds: None,
+                hold_extension_seconds: None,
                 gate_shards: None,
                 waiting_room: None,
             })

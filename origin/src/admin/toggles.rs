@@ -1,5 +1,6 @@
 //! The changes a campaign manager makes to a campaign (`PATCH /admin/v1/campaigns/{id}`):
-//! pause, resume, close, restock, set stock, move the end.
+//! pause, resume, close, restock, set stock, move the end, set the waiting room or the hold
+//! extension.
 //!
 //! Each change is ONE SQL statement — never read-modify-write: a CTE locks the row and keeps it
 //! as it was (`before`), the `UPDATE` computes the new values from the row's own columns under a
@@ -19,7 +20,7 @@
 use crate::db::Db;
 use crate::gate::Gate;
 use chrono::{DateTime, Utc};
-use flashgate_shared::api::{check_stock, check_year, MAX_STOCK};
+use flashgate_shared::api::{check_hold_extension, check_stock, check_year, MAX_STOCK};
 pub use flashgate_shared::api::{ChangeRequest, GateFollow};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -53,6 +54,8 @@ pub enum Change {
     PauseAdmission,
     /// The waiting room admits again.
     ResumeAdmission,
+    /// Sale: sets `hold_extension_seconds` (0 = off).
+    SetHoldExtension { seconds: i64 },
 }
 
 impl Change {
@@ -68,6 +71,7 @@ impl Change {
             Change::SetWaitingRoom { .. } => "set_waiting_room",
             Change::PauseAdmission => "pause_admission",
             Change::ResumeAdmission => "resume_admission",
+            Change::SetHoldExtension { .. } => "set_hold_extension",
         }
     }
 
@@ -78,6 +82,7 @@ impl Change {
             Change::SetStock { stock } => json!({ "stock": stock }),
             Change::SetEndsAt { ends_at } => json!({ "ends_at": ends_at }),
             Change::SetWaitingRoom { waiting_room } => json!({ "waiting_room": waiting_room }),
+            Change::SetHoldExtension { seconds } => json!({ "hold_extension_seconds": seconds }),
             _ => json!({}),
         }
     }
@@ -117,6 +122,12 @@ impl Change {
                 "NOT c.queue_paused AND c.waiting_room IS NOT NULL",
             ),
             Change::ResumeAdmission => ("queue_paused = false", "c.queue_paused"),
+            // Sales only (a giveaway has no hold_seconds).
+            Change::SetHoldExtension { .. } => (
+                "hold_extension_seconds = ($4::jsonb->>'hold_extension_seconds')::int",
+                "c.hold_seconds IS NOT NULL
+                 AND c.hold_extension_seconds <> ($4::jsonb->>'hold_extension_seconds')::int",
+            ),
             // A campaign closed before it started keeps its planned start (the `starts_at`
             // before its latest close, in the audit trail): a new end never opens it early.
             Change::SetEndsAt { .. } => (
@@ -143,6 +154,7 @@ impl TryFrom<ChangeRequest> for Change {
             r.set_stock.is_some(),
             r.ends_at.is_some(),
             r.waiting_room.is_some(),
+            r.hold_extension_seconds.is_some(),
         ]
         .iter()
         .filter(|x| **x)
@@ -150,7 +162,7 @@ impl TryFrom<ChangeRequest> for Change {
         if given != 1 {
             return Err(
                 "give exactly one of: action (pause, resume, close, restock, pause_admission, \
-                 resume_admission), set_stock, ends_at, waiting_room"
+                 resume_admission), set_stock, ends_at, waiting_room, hold_extension_seconds"
                     .into(),
             );
         }
@@ -160,6 +172,11 @@ impl TryFrom<ChangeRequest> for Change {
         if let Some(n) = r.set_stock {
             return Ok(Change::SetStock {
                 stock: check_stock("set_stock", n)?,
+            });
+        }
+        if let Some(n) = r.hold_extension_seconds {
+            return Ok(Change::SetHoldExtension {
+                seconds: check_hold_extension(n)?,
             });
         }
         if let Some(waiting_room) = r.waiting_room {
@@ -206,6 +223,9 @@ pub struct Facts {
     /// True while the waiting room's admission is paused.
     #[serde(default)]
     pub queue_paused: bool,
+    /// Seconds a hold may be extended by (0 = off).
+    #[serde(default)]
+    pub hold_extension_seconds: i32,
 }
 
 /// What the statement did.
@@ -229,14 +249,15 @@ pub async fn apply(db: &Db, id: &str, who: &Admin, change: Change) -> sqlx::Resu
     let (set, condition) = change.sql();
     let sql = format!(
         "WITH before AS (
-             SELECT id, stock, remaining, paused, starts_at, ends_at, waiting_room, queue_paused
+             SELECT id, stock, remaining, paused, starts_at, ends_at, waiting_room, queue_paused,
+                    hold_extension_seconds
                FROM campaigns WHERE id = $1 FOR UPDATE
          ), after AS (
              UPDATE campaigns c SET {set}, updated_at = now()
                FROM before b
               WHERE c.id = b.id AND {condition}
              RETURNING c.id, c.stock, c.remaining, c.paused, c.starts_at, c.ends_at,
-                       c.waiting_room, c.queue_paused
+                       c.waiting_room, c.queue_paused, c.hold_extension_seconds
          ), audit AS (
              INSERT INTO admin_audit (campaign_id, actor, action, params, before, after)
              SELECT a.id, $2, $3, $4::jsonb, to_jsonb(b) - 'id', to_jsonb(a) - 'id'
@@ -300,6 +321,12 @@ pub fn refusal(change: Change, before: &Facts) -> Result<(), String> {
         ),
         Change::PauseAdmission | Change::ResumeAdmission if before.waiting_room.is_none() => {
             Err("the campaign has no waiting room".into())
+        }
+        // Refused with another value: only a giveaway refuses (it has no holds).
+        Change::SetHoldExtension { seconds }
+            if i64::from(before.hold_extension_seconds) != seconds =>
+        {
+            Err("hold_extension_seconds applies to sale campaigns only".into())
         }
         _ => Ok(()),
     }
@@ -375,6 +402,10 @@ mod tests {
         ));
         assert!(parse(r#"{"waiting_room":{"admit_per_second":0}}"#).is_err());
         assert_eq!(
+            parse(r#"{"hold_extension_seconds":120}"#),
+            Ok(Change::SetHoldExtension { seconds: 120 })
+        );
+        assert_eq!(
             parse(r#"{"action":"restock","add":5}"#),
             Ok(Change::Restock { add: 5 })
         );
@@ -401,6 +432,9 @@ mod tests {
             r#"{"action":"restock","add":99999999999999999999}"#,
             r#"{"ends_at":"-200000-01-01T00:00:00Z"}"#,
             r#"{"ends_at":"+200000-01-01T00:00:00Z"}"#,
+            r#"{"hold_extension_seconds":3601}"#,
+            r#"{"hold_extension_seconds":-1}"#,
+            r#"{"hold_extension_seconds":60,"action":"pause"}"#,
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
@@ -417,6 +451,7 @@ mod tests {
             ends_at: t("2030-01-02T00:00:00Z"),
             waiting_room: None,
             queue_paused: false,
+            hold_extension_seconds: 0,
         };
         assert!(refusal(Change::PauseAdmission, &before).is_err());
         assert!(refusal(Change::Pause, &before).is_ok());

@@ -28,6 +28,7 @@ impl From<ViewRow> for CampaignView {
             campaign: AdminCampaign {
                 status: v.row.status_at(v.as_of),
                 hold_seconds: v.row.hold_seconds.map(i64::from),
+                hold_extension_seconds: i64::from(v.row.hold_extension_seconds),
                 paused: v.row.paused,
                 gate_shards: i64::from(v.row.gate_shards),
                 waiting_room: v.row.waiting_room(),
@@ -46,7 +47,7 @@ impl From<ViewRow> for CampaignView {
 async fn query(db: &Db, only: Option<&str>) -> sqlx::Result<Vec<CampaignView>> {
     let rows = sqlx::query!(
         r#"SELECT c.id, c.name, c.kind AS "kind: CampaignKind", c.stock, c.remaining,
-                c.starts_at, c.ends_at, c.hold_seconds, c.paused, c.gate_shards,
+                c.starts_at, c.ends_at, c.hold_seconds, c.hold_extension_seconds, c.paused, c.gate_shards,
                 c.waiting_room AS "waiting_room: Json<WaitingRoom>", c.queue_paused,
                 c.created_at, c.updated_at, clock_timestamp() AS "as_of!",
                 k.held AS "held!", k.paid AS "paid!", k.issued AS "issued!",
@@ -82,6 +83,7 @@ async fn query(db: &Db, only: Option<&str>) -> sqlx::Result<Vec<CampaignView>> {
             starts_at: r.starts_at,
             ends_at: r.ends_at,
             hold_seconds: r.hold_seconds,
+            hold_extension_seconds: r.hold_extension_seconds,
             paused: r.paused,
             gate_shards: r.gate_shards,
             waiting_room: r.waiting_room,

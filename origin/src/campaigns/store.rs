@@ -17,6 +17,8 @@ pub struct CampaignRow {
     pub starts_at: DateTime<Utc>,
     pub ends_at: DateTime<Utc>,
     pub hold_seconds: Option<i32>,
+    /// Seconds a hold may be extended by, once per claim (0 = off; migration 0013).
+    pub hold_extension_seconds: i32,
     pub paused: bool,
     /// Shards of the Redis gate (1..=1024).
     pub gate_shards: i32,
@@ -68,7 +70,7 @@ pub async fn find(db: &Db, id: &str) -> sqlx::Result<Option<CampaignRow>> {
     sqlx::query_as!(
         CampaignRow,
         r#"SELECT id, name, kind AS "kind: CampaignKind", stock, remaining, starts_at, ends_at,
-                  hold_seconds, paused, gate_shards,
+                  hold_seconds, hold_extension_seconds, paused, gate_shards,
                   waiting_room AS "waiting_room: Json<WaitingRoom>", queue_paused
              FROM campaigns WHERE id = $1"#,
         id
@@ -82,7 +84,7 @@ pub async fn live<'e>(db: impl sqlx::PgExecutor<'e>) -> sqlx::Result<Vec<Campaig
     sqlx::query_as!(
         CampaignRow,
         r#"SELECT id, name, kind AS "kind: CampaignKind", stock, remaining, starts_at, ends_at,
-                  hold_seconds, paused, gate_shards,
+                  hold_seconds, hold_extension_seconds, paused, gate_shards,
                   waiting_room AS "waiting_room: Json<WaitingRoom>", queue_paused
              FROM campaigns WHERE ends_at > now() ORDER BY starts_at"#
     )
@@ -105,8 +107,8 @@ pub async fn insert(db: &Db, c: &NewCampaign, actor: &str) -> sqlx::Result<Optio
         CampaignRow,
         r#"WITH created AS (
              INSERT INTO campaigns (id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds,
-                                    gate_shards, waiting_room)
-             VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $9, $10)
+                                    gate_shards, waiting_room, hold_extension_seconds)
+             VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $9, $10, $11)
              ON CONFLICT (id) DO NOTHING
              RETURNING *
          ), audit AS (
@@ -116,12 +118,14 @@ pub async fn insert(db: &Db, c: &NewCampaign, actor: &str) -> sqlx::Result<Optio
                     'null'::jsonb,
                     jsonb_build_object('stock', stock, 'remaining', remaining, 'paused', paused,
                                        'starts_at', starts_at, 'ends_at', ends_at,
-                                       'waiting_room', waiting_room)
+                                       'waiting_room', waiting_room,
+                                       'hold_extension_seconds', hold_extension_seconds)
                FROM created
          )
          SELECT id AS "id!", name AS "name!", kind AS "kind!: CampaignKind", stock AS "stock!",
                 remaining AS "remaining!", starts_at AS "starts_at!", ends_at AS "ends_at!",
-                hold_seconds, paused AS "paused!", gate_shards AS "gate_shards!",
+                hold_seconds, hold_extension_seconds AS "hold_extension_seconds!",
+                paused AS "paused!", gate_shards AS "gate_shards!",
                 waiting_room AS "waiting_room: Json<WaitingRoom>", queue_paused AS "queue_paused!"
            FROM created"#,
         c.id,
@@ -134,6 +138,7 @@ pub async fn insert(db: &Db, c: &NewCampaign, actor: &str) -> sqlx::Result<Optio
         actor,
         c.shards() as i32,
         c.waiting_room.map(Json) as Option<Json<WaitingRoom>>,
+        c.hold_extension_seconds.unwrap_or(0) as i32,
     )
     .fetch_optional(db)
     .await

@@ -18,12 +18,14 @@
 //!
 //! - [`service`]: the claim decision (steps 1–3 and the settling);
 //! - [`commit`]: grouped commits of concurrent winners;
-//! - [`store`]: queries on `claims`.
+//! - [`store`]: queries on `claims`;
+//! - [`feed`]: the claims feed of a campaign (admin API and its CSV export).
 //!
 //! A take left pending by an origin that died before the settling is settled by
 //! [`crate::repair::settle`]. The life after a claim is in [`crate::holds`] (sale holds) and
 //! [`crate::giveaway`] (giveaway coupons).
 
 pub mod commit;
+pub mod feed;
 pub mod service;
 pub mod store;

@@ -155,6 +155,7 @@ impl AdminCommand {
                     starts_at: starts_at.unwrap_or_else(Utc::now),
                     ends_at: *ends_at,
                     hold_seconds: *hold_seconds,
+                    hold_extension_seconds: None,
                     gate_shards: *gate_shards,
                     waiting_room: None,
                 };

@@ -8,12 +8,13 @@ use crate::claims::store::ClaimRow;
 
 /// A claim row with the lifecycle facts the API rows do not carry.
 #[derive(Debug, Clone)]
-struct LifeRow {
-    row: ClaimRow,
-    payment_ref: Option<String>,
+pub(super) struct LifeRow {
+    pub(super) row: ClaimRow,
+    pub(super) payment_ref: Option<String>,
 }
 
-async fn find_life(db: &Db, claim_id: &str) -> sqlx::Result<Option<LifeRow>> {
+/// Claim `claim_id` with its `payment_ref`; `None` when unknown.
+pub(super) async fn find_life(db: &Db, claim_id: &str) -> sqlx::Result<Option<LifeRow>> {
     let r = sqlx::query!(
         r#"SELECT id, campaign_id, customer_id, status AS "status: ClaimStatus", held_until,
                   code, idempotency_key, request_fp, created_at, payment_ref
@@ -98,8 +99,9 @@ async fn end_hold(
 /// held_until > now()` plus its `paid` ledger row. `Ok(None)`: no such claim (404).
 ///
 /// Answers: `paid` (also for the same `payment_ref` again, even after `held_until`);
-/// `hold_expired` when the hold is past `held_until`, expired or released; `already_paid` for
-/// another `payment_ref`; `not_a_hold` for a giveaway coupon.
+/// `hold_expired` when the hold is past `held_until` or expired; `released` (409, with the
+/// claim) when it was released before; `already_paid` for another `payment_ref`; `not_a_hold`
+/// for a giveaway coupon.
 pub async fn pay(
     db: &Db,
     claim_id: &str,
@@ -125,7 +127,10 @@ pub async fn pay(
             claim: life.row.to_claim(),
         },
         ClaimStatus::Issued | ClaimStatus::Redeemed => HoldReply::NotAHold,
-        ClaimStatus::Held | ClaimStatus::Released | ClaimStatus::Expired => HoldReply::HoldExpired,
+        ClaimStatus::Released => HoldReply::Released {
+            claim: life.row.to_claim(),
+        },
+        ClaimStatus::Held | ClaimStatus::Expired => HoldReply::HoldExpired,
     }))
 }
 

@@ -2,11 +2,13 @@
 //!
 //! ```text
 //! held ──pay──▶ paid
+//!   ├──extend──▶ held        (held_until later, once per claim)
 //!   ├──release──▶ released   (unit back)
 //!   └──sweeper──▶ expired    (unit back, once held_until has passed)
 //! ```
 //!
 //! - [`change`]: pay and release of one hold;
+//! - [`extend`]: the one extension of a hold's `held_until`;
 //! - [`expiry`]: the expiry sweeper (holds past `held_until`);
 //! - [`returns`]: giving units back to the Redis gate, and the drain of `gate_returns`.
 //!
@@ -23,6 +25,7 @@
 
 pub mod change;
 pub mod expiry;
+pub mod extend;
 pub mod returns;
 
 /// A claim whose unit went back to `remaining` in PostgreSQL and must go back to the gate.

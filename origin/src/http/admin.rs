@@ -6,12 +6,15 @@
 //! - `GET /admin/v1/campaigns/{id}/audit` — the audit trail, newest first (viewer);
 //! - `GET /admin/v1/campaigns/{id}/series` — claims, sold-out answers and remaining per
 //!   second over the last minutes (viewer; [`crate::admin::series`]);
+//! - `GET /admin/v1/campaigns/{id}/claims` and `…/claims.csv` — the claims feed and its
+//!   export (viewer; [`feed`]);
 //! - `GET /admin` — the dashboard ([`dashboard`]).
 //!
 //! Every call needs an admin token: 401 without one, 403 with an unknown one or a viewer token
 //! on a write. Errors have the documented body `{"result","message"}`.
 
 pub mod dashboard;
+pub mod feed;
 pub mod idempotency;
 
 use super::extract::Path;
@@ -183,7 +186,7 @@ pub async fn series_of(
     request_body(content = ChangeRequest, description = "Exactly one of \
         `{\"action\":\"pause\"}`, `resume`, `close`, `pause_admission`, `resume_admission`, \
         `{\"action\":\"restock\",\"add\":n}`, `{\"set_stock\":n}`, `{\"ends_at\":…}`, \
-        `{\"waiting_room\":{…}}`.", example = json!({"action": "pause"})),
+        `{\"waiting_room\":{…}}`, `{\"hold_extension_seconds\":n}`.", example = json!({"action": "pause"})),
     responses(
         (status = 200, description = "Applied (or already so: `changed` false).",
             body = ChangeReply),
@@ -246,7 +249,9 @@ pub async fn change(
         Applied::NotFound => return Err(extract::no_campaign(&id)),
         Applied::Unchanged { before } => {
             toggles::refusal(change, &before).map_err(|message| match change {
-                Change::SetEndsAt { .. } => ApiError::validation(message),
+                Change::SetEndsAt { .. } | Change::SetHoldExtension { .. } => {
+                    ApiError::validation(message)
+                }
                 _ => ApiError::Conflict(message),
             })?;
             (false, None, GateFollow::NotNeeded)

@@ -124,6 +124,7 @@ pub async fn create(
     let body = AdminCampaign {
         status: row.status_at(chrono::Utc::now()),
         hold_seconds: row.hold_seconds.map(i64::from),
+        hold_extension_seconds: i64::from(row.hold_extension_seconds),
         paused: row.paused,
         gate_shards: i64::from(row.gate_shards),
         waiting_room: row.waiting_room(),

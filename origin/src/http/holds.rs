@@ -1,11 +1,11 @@
-//! `POST /api/v1/claims/{id}/pay` and `POST /api/v1/claims/{id}/release`: the shop's checkout
-//! backend confirms or gives up a sale hold (service token). The state changes are in
+//! `POST /api/v1/claims/{id}/pay`, `…/release` and `…/extend`: the shop's checkout backend
+//! confirms, gives up or extends a sale hold (service token). The state changes are in
 //! [`crate::holds`]. `GET /api/v1/claims/{id}` (service token) reads a claim back.
 //!
 //! Checks, in order, each answered with the documented `{"result","message"}` body and
-//! changing nothing: service token (401 missing / 403 wrong), claim id shape (404),
-//! `Content-Type` (415), size ≤ 64 KiB (413), JSON (400 `invalid_json`), shape and values
-//! (422 `validation_failed`). Then 200 / 409 with a [`HoldReply`], 404 for an unknown claim,
+//! changing nothing: service token (401 missing / 403 wrong), claim id shape (404), for an
+//! extend the `Idempotency-Key` (400 `invalid_idempotency_key`), `Content-Type` (415), size
+//! ≤ 64 KiB (413), JSON (400 `invalid_json`), shape and values (422 `validation_failed`). Then 200 / 409 with a [`HoldReply`], 404 for an unknown claim,
 //! 503 `unavailable` when PostgreSQL is down.
 
 use axum::body::Body;
@@ -14,14 +14,16 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use flashgate_shared::api::{
-    Claim, ErrorBody, HoldReply, PayRequest, ReleaseRequest, MAX_PAYMENT_REF_LEN, MAX_REASON_LEN,
+    Claim, ErrorBody, ExtendRequest, HoldCall, HoldReply, PayRequest, ReleaseRequest,
+    MAX_HOLD_EXTENSION_SECONDS, MAX_PAYMENT_REF_LEN, MAX_REASON_LEN,
 };
 use flashgate_shared::text;
 use serde::de::DeserializeOwned;
 
 use super::extract::{self, Path};
 use crate::error::{ApiError, ApiResult};
-use crate::holds::{change, returns};
+use crate::holds::extend::Extend;
+use crate::holds::{change, extend, returns};
 use crate::reply::{Outcome, Reply};
 use crate::state::AppState;
 
@@ -46,8 +48,8 @@ pub async fn optional_json<T: DeserializeOwned + Default>(
     extract::parse_json(&bytes)
 }
 
-fn hold_response(reply: HoldReply) -> Response {
-    Reply::with_status(reply.http_status(), Outcome::Hold, &reply).into_response()
+fn hold_response(reply: HoldReply, call: HoldCall) -> Response {
+    Reply::with_status(reply.http_status(call), Outcome::Hold, &reply).into_response()
 }
 
 fn no_claim(id: &str) -> ApiError {
@@ -93,8 +95,9 @@ pub async fn show(
 }
 
 /// Pays a hold. Body `{"payment_ref": "<1..=255 visible ASCII>"}`. 200 `paid` (the same
-/// `payment_ref` again gets the same 200); 409 `hold_expired` after `held_until` or a release;
-/// 409 `already_paid` for another `payment_ref`; 409 `not_a_hold` for a giveaway coupon.
+/// `payment_ref` again gets the same 200); 409 `hold_expired` after `held_until` or the
+/// sweeper's expiry; 409 `released` (with the claim) after a release; 409 `already_paid` for
+/// another `payment_ref`; 409 `not_a_hold` for a giveaway coupon.
 #[utoipa::path(
     post,
     path = "/api/v1/claims/{id}/pay",
@@ -105,10 +108,16 @@ pub async fn show(
     responses(
         (status = 200, description = "paid (the same `payment_ref` again: the same 200).",
             body = HoldReply),
-        (status = 409, description = "hold_expired (past `held_until`, expired or released), \
+        (status = 409, description = "hold_expired (past `held_until` or expired by the \
+            sweeper), released (released before, by the checkout or an admin; with the claim), \
             already_paid (with the claim), not_a_hold (a giveaway coupon).", body = HoldReply,
             examples(
                 ("hold_expired" = (value = json!({"result": "hold_expired"}))),
+                ("released" = (value = json!({"result": "released", "claim": {
+                    "id": "c_0123456789abcdef0123456789abcdef", "campaign": "tshirt",
+                    "customer": "ana", "status": "released",
+                    "held_until": "2026-01-01T12:10:00Z", "code": null,
+                    "created_at": "2026-01-01T12:00:00Z"}}))),
                 ("not_a_hold" = (value = json!({"result": "not_a_hold"}))),
             )),
         (status = 400, description = "invalid_json.", body = ErrorBody),
@@ -132,7 +141,7 @@ pub async fn pay(
     let reply = change::pay(&state.db, &id, &req.payment_ref, SERVICE_ACTOR)
         .await?
         .ok_or_else(|| no_claim(&id))?;
-    Ok(hold_response(reply))
+    Ok(hold_response(reply, HoldCall::Pay))
 }
 
 /// Releases a hold; its unit goes back to `remaining` and to the gate, exactly once however
@@ -181,5 +190,88 @@ pub async fn release(
     if let Some(r) = returned {
         returns::return_to_gate(&state.gate_returns(), &[r]).await;
     }
-    Ok(hold_response(reply))
+    Ok(hold_response(reply, HoldCall::Release))
+}
+
+/// Extends a hold once: `held_until` moves later by `seconds` (optional body
+/// `{"seconds": n}`, 1..=the campaign's `hold_extension_seconds`; empty body: all of it),
+/// while the hold is still held. `Idempotency-Key` is required: the same key again gets the
+/// same 200. 200 `extended` with the new `held_until`; 409 `already_extended` (another key),
+/// `hold_expired`, `released`, `already_paid`, `not_a_hold`; 422 `validation_failed` when the
+/// campaign's `hold_extension_seconds` is 0 (off) or `seconds` is past it. A refusal changes
+/// nothing.
+#[utoipa::path(
+    post,
+    path = "/api/v1/claims/{id}/extend",
+    tag = "service",
+    security(("service_token" = [])),
+    params(
+        ("id" = String, Path, description = "Claim id."),
+        ("Idempotency-Key" = String, Header, description = "Required, 1..=255 visible ASCII \
+            characters (400 `invalid_idempotency_key` otherwise). It is kept with the claim's \
+            one extension: the same key again gets the 200 of that extension (with the claim \
+            as it is now); another key gets 409 `already_extended`."),
+    ),
+    request_body(content = Option<ExtendRequest>, description = "Optional; an empty body is \
+        `{}` (extend by the campaign's `hold_extension_seconds`).",
+        example = json!({"seconds": 120})),
+    responses(
+        (status = 200, description = "extended: `held_until` is the new end of the hold, which \
+            the sweeper and `pay` go by (the same `Idempotency-Key` again: the same 200).",
+            body = HoldReply, example = json!({"result": "extended", "claim": {
+                "id": "c_0123456789abcdef0123456789abcdef", "campaign": "tshirt",
+                "customer": "ana", "status": "held", "held_until": "2026-01-01T12:15:00Z",
+                "code": null, "created_at": "2026-01-01T12:00:00Z"},
+                "held_until": "2026-01-01T12:15:00Z"})),
+        (status = 409, description = "already_extended (once per claim; with the claim), \
+            hold_expired (past `held_until` or expired), released, already_paid (with the \
+            claim), not_a_hold.", body = HoldReply, examples(
+                ("already_extended" = (value = json!({"result": "already_extended", "claim": {
+                    "id": "c_0123456789abcdef0123456789abcdef", "campaign": "tshirt",
+                    "customer": "ana", "status": "held",
+                    "held_until": "2026-01-01T12:15:00Z", "code": null,
+                    "created_at": "2026-01-01T12:00:00Z"}}))),
+                ("hold_expired" = (value = json!({"result": "hold_expired"}))),
+            )),
+        (status = 400, description = "invalid_json; invalid_idempotency_key (missing or not \
+            1..=255 printable ASCII).", body = ErrorBody),
+        (status = 404, description = "not_found: a malformed or unknown id.", body = ErrorBody),
+        (status = 413, description = "payload_too_large.", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        (status = 422, description = "validation_failed: the campaign's \
+            `hold_extension_seconds` is 0 (extension off), or `seconds` is not 1..=it.",
+            body = ErrorBody),
+    ),
+)]
+pub async fn extend(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    authorize(&state, &headers, &id, "extend")?;
+    let key = extract::idempotency_key(&headers)?;
+    let req: ExtendRequest = optional_json(&headers, body).await?;
+    let seconds = match req.seconds {
+        Some(n) if (1..=MAX_HOLD_EXTENSION_SECONDS).contains(&n) => Some(n as i32),
+        Some(_) => {
+            return Err(ApiError::validation(format!(
+                "seconds must be between 1 and the campaign's hold_extension_seconds (at most \
+                 {MAX_HOLD_EXTENSION_SECONDS})"
+            )))
+        }
+        None => None,
+    };
+    let outcome = extend::extend(&state.db, &id, seconds, &key, SERVICE_ACTOR)
+        .await?
+        .ok_or_else(|| no_claim(&id))?;
+    match outcome {
+        Extend::Reply(reply) => Ok(hold_response(reply, HoldCall::Extend)),
+        Extend::Off => Err(ApiError::validation(
+            "this campaign does not allow hold extension (its hold_extension_seconds is 0)",
+        )),
+        Extend::TooLong { max } => Err(ApiError::validation(format!(
+            "seconds must be between 1 and the campaign's hold_extension_seconds ({max})"
+        ))),
+    }
 }

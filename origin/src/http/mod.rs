@@ -96,6 +96,7 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(holds::show))
         .routes(routes!(holds::pay))
         .routes(routes!(holds::release))
+        .routes(routes!(holds::extend))
         .routes(routes!(giveaway::show))
         .routes(routes!(giveaway::redeem))
         .routes(routes!(reconcile::report))
@@ -104,6 +105,8 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(admin::show, admin::change).layer(once()))
         .routes(routes!(admin::audit_trail))
         .routes(routes!(admin::series_of))
+        .routes(routes!(admin::feed::claims))
+        .routes(routes!(admin::feed::claims_csv))
         .merge(gifts::routes(&state))
         .layer(SetResponseHeaderLayer::overriding(
             header::CACHE_CONTROL,

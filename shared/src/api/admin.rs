@@ -22,6 +22,9 @@ pub struct AdminCampaign {
     pub status: CampaignStatus,
     /// Sale: hold length in seconds; `null` for a giveaway.
     pub hold_seconds: Option<i64>,
+    /// Sale: seconds a hold may be extended by, once per claim (0 = off; at most 3,600).
+    #[serde(default)]
+    pub hold_extension_seconds: i64,
     /// True while a manager has the campaign paused.
     pub paused: bool,
     /// Shards of the campaign's Redis gate (1..=1024).
@@ -118,7 +121,8 @@ impl ChangeAction {
 /// `{"action":"pause"}`, `{"action":"resume"}`, `{"action":"close"}`,
 /// `{"action":"restock","add":n}`, `{"set_stock":n}`, `{"ends_at":"<RFC 3339>"}`,
 /// `{"action":"pause_admission"}`, `{"action":"resume_admission"}`,
-/// `{"waiting_room":{…}}` (sets or changes the waiting room; it cannot be removed).
+/// `{"waiting_room":{…}}` (sets or changes the waiting room; it cannot be removed),
+/// `{"hold_extension_seconds":n}` (sale: 0 turns hold extension off).
 /// Unknown fields are refused. `action` stays a string on the wire so that an unknown action
 /// is a 422 `validation_failed` naming it (not a 400); build requests with the constructors.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -142,6 +146,11 @@ pub struct ChangeRequest {
     /// Sets or changes the waiting room ([`crate::queue::WaitingRoom`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_room: Option<crate::queue::WaitingRoom>,
+    /// Sale: sets the seconds a hold may be extended by, once per claim (0 = off,
+    /// ..=[`MAX_HOLD_EXTENSION_SECONDS`](super::campaigns::MAX_HOLD_EXTENSION_SECONDS)). Holds
+    /// already extended keep their `held_until`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_extension_seconds: Option<i64>,
 }
 
 impl ChangeRequest {
@@ -173,6 +182,14 @@ impl ChangeRequest {
     pub fn waiting_room(w: crate::queue::WaitingRoom) -> Self {
         ChangeRequest {
             waiting_room: Some(w),
+            ..Default::default()
+        }
+    }
+
+    /// `{"hold_extension_seconds":seconds}`.
+    pub fn hold_extension(seconds: i64) -> Self {
+        ChangeRequest {
+            hold_extension_seconds: Some(seconds),
             ..Default::default()
         }
     }
@@ -233,8 +250,9 @@ pub struct AuditEntry {
     /// Name of the admin token that made the change.
     pub actor: String,
     /// `create`, `pause`, `resume`, `close`, `restock`, `set_stock`, `set_ends_at`,
-    /// `set_waiting_room`, `pause_admission` or `resume_admission` (campaigns);
-    /// `disable`, `enable` (codes); `export` (a batch of one-time codes as CSV).
+    /// `set_waiting_room`, `pause_admission`, `resume_admission`, `set_hold_extension` or
+    /// `export` (the claims feed as CSV) (campaigns); `disable`, `enable` (codes); `export` (a
+    /// batch of one-time codes as CSV).
     pub action: String,
     /// The request's parameters (`{"add": 5}`, `{"stock": 7}`, `{"ends_at": …}`, `{}`).
     pub params: Value,
@@ -464,8 +482,8 @@ mod tests {
         let wire = json!({
             "id": "s", "name": "S", "kind": "sale", "state": "active", "stock": 5,
             "remaining": 4, "starts_at": "2026-01-01T00:00:00Z",
-            "ends_at": "2026-01-02T00:00:00Z", "hold_seconds": 600, "paused": false,
-            "gate_shards": 1,
+            "ends_at": "2026-01-02T00:00:00Z", "hold_seconds": 600,
+            "hold_extension_seconds": 0, "paused": false, "gate_shards": 1,
             "counts": {"held": 1, "paid": 0, "issued": 0, "redeemed": 0, "returned": 0,
                        "claims_total": 1, "claims_last_minute": 1},
             "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",

@@ -111,6 +111,11 @@ pub struct NewCampaign {
     /// giveaway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold_seconds: Option<i64>,
+    /// Sale only: seconds a hold may be extended by, once per claim
+    /// (`POST /api/v1/claims/{id}/extend`), 0..=[`MAX_HOLD_EXTENSION_SECONDS`]; absent or 0:
+    /// holds cannot be extended. Rejected (other than 0) for a giveaway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_extension_seconds: Option<i64>,
     /// Shards of the campaign's Redis gate, 1..=[`MAX_GATE_SHARDS`]; fixed at creation. When
     /// absent, [`default_gate_shards`] of the stock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -191,6 +196,20 @@ pub fn check_end_ahead(
 pub const DEFAULT_HOLD_SECONDS: i64 = 600;
 /// Longest hold a campaign may set, in seconds (one day).
 pub const MAX_HOLD_SECONDS: i64 = 86_400;
+/// Largest `hold_extension_seconds` of a campaign (one hour); 0 turns extension off.
+pub const MAX_HOLD_EXTENSION_SECONDS: i64 = 3_600;
+
+/// Checks a campaign's `hold_extension_seconds`: 0..=[`MAX_HOLD_EXTENSION_SECONDS`]. The
+/// message names the field.
+pub fn check_hold_extension(seconds: i64) -> Result<i64, String> {
+    if (0..=MAX_HOLD_EXTENSION_SECONDS).contains(&seconds) {
+        Ok(seconds)
+    } else {
+        Err(format!(
+            "hold_extension_seconds must be between 0 (off) and {MAX_HOLD_EXTENSION_SECONDS}"
+        ))
+    }
+}
 
 impl NewCampaign {
     /// Checks the rules that the type system does not: slug shape, name of 1..=[`MAX_NAME_LEN`]
@@ -221,6 +240,13 @@ impl NewCampaign {
             (CampaignKind::Sale, Some(h)) if !(1..=MAX_HOLD_SECONDS).contains(&h) => Err(format!(
                 "hold_seconds must be between 1 and {MAX_HOLD_SECONDS}"
             )),
+            _ => Ok(()),
+        }?;
+        match (self.kind, self.hold_extension_seconds) {
+            (CampaignKind::Giveaway, Some(n)) if n != 0 => {
+                Err("hold_extension_seconds applies to sale campaigns only".into())
+            }
+            (_, Some(n)) => check_hold_extension(n).map(|_| ()),
             _ => Ok(()),
         }?;
         match self.gate_shards {
@@ -256,6 +282,7 @@ mod tests {
             starts_at: t("2026-01-01T12:00:00Z"),
             ends_at: t("2026-01-01T13:00:00Z"),
             hold_seconds: None,
+            hold_extension_seconds: None,
             gate_shards: None,
             waiting_room: None,
         };

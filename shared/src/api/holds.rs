@@ -1,4 +1,4 @@
-//! Holds of a sale: pay or release a held unit before `held_until`.
+//! Holds of a sale: pay, release or extend a held unit before `held_until`.
 
 use serde::{Deserialize, Serialize};
 
@@ -30,7 +30,33 @@ pub struct ReleaseRequest {
     pub reason: Option<String>,
 }
 
-/// The answer to `pay` and `release`, tagged by `result`. HTTP status: see
+/// `POST /api/v1/claims/{id}/extend` body (optional: an empty body is the same as `{}`).
+/// `seconds` is how much to add to `held_until`, 1..=the campaign's `hold_extension_seconds`;
+/// absent: the campaign's `hold_extension_seconds`. Unknown fields are refused.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ExtendRequest {
+    /// Seconds to add to `held_until` (1..=the campaign's `hold_extension_seconds`, at most
+    /// [`MAX_HOLD_EXTENSION_SECONDS`](super::campaigns::MAX_HOLD_EXTENSION_SECONDS)); absent:
+    /// all the campaign allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<i64>,
+}
+
+/// Which hold call a [`HoldReply`] answers: the same result can be a success for one call and
+/// a refusal for another (`released` is 200 for a release, 409 for a pay or an extend).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldCall {
+    /// `POST /api/v1/claims/{id}/pay`.
+    Pay,
+    /// `POST /api/v1/claims/{id}/release`.
+    Release,
+    /// `POST /api/v1/claims/{id}/extend`.
+    Extend,
+}
+
+/// The answer to `pay`, `release` and `extend`, tagged by `result`. HTTP status: see
 /// [`HoldReply::http_status`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -43,14 +69,31 @@ pub enum HoldReply {
         /// The payment's reference, as sent.
         payment_ref: String,
     },
-    /// 200: the hold is released and its unit is back (also the answer to a repeated release).
+    /// Release: 200, the hold is released and its unit is back (also the answer to a repeated
+    /// release). Pay and extend: 409, the hold was released before (by the checkout or an
+    /// admin), not timed out; it cannot be paid or extended any more.
     Released {
         /// The claim, now `released`.
         claim: Claim,
     },
-    /// 409: the hold is over — past `held_until`, expired by the sweeper, or released. Its unit
-    /// is back (or goes back at the next sweep); it cannot be paid any more.
+    /// 200 (extend): `held_until` moved later, once per claim (also the answer to the same
+    /// `Idempotency-Key` again, with the claim as it is now).
+    Extended {
+        /// The claim with its new `held_until`.
+        claim: Claim,
+        /// The new end of the hold (RFC 3339 UTC); the sweeper and `pay` both go by it.
+        held_until: chrono::DateTime<chrono::Utc>,
+    },
+    /// 409: the hold timed out — past `held_until`, or expired by the sweeper. Its unit is
+    /// back (or goes back at the next sweep); it cannot be paid or extended any more. (A hold
+    /// that was released answers `released` instead.)
     HoldExpired,
+    /// 409 (extend): the hold was extended before, with another `Idempotency-Key`; a claim is
+    /// extended once at most. Its `held_until` is unchanged.
+    AlreadyExtended {
+        /// The claim, with the `held_until` of its one extension.
+        claim: Claim,
+    },
     /// 409: the claim is already paid (with another `payment_ref`, or a release came after the
     /// payment); it keeps its unit.
     AlreadyPaid {
@@ -62,10 +105,13 @@ pub enum HoldReply {
 }
 
 impl HoldReply {
-    /// 200 for `paid` / `released`, 409 for everything else.
-    pub fn http_status(&self) -> u16 {
-        match self {
-            HoldReply::Paid { .. } | HoldReply::Released { .. } => 200,
+    /// The HTTP status of this answer to `call`: 200 for `paid`, `extended`, and `released`
+    /// answering a release; 409 for everything else (`released` answering a pay or an extend
+    /// included).
+    pub fn http_status(&self, call: HoldCall) -> u16 {
+        match (self, call) {
+            (HoldReply::Paid { .. } | HoldReply::Extended { .. }, _) => 200,
+            (HoldReply::Released { .. }, HoldCall::Release) => 200,
             _ => 409,
         }
     }
@@ -81,7 +127,8 @@ mod tests {
             serde_json::to_string(&HoldReply::HoldExpired).unwrap(),
             r#"{"result":"hold_expired"}"#
         );
-        assert_eq!(HoldReply::NotAHold.http_status(), 409);
+        assert_eq!(HoldReply::NotAHold.http_status(HoldCall::Pay), 409);
+        assert!(serde_json::from_str::<ExtendRequest>(r#"{"seconds":1,"x":1}"#).is_err());
         assert!(serde_json::from_str::<PayRequest>(r#"{"payment_ref":"p","x":1}"#).is_err());
         assert_eq!(
             serde_json::to_string(&ReleaseRequest::default()).unwrap(),

@@ -81,6 +81,7 @@ pub mod admin;
 pub mod campaigns;
 pub mod claims;
 pub mod common;
+pub mod feed;
 pub mod gifts;
 pub mod giveaway;
 pub mod holds;
@@ -90,6 +91,7 @@ pub use admin::*;
 pub use campaigns::*;
 pub use claims::*;
 pub use common::*;
+pub use feed::*;
 pub use giveaway::*;
 pub use holds::*;
 

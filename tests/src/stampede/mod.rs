@@ -230,6 +230,7 @@ async fn create_campaign(
         starts_at,
         ends_at: now + chrono::Duration::hours(2),
         hold_seconds: args.hold_seconds,
+        hold_extension_seconds: None,
         gate_shards: args.gate_shards,
         waiting_room: waiting_room::option(args)?,
     };

@@ -44,6 +44,7 @@ pub async fn campaign(
         starts_at: now + start_in,
         ends_at: now + chrono::Duration::hours(1),
         hold_seconds,
+        hold_extension_seconds: None,
         gate_shards: None,
         waiting_room: Some(w),
     })

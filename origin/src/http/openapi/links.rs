@@ -85,6 +85,16 @@ const LINKS: &[(From, To)] = &[
     (
         ("post", "/api/v1/campaigns/{id}/claims", "201"),
         (
+            "extend",
+            "post",
+            "/api/v1/claims/{id}/extend",
+            "id",
+            "$response.body#/claim/id",
+        ),
+    ),
+    (
+        ("post", "/api/v1/campaigns/{id}/claims", "201"),
+        (
             "show",
             "get",
             "/api/v1/claims/{id}",

@@ -1,0 +1,231 @@
+//! Extension of one hold (`POST /api/v1/claims/{id}/extend`): `held_until` moves later by up to
+//! the campaign's `hold_extension_seconds`, once per claim, only while the hold is still held.
+//!
+//! The extension is one conditional `UPDATE` of `claims.held_until` (see [`extend_hold`]), so
+//! the two decisions that read `held_until` see the new end as soon as it commits:
+//! - the expiry sweeper ([`super::expiry::expire_due`]) picks `held_until <= now()` rows with
+//!   `FOR UPDATE SKIP LOCKED`: a row being extended is skipped, and a row extended after the
+//!   sweeper's snapshot is re-checked on its new version (no longer due);
+//! - `pay` ([`super::change::pay`]) pays while `held_until > now()`.
+//!
+//! Whichever of an extend and a sweep locks the row first wins; the other's condition no
+//! longer matches and it changes nothing (the extend then answers `hold_expired`). Redis keeps
+//! no per-hold deadline (the gate holds units and holders, not times), so nothing else follows.
+
+use flashgate_shared::api::{ClaimStatus, HoldReply};
+
+use super::change::find_life;
+use crate::claims::store::ClaimRow;
+use crate::db::{Conn, Db};
+
+/// What an extend call ends with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Extend {
+    /// A [`HoldReply`]: `extended` (200), or `already_extended`, `hold_expired`, `released`,
+    /// `already_paid`, `not_a_hold` (409).
+    Reply(HoldReply),
+    /// The campaign's `hold_extension_seconds` is 0: its holds cannot be extended (422).
+    Off,
+    /// The request's `seconds` is above the campaign's `hold_extension_seconds` (`max`) (422).
+    TooLong {
+        /// The campaign's `hold_extension_seconds`.
+        max: i64,
+    },
+}
+
+/// Extends hold `claim_id` by `seconds` (`None`: the campaign's `hold_extension_seconds`) in
+/// one statement: the conditional `UPDATE … WHERE status = 'held' AND held_until > now() AND
+/// extended_at IS NULL` joined to the campaign's limit, and its `extended` ledger row (by
+/// `actor`, recording `key`). Runs in the caller's transaction (`conn`).
+///
+/// **The `claim.extended` event**: the lifecycle outbox row of this change is to be written
+/// right after this statement, in the same transaction (see [`extend`]).
+///
+/// The extended row, or `None` when this call may not extend the claim (unknown, not held,
+/// past `held_until`, extended before, extension off, `seconds` past the limit).
+pub async fn extend_hold(
+    conn: &mut Conn<'_>,
+    claim_id: &str,
+    seconds: Option<i32>,
+    key: &str,
+    actor: &str,
+) -> sqlx::Result<Option<ClaimRow>> {
+    sqlx::query_as!(
+        ClaimRow,
+        r#"WITH c AS (
+            UPDATE claims c
+               SET held_until = c.held_until
+                       + make_interval(secs => COALESCE($2::int, k.hold_extension_seconds)),
+                   extended_at = now(), extend_key = $3, updated_at = now()
+              FROM campaigns k
+             WHERE c.id = $1 AND k.id = c.campaign_id
+               AND c.status = 'held' AND c.held_until > now() AND c.extended_at IS NULL
+               AND k.hold_extension_seconds > 0
+               AND COALESCE($2::int, k.hold_extension_seconds)
+                   BETWEEN 1 AND k.hold_extension_seconds
+            RETURNING c.*, COALESCE($2::int, k.hold_extension_seconds) AS added
+         ), l AS (
+            INSERT INTO ledger (claim_id, campaign_id, customer_id, event, actor, reason)
+            SELECT id, campaign_id, customer_id, 'extended', $4,
+                   'held_until + ' || added || ' s'
+              FROM c
+         )
+         SELECT id AS "id!", campaign_id AS "campaign_id!", customer_id AS "customer_id!",
+                status AS "status!: ClaimStatus", held_until, code,
+                idempotency_key AS "idempotency_key!", request_fp AS "request_fp!",
+                created_at AS "created_at!"
+           FROM c"#,
+        claim_id,
+        seconds,
+        key,
+        actor,
+    )
+    .fetch_optional(&mut *conn)
+    .await
+}
+
+/// The facts a refused extend is answered from.
+#[derive(Debug, Clone)]
+struct Refused {
+    row: ClaimRow,
+    /// The `Idempotency-Key` of the claim's extension, if it was extended.
+    extend_key: Option<String>,
+    /// Whether `held_until` has passed (by PostgreSQL's clock, as the sweeper reads it).
+    past: bool,
+    /// The campaign's `hold_extension_seconds`.
+    limit: i64,
+}
+
+async fn find_refused(db: &Db, claim_id: &str) -> sqlx::Result<Option<Refused>> {
+    let Some(life) = find_life(db, claim_id).await? else {
+        return Ok(None);
+    };
+    let r = sqlx::query!(
+        r#"SELECT c.extend_key, COALESCE(c.held_until <= now(), false) AS "past!",
+                  k.hold_extension_seconds
+             FROM claims c JOIN campaigns k ON k.id = c.campaign_id WHERE c.id = $1"#,
+        claim_id
+    )
+    .fetch_one(db)
+    .await?;
+    Ok(Some(Refused {
+        row: life.row,
+        extend_key: r.extend_key,
+        past: r.past,
+        limit: i64::from(r.hold_extension_seconds),
+    }))
+}
+
+/// The answer to a refused extend of `key` asking for `seconds`, from the claim as it is now.
+fn refusal(r: Refused, key: &str, seconds: Option<i32>) -> Extend {
+    if r.extend_key.as_deref() == Some(key) {
+        // The same request again: the same 200, with the claim as it is now.
+        return Extend::Reply(HoldReply::Extended {
+            held_until: r.row.held_until.unwrap_or(r.row.created_at),
+            claim: r.row.to_claim(),
+        });
+    }
+    let claim = r.row.to_claim();
+    Extend::Reply(match r.row.status {
+        ClaimStatus::Issued | ClaimStatus::Redeemed => HoldReply::NotAHold,
+        ClaimStatus::Paid => HoldReply::AlreadyPaid { claim },
+        ClaimStatus::Released => HoldReply::Released { claim },
+        ClaimStatus::Expired => HoldReply::HoldExpired,
+        ClaimStatus::Held if r.past => HoldReply::HoldExpired,
+        ClaimStatus::Held if r.extend_key.is_some() => HoldReply::AlreadyExtended { claim },
+        ClaimStatus::Held if r.limit == 0 => return Extend::Off,
+        ClaimStatus::Held if i64::from(seconds.unwrap_or(1)) > r.limit => {
+            return Extend::TooLong { max: r.limit }
+        }
+        // Not reachable by any transition (the statement above would have extended it);
+        // answered as over, changing nothing.
+        ClaimStatus::Held => HoldReply::HoldExpired,
+    })
+}
+
+/// Extends hold `claim_id` by `seconds` (`None`: all the campaign allows) for the request with
+/// Idempotency-Key `key`. `Ok(None)`: no such claim (404).
+///
+/// Answers: `extended` with the new `held_until` (also for the same `key` again);
+/// `already_extended` (extended before with another key), `hold_expired` (past `held_until`
+/// or expired), `released`, `already_paid`, `not_a_hold`; [`Extend::Off`] and
+/// [`Extend::TooLong`] for a campaign that does not allow it.
+pub async fn extend(
+    db: &Db,
+    claim_id: &str,
+    seconds: Option<i32>,
+    key: &str,
+    actor: &str,
+) -> sqlx::Result<Option<Extend>> {
+    let mut tx = db.begin().await?;
+    let extended = extend_hold(&mut tx, claim_id, seconds, key, actor).await?;
+    // The `claim.extended` lifecycle event goes here, in `tx`, when the outbox exists.
+    tx.commit().await?;
+    if let Some(row) = extended {
+        return Ok(Some(Extend::Reply(HoldReply::Extended {
+            held_until: row.held_until.unwrap_or(row.created_at),
+            claim: row.to_claim(),
+        })));
+    }
+    Ok(find_refused(db, claim_id)
+        .await?
+        .map(|r| refusal(r, key, seconds)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+
+    fn refused(status: ClaimStatus, key: Option<&str>, past: bool, limit: i64) -> Refused {
+        Refused {
+            row: ClaimRow {
+                id: "c_1".into(),
+                campaign_id: "s".into(),
+                customer_id: "ana".into(),
+                status,
+                held_until: Some(Utc::now()),
+                code: None,
+                idempotency_key: "k".into(),
+                request_fp: "fp".into(),
+                created_at: Utc::now(),
+            },
+            extend_key: key.map(str::to_string),
+            past,
+            limit,
+        }
+    }
+
+    fn result(e: &Extend) -> String {
+        match e {
+            Extend::Reply(r) => serde_json::to_value(r).unwrap()["result"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+            Extend::Off => "off".into(),
+            Extend::TooLong { max } => format!("too_long {max}"),
+        }
+    }
+
+    #[test]
+    fn refusals_name_what_happened_to_the_hold() {
+        use ClaimStatus::*;
+        #[rustfmt::skip]
+        let cases = [
+            (refused(Held, Some("k1"), false, 60), None, "extended"),
+            (refused(Paid, Some("k1"), false, 60), None, "extended"),
+            (refused(Held, Some("k0"), false, 60), None, "already_extended"),
+            (refused(Held, Some("k0"), true, 60), None, "hold_expired"),
+            (refused(Held, None, true, 60), None, "hold_expired"),
+            (refused(Expired, None, true, 60), None, "hold_expired"),
+            (refused(Released, None, false, 60), None, "released"),
+            (refused(Paid, None, false, 60), None, "already_paid"),
+            (refused(Issued, None, false, 0), None, "not_a_hold"),
+            (refused(Held, None, false, 0), None, "off"),
+            (refused(Held, None, false, 60), Some(61), "too_long 60"),
+        ];
+        for (r, seconds, want) in cases {
+            assert_eq!(result(&refusal(r, "k1", seconds)), want);
+        }
+    }
+}
