@@ -74,7 +74,10 @@ mod tests {
     fn one_report_per_campaign_per_interval_with_every_ticket_seen() {
         let mut p = Presence::new("iso");
         let first = p.seen("a", "t1", 1_000).expect("the first poll reports");
-        assert_eq!((first.report_id.as_str(), first.tickets.len()), ("iso-1", 1));
+        assert_eq!(
+            (first.report_id.as_str(), first.tickets.len()),
+            ("iso-1", 1)
+        );
         assert!(p.seen("a", "t2", 1_500).is_none());
         assert!(p.seen("a", "t2", 1_600).is_none());
         // Another campaign has its own interval.

@@ -44,7 +44,11 @@ fn a_skipped_ticket_waits_next_in_line_and_a_returned_one_is_admitted_from_its_r
     );
     let skipped = poll(&e, &ticket(95), K, now()).unwrap();
     assert_eq!(
-        (skipped.reply.state, skipped.reply.position, skipped.reply.admitted),
+        (
+            skipped.reply.state,
+            skipped.reply.position,
+            skipped.reply.admitted
+        ),
         (QueueState::Waiting, 1, false)
     );
     assert_eq!(skipped.reply.admission_token, None);

@@ -13,9 +13,7 @@ use flashgate_shared::queue::WaitingRoom;
 use flashgate_shared::signature::{sign, Signed};
 use flashgate_shared::EDGE_SIGNATURE_HEADER;
 use flashgate_tests::support::room::{admission, campaign, room};
-use flashgate_tests::support::{
-    eventually, queue_config, unique, TestOrigin, TEST_EDGE_SECRET,
-};
+use flashgate_tests::support::{eventually, queue_config, unique, TestOrigin, TEST_EDGE_SECRET};
 use serde_json::{json, Value};
 
 const K: &[u8] = TEST_EDGE_SECRET.as_bytes();
@@ -89,11 +87,41 @@ async fn presence_reports_are_signed_checked_whole_and_counted_once() {
     let body = |rid: &str, tickets: Vec<&str>| json!({"report_id": rid, "tickets": tickets});
     let refused = [
         ("unsigned", body("r-a", vec![&t1]), None, now, 403),
-        ("another key", body("r-b", vec![&t1]), Some(&b"wrong-secret"[..]), now, 403),
-        ("replayed after the skew", body("r-c", vec![&t1]), Some(K), now - 120, 403),
-        ("forged ticket", body("r-d", vec![&t1, &forged]), Some(K), now, 403),
-        ("foreign ticket", body("r-e", vec![&t1, &foreign]), Some(K), now, 403),
-        ("malformed ticket", body("r-f", vec![&t1, "abc"]), Some(K), now, 400),
+        (
+            "another key",
+            body("r-b", vec![&t1]),
+            Some(&b"wrong-secret"[..]),
+            now,
+            403,
+        ),
+        (
+            "replayed after the skew",
+            body("r-c", vec![&t1]),
+            Some(K),
+            now - 120,
+            403,
+        ),
+        (
+            "forged ticket",
+            body("r-d", vec![&t1, &forged]),
+            Some(K),
+            now,
+            403,
+        ),
+        (
+            "foreign ticket",
+            body("r-e", vec![&t1, &foreign]),
+            Some(K),
+            now,
+            403,
+        ),
+        (
+            "malformed ticket",
+            body("r-f", vec![&t1, "abc"]),
+            Some(K),
+            now,
+            400,
+        ),
         ("no tickets", body("r-g", vec![]), Some(K), now, 400),
         ("bad report id", body("r g", vec![&t1]), Some(K), now, 400),
         (
@@ -107,12 +135,19 @@ async fn presence_reports_are_signed_checked_whole_and_counted_once() {
     for (what, b, secret, t, want) in &refused {
         let (st, reply) = report(&o, &id, b, *secret, *t).await;
         assert_eq!(st, *want, "{what}: {reply}");
-        assert!(reply["result"].is_string() && reply["message"].is_string(), "{reply}");
+        assert!(
+            reply["result"].is_string() && reply["message"].is_string(),
+            "{reply}"
+        );
     }
     // Nothing was kept of them: each report id is still new.
     for rid in ["r-a", "r-d", "r-e", "r-f"] {
         let (st, reply) = report(&o, &id, &body(rid, vec![&t1]), Some(K), now).await;
-        assert_eq!((st, reply["duplicate"].as_bool()), (200, Some(false)), "{reply}");
+        assert_eq!(
+            (st, reply["duplicate"].as_bool()),
+            (200, Some(false)),
+            "{reply}"
+        );
     }
     // A retried report is counted once.
     let (st, first) = report(&o, &id, &body("r-once", vec![&t1]), Some(K), now).await;

@@ -215,7 +215,10 @@ async fn returned_units_go_to_customers_still_polling_and_the_outlook_ends_final
         &o.url,
         &[
             ("FLASHGATE_EDGE_SECRET", TEST_EDGE_SECRET.to_string()),
-            ("FLASHGATE_STATUS_TTL_MS", STATUS_TTL.as_millis().to_string()),
+            (
+                "FLASHGATE_STATUS_TTL_MS",
+                STATUS_TTL.as_millis().to_string(),
+            ),
             ("FLASHGATE_LIMIT_IP_PER_S", "0".to_string()),
             ("FLASHGATE_LIMIT_JOINS_PER_S", "0".to_string()),
             ("FLASHGATE_LIMIT_POLLS_PER_S", "0".to_string()),
@@ -300,14 +303,21 @@ async fn returned_units_go_to_customers_still_polling_and_the_outlook_ends_final
         .filter(|s| s.stays && s.admitted_at.is_none() && s.seq < last_admitted)
         .map(|s| s.seq)
         .collect();
-    assert!(passed_over.is_empty(), "present customers passed over: {passed_over:?}");
+    assert!(
+        passed_over.is_empty(),
+        "present customers passed over: {passed_over:?}"
+    );
 
     // The second wave: the k-th returned unit against the k-th admission after the first
     // `stock` admissions.
     let mut admitted: Vec<DateTime<Utc>> = won.iter().filter_map(|s| s.admitted_at).collect();
     admitted.sort();
     let second: Vec<DateTime<Utc>> = admitted.iter().skip(stock as usize).copied().collect();
-    assert_eq!(second.len(), expired.len(), "each returned unit sold once more");
+    assert_eq!(
+        second.len(),
+        expired.len(),
+        "each returned unit sold once more"
+    );
     let mut delays: Vec<i64> = expired
         .iter()
         .zip(&second)
@@ -340,7 +350,10 @@ async fn returned_units_go_to_customers_still_polling_and_the_outlook_ends_final
             "{s:?}"
         );
         assert!(
-            !s.outlooks.iter().skip_while(|o| *o != "final").any(|o| o == "may_return"),
+            !s.outlooks
+                .iter()
+                .skip_while(|o| *o != "final")
+                .any(|o| o == "may_return"),
             "{s:?}"
         );
     }

@@ -94,10 +94,25 @@ mod tests {
         };
         assert!(ok.validate().is_ok());
         for bad in [
-            PresenceReport { report_id: String::new(), ..ok.clone() },
-            PresenceReport { report_id: "a b".into(), ..ok.clone() },
-            PresenceReport { tickets: vec![], ..ok.clone() },
-            PresenceReport { joins: vec![JoinCount { from_ms: 0, count: 1 }], ..ok.clone() },
+            PresenceReport {
+                report_id: String::new(),
+                ..ok.clone()
+            },
+            PresenceReport {
+                report_id: "a b".into(),
+                ..ok.clone()
+            },
+            PresenceReport {
+                tickets: vec![],
+                ..ok.clone()
+            },
+            PresenceReport {
+                joins: vec![JoinCount {
+                    from_ms: 0,
+                    count: 1,
+                }],
+                ..ok.clone()
+            },
         ] {
             assert!(bad.validate().is_err(), "{bad:?}");
         }
