@@ -264,8 +264,9 @@ pub struct QueueStatus {
     /// "at_ms"}` (admitted at `at_ms`, Unix ms), in increasing `n`; absent = none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub returned: Vec<Grant>,
-    /// The latest `held_until` of the campaign's outstanding holds (RFC 3339 UTC), only when
-    /// it is sold out and some are outstanding: units may come back until then.
+    /// The latest `held_until` of the campaign's outstanding holds (RFC 3339 UTC), when it is
+    /// active or sold out, sells with holds, and some are outstanding: once sold out, units
+    /// may come back until then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_until: Option<chrono::DateTime<chrono::Utc>>,
 }

@@ -260,7 +260,7 @@ async fn returned_units_go_to_customers_still_polling_and_the_outlook_ends_final
     // presence window later).
     tokio::time::sleep(Duration::from_secs(2)).await;
     *crowd.leave.lock().unwrap() = true;
-    tokio::time::sleep(Duration::from_secs(u64::from(WINDOW_S) + 2)).await;
+    tokio::time::sleep(Duration::from_secs(u64::from(WINDOW_S) + 3)).await;
     admission(&o, &id, ChangeAction::ResumeAdmission).await;
     let seen: Vec<Seen> = join_all(tasks)
         .await

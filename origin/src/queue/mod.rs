@@ -162,7 +162,12 @@ pub async fn status(
     let mut redis = state.redis.clone();
     let f = store::figures(&mut redis, &row.id).await?;
     let mut q = f.status(&w, row.queue_paused);
-    if row.status_at(chrono::Utc::now()).state == CampaignState::SoldOut {
+    // Also while active: a sold-out the edge learns from a claim's 409 keeps these queue
+    // fields, and must still say `may_return` while holds are outstanding.
+    let state_now = row.status_at(chrono::Utc::now()).state;
+    if row.hold_seconds.is_some()
+        && matches!(state_now, CampaignState::Active | CampaignState::SoldOut)
+    {
         q.held_until = latest_hold(state, &row.id).await;
     }
     Ok(Some(q))
