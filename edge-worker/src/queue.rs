@@ -309,7 +309,7 @@ mod tests {
         from_origin("spring", 200, v.to_string().as_bytes(), 0).unwrap()
     }
 
-    fn ticket(seq: u64) -> Ticket {
+    pub(super) fn ticket(seq: u64) -> Ticket {
         Ticket {
             place: Place {
                 campaign: "spring".into(),
@@ -322,7 +322,7 @@ mod tests {
     }
 
     /// 2026-03-01T11:00:00Z: after the start (10:00), before the end (12:00).
-    fn now() -> i64 {
+    pub(super) fn now() -> i64 {
         t("2026-03-01T11:00:00Z").timestamp_millis()
     }
 

@@ -1,29 +1,13 @@
 //! Host tests of the waiting-room poll after presence and in the second wave (`super` is
 //! [`crate::queue`]).
 
+use super::tests::{now, ticket};
 use super::*;
 use crate::status::from_origin;
 use crate::status::tests::{status, t};
-use flashgate_shared::admission::{Place, Ticket};
 use flashgate_shared::api::CampaignState;
 
 const K: &[u8] = b"edge-secret";
-
-fn now() -> i64 {
-    t("2026-03-01T11:00:00Z").timestamp_millis()
-}
-
-fn ticket(seq: u64) -> Ticket {
-    Ticket {
-        place: Place {
-            campaign: "spring".into(),
-            customer: "ana".into(),
-            sequence: seq,
-        },
-        issued_at_s: 0,
-        drawn_waiting_at_issue: 0,
-    }
-}
 
 fn entry(state: CampaignState, remaining: i64, queue: serde_json::Value) -> StatusEntry {
     let mut v = serde_json::to_value(status(state)).unwrap();

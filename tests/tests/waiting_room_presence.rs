@@ -21,7 +21,7 @@ const K: &[u8] = TEST_EDGE_SECRET.as_bytes();
 /// Posts a presence report body for campaign `id`, signed with `secret` at time `t` (none when
 /// `secret` is `None`). Returns status and JSON body.
 async fn report(
-    o: &TestOrigin,
+    o: &(reqwest::Client, String),
     id: &str,
     body: &Value,
     secret: Option<&[u8]>,
@@ -29,11 +29,10 @@ async fn report(
 ) -> (u16, Value) {
     let path = presence_path(id);
     let bytes = serde_json::to_vec(body).unwrap();
-    let mut req = o
-        .http
-        .post(format!("{}{path}", o.url))
-        .header("content-type", "application/json")
-        .body(bytes.clone());
+    let mut req =
+        o.0.post(format!("{}{path}", o.1))
+            .header("content-type", "application/json")
+            .body(bytes.clone());
     if let Some(secret) = secret {
         let signed = Signed {
             method: "POST",
@@ -66,6 +65,7 @@ async fn queue(o: &TestOrigin, id: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn presence_reports_are_signed_checked_whole_and_counted_once() {
     let o = TestOrigin::start_with(queue_config()).await;
+    let to = (o.http.clone(), o.url.clone());
     let id = campaign(&o, 5, chrono::Duration::minutes(-1), None, room(1)).await;
     let other = campaign(&o, 5, chrono::Duration::minutes(-1), None, room(1)).await;
     let run = unique("p");
@@ -133,7 +133,7 @@ async fn presence_reports_are_signed_checked_whole_and_counted_once() {
         ),
     ];
     for (what, b, secret, t, want) in &refused {
-        let (st, reply) = report(&o, &id, b, *secret, *t).await;
+        let (st, reply) = report(&to, &id, b, *secret, *t).await;
         assert_eq!(st, *want, "{what}: {reply}");
         assert!(
             reply["result"].is_string() && reply["message"].is_string(),
@@ -142,7 +142,7 @@ async fn presence_reports_are_signed_checked_whole_and_counted_once() {
     }
     // Nothing was kept of them: each report id is still new.
     for rid in ["r-a", "r-d", "r-e", "r-f"] {
-        let (st, reply) = report(&o, &id, &body(rid, vec![&t1]), Some(K), now).await;
+        let (st, reply) = report(&to, &id, &body(rid, vec![&t1]), Some(K), now).await;
         assert_eq!(
             (st, reply["duplicate"].as_bool()),
             (200, Some(false)),
@@ -150,9 +150,9 @@ async fn presence_reports_are_signed_checked_whole_and_counted_once() {
         );
     }
     // A retried report is counted once.
-    let (st, first) = report(&o, &id, &body("r-once", vec![&t1]), Some(K), now).await;
+    let (st, first) = report(&to, &id, &body("r-once", vec![&t1]), Some(K), now).await;
     assert_eq!((st, first["counted"].as_u64()), (200, Some(1)), "{first}");
-    let (st, again) = report(&o, &id, &body("r-once", vec![&t1]), Some(K), now).await;
+    let (st, again) = report(&to, &id, &body("r-once", vec![&t1]), Some(K), now).await;
     assert_eq!(st, 200);
     assert_eq!(again, json!({"counted": 0, "duplicate": true}));
     o.stop().await;
@@ -161,6 +161,7 @@ async fn presence_reports_are_signed_checked_whole_and_counted_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ticket_away_is_skipped_and_admitted_first_when_reported_back() {
     let o = TestOrigin::start_with(queue_config()).await;
+    let to = (o.http.clone(), o.url.clone());
     let w = WaitingRoom {
         presence_window_seconds: 5,
         ..room(1)
@@ -177,10 +178,21 @@ async fn a_ticket_away_is_skipped_and_admitted_first_when_reported_back() {
     let now = || Utc::now().timestamp();
     let all = |n: usize| json!({"report_id": format!("{run}-{n}"), "tickets": rest});
     for n in 0..7 {
-        let (st, reply) = report(&o, &id, &all(n), Some(K), now()).await;
+        let (st, reply) = report(&to, &id, &all(n), Some(K), now()).await;
         assert_eq!(st, 200, "{reply}");
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
+    // ...and all along the rest of the test.
+    let keep = {
+        let (to, rest, id, run) = (to.clone(), rest.clone(), id.clone(), run.clone());
+        tokio::spawn(async move {
+            for n in 100.. {
+                let body = json!({"report_id": format!("{run}-{n}"), "tickets": rest});
+                report(&to, &id, &body, Some(K), Utc::now().timestamp()).await;
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        })
+    };
     admission(&o, &id, ChangeAction::ResumeAdmission).await;
     // The first step passes her and admits the second.
     eventually("the second admitted", Duration::from_secs(10), || async {
@@ -196,7 +208,7 @@ async fn a_ticket_away_is_skipped_and_admitted_first_when_reported_back() {
     assert_eq!(q["skipped"], json!([seq(&away, &id)]), "{q}");
     // She comes back: admitted at the next step (1 per second), ahead of those behind her.
     let back = json!({"report_id": format!("{run}-back"), "tickets": [away]});
-    assert_eq!(report(&o, &id, &back, Some(K), now()).await.0, 200);
+    assert_eq!(report(&to, &id, &back, Some(K), now()).await.0, 200);
     let serving_then = q["now_serving"].as_u64().unwrap();
     eventually("her return", Duration::from_secs(10), || async {
         let q = queue(&o, &id).await;
@@ -232,5 +244,6 @@ async fn a_ticket_away_is_skipped_and_admitted_first_when_reported_back() {
         next > serving_then && next_ms >= her_ms,
         "admitted before her: {q}"
     );
+    keep.abort();
     o.stop().await;
 }
