@@ -116,7 +116,7 @@ fn list_var(env: &Env, name: &str) -> Option<String> {
 }
 
 #[event(fetch)]
-async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
+async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     let cfg = match config(&env) {
         Ok(c) => c,
         Err(msg) => {
@@ -145,6 +145,10 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
             answer(&Answer::unavailable())?
         }
     };
+    // Presence reports due after this request go out once it is answered.
+    for (id, report) in glue_queue::take_reports() {
+        ctx.wait_until(glue_queue::send_report(cfg.clone(), id, report));
+    }
     // The origin sends the id back on its answers; the edge's own answers echo the caller's.
     if let Some(id) = request_id {
         let h = resp.headers_mut();

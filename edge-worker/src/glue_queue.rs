@@ -3,16 +3,19 @@
 //! in [`crate::queue`], [`crate::limit`] and [`crate::page`].
 
 use super::glue_respond::{edge_json_headers, respond};
-use super::{answer, now_ms, pass_through, status_for, TOKENS};
+use super::{answer, now_ms, pass_through, send, sign_forwarded, status_for, TOKENS};
 use crate::config::EdgeConfig;
 use crate::decide::Answer;
 use crate::limit::{self, Action, Limiter};
+use crate::presence::Presence;
 use crate::{page, queue};
 use flashgate_shared::ip_limit::limit_key_of;
+use flashgate_shared::queue::presence::{presence_path, PresenceReport};
 use flashgate_shared::queue::TICKET_HEADER;
 use flashgate_shared::token;
 use std::cell::RefCell;
-use worker::{Headers, Request, Response, Result};
+use std::rc::Rc;
+use worker::{js_sys, Headers, Method, Request, RequestInit, Response, Result};
 
 /// Rate-limit buckets kept per isolate.
 const LIMITER_CAPACITY: usize = 50_000;
@@ -28,6 +31,54 @@ thread_local! {
         RefCell::new(queue::TicketCache::new(TICKET_CACHE_CAPACITY));
     /// Kept apart from [`LIMITER`], whose per-customer keys could fill it and start it over.
     static PACE: RefCell<Limiter> = RefCell::new(Limiter::new(PACE_CAPACITY));
+    /// The tickets that polled here, per campaign, until their report is sent.
+    static PRESENCE: RefCell<Presence> = RefCell::new(Presence::new(&isolate_tag()));
+    /// Reports due, sent by the fetch handler after the answer (`waitUntil`).
+    static OUTBOX: RefCell<Vec<(String, PresenceReport)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A random name for this isolate's report ids.
+fn isolate_tag() -> String {
+    let a = (js_sys::Math::random() * 1e15) as u64;
+    let b = (js_sys::Math::random() * 1e15) as u64;
+    format!("{a:x}{b:x}")
+}
+
+/// The presence reports due (campaign id, report), taken out of the outbox.
+pub(super) fn take_reports() -> Vec<(String, PresenceReport)> {
+    OUTBOX.with(|o| std::mem::take(&mut *o.borrow_mut()))
+}
+
+/// Sends presence report `report` of campaign `id` to the origin, signed with the edge secret;
+/// once more with the same report id when the first try got no answer or a 5xx (the origin
+/// counts a report id once). Runs after the answer (`waitUntil`); failures are logged.
+pub(super) async fn send_report(cfg: Rc<EdgeConfig>, id: String, report: PresenceReport) {
+    let path = presence_path(&id);
+    let body = serde_json::to_vec(&report).unwrap_or_default();
+    for _ in 0..2 {
+        let sent = async {
+            let headers = Headers::new();
+            headers.set("content-type", "application/json")?;
+            sign_forwarded(&cfg, &headers, None, "POST", &path, &body)?;
+            let mut init = RequestInit::new();
+            init.with_method(Method::Post)
+                .with_headers(headers)
+                .with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
+            let req = Request::new_with_init(&format!("{}{path}", cfg.origin_url), &init)?;
+            send(req, cfg.origin_timeout_ms).await
+        }
+        .await;
+        match sent {
+            Ok((code, _, _)) if code < 500 => {
+                if code != 200 {
+                    worker::console_error!("presence report for {id} refused: {code}");
+                }
+                return;
+            }
+            Ok((code, _, _)) => worker::console_error!("presence report for {id}: {code}"),
+            Err(e) => worker::console_error!("presence report for {id}: {e}"),
+        }
+    }
 }
 
 /// The client's IP as the runtime reports it (`CF-Connecting-IP`), normalised by
@@ -136,6 +187,12 @@ async fn poll_answer(
     queue::waiting_room(&entry)?;
     let ticket = TICKETS.with(|t| t.borrow_mut().check(secret, raw.as_deref(), id))?;
     limit(cfg, Action::Poll, Some(&ticket.place.customer), None)?;
+    if let Some(raw) = raw.as_deref() {
+        let due = PRESENCE.with(|p| p.borrow_mut().seen(id, raw, now_ms()));
+        if let Some(report) = due {
+            OUTBOX.with(|o| o.borrow_mut().push((id.to_string(), report)));
+        }
+    }
     let poll = queue::poll(&entry, &ticket, secret, now_ms())?;
     let html = page::wants_html(req_headers.get("accept").ok().flatten().as_deref());
     let built = (|| {

@@ -59,11 +59,22 @@ pub fn render(id: &str, ticket: &str, reply: &StatusReply, retry_after_s: u32) -
     let outlook = match reply.outlook {
         Some(Outlook::Unlikely) => "unlikely",
         Some(Outlook::Likely) => "likely",
+        Some(Outlook::MayReturn) => "may_return",
+        Some(Outlook::Final) => "final",
         None => "",
     };
+    let held_until = reply
+        .held_until
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_default();
+    let note = second_wave_note(reply.outlook, &held_until);
     let admission = reply.admission_token.as_deref().unwrap_or("");
-    // Terminal states do not refresh.
+    // Terminal states do not refresh; a sold-out that may come back does, slowly.
     let meta = match reply.state {
+        QueueState::SoldOut if reply.outlook == Some(Outlook::MayReturn) => format!(
+            r#"<meta http-equiv="refresh" content="{retry_after_s};url={}">"#,
+            self_url
+        ),
         QueueState::SoldOut | QueueState::Ended | QueueState::Lapsed => String::new(),
         _ => format!(
             r#"<meta http-equiv="refresh" content="{retry_after_s};url={}">"#,
@@ -88,6 +99,7 @@ body{{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:
 <p>Position</p><p class="big" id="position">{position}</p>
 <p>Estimated wait: <b id="eta">{eta}</b> s</p>
 <p>State: <b id="state">{state}</b> <span id="outlook" class="muted">{outlook}</span></p>
+ <p id="note">{note}</p>
 <button id="claim" data-admission="{admission}">Claim</button>
 <p id="result"></p>
 </div>
@@ -102,6 +114,10 @@ body{{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:
     $("eta").textContent = s.eta_seconds;
     $("state").textContent = s.state;
     $("outlook").textContent = s.outlook || "";
+    $("note").textContent = s.outlook === "may_return"
+      ? "Sold out for now, but units held by others may come back until " + s.held_until +
+        ". Keep this page open: it keeps checking."
+      : (s.outlook === "final" ? "Sold out: nothing will come back." : "");
     admission = s.admission_token || admission;
     $("claim").style.display = s.admitted ? "inline-block" : "none";
   }}
@@ -113,7 +129,8 @@ body{{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:
       if (r.ok) {{
         const s = await r.json();
         show(s);
-        if (s.state === "sold_out" || s.state === "ended" || s.state === "lapsed") return;
+        const more = s.state === "sold_out" && s.outlook === "may_return";
+        if (!more && (s.state === "sold_out" || s.state === "ended" || s.state === "lapsed")) return;
       }}
     }} catch (e) {{}}
     setTimeout(poll, wait * 1000);
@@ -130,7 +147,7 @@ body{{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:
     $("result").textContent = (await r.json()).result;
   }});
   show({{ position: {position}, eta_seconds: {eta}, state: "{state}", outlook: "{outlook}",
-    admitted: {admitted} }});
+    held_until: "{held_until}", admitted: {admitted} }});
   setTimeout(poll, {retry_after_s} * 1000);
 }})();
 </script></body></html>
@@ -141,8 +158,22 @@ body{{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:
         admission = esc(admission),
         admitted = reply.admitted,
         self_url_js = self_url,
+        note = esc(&note),
         ticket_js = ticket,
     )
+}
+
+/// The page's plain words on a sold-out campaign: units may come back until `held_until`
+/// (`may_return`), or nothing will (`final`).
+fn second_wave_note(outlook: Option<Outlook>, held_until: &str) -> String {
+    match outlook {
+        Some(Outlook::MayReturn) => format!(
+            "Sold out for now, but units held by others may come back until {held_until}. \
+             Keep this page open: it keeps checking."
+        ),
+        Some(Outlook::Final) => "Sold out: nothing will come back.".into(),
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]
@@ -166,6 +197,7 @@ mod tests {
             admitted: false,
             admission_token: None,
             outlook: Some(Outlook::Likely),
+            held_until: None,
         };
         let html = render("drop", "abc.def", &reply, 3);
         assert!(html.contains(r#"<p class="big" id="position">42</p>"#));
@@ -183,6 +215,20 @@ mod tests {
             ..reply
         };
         assert!(!render("drop", "t", &sold, 30).contains("http-equiv"));
+        let final_ = StatusReply {
+            outlook: Some(Outlook::Final),
+            ..sold.clone()
+        };
+        let html = render("drop", "t", &final_, 30);
+        assert!(!html.contains("http-equiv") && html.contains("nothing will come back"));
+        let may = StatusReply {
+            outlook: Some(Outlook::MayReturn),
+            held_until: Some(chrono::DateTime::UNIX_EPOCH),
+            ..sold
+        };
+        let html = render("drop", "t", &may, 15);
+        assert!(html.contains(r#"<meta http-equiv="refresh" content="15;"#));
+        assert!(html.contains("may come back until 1970-01-01T00:00:00Z"));
         assert_eq!(
             esc(r#"<a href="x">&'"#),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"

@@ -16,6 +16,7 @@ use flashgate_shared::admission::{self, AdmissionError, Ticket};
 use flashgate_shared::api::{codes, CampaignStatus};
 use flashgate_shared::queue::{
     Outlook, QueueState, QueueStatus, StatusReply, NO_WAITING_ROOM, QUEUED,
+    SECOND_WAVE_RETRY_AFTER_S,
 };
 
 /// A waiting position is `unlikely` to get a unit when it is more than this many times the
@@ -147,10 +148,17 @@ pub fn poll(
     let queue = &entry
         .reveal
         .map_or(known.clone(), |r| r.visible(known, now_ms));
-    let position = queue.position_of(ticket.place.sequence, ticket.drawn_waiting_at_issue);
+    let seq = ticket.place.sequence;
+    // Passed while she was away and not admitted since: next in line once she is seen again.
+    let skipped = seq <= queue.now_serving && queue.is_skipped(seq);
+    let position = if skipped {
+        1
+    } else {
+        queue.position_of(seq, ticket.drawn_waiting_at_issue)
+    };
     // The admission's expiry is fixed when it is granted (the status's grant timeline): a
     // poll never renews it, and once it has passed the unit is the next customer's.
-    let expires_at_s = queue.admission_expiry_s(ticket.place.sequence, now_ms);
+    let expires_at_s = queue.admission_expiry_s(seq, now_ms);
     let state = match queue.state(status.state, position) {
         QueueState::Admitted if now_ms.div_euclid(1000) >= expires_at_s => QueueState::Lapsed,
         state => state,
@@ -158,18 +166,23 @@ pub fn poll(
     let to_start_ms = status.starts_at.timestamp_millis().saturating_sub(now_ms);
     let remaining = u64::try_from(status.remaining).unwrap_or(0);
     let eta_seconds = queue.eta_seconds(state, position, remaining, to_start_ms, now_ms);
-    let outlook = (state == QueueState::Waiting).then(|| {
-        if position > remaining.saturating_mul(UNLIKELY_FACTOR) {
-            Outlook::Unlikely
-        } else {
-            Outlook::Likely
+    let outlook = match state {
+        QueueState::Waiting if position > remaining.saturating_mul(UNLIKELY_FACTOR) => {
+            Some(Outlook::Unlikely)
         }
-    });
+        QueueState::Waiting => Some(Outlook::Likely),
+        QueueState::SoldOut => Some(queue.sold_out_outlook()),
+        _ => None,
+    };
+    let held_until = queue
+        .held_until
+        .filter(|_| outlook == Some(Outlook::MayReturn));
     let admitted = state == QueueState::Admitted;
     let retry_after_s = match state {
         QueueState::Waiting => clamp_retry(eta_seconds / 2),
         QueueState::Admitted => clamp_retry(u64::from(queue.admission_ttl_seconds / 2)),
         QueueState::Paused => PAUSED_RETRY_AFTER_S,
+        QueueState::SoldOut if held_until.is_some() => SECOND_WAVE_RETRY_AFTER_S,
         QueueState::SoldOut | QueueState::Ended | QueueState::Lapsed => MAX_RETRY_AFTER_S,
     };
     let admission_token =
@@ -186,6 +199,7 @@ pub fn poll(
             admitted,
             admission_token,
             outlook,
+            held_until,
         },
         retry_after_s,
     })
@@ -295,7 +309,7 @@ mod tests {
         from_origin("spring", 200, v.to_string().as_bytes(), 0).unwrap()
     }
 
-    fn ticket(seq: u64) -> Ticket {
+    pub(super) fn ticket(seq: u64) -> Ticket {
         Ticket {
             place: Place {
                 campaign: "spring".into(),
@@ -308,7 +322,7 @@ mod tests {
     }
 
     /// 2026-03-01T11:00:00Z: after the start (10:00), before the end (12:00).
-    fn now() -> i64 {
+    pub(super) fn now() -> i64 {
         t("2026-03-01T11:00:00Z").timestamp_millis()
     }
 
@@ -577,3 +591,7 @@ mod tests {
         assert_eq!(again.state(), Some(CampaignState::SoldOut));
     }
 }
+
+#[cfg(test)]
+#[path = "queue_wave_tests.rs"]
+mod wave_tests;

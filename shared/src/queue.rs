@@ -11,7 +11,13 @@
 use serde::{Deserialize, Serialize};
 
 mod grants;
+pub mod presence;
+mod wave;
 pub use grants::{coarsen_grants, Grant, MAX_GRANTS};
+pub use wave::{
+    sorted_returned, DEFAULT_PRESENCE_WINDOW_SECONDS, DEFAULT_SECOND_WAVE_TTL_SECONDS,
+    MAX_SKIPPED_LISTED, SECOND_WAVE_RETRY_AFTER_S,
+};
 
 /// Header carrying the signed ticket on a queue poll.
 pub const TICKET_HEADER: &str = "flashgate-ticket";
@@ -33,6 +39,8 @@ pub const ADMISSION_TTL_SECONDS: std::ops::RangeInclusive<u32> = 10..=3_600;
 pub const DEFAULT_PREQUEUE_SECONDS: u32 = 600;
 /// Default `admission_ttl_seconds` when the option leaves it out.
 pub const DEFAULT_ADMISSION_TTL_SECONDS: u32 = 120;
+/// Bounds of `presence_window_seconds` (5 s to one hour).
+pub const PRESENCE_WINDOW_SECONDS: std::ops::RangeInclusive<u32> = 5..=3_600;
 
 /// Order of the customers who join after the start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -66,6 +74,23 @@ pub struct WaitingRoom {
     /// [`ADMISSION_TTL_SECONDS`] (default [`DEFAULT_ADMISSION_TTL_SECONDS`]).
     #[serde(default = "default_ttl")]
     pub admission_ttl_seconds: u32,
+    /// A ticket not seen for this many seconds (no poll reported by the edge; a fresh ticket
+    /// counts as seen when it joined) is skipped by admission, [`PRESENCE_WINDOW_SECONDS`]
+    /// (default [`DEFAULT_PRESENCE_WINDOW_SECONDS`]).
+    #[serde(default = "default_window")]
+    pub presence_window_seconds: u32,
+    /// An admission's lifetime once the campaign has sold out once (the second wave), seconds,
+    /// [`ADMISSION_TTL_SECONDS`] (default [`DEFAULT_SECOND_WAVE_TTL_SECONDS`]).
+    #[serde(default = "default_second_wave_ttl")]
+    pub second_wave_admission_ttl_seconds: u32,
+}
+
+fn default_window() -> u32 {
+    DEFAULT_PRESENCE_WINDOW_SECONDS
+}
+
+fn default_second_wave_ttl() -> u32 {
+    DEFAULT_SECOND_WAVE_TTL_SECONDS
 }
 
 fn default_prequeue() -> u32 {
@@ -86,6 +111,16 @@ impl WaitingRoom {
             (
                 "admission_ttl_seconds",
                 self.admission_ttl_seconds,
+                &ADMISSION_TTL_SECONDS,
+            ),
+            (
+                "presence_window_seconds",
+                self.presence_window_seconds,
+                &PRESENCE_WINDOW_SECONDS,
+            ),
+            (
+                "second_wave_admission_ttl_seconds",
+                self.second_wave_admission_ttl_seconds,
                 &ADMISSION_TTL_SECONDS,
             ),
         ];
@@ -132,6 +167,11 @@ pub enum Outlook {
     Likely,
     /// The position is far beyond the remaining stock (see `docs/WAITING-ROOM.md`).
     Unlikely,
+    /// Sold out for now, but holds are outstanding: units may come back until `held_until`
+    /// (keep polling, slowly).
+    MayReturn,
+    /// Sold out for good: no hold is outstanding and nothing is left (stop polling).
+    Final,
 }
 
 /// Join reply (`POST /api/v1/campaigns/{id}/queue`, 201 the first time, 200 after that).
@@ -165,9 +205,13 @@ pub struct StatusReply {
     /// The admission token, only when admitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admission_token: Option<String>,
-    /// Only while waiting.
+    /// While waiting: `likely` or `unlikely`; when sold out: `may_return` or `final`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outlook: Option<Outlook>,
+    /// Only when sold out with `outlook: may_return`: the latest `held_until` of the
+    /// outstanding holds (RFC 3339 UTC), by when units may come back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_until: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// The queue fields of the public campaign status (`GET /api/v1/campaigns/{id}`), carried
@@ -211,6 +255,20 @@ pub struct QueueStatus {
     /// mints it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grants: Option<Vec<Grant>>,
+    /// Sequence numbers at or below `now_serving` that admission passed while their tickets
+    /// were away (not seen within `presence_window_seconds`), not admitted since: increasing,
+    /// at most [`MAX_SKIPPED_LISTED`] (the lowest); absent = none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<u64>,
+    /// Skipped tickets admitted after they came back, within the admission TTL: `{"n",
+    /// "at_ms"}` (admitted at `at_ms`, Unix ms), in increasing `n`; absent = none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub returned: Vec<Grant>,
+    /// The latest `held_until` of the campaign's outstanding holds (RFC 3339 UTC), when it is
+    /// active or sold out, sells with holds, and some are outstanding: once sold out, units
+    /// may come back until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_until: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Sequence numbers below this are drawn at random (the prequeue, and every join of a `random`
@@ -261,7 +319,9 @@ impl QueueStatus {
         let known = QueueStatus {
             drawn: self.admitted.saturating_add(drawn_waiting_at_issue),
             grants: None,
-            ..*self
+            skipped: Vec::new(),
+            returned: Vec::new(),
+            ..self.clone()
         };
         known.position(seq)
     }
@@ -366,7 +426,9 @@ mod tests {
                 admit_per_second: 200,
                 queueing: Queueing::Fifo,
                 prequeue_seconds: 600,
-                admission_ttl_seconds: 120
+                admission_ttl_seconds: 120,
+                presence_window_seconds: DEFAULT_PRESENCE_WINDOW_SECONDS,
+                second_wave_admission_ttl_seconds: DEFAULT_SECOND_WAVE_TTL_SECONDS,
             }
         );
         assert_eq!(w.validate(), Ok(()));
@@ -495,6 +557,7 @@ mod tests {
                 first_lapse_ms: 0,
                 last_lapse_ms: 0,
                 grants: None,
+                ..QueueStatus::default()
             })
         );
         let reply = StatusReply {
@@ -504,6 +567,7 @@ mod tests {
             admitted: false,
             admission_token: None,
             outlook: Some(Outlook::Likely),
+            held_until: None,
         };
         assert_eq!(
             serde_json::to_string(&reply).unwrap(),

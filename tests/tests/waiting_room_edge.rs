@@ -35,6 +35,8 @@ struct Fake {
     /// Campaign-index fetches: answered 404 like an origin without the route, so the edge
     /// lets every id through to the status (the fake's statuses change during a test).
     index_fetches: usize,
+    /// Presence reports (the edge's batches of the tickets that polled), answered 200.
+    reports: usize,
     other: usize,
 }
 
@@ -94,11 +96,16 @@ async fn start_fake(fake: Shared) -> String {
         f.lock().unwrap().index_fetches += 1;
         StatusCode::NOT_FOUND
     }
+    async fn presence(State(f): State<Shared>) -> Json<Value> {
+        f.lock().unwrap().reports += 1;
+        Json(json!({"counted": 0, "duplicate": false}))
+    }
     let app = Router::new()
         .route(flashgate_shared::campaign_index::INDEX_PATH, get(index))
         .route("/api/v1/campaigns/{id}", get(status))
         .route("/api/v1/campaigns/{id}/claims", post(claim))
         .route("/api/v1/campaigns/{id}/queue", post(join))
+        .route("/edge/v1/campaigns/{id}/presence", post(presence))
         .fallback(other)
         .with_state(fake);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -446,7 +453,8 @@ async fn a_sold_out_status_answers_sold_out_to_every_ticket() {
     .await;
     assert_eq!(
         a.json(),
-        json!({"position": 5, "eta_seconds": 0, "state": "sold_out", "admitted": false})
+        json!({"position": 5, "eta_seconds": 0, "state": "sold_out", "admitted": false,
+            "outlook": "final"})
     );
     assert_eq!(a.header("retry-after"), Some("30"));
     // Within the staleness bound (TTL 300 ms + a loopback round trip).

@@ -82,6 +82,7 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(claims::create))
         .routes(routes!(claims::mine))
         .routes(routes!(queue::join))
+        .routes(routes!(queue::presence))
         .routes(routes!(campaigns::index))
         .routes(routes!(campaigns::winners_filter))
         // Promo codes.

@@ -1,14 +1,17 @@
 //! `POST /api/v1/campaigns/{id}/queue`: join a campaign's waiting room (the poll,
-//! `GET …/queue`, is answered by the edge).
+//! `GET …/queue`, is answered by the edge), and `POST /edge/v1/campaigns/{id}/presence`: the
+//! edge's batched report of the tickets that polled.
 
+use axum::body::Body;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::ErrorBody;
+use flashgate_shared::queue::presence::{PresenceReceipt, PresenceReport};
 use flashgate_shared::queue::{JoinReply, NO_WAITING_ROOM};
 
-use super::extract;
-use crate::error::ApiResult;
+use super::extract::{self, Path};
+use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 /// 409 `{"result":"no_waiting_room","message":…}`.
@@ -69,4 +72,63 @@ pub async fn join(
         StatusCode::OK
     };
     Ok((status, axum::Json(reply)).into_response())
+}
+
+/// Largest presence report body, bytes (2,000 tickets of about 200 bytes each, with room).
+pub const MAX_REPORT_BODY_BYTES: usize = 1 << 20;
+
+/// The edge's presence report for campaign `id`: the tickets that polled at one isolate since
+/// its last report ([`PresenceReport`]). Needs a valid edge signature over `POST`, the path and
+/// the body (403 without one, or with a stale one: a report replayed more than 60 s later).
+/// Every ticket is checked again: one malformed is 400 `invalid_request`, one forged or of
+/// another campaign 403 `forbidden`, and the whole report is refused. A report id counted
+/// before is answered 200 `duplicate: true` and changes nothing. Nothing changes on a refusal.
+#[utoipa::path(
+    post,
+    path = "/edge/v1/campaigns/{id}/presence",
+    tag = "edge",
+    params(("id" = String, Path, description = "Campaign id.")),
+    request_body(content = PresenceReport, description = "Tickets seen at one isolate."),
+    responses(
+        (status = 200, description = "Counted (or counted before: `duplicate`).",
+            body = PresenceReceipt),
+        (status = 400, description = "invalid_json, invalid_request: a bad shape or a \
+            malformed ticket.", body = ErrorBody),
+        (status = 403, description = "forbidden: no valid edge signature, or a forged ticket \
+            or another campaign's.", body = ErrorBody),
+        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        (status = 409, description = "no_waiting_room: the campaign has none.", body = ErrorBody),
+        (status = 413, description = "payload_too_large: a body past 1 MiB.", body = ErrorBody),
+        (status = 422, description = "validation_failed: the body is not a report.",
+            body = ErrorBody),
+        (status = 503, description = "unavailable: no edge secret on the origin, or Redis \
+            failed.", body = ErrorBody),
+    ),
+)]
+pub async fn presence(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let body = extract::read_body(&headers, body, MAX_REPORT_BODY_BYTES).await?;
+    crate::queue::secret(&state)?;
+    let secret = state.config.edge_secret.as_ref();
+    match extract::edge_proof(&headers, secret, "POST", uri.path(), &body)? {
+        extract::EdgeProof::Signed => {}
+        _ => {
+            return Err(ApiError::Forbidden(
+                "a presence report needs the edge signature".into(),
+            ))
+        }
+    }
+    let row = extract::campaign(&state, &id).await?;
+    if row.waiting_room.is_none() {
+        return Ok(no_waiting_room(&id));
+    }
+    let report: PresenceReport = extract::parse_json(&body)?;
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let receipt = crate::queue::presence::record(&state, &id, &report, now_ms).await?;
+    Ok((StatusCode::OK, axum::Json(receipt)).into_response())
 }

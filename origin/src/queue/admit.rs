@@ -162,7 +162,6 @@ async fn step(
     let rate = f64::from(w.admit_per_second);
     let budget = budgets.top_up(c, rate);
     let now_ms = chrono::Utc::now().timestamp_millis();
-    let ttl_ms = u64::from(w.admission_ttl_seconds) * 1000;
     let lease_ms = LEASE.as_millis() as u64;
     let advanced = store::advance(
         &mut gate,
@@ -171,7 +170,7 @@ async fn step(
         lease_ms,
         budget,
         now_ms,
-        ttl_ms,
+        store::StepRules::of(w),
     )
     .await
     .inspect_err(|_| budgets.spend(c, 0, true))?;

@@ -5,6 +5,7 @@
 
 pub mod admit;
 pub mod join;
+pub mod presence;
 pub mod replay;
 pub mod restore;
 pub mod store;
@@ -13,7 +14,7 @@ pub mod turns;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::admission::{self, AdmissionError};
-use flashgate_shared::api::{codes, CampaignView};
+use flashgate_shared::api::{codes, CampaignState, CampaignView};
 use flashgate_shared::queue::{QueueStatus, QueueView, ADMISSION_HEADER, QUEUED};
 
 use crate::campaigns::CampaignRow;
@@ -160,7 +161,35 @@ pub async fn status(
     };
     let mut redis = state.redis.clone();
     let f = store::figures(&mut redis, &row.id).await?;
-    Ok(Some(f.status(&w, row.queue_paused)))
+    let mut q = f.status(&w, row.queue_paused);
+    // Also while active: a sold-out the edge learns from a claim's 409 keeps these queue
+    // fields, and must still say `may_return` while holds are outstanding.
+    let state_now = row.status_at(chrono::Utc::now()).state;
+    if row.hold_seconds.is_some()
+        && matches!(state_now, CampaignState::Active | CampaignState::SoldOut)
+    {
+        q.held_until = latest_hold(state, &row.id).await;
+    }
+    Ok(Some(q))
+}
+
+/// The latest `held_until` of campaign `c`'s outstanding holds (`held`, including those past
+/// due that the sweeper has not expired yet: their units have not come back); `None` when
+/// there are none or PostgreSQL fails (logged: the poll then says `final`, as if none).
+async fn latest_hold(state: &AppState, c: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    let latest: sqlx::Result<Option<chrono::DateTime<chrono::Utc>>> = sqlx::query_scalar(
+        "SELECT max(held_until) FROM claims WHERE campaign_id = $1 AND status = 'held'",
+    )
+    .bind(c)
+    .fetch_one(&state.db)
+    .await;
+    match latest {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!(campaign = %c, error = %e, "outstanding holds unknown");
+            None
+        }
+    }
 }
 
 /// Fills the `queue` figures of admin views that have a waiting room (the view carries the

@@ -20,6 +20,11 @@
 //!   timeline that fixes each admission's expiry (`QueueStatus::grants`). Steps within
 //!   `admission_ttl_seconds / 64` of the newest point merge into it (larger `n`, its earlier
 //!   time); points older than the TTL are dropped but the newest of them (the floor).
+//! - `fg:{c}:q:present`, `reported`, `skipped`, `back` — presence and the tickets passed while
+//!   away ([`super::presence`]); `fg:{c}:q:returned` — sorted set sequence → admission time
+//!   (Unix ms) of the skipped tickets admitted after they came back, within the TTL;
+//!   `fg:{c}:q:wave` — set once the gate was seen sold out: admissions from then on live
+//!   `second_wave_admission_ttl_seconds` (when shorter).
 //! - `fg:{c}:q:lease`    — the admitting origin's lease (`SET NX PX`).
 //! - `fg:{c}:q:pace`     — the claims' pace: a token bucket (`milli` tokens in thousandths,
 //!   `at` Redis time in ms) of `admit_per_second` tokens per second and one second's burst,
@@ -28,7 +33,8 @@
 use std::sync::LazyLock;
 
 use flashgate_shared::queue::{
-    coarsen_grants, Grant, QueueStatus, WaitingRoom, MAX_GRANTS, RANDOM_BLOCK,
+    coarsen_grants, sorted_returned, Grant, QueueStatus, WaitingRoom, MAX_GRANTS,
+    MAX_SKIPPED_LISTED, RANDOM_BLOCK,
 };
 use redis::{AsyncCommands, Script};
 
@@ -47,6 +53,12 @@ pub struct Keys {
     pub grants: String,
     pub lease: String,
     pub pace: String,
+    pub present: String,
+    pub reported: String,
+    pub skipped: String,
+    pub back: String,
+    pub returned: String,
+    pub wave: String,
 }
 
 impl Keys {
@@ -64,6 +76,12 @@ impl Keys {
             grants: k("grants"),
             lease: k("lease"),
             pace: k("pace"),
+            present: k("present"),
+            reported: k("reported"),
+            skipped: k("skipped"),
+            back: k("back"),
+            returned: k("returned"),
+            wave: k("wave"),
         }
     }
 }
@@ -81,7 +99,8 @@ pub enum Draw {
 /// them colliding means retrying).
 const CANDIDATES: usize = 8;
 
-// KEYS: open, seq, drawn, arrivals, serving, admitted, unclaimed. ARGV: customer, 'arrival' | 'random',
+// KEYS: open, seq, drawn, arrivals, serving, admitted, unclaimed, present (a new place counts
+// as seen at its join: the grace of a fresh ticket). ARGV: customer, 'arrival' | 'random',
 // then CANDIDATES fractions in [0, 1), RANDOM_BLOCK, now (Unix s). The hash keeps
 // '<seq>:<issued at>:<drawn waiting at issue>' (the last 0 for arrival numbers; absent in
 // places written before it existed), so a re-join gets the same ticket. Returns {seq, created
@@ -123,6 +142,7 @@ if ARGV[2] ~= 'arrival' then
   if w < 1 then w = 1 end
 end
 redis.call('HSET', KEYS[2], ARGV[1], seq .. ':' .. ARGV[12] .. ':' .. w)
+redis.call('ZADD', KEYS[8], string.format('%.0f', tonumber(ARGV[12]) * 1000), seq)
 return figures(tonumber(seq), 1, tonumber(ARGV[12]), w)
 ",
     )
@@ -171,6 +191,7 @@ pub async fn join(
             .key(&k.serving)
             .key(&k.admitted)
             .key(&k.unclaimed)
+            .key(&k.present)
             .arg(customer)
             .arg(match draw {
                 Draw::Arrival => "arrival",
@@ -220,10 +241,14 @@ pub async fn open(redis: &mut RedisConn, c: &str) -> redis::RedisResult<()> {
     Ok(())
 }
 
-// KEYS: open, lease, serving, admitted, drawn, arrivals, unclaimed, gate loaded, grants. ARGV: lease
-// holder, lease ms, budget, now ms, ttl ms, RANDOM_BLOCK, units left in the gate (all shards).
-// Returns the number admitted (>= 0), -1 queue not open, -2 another origin holds the lease,
-// -3 gate not loaded.
+// KEYS: open, lease, serving, admitted, drawn, arrivals, unclaimed, gate loaded, grants,
+// present, reported, skipped, back, returned, wave. ARGV: lease holder, lease ms, budget, now
+// ms, ttl ms, RANDOM_BLOCK, units left in the gate (all shards), presence window ms, second-wave
+// ttl ms, most tickets the cursor may pass. Returns the number admitted (>= 0), -1 queue not
+// open, -2 another origin holds the lease, -3 gate not loaded.
+//
+// `admitted` counts the tickets the cursor passed (admitted, or skipped while away), so it
+// still maps to sequence numbers (the k-th drawn number, then the arrivals).
 static ADVANCE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -233,31 +258,54 @@ if l and l ~= ARGV[1] then return -2 end
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
 if redis.call('EXISTS', KEYS[8]) == 0 then return -3 end
 local now = tonumber(ARGV[4])
-redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', now - tonumber(ARGV[5]))
-local left = tonumber(ARGV[7]) - redis.call('ZCARD', KEYS[7])
+local gate_left = tonumber(ARGV[7])
+if gate_left <= 0 then redis.call('SET', KEYS[15], 1) end
+local ttl = tonumber(ARGV[5])
+if redis.call('EXISTS', KEYS[15]) == 1 then ttl = math.min(ttl, tonumber(ARGV[9])) end
+redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', now - ttl)
+redis.call('ZREMRANGEBYSCORE', KEYS[14], '-inf', now - ttl)
+local n = math.min(tonumber(ARGV[3]), gate_left - redis.call('ZCARD', KEYS[7]))
+if n <= 0 then return 0 end
+local since = now - tonumber(ARGV[8])
+local all_present = tonumber(redis.call('GET', KEYS[11]) or now) > since
+local function present(s)
+  if all_present then return true end
+  local seen = redis.call('ZSCORE', KEYS[10], s)
+  return seen and tonumber(seen) >= since
+end
+local done = 0
+for _, s in ipairs(redis.call('ZRANGE', KEYS[13], 0, n - 1)) do
+  redis.call('ZREM', KEYS[13], s)
+  if present(s) then
+    redis.call('ZREM', KEYS[12], s)
+    redis.call('ZADD', KEYS[7], now, s)
+    redis.call('ZADD', KEYS[14], now, s)
+    done = done + 1
+  end
+end
 local k = tonumber(redis.call('GET', KEYS[4]) or '0')
 local p = redis.call('ZCARD', KEYS[5])
 local a = tonumber(redis.call('GET', KEYS[6]) or '0')
-local n = math.min(tonumber(ARGV[3]), left, p + a - k)
-if n <= 0 then return 0 end
 local B = tonumber(ARGV[6])
+local scan = tonumber(ARGV[10])
 local last
-local i = 0
-if k < p then
-  for _, s in ipairs(redis.call('ZRANGE', KEYS[5], k, k + n - 1)) do
+while done < n and k < p + a and scan > 0 do
+  local s
+  if k < p then s = redis.call('ZRANGE', KEYS[5], k, k)[1]
+  else s = string.format('%.0f', B + (k - p) + 1) end
+  k = k + 1
+  scan = scan - 1
+  last = s
+  if present(s) then
     redis.call('ZADD', KEYS[7], now, s)
-    last = s
-    i = i + 1
+    done = done + 1
+  else
+    redis.call('ZADD', KEYS[12], s, s)
   end
 end
-while i < n do
-  last = string.format('%.0f', B + (k + i - p) + 1)
-  redis.call('ZADD', KEYS[7], now, last)
-  i = i + 1
-end
+if not last then return done end
 redis.call('SET', KEYS[3], last)
-redis.call('INCRBY', KEYS[4], n)
-local ttl = tonumber(ARGV[5])
+redis.call('SET', KEYS[4], k)
 local newest = redis.call('ZRANGE', KEYS[9], -1, -1, 'WITHSCORES')
 if newest[2] and now - tonumber(newest[2]) < ttl / 64 then
   redis.call('ZREM', KEYS[9], newest[1])
@@ -267,10 +315,36 @@ else
 end
 local old = redis.call('ZCOUNT', KEYS[9], '-inf', '(' .. string.format('%.0f', now - ttl))
 if old > 1 then redis.call('ZREMRANGEBYRANK', KEYS[9], 0, old - 2) end
-return n
+return done
 ",
     )
 });
+
+/// Most tickets one admission step passes (admitted or skipped): bounds the step's work when
+/// most of the line has left.
+pub const MAX_PASSED_PER_STEP: u64 = 5_000;
+
+/// How one step treats presence and the second wave (from the campaign's waiting room).
+#[derive(Debug, Clone, Copy)]
+pub struct StepRules {
+    /// The admission TTL, ms.
+    pub ttl_ms: u64,
+    /// The admission TTL once the campaign has sold out once, ms (the shorter one applies).
+    pub second_wave_ttl_ms: u64,
+    /// A ticket not seen for this long is skipped, ms.
+    pub window_ms: u64,
+}
+
+impl StepRules {
+    /// The rules of waiting room `w`.
+    pub fn of(w: &WaitingRoom) -> Self {
+        StepRules {
+            ttl_ms: u64::from(w.admission_ttl_seconds) * 1000,
+            second_wave_ttl_ms: u64::from(w.second_wave_admission_ttl_seconds) * 1000,
+            window_ms: u64::from(w.presence_window_seconds) * 1000,
+        }
+    }
+}
 
 /// What one admission step did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -285,9 +359,11 @@ pub enum Advanced {
     GateNotLoaded,
 }
 
-/// Admits up to `budget` customers of campaign `c` in line order, never more than the gate's
-/// remaining units minus the admitted-but-unclaimed customers (admitted within `ttl_ms`), when
-/// `holder` has (or takes) the lease for `lease_ms`.
+/// Admits up to `budget` customers of campaign `c` in line order among those present (seen
+/// within `rules.window_ms`; the skipped ones who came back first), never more than the gate's
+/// remaining units minus the admitted-but-unclaimed customers (admitted within the TTL of
+/// `rules`), when `holder` has (or takes) the lease for `lease_ms`. Tickets away are passed and
+/// kept in `fg:{c}:q:skipped`.
 pub async fn advance(
     redis: &mut crate::gate::Gate,
     c: &str,
@@ -295,7 +371,7 @@ pub async fn advance(
     lease_ms: u64,
     budget: u64,
     now_ms: i64,
-    ttl_ms: u64,
+    rules: StepRules,
 ) -> redis::RedisResult<Advanced> {
     let k = Keys::of(c);
     let g = GateKeys::of(c);
@@ -316,13 +392,22 @@ pub async fn advance(
         .key(&k.unclaimed)
         .key(&g.loaded)
         .key(&k.grants)
+        .key(&k.present)
+        .key(&k.reported)
+        .key(&k.skipped)
+        .key(&k.back)
+        .key(&k.returned)
+        .key(&k.wave)
         .arg(holder)
         .arg(lease_ms)
         .arg(budget)
         .arg(now_ms)
-        .arg(ttl_ms)
+        .arg(rules.ttl_ms)
         .arg(RANDOM_BLOCK)
         .arg(left)
+        .arg(rules.window_ms)
+        .arg(rules.second_wave_ttl_ms)
+        .arg(MAX_PASSED_PER_STEP)
         .invoke_async(redis)
         .await?;
     Ok(match n {
@@ -388,6 +473,12 @@ pub struct Figures {
     pub unclaimed_since_ms: (i64, i64),
     /// The grant timeline (`fg:{c}:q:grants`) in increasing `n`.
     pub grants: Vec<Grant>,
+    /// The lowest skipped sequence numbers (at most [`MAX_SKIPPED_LISTED`]), increasing.
+    pub skipped: Vec<u64>,
+    /// Skipped tickets admitted after they came back (`fg:{c}:q:returned`), increasing `n`.
+    pub returned: Vec<Grant>,
+    /// True once the campaign was seen sold out (the second wave's TTL applies).
+    pub second_wave: bool,
 }
 
 /// Reads campaign `c`'s figures (one transaction on one slot: `now_serving` and `admitted`
@@ -396,7 +487,8 @@ pub struct Figures {
 pub async fn figures(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Figures> {
     let k = Keys::of(c);
     type Scored = Vec<(String, f64)>;
-    // serving, admitted, drawn, joined, unclaimed, oldest, newest unclaimed, grant timeline.
+    // serving, admitted, drawn, joined, unclaimed, oldest, newest unclaimed, grant timeline,
+    // skipped, returned, second wave.
     type Read = (
         Option<u64>,
         Option<u64>,
@@ -406,8 +498,23 @@ pub async fn figures(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Figur
         Scored,
         Scored,
         Vec<(u64, f64)>,
+        Vec<u64>,
+        Vec<(u64, f64)>,
+        bool,
     );
-    let (serving, admitted, drawn, joined, unclaimed, oldest, newest, grants): Read = redis::pipe()
+    let (
+        serving,
+        admitted,
+        drawn,
+        joined,
+        unclaimed,
+        oldest,
+        newest,
+        grants,
+        skipped,
+        returned,
+        second_wave,
+    ): Read = redis::pipe()
         .atomic()
         .get(&k.serving)
         .get(&k.admitted)
@@ -417,6 +524,9 @@ pub async fn figures(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Figur
         .zrange_withscores(&k.unclaimed, 0, 0)
         .zrange_withscores(&k.unclaimed, -1, -1)
         .zrange_withscores(&k.grants, 0, -1)
+        .zrange(&k.skipped, 0, MAX_SKIPPED_LISTED as isize - 1)
+        .zrange_withscores(&k.returned, 0, -1)
+        .exists(&k.wave)
         .query_async(redis)
         .await?;
     let at = |s: &Scored| s.first().map_or(0, |(_, ms)| *ms as i64);
@@ -437,6 +547,17 @@ pub async fn figures(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Figur
         unclaimed,
         unclaimed_since_ms: (at(&oldest), at(&newest)),
         grants,
+        skipped,
+        returned: sorted_returned(
+            returned
+                .into_iter()
+                .map(|(n, ms)| Grant {
+                    n,
+                    at_ms: ms as i64,
+                })
+                .collect(),
+        ),
+        second_wave,
     })
 }
 
@@ -446,7 +567,7 @@ impl Figures {
         QueueStatus {
             now_serving: self.now_serving,
             admit_per_second: w.admit_per_second,
-            admission_ttl_seconds: w.admission_ttl_seconds,
+            admission_ttl_seconds: self.ttl_seconds(w),
             paused,
             admitted: self.admitted,
             drawn: self.drawn,
@@ -454,6 +575,20 @@ impl Figures {
             first_lapse_ms: self.lapse_ms(self.unclaimed_since_ms.0, w),
             last_lapse_ms: self.lapse_ms(self.unclaimed_since_ms.1, w),
             grants: Some(coarsen_grants(&self.grants, MAX_GRANTS)),
+            skipped: self.skipped.clone(),
+            returned: self.returned.clone(),
+            held_until: None,
+        }
+    }
+
+    /// The admission TTL in force, seconds: `second_wave_admission_ttl_seconds` once the
+    /// campaign has sold out once, when shorter.
+    pub fn ttl_seconds(&self, w: &WaitingRoom) -> u32 {
+        if self.second_wave {
+            w.admission_ttl_seconds
+                .min(w.second_wave_admission_ttl_seconds)
+        } else {
+            w.admission_ttl_seconds
         }
     }
 
@@ -461,7 +596,7 @@ impl Figures {
     fn lapse_ms(&self, admitted_ms: i64, w: &WaitingRoom) -> i64 {
         match admitted_ms {
             0 => 0,
-            ms => ms.saturating_add(i64::from(w.admission_ttl_seconds) * 1000),
+            ms => ms.saturating_add(i64::from(self.ttl_seconds(w)) * 1000),
         }
     }
 }

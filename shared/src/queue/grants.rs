@@ -57,7 +57,12 @@ impl QueueStatus {
     /// origin) or the timeline does not reach `seq` yet (a status older than this
     /// admission: the caller treats it as granted now). A sequence below the oldest point
     /// gets that point's time (the floor: older than the admission TTL, so already lapsed).
+    /// A ticket admitted again after it was skipped takes its time from
+    /// [`QueueStatus::returned`] instead.
     pub fn grant_ms(&self, seq: u64) -> Option<i64> {
+        if let Some(at_ms) = self.returned_ms(seq) {
+            return Some(at_ms);
+        }
         let grants = self.grants.as_deref()?;
         let i = grants.partition_point(|g| g.n < seq);
         grants.get(i).map(|g| g.at_ms)

@@ -25,6 +25,8 @@ pub(super) fn option(args: &Args) -> anyhow::Result<Option<WaitingRoom>> {
         queueing: queueing(args)?,
         prequeue_seconds: args.prequeue_seconds,
         admission_ttl_seconds: args.admission_ttl_seconds,
+        presence_window_seconds: flashgate_shared::queue::DEFAULT_PRESENCE_WINDOW_SECONDS,
+        second_wave_admission_ttl_seconds: flashgate_shared::queue::DEFAULT_SECOND_WAVE_TTL_SECONDS,
     };
     room.validate()
         .map_err(|m| anyhow!("--waiting-room: {m}"))?;

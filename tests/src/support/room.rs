@@ -22,6 +22,8 @@ pub fn room(admit_per_second: u32) -> WaitingRoom {
         queueing: Queueing::Fifo,
         prequeue_seconds: 600,
         admission_ttl_seconds: 10,
+        presence_window_seconds: flashgate_shared::queue::DEFAULT_PRESENCE_WINDOW_SECONDS,
+        second_wave_admission_ttl_seconds: flashgate_shared::queue::DEFAULT_SECOND_WAVE_TTL_SECONDS,
     }
 }
 

@@ -34,7 +34,11 @@ pub struct Ticket {
         (status = 200, description = "Her place; poll again after `Retry-After` (1–30 s). \
             `admission_token` once admitted: claim with it in `Flashgate-Admission`. Its `exp` \
             is fixed when the admission is granted (every poll returns it unchanged); once it \
-            has passed without a claim the state is `lapsed` (final, no token).",
+            has passed without a claim the state is `lapsed` (final, no token). A ticket \
+            passed while away (not seen within `presence_window_seconds`) is `waiting` at \
+            position 1 until she is admitted again. `sold_out` carries `outlook`: \
+            `may_return` (with `held_until`, the latest outstanding hold; `Retry-After: 15`, \
+            keep polling) while holds are outstanding, else `final` (stop polling).",
             body = StatusReply, headers(("Retry-After" = u32))),
         (status = 400, description = "invalid_request: no ticket, or a malformed one.",
             body = ErrorBody),

@@ -1,0 +1,102 @@
+//! Presence reported by the edge (`POST /edge/v1/campaigns/{id}/presence`): the tickets that
+//! polled at one isolate since its last report, so admission can skip those who left
+//! ([`super::store::advance`]).
+//!
+//! Stored per campaign `c` under the queue's hash tag:
+//! - `fg:{c}:q:present`  — sorted set sequence → last seen (Unix ms, the origin's clock when the
+//!   report arrived, or the join's time: a fresh ticket's grace). About 100 bytes per ticket
+//!   in Redis 7 (skiplist + dict entry of a 13-digit member): 99,589,424 bytes measured for
+//!   1,000,000 tickets (docs/WAITING-ROOM.md).
+//! - `fg:{c}:q:reported` — when presence was first reported (Unix ms): until one window after
+//!   it, every ticket counts as present (presence is not known yet, e.g. right after Redis lost
+//!   the queue, or with no edge reporting at all).
+//! - `fg:{c}:q:skipped`  — sorted set of the sequence numbers admission passed while away.
+//! - `fg:{c}:q:back`     — the skipped ones seen again, to be admitted at the next step first.
+//! - `fg:{c}:q:report:{id}` — a report id already counted (kept [`REPORT_ID_KEPT_S`]).
+
+use std::collections::BTreeSet;
+use std::sync::LazyLock;
+
+use flashgate_shared::admission::{self, AdmissionError};
+use flashgate_shared::api::codes;
+use flashgate_shared::queue::presence::{PresenceReceipt, PresenceReport, REPORT_ID_KEPT_S};
+use redis::Script;
+
+use super::store::Keys;
+use crate::error::ApiError;
+use crate::redis_conn::RedisConn;
+use crate::state::AppState;
+
+// KEYS: report id key, present, reported, skipped, back. ARGV: now ms, report id kept s, then
+// the sequence numbers. Returns -1 for a report id counted before (nothing changed), else the
+// tickets counted.
+static RECORD: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if not redis.call('SET', KEYS[1], 1, 'NX', 'EX', ARGV[2]) then return -1 end
+local now = ARGV[1]
+redis.call('SET', KEYS[3], now, 'NX')
+for i = 3, #ARGV do
+  local s = ARGV[i]
+  redis.call('ZADD', KEYS[2], 'GT', now, s)
+  if redis.call('ZSCORE', KEYS[4], s) then redis.call('ZADD', KEYS[5], s, s) end
+end
+return #ARGV - 2
+",
+    )
+});
+
+/// Records report `r` of campaign `c` at `now_ms`: each ticket's last-seen time, and the skipped
+/// ones that came back. Counted once per report id. Errors: 400 `invalid_request` for a bad
+/// shape or a malformed ticket, 403 `forbidden` for a forged ticket or another campaign's (the
+/// whole report is refused, nothing stored), 503 without the edge secret or when Redis fails.
+pub async fn record(
+    state: &AppState,
+    c: &str,
+    r: &PresenceReport,
+    now_ms: i64,
+) -> Result<PresenceReceipt, ApiError> {
+    r.validate()
+        .map_err(|m| ApiError::BadRequest(codes::INVALID_REQUEST, m))?;
+    let secret = super::secret(state)?;
+    let mut seqs = BTreeSet::new();
+    for t in &r.tickets {
+        let ticket = admission::open_ticket(secret, t, c).map_err(|e| {
+            let message = format!("a reported {}", e.message("ticket"));
+            match e {
+                AdmissionError::Malformed => ApiError::BadRequest(codes::INVALID_REQUEST, message),
+                _ => ApiError::Forbidden(message),
+            }
+        })?;
+        seqs.insert(ticket.place.sequence);
+    }
+    let mut redis = state.redis.clone();
+    let n = store_report(&mut redis, c, &r.report_id, &seqs, now_ms).await?;
+    Ok(PresenceReceipt {
+        counted: n.max(0) as u64,
+        duplicate: n < 0,
+    })
+}
+
+/// The Redis step of [`record`]: -1 for a report id seen before, else the tickets counted.
+async fn store_report(
+    redis: &mut RedisConn,
+    c: &str,
+    report_id: &str,
+    seqs: &BTreeSet<u64>,
+    now_ms: i64,
+) -> redis::RedisResult<i64> {
+    let k = Keys::of(c);
+    let mut inv = RECORD.prepare_invoke();
+    inv.key(format!("fg:{{{c}}}:q:report:{report_id}"))
+        .key(&k.present)
+        .key(&k.reported)
+        .key(&k.skipped)
+        .key(&k.back)
+        .arg(now_ms)
+        .arg(REPORT_ID_KEPT_S);
+    for s in seqs {
+        inv.arg(*s);
+    }
+    inv.invoke_async(redis).await
+}
