@@ -56,6 +56,10 @@ pub struct Config {
     #[command(flatten)]
     pub gifts: crate::gifts::settings::GiftSettings,
 
+    /// Webhooks: private receivers, relay, rotation overlap (`FLASHGATE_WEBHOOK_*`).
+    #[command(flatten)]
+    pub webhooks: crate::webhooks::settings::WebhookSettings,
+
     /// Bearer token for server-to-server calls (pay, release, redeem).
     #[arg(long, env = "FLASHGATE_SERVICE_TOKEN", hide_env_values = true)]
     pub service_token: Secret,

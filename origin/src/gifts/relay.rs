@@ -179,8 +179,7 @@ async fn settle(
             r.metrics.provider_error();
             let last = !e.retryable() || d.attempts >= r.max_attempts;
             let delay = backoff(r.retry_base, d.attempts);
-            let jitter = rand::random::<f64>() * 0.5;
-            let delay_ms = (delay.as_millis() as f64 * (1.0 - jitter)) as i64;
+            let delay_ms = crate::outbox::jittered(delay, 0.5).as_millis() as i64;
             tracing::info!(fulfilment = %d.id, attempts = d.attempts, error = %e, last, "provider call failed");
             let answer = e.to_string();
             let gave_up = sqlx::query_scalar!(
