@@ -356,6 +356,14 @@ impl Config {
             "test-service-token-0123456789abcdef",
             "--sweep-interval-ms",
             "200",
+            // Test receivers listen on 127.0.0.1 over plain http; every origin of a test run
+            // may relay any test's deliveries, so all of them allow it, and retry within
+            // milliseconds instead of the schedule's minutes.
+            "--webhook-allow-private",
+            "--webhook-retry-divisor",
+            "1000",
+            "--webhook-relay-interval-ms",
+            "100",
         ])
         .expect("the test configuration parses")
     }
