@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use flashgate_shared::api::{PayRequest, ReleaseRequest};
 use flashgate_tests::support::{eventually, unique, TestOrigin};
-use flashgate_tests::webhooks::{register, unregister, Receiver, Received, ALL_TYPES};
+use flashgate_tests::webhooks::{register, unregister, Received, Receiver, ALL_TYPES};
 use serde_json::{json, Value};
 
 async fn pay(o: &TestOrigin, id: &str) -> u16 {
@@ -42,19 +42,23 @@ async fn claim(o: &TestOrigin, c: &str, customer: &str) -> String {
 /// Waits until the receiver answered 2xx to `n` distinct events of `c`; returns them by id
 /// (the first 2xx delivery of each).
 async fn delivered(r: &Receiver, c: &str, n: usize) -> BTreeMap<String, Received> {
-    eventually("the events to reach the receiver", Duration::from_secs(60), || async {
-        let mut ok = BTreeMap::new();
-        for e in r.received(c).await {
-            if (200..300).contains(&e.answered) {
-                ok.entry(e.id.clone()).or_insert(e);
+    eventually(
+        "the events to reach the receiver",
+        Duration::from_secs(60),
+        || async {
+            let mut ok = BTreeMap::new();
+            for e in r.received(c).await {
+                if (200..300).contains(&e.answered) {
+                    ok.entry(e.id.clone()).or_insert(e);
+                }
             }
-        }
-        if ok.len() >= n {
-            Ok(ok)
-        } else {
-            Err(format!("{} of {n}", ok.len()))
-        }
-    })
+            if ok.len() >= n {
+                Ok(ok)
+            } else {
+                Err(format!("{} of {n}", ok.len()))
+            }
+        },
+    )
     .await
 }
 
@@ -110,7 +114,11 @@ async fn a_sales_events_reach_a_receiver_that_verifies_them_with_the_reference_l
     );
     for e in got.values() {
         assert_eq!(e.verified, vec![0], "the library verified {}", e.id);
-        assert_eq!(e.event["id"], e.id.as_str(), "the body's id is the webhook-id");
+        assert_eq!(
+            e.event["id"],
+            e.id.as_str(),
+            "the body's id is the webhook-id"
+        );
     }
     // Per claim: held is 1, its end is 2, and the data is the claim's state after the change.
     let mut by_object: HashMap<String, Vec<(i64, String, Value)>> = HashMap::new();
@@ -125,14 +133,25 @@ async fn a_sales_events_reach_a_receiver_that_verifies_them_with_the_reference_l
                 ev["data"].clone(),
             ));
     }
-    for (claim, end) in [(&a, "claim.paid"), (&b, "claim.released"), (&x, "claim.expired")] {
-        let mut seen = by_object.remove(claim.as_str()).expect("events of the claim");
+    for (claim, end) in [
+        (&a, "claim.paid"),
+        (&b, "claim.released"),
+        (&x, "claim.expired"),
+    ] {
+        let mut seen = by_object
+            .remove(claim.as_str())
+            .expect("events of the claim");
         seen.sort_by_key(|s| s.0);
         let kinds: Vec<(i64, &str)> = seen.iter().map(|s| (s.0, s.1.as_str())).collect();
         assert_eq!(kinds, vec![(1, "claim.held"), (2, end)]);
         assert_eq!(seen[1].2["claim_id"], claim.as_str());
     }
-    assert_eq!(got.values().filter(|e| e.event["data"]["payment_ref"] == "psp-1").count(), 1);
+    assert_eq!(
+        got.values()
+            .filter(|e| e.event["data"]["payment_ref"] == "psp-1")
+            .count(),
+        1
+    );
     let mut campaign = by_object.remove(c.as_str()).expect("campaign events");
     campaign.sort_by_key(|s| s.0);
     assert_eq!(campaign[0].1, "campaign.sold_out");
@@ -202,16 +221,26 @@ async fn a_receiver_that_fails_then_throttles_still_gets_every_event() {
     // Every event delivered exactly once with a 2xx.
     let twice: usize = calls.iter().filter(|e| e.answered < 300).count() - got.len();
     assert_eq!(twice, 0, "no event delivered twice");
-    let statuses: Vec<String> = sqlx::query_scalar(
-        "SELECT d.status FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
-          WHERE d.endpoint_id = $1::uuid AND e.campaign_id = $2",
+    // The relay settles a row just after the receiver's answer.
+    eventually(
+        "every delivery row settled",
+        Duration::from_secs(30),
+        || async {
+            let statuses: Vec<String> = sqlx::query_scalar(
+            "SELECT d.status FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+              WHERE d.endpoint_id = $1::uuid AND e.campaign_id = $2",
+        )
+        .bind(&endpoint)
+        .bind(&c)
+        .fetch_all(&o.db)
+        .await
+        .map_err(|e| e.to_string())?;
+            (statuses == vec!["delivered"; 3])
+                .then_some(())
+                .ok_or(format!("{statuses:?}"))
+        },
     )
-    .bind(&endpoint)
-    .bind(&c)
-    .fetch_all(&o.db)
-    .await
-    .unwrap();
-    assert_eq!(statuses, vec!["delivered"; 3]);
+    .await;
     unregister(&o, &endpoint).await;
     o.stop().await;
 }
@@ -226,16 +255,20 @@ async fn a_receiver_answering_410_disables_its_endpoint_with_an_audit_row() {
     let c = o.held_sale(2, 60).await;
     claim(&o, &c, "g1").await;
     let path = format!("/admin/v1/webhooks/endpoints/{endpoint}");
-    let shown = eventually("the endpoint to be disabled", Duration::from_secs(30), || async {
-        let (_, e) = o
-            .admin(reqwest::Method::GET, &path, Some(o.viewer_token()), None)
-            .await;
-        if e["enabled"] == false {
-            Ok(e)
-        } else {
-            Err(e.to_string())
-        }
-    })
+    let shown = eventually(
+        "the endpoint to be disabled",
+        Duration::from_secs(30),
+        || async {
+            let (_, e) = o
+                .admin(reqwest::Method::GET, &path, Some(o.viewer_token()), None)
+                .await;
+            if e["enabled"] == false {
+                Ok(e)
+            } else {
+                Err(e.to_string())
+            }
+        },
+    )
     .await;
     assert!(shown["disabled_reason"].as_str().unwrap().contains("410"));
     let audit: Vec<(String, String)> = sqlx::query_as(
@@ -253,15 +286,22 @@ async fn a_receiver_answering_410_disables_its_endpoint_with_an_audit_row() {
         ]
     );
     // A disabled endpoint gets nothing more.
+    let queued = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1::uuid",
+        )
+        .bind(&endpoint)
+        .fetch_one(&o.db)
+        .await
+        .unwrap()
+    };
+    let before = queued().await;
     claim(&o, &c, "g2").await;
-    let n: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1::uuid",
-    )
-    .bind(&endpoint)
-    .fetch_one(&o.db)
-    .await
-    .unwrap();
-    assert_eq!(n, 1);
+    assert_eq!(
+        queued().await,
+        before,
+        "nothing queued for a disabled endpoint"
+    );
     unregister(&o, &endpoint).await;
     o.stop().await;
 }

@@ -35,8 +35,6 @@ use super::settings::GiftSettings;
 
 /// Longest delay between two attempts.
 pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(300);
-/// Most batches one pass takes before it yields to the next tick.
-const MAX_BATCHES_PER_PASS: usize = 16;
 
 /// The relay's handles and settings.
 #[derive(Clone)]
@@ -85,14 +83,7 @@ struct Due {
 
 /// One pass (see the module documentation). Returns how many calls it made.
 pub async fn pass(r: &Relay) -> anyhow::Result<usize> {
-    let mut calls = 0;
-    for _ in 0..MAX_BATCHES_PER_PASS {
-        let n = batch(r).await?;
-        calls += n;
-        if (n as i64) < r.batch {
-            break;
-        }
-    }
+    let calls = crate::outbox::drain(r.batch, || batch(r)).await?;
     let seen = sqlx::query!(
         r#"SELECT count(*) AS "pending!",
                   coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS "lag!"

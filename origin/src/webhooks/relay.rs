@@ -49,8 +49,6 @@ pub const SCHEDULE: [Duration; 10] = [
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// Longest `Retry-After` honoured.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
-/// Most batches one pass takes before it yields to the next tick.
-const MAX_BATCHES_PER_PASS: usize = 16;
 
 /// The relay's handles and settings.
 #[derive(Clone)]
@@ -137,14 +135,7 @@ enum Answer {
 
 /// One pass (see the module documentation). Returns how many calls it made.
 pub async fn pass(r: &Relay) -> anyhow::Result<usize> {
-    let mut calls = 0;
-    for _ in 0..MAX_BATCHES_PER_PASS {
-        let n = batch(r).await?;
-        calls += n;
-        if (n as i64) < r.batch {
-            break;
-        }
-    }
+    let calls = crate::outbox::drain(r.batch, || batch(r)).await?;
     let depth = sqlx::query_scalar!(
         r#"SELECT count(*) AS "n!" FROM webhook_deliveries WHERE status = 'pending'"#
     )
