@@ -306,3 +306,37 @@ async fn deliveries_are_listed_per_endpoint_and_an_event_can_be_replayed() {
     unregister(&o, &id).await;
     o.stop().await;
 }
+
+#[tokio::test]
+async fn a_giveaway_coupon_writes_issued_then_redeemed_once() {
+    let o = TestOrigin::start().await;
+    let c = o.campaign("giveaway", 3).await;
+    let (s, body) = o.claim(&c, &unique("gv"), &unique("key")).await;
+    assert_eq!(s, 201, "{body}");
+    let code = body["claim"]["code"].as_str().expect("code").to_string();
+    let id = body["claim"]["id"].as_str().expect("id").to_string();
+    // Two redeems with two keys: one redeems, the other is already_redeemed and writes nothing.
+    for key in [unique("r1"), unique("r2")] {
+        let res = o
+            .http
+            .post(format!("{}/api/v1/coupons/{code}/redeem", o.url))
+            .bearer_auth(o.config.service_token.expose())
+            .header("idempotency-key", key)
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert!([200, 409].contains(&res.status().as_u16()));
+    }
+    let events: Vec<(String, i32, Value)> = sqlx::query_as(
+        "SELECT type, sequence, payload FROM webhook_events WHERE object_id = $1 ORDER BY sequence",
+    )
+    .bind(&id)
+    .fetch_all(&o.db)
+    .await
+    .unwrap();
+    let kinds: Vec<(&str, i32)> = events.iter().map(|(t, s, _)| (t.as_str(), *s)).collect();
+    assert_eq!(kinds, vec![("coupon.issued", 1), ("coupon.redeemed", 2)]);
+    assert_eq!(events[1].2["status"], "redeemed");
+    o.stop().await;
+}
