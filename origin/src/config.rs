@@ -56,6 +56,10 @@ pub struct Config {
     #[command(flatten)]
     pub gifts: crate::gifts::settings::GiftSettings,
 
+    /// Webhooks: private receivers, relay, rotation overlap (`FLASHGATE_WEBHOOK_*`).
+    #[command(flatten)]
+    pub webhooks: crate::webhooks::settings::WebhookSettings,
+
     /// Bearer token for server-to-server calls (pay, release, redeem).
     #[arg(long, env = "FLASHGATE_SERVICE_TOKEN", hide_env_values = true)]
     pub service_token: Secret,
@@ -352,6 +356,14 @@ impl Config {
             "test-service-token-0123456789abcdef",
             "--sweep-interval-ms",
             "200",
+            // Test receivers listen on 127.0.0.1 over plain http; every origin of a test run
+            // may relay any test's deliveries, so all of them allow it, and retry within
+            // milliseconds instead of the schedule's minutes.
+            "--webhook-allow-private",
+            "--webhook-retry-divisor",
+            "1000",
+            "--webhook-relay-interval-ms",
+            "100",
         ])
         .expect("the test configuration parses")
     }

@@ -17,11 +17,18 @@ pub const LAYERS: &[(&str, &[&str])] = &[
             "telemetry",
             "metrics",
             "reply",
+            "outbox",
         ],
     ),
     (
         "record and gate",
-        &["idempotency", "gate", "campaigns", "customer_tokens"],
+        &[
+            "idempotency",
+            "gate",
+            "campaigns",
+            "customer_tokens",
+            "webhooks",
+        ],
     ),
     (
         "products",

@@ -65,6 +65,8 @@ pub struct Handles {
     pub takes: crate::gate::takes::Takes,
     /// Gift fulfilment metrics (lock wait, replays, provider calls, outbox lag).
     pub gift_metrics: Arc<crate::gifts::metrics::GiftMetrics>,
+    /// Webhook metrics (deliveries by result and endpoint, lag, queue depth).
+    pub webhook_metrics: Arc<crate::webhooks::metrics::WebhookMetrics>,
 }
 
 /// Applies the migrations, or checks the schema when `FLASHGATE_MIGRATE=false`; behind a
@@ -121,6 +123,8 @@ impl AppState {
         let gift_metrics = Arc::new(crate::gifts::metrics::GiftMetrics::default());
         let mut metrics = Metrics::new();
         gift_metrics.register(metrics.registry_mut());
+        let webhook_metrics = Arc::new(crate::webhooks::metrics::WebhookMetrics::default());
+        webhook_metrics.register(metrics.registry_mut());
         metrics.announce_guess_buckets(crate::promo::guess::Bucket::ALL.map(|b| b.as_str()));
         let metrics = Arc::new(metrics);
         Ok(AppState(Arc::new(Handles {
@@ -150,6 +154,7 @@ impl AppState {
             gate,
             takes: crate::gate::takes::Takes::new(),
             gift_metrics,
+            webhook_metrics,
         })))
     }
 
@@ -220,5 +225,17 @@ impl AppState {
             Arc::new(provider),
             s,
         ))
+    }
+
+    /// This origin's webhook relay.
+    pub fn webhook_relay(&self) -> crate::webhooks::relay::Relay {
+        let s = &self.config.webhooks;
+        crate::webhooks::relay::Relay::new(
+            self.db.clone(),
+            self.webhook_metrics.clone(),
+            s.webhook_relay_batch,
+            s.webhook_allow_private,
+            s.webhook_retry_divisor,
+        )
     }
 }

@@ -4,3 +4,4 @@ pub mod gifts;
 pub mod idp;
 pub mod stampede;
 pub mod support;
+pub mod webhooks;

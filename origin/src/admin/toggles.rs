@@ -28,6 +28,8 @@ use serde_json::{json, Value};
 use super::audit::AuditEntry;
 use super::roles::Admin;
 use crate::gate;
+use crate::webhooks::{self, events::NewEvent};
+use flashgate_shared::api::webhooks::{CampaignData, EventType};
 use flashgate_shared::queue::WaitingRoom;
 
 /// A validated change.
@@ -84,6 +86,17 @@ impl Change {
             Change::SetWaitingRoom { waiting_room } => json!({ "waiting_room": waiting_room }),
             Change::SetHoldExtension { seconds } => json!({ "hold_extension_seconds": seconds }),
             _ => json!({}),
+        }
+    }
+
+    /// The webhook event of the change, if it has one.
+    pub fn event(&self) -> Option<EventType> {
+        match self {
+            Change::Pause => Some(EventType::CampaignPaused),
+            Change::Resume => Some(EventType::CampaignResumed),
+            Change::Close => Some(EventType::CampaignClosed),
+            Change::Restock { .. } => Some(EventType::CampaignRestocked),
+            _ => None,
         }
     }
 
@@ -244,7 +257,9 @@ pub enum Applied {
     Unchanged { before: Facts },
 }
 
-/// Applies `change` to campaign `id` in one statement (with its audit row) and commits.
+/// Applies `change` to campaign `id` in one statement (with its audit row), writes its webhook
+/// event (`campaign.paused`, `.resumed`, `.closed`, `.restocked`) in the same transaction, and
+/// commits.
 pub async fn apply(db: &Db, id: &str, who: &Admin, change: Change) -> sqlx::Result<Applied> {
     let (set, condition) = change.sql();
     let sql = format!(
@@ -268,13 +283,14 @@ pub async fn apply(db: &Db, id: &str, who: &Admin, change: Change) -> sqlx::Resu
                 (SELECT to_jsonb(a) FROM audit a) AS audit
            FROM before b"
     );
+    let mut tx = db.begin().await?;
     let row: Option<(Value, Option<Value>)> = sqlx::query_as(&sql)
         .bind(id)
         .bind(&who.name)
         .bind(change.action())
         .bind(change.params())
         .bind(MAX_STOCK)
-        .fetch_optional(db)
+        .fetch_optional(&mut *tx)
         .await?;
     let Some((before, audit)) = row else {
         return Ok(Applied::NotFound);
@@ -283,18 +299,30 @@ pub async fn apply(db: &Db, id: &str, who: &Admin, change: Change) -> sqlx::Resu
         serde_json::from_value(v).map_err(|e| sqlx::Error::Decode(Box::new(e)))
     }
     let before: Facts = decode(before)?;
-    Ok(match audit {
+    let applied = match audit {
         None => Applied::Unchanged { before },
         Some(audit) => {
             let audit: AuditEntry = decode(audit)?;
             let after: Facts = decode(audit.after.clone())?;
+            if let Some(kind) = change.event() {
+                let data = CampaignData {
+                    stock: after.stock,
+                    remaining: after.remaining,
+                    paused: after.paused,
+                    ends_at: after.ends_at,
+                };
+                let event = NewEvent::campaign(kind, id, data);
+                webhooks::events::emit(&mut tx, &[event]).await?;
+            }
             Applied::Changed {
                 before,
                 after,
                 audit: Box::new(audit),
             }
         }
-    })
+    };
+    tx.commit().await?;
+    Ok(applied)
 }
 
 /// Why a refused change was refused, for the answer: `Ok(())` when it was simply a no-op

@@ -8,7 +8,9 @@
 //!    active (campaign, customer) claims, and the unique coupon code, refuse duplicates;
 //! 2. `UPDATE campaigns SET remaining = remaining − n WHERE … remaining >= n AND NOT paused AND
 //!    starts_at <= now() AND ends_at > now()` — the record decides;
-//! 3. one ledger row per claim.
+//! 3. one ledger row per claim;
+//! 4. one `claim.held` (`coupon.issued`) event per claim, and `campaign.sold_out` when the
+//!    batch took the last unit ([`crate::webhooks::events`]).
 //!
 //! If step 2 refuses, the batch rolls back and each claim is retried in a transaction of its
 //! own, so one refusal never sinks the others. Each waiting request is answered only after the
@@ -26,6 +28,8 @@ use super::store::{self, ClaimRow};
 use crate::campaigns::store as campaigns;
 use crate::campaigns::CampaignRow;
 use crate::metrics::Metrics;
+use crate::webhooks::{self, events::NewEvent};
+use flashgate_shared::api::webhooks::{CampaignData, EventType};
 
 /// A claim that passed the gate, to be written.
 #[derive(Debug, Clone)]
@@ -210,20 +214,20 @@ async fn try_commit(db: &Db, claims: &[&NewClaim]) -> sqlx::Result<Option<Vec<Ou
 
     if !inserted.is_empty() {
         let n = inserted.len() as i64;
-        let took = sqlx::query_scalar!(
+        let took = sqlx::query!(
             "UPDATE campaigns SET remaining = remaining - $2, updated_at = now()
               WHERE id = $1 AND remaining >= $2 AND NOT paused
                 AND starts_at <= now() AND ends_at > now()
-              RETURNING remaining",
+              RETURNING stock, remaining, paused, ends_at",
             c,
             n,
         )
         .fetch_optional(&mut *tx)
         .await?;
-        if took.is_none() {
+        let Some(took) = took else {
             tx.rollback().await?;
             return Ok(None);
-        }
+        };
         let won_ids: Vec<&str> = inserted.iter().map(|r| r.id.as_str()).collect();
         let won_customers: Vec<&str> = inserted.iter().map(|r| r.customer_id.as_str()).collect();
         let event = if kind == CampaignKind::Sale {
@@ -242,6 +246,24 @@ async fn try_commit(db: &Db, claims: &[&NewClaim]) -> sqlx::Result<Option<Vec<Ou
         )
         .execute(&mut *tx)
         .await?;
+        let (event, status) = match kind {
+            CampaignKind::Sale => (EventType::ClaimHeld, ClaimStatus::Held),
+            CampaignKind::Giveaway => (EventType::CouponIssued, ClaimStatus::Issued),
+        };
+        let mut events: Vec<NewEvent> = inserted
+            .iter()
+            .map(|r| NewEvent::claim(event, c, &r.id, &r.customer_id, status, r.held_until, None))
+            .collect();
+        if took.remaining == 0 {
+            let data = CampaignData {
+                stock: took.stock,
+                remaining: 0,
+                paused: took.paused,
+                ends_at: took.ends_at,
+            };
+            events.push(NewEvent::campaign(EventType::CampaignSoldOut, c, data));
+        }
+        webhooks::events::emit(&mut tx, &events).await?;
     }
     tx.commit().await?;
 

@@ -35,8 +35,6 @@ use super::settings::GiftSettings;
 
 /// Longest delay between two attempts.
 pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(300);
-/// Most batches one pass takes before it yields to the next tick.
-const MAX_BATCHES_PER_PASS: usize = 16;
 
 /// The relay's handles and settings.
 #[derive(Clone)]
@@ -85,14 +83,7 @@ struct Due {
 
 /// One pass (see the module documentation). Returns how many calls it made.
 pub async fn pass(r: &Relay) -> anyhow::Result<usize> {
-    let mut calls = 0;
-    for _ in 0..MAX_BATCHES_PER_PASS {
-        let n = batch(r).await?;
-        calls += n;
-        if (n as i64) < r.batch {
-            break;
-        }
-    }
+    let calls = crate::outbox::drain(r.batch, || batch(r)).await?;
     let seen = sqlx::query!(
         r#"SELECT count(*) AS "pending!",
                   coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS "lag!"
@@ -179,8 +170,7 @@ async fn settle(
             r.metrics.provider_error();
             let last = !e.retryable() || d.attempts >= r.max_attempts;
             let delay = backoff(r.retry_base, d.attempts);
-            let jitter = rand::random::<f64>() * 0.5;
-            let delay_ms = (delay.as_millis() as f64 * (1.0 - jitter)) as i64;
+            let delay_ms = crate::outbox::jittered(delay, 0.5).as_millis() as i64;
             tracing::info!(fulfilment = %d.id, attempts = d.attempts, error = %e, last, "provider call failed");
             let answer = e.to_string();
             let gave_up = sqlx::query_scalar!(

@@ -4,6 +4,8 @@ use crate::db::Db;
 use flashgate_shared::api::{ClaimStatus, RedeemReply};
 
 use crate::reply::{status_code, Outcome, Reply};
+use crate::webhooks::{self, events::NewEvent};
+use flashgate_shared::api::webhooks::EventType;
 
 /// What a redeem decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,7 +22,8 @@ pub enum Redeem {
 /// 1. `INSERT INTO redeem_requests … ON CONFLICT DO NOTHING` claims the key; a concurrent
 ///    request with the same key waits here for the first to commit, then finds its reply;
 /// 2. `UPDATE claims SET status = 'redeemed' … WHERE code = $1 AND status = 'issued'` plus the
-///    `redeemed` ledger row — of two redeems of one coupon at once, exactly one matches;
+///    `redeemed` ledger row — of two redeems of one coupon at once, exactly one matches — and
+///    its `coupon.redeemed` event ([`crate::webhooks::events`]);
 /// 3. the reply (`redeemed` 200, or `already_redeemed` 409 with the first `redeemed_at`) is
 ///    stored with the key.
 ///
@@ -58,7 +61,7 @@ pub async fn redeem(
             outcome: Outcome::Replay,
         }));
     }
-    let redeemed = sqlx::query_scalar!(
+    let redeemed = sqlx::query!(
         r#"WITH r AS (
             UPDATE claims SET status = 'redeemed', redeemed_at = now(), updated_at = now()
              WHERE code = $1 AND status = 'issued'
@@ -67,7 +70,7 @@ pub async fn redeem(
             INSERT INTO ledger (claim_id, campaign_id, customer_id, event, actor, reason)
             SELECT id, campaign_id, customer_id, 'redeemed', $2, $3 FROM r
          )
-         SELECT redeemed_at AS "redeemed_at!" FROM r"#,
+         SELECT id, campaign_id, customer_id, redeemed_at AS "redeemed_at!" FROM r"#,
         code,
         actor,
         reason,
@@ -75,10 +78,22 @@ pub async fn redeem(
     .fetch_optional(&mut *tx)
     .await?;
     let reply = match redeemed {
-        Some(at) => RedeemReply::Redeemed {
-            code: code.to_string(),
-            redeemed_at: at,
-        },
+        Some(r) => {
+            let event = NewEvent::claim(
+                EventType::CouponRedeemed,
+                &r.campaign_id,
+                &r.id,
+                &r.customer_id,
+                ClaimStatus::Redeemed,
+                None,
+                None,
+            );
+            webhooks::events::emit(&mut tx, &[event]).await?;
+            RedeemReply::Redeemed {
+                code: code.to_string(),
+                redeemed_at: r.redeemed_at,
+            }
+        }
         None => {
             let first = sqlx::query_scalar!("SELECT redeemed_at FROM claims WHERE code = $1", code)
                 .fetch_optional(&mut *tx)

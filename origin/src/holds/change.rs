@@ -5,6 +5,8 @@ use flashgate_shared::api::{ClaimStatus, HoldReply};
 
 use super::Returned;
 use crate::claims::store::ClaimRow;
+use crate::webhooks::{self, events::NewEvent};
+use flashgate_shared::api::webhooks::EventType;
 
 /// A claim row with the lifecycle facts the API rows do not carry.
 #[derive(Debug, Clone)]
@@ -51,7 +53,8 @@ enum Ending<'a> {
 
 /// Ends hold `claim_id` as `ending` says, in one statement: the conditional update, for a
 /// release the unit back in `remaining` and the queued gate return, and the ledger row (event
-/// = the new status, by `actor`). The changed row, or `None` when the claim is not a hold that
+/// = the new status, by `actor`); then, in the same transaction, its `claim.paid` or
+/// `claim.released` event ([`crate::webhooks::events`]). The changed row, or `None` when the claim is not a hold that
 /// this call may end (missing, already changed, or past `held_until` for a payment).
 async fn end_hold(
     db: &Db,
@@ -63,7 +66,8 @@ async fn end_hold(
         Ending::Paid { payment_ref } => (ClaimStatus::Paid, Some(payment_ref), "payment confirmed"),
         Ending::Released { reason } => (ClaimStatus::Released, None, reason),
     };
-    sqlx::query_as!(
+    let mut tx = db.begin().await?;
+    let row = sqlx::query_as!(
         ClaimRow,
         r#"WITH c AS (
             UPDATE claims
@@ -91,8 +95,26 @@ async fn end_hold(
         actor,
         reason,
     )
-    .fetch_optional(db)
-    .await
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some(r) = &row {
+        let kind = match ending {
+            Ending::Paid { .. } => EventType::ClaimPaid,
+            Ending::Released { .. } => EventType::ClaimReleased,
+        };
+        let event = NewEvent::claim(
+            kind,
+            &r.campaign_id,
+            &r.id,
+            &r.customer_id,
+            r.status,
+            r.held_until,
+            payment_ref,
+        );
+        webhooks::events::emit(&mut tx, &[event]).await?;
+    }
+    tx.commit().await?;
+    Ok(row)
 }
 
 /// Pays hold `claim_id` with `payment_ref`: one `UPDATE … WHERE status = 'held' AND

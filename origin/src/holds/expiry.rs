@@ -1,6 +1,9 @@
 //! The expiry sweeper: holds past `held_until` become `expired` and their units go back.
 
 use crate::db::Db;
+use crate::webhooks::{self, events::NewEvent};
+use flashgate_shared::api::webhooks::EventType;
+use flashgate_shared::api::ClaimStatus;
 
 use super::returns::{drain_gate_returns, return_to_gate, GateReturns};
 use super::Returned;
@@ -11,11 +14,12 @@ pub const SWEEPER_ACTOR: &str = "sweeper";
 /// Expires at most `limit` holds of campaign `c` past `held_until`, in one statement: the rows
 /// are picked with `FOR UPDATE SKIP LOCKED` (so several origins sweep side by side, and a pay
 /// in progress is left to finish), moved `held → expired`, their units added back to
-/// `remaining`, their gate returns queued and their `expired` ledger rows appended. One
+/// `remaining`, their gate returns queued and their `expired` ledger rows appended; then, in
+/// the same transaction, their `claim.expired` events ([`crate::webhooks::events`]). One
 /// campaign per statement, so two sweepers never lock campaign rows in opposite orders.
 pub async fn expire_due(db: &Db, c: &str, limit: i64) -> sqlx::Result<Vec<Returned>> {
-    sqlx::query_as!(
-        Returned,
+    let mut tx = db.begin().await?;
+    let rows = sqlx::query!(
         r#"WITH due AS (
             SELECT id FROM claims
              WHERE campaign_id = $1 AND status = 'held' AND held_until <= now()
@@ -25,7 +29,7 @@ pub async fn expire_due(db: &Db, c: &str, limit: i64) -> sqlx::Result<Vec<Return
          ), x AS (
             UPDATE claims c SET status = 'expired', updated_at = now()
               FROM due WHERE c.id = due.id AND c.status = 'held'
-            RETURNING c.id, c.campaign_id, c.customer_id
+            RETURNING c.id, c.campaign_id, c.customer_id, c.held_until
          ), back AS (
             UPDATE campaigns SET remaining = remaining + (SELECT count(*) FROM x),
                                  updated_at = now()
@@ -37,14 +41,39 @@ pub async fn expire_due(db: &Db, c: &str, limit: i64) -> sqlx::Result<Vec<Return
             INSERT INTO ledger (claim_id, campaign_id, customer_id, event, actor, reason)
             SELECT id, campaign_id, customer_id, 'expired', $3, 'hold passed held_until' FROM x
          )
-         SELECT id AS "claim_id!", campaign_id AS "campaign_id!", customer_id AS "customer_id!"
+         SELECT id AS "claim_id!", campaign_id AS "campaign_id!", customer_id AS "customer_id!",
+                held_until
            FROM x"#,
         c,
         limit,
         SWEEPER_ACTOR,
     )
-    .fetch_all(db)
-    .await
+    .fetch_all(&mut *tx)
+    .await?;
+    let events: Vec<NewEvent> = rows
+        .iter()
+        .map(|r| {
+            NewEvent::claim(
+                EventType::ClaimExpired,
+                &r.campaign_id,
+                &r.claim_id,
+                &r.customer_id,
+                ClaimStatus::Expired,
+                r.held_until,
+                None,
+            )
+        })
+        .collect();
+    webhooks::events::emit(&mut tx, &events).await?;
+    tx.commit().await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Returned {
+            claim_id: r.claim_id,
+            campaign_id: r.campaign_id,
+            customer_id: r.customer_id,
+        })
+        .collect())
 }
 
 /// Campaigns with at least one hold past `held_until`.

@@ -17,6 +17,7 @@ pub mod promo;
 pub mod queue;
 pub mod reconcile;
 pub mod request_id;
+pub mod webhooks;
 
 use std::time::Duration;
 
@@ -109,6 +110,11 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(admin::feed::claims))
         .routes(routes!(admin::feed::claims_csv))
         .merge(gifts::routes(&state))
+        .routes(routes!(webhooks::create, webhooks::list).layer(once()))
+        .routes(routes!(webhooks::show, webhooks::change, webhooks::delete).layer(once()))
+        .routes(routes!(webhooks::rotate).layer(once()))
+        .routes(routes!(webhooks::list_deliveries))
+        .routes(routes!(webhooks::replay).layer(once()))
         .layer(SetResponseHeaderLayer::overriding(
             header::CACHE_CONTROL,
             HeaderValue::from_static(flashgate_shared::PRIVATE_CACHE_CONTROL),

@@ -14,6 +14,8 @@
 //! - gift outbox relay (only with `FLASHGATE_GIFT_PROVIDER_URL`): about every
 //!   `FLASHGATE_GIFT_RELAY_INTERVAL_MS`, calls the provider for pending grants
 //!   ([`crate::gifts::relay::pass`]); safe with several origins relaying at once.
+//! - webhook relay: about every `FLASHGATE_WEBHOOK_RELAY_INTERVAL_MS`, posts due webhook
+//!   deliveries ([`crate::webhooks::relay::pass`]); safe with several origins relaying at once.
 //! - orphaned takes: every second, settles takes left pending by a request of this origin
 //!   that has ended, by an origin whose lease lapsed, or for 30 s by anyone
 //!   ([`crate::repair::settle::settle_orphaned_takes`]).
@@ -98,6 +100,12 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
             async move { crate::gifts::relay::pass(&relay).await }
         });
     }
+    let relay = state.webhook_relay();
+    let every = Duration::from_millis(state.config.webhooks.webhook_relay_interval_ms.max(1));
+    spawn_every(state, stop, every, "webhook relay", move |_| {
+        let relay = relay.clone();
+        async move { crate::webhooks::relay::pass(&relay).await }
+    });
     let budgets = crate::queue::admit::Budgets::new();
     spawn_every(
         state,

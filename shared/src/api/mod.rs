@@ -8,6 +8,7 @@
 //! - [`giveaway`]: giveaway coupons (redeem, coupon view, QR payload);
 //! - [`gifts`]: gift fulfilment (gift campaigns, segments, caps, eligibility, fulfilments);
 //! - [`promo`]: the coupon-code service (promo codes: check, use, confirm, release, batches);
+//! - [`webhooks`]: signed lifecycle webhooks (event types, event bodies, endpoints);
 //! - [`admin`]: the admin bodies (campaign views, change request and reply, audit, reconcile).
 //!
 //! Every item is also re-exported here, so `flashgate_shared::api::X` names it whatever its
@@ -86,6 +87,7 @@ pub mod gifts;
 pub mod giveaway;
 pub mod holds;
 pub mod promo;
+pub mod webhooks;
 
 pub use admin::*;
 pub use campaigns::*;

@@ -7,7 +7,10 @@
 //!    `FLASHGATE_COMMIT_BATCH_MAX=1`, and against the durable grouped rate of leg 1, at the
 //!    HTTP clients' concurrency and at the durable leg's (`--commit-clients` winners in flight);
 //! 3. sold-out answers/s over HTTP vs. an axum handler returning a constant JSON body;
-//!    with p50/p99 latency for every HTTP leg.
+//!    with p50/p99 latency for every HTTP leg;
+//! 4. winners/s over HTTP with a webhook endpoint subscribed to `claim.held` (an in-process
+//!    receiver answering 204; the relay delivers meanwhile) vs. without one, alternated
+//!    (without, with, without) so that drift shows (`--webhooks-only` runs this leg alone).
 //!
 //! Run: `cargo run --release -p flashgate-tests --bin bench_origin -- --seconds 5`.
 
@@ -53,6 +56,9 @@ struct Args {
     /// under callgrind.
     #[arg(long, value_name = "HOST:PORT")]
     serve_constant: Option<std::net::SocketAddr>,
+    /// Run only leg 4 (winners/s with and without a webhook endpoint).
+    #[arg(long)]
+    webhooks_only: bool,
 }
 
 /// The baseline of leg 3: an axum router answering `POST /const` with a constant JSON body.
@@ -428,6 +434,11 @@ async fn main() {
     ensure_database(&config.database_url).await;
     let o = TestOrigin::start_with(config.clone()).await;
     let db = o.db.clone();
+    if args.webhooks_only {
+        webhooks_leg(&o, &args).await;
+        o.stop().await;
+        return;
+    }
     println!(
         "flashgate origin benchmark — {} s per leg, same process, same services\n",
         args.seconds
@@ -582,6 +593,8 @@ async fn main() {
         m.claims_of(Outcome::SoldOut, AnsweredFrom::Memory),
         m.claims_of(Outcome::SoldOut, AnsweredFrom::Gate)
     );
+    println!();
+    webhooks_leg(&o, &args).await;
     o.stop().await;
 }
 
@@ -626,5 +639,51 @@ fn cpu_bound(durable: &Leg, winners: &Leg, exchange: &Leg) {
          Redis {:.0}))",
         commit / (http + commit + w.redis),
         w.redis
+    );
+}
+
+/// Leg 4: winners/s without a webhook endpoint, with one subscribed to `claim.held` (its
+/// receiver an in-process axum handler answering 204), and without again.
+async fn webhooks_leg(o: &TestOrigin, args: &Args) {
+    println!(
+        "## 4. winners/s over HTTP with and without a webhook endpoint ({} clients)",
+        args.http_clients
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let received = Arc::new(AtomicU64::new(0));
+    let count = received.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move || {
+            let count = count.clone();
+            async move {
+                count.fetch_add(1, Ordering::Relaxed);
+                axum::http::StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let before = winners_over_http(o, args.http_clients, args.seconds, "no endpoint").await;
+    before.print();
+    let (endpoint, _) = flashgate_tests::webhooks::register(
+        o,
+        &format!("http://127.0.0.1:{port}/hook"),
+        &["claim.held"],
+    )
+    .await;
+    let with = winners_over_http(o, args.http_clients, args.seconds, "an endpoint").await;
+    with.print();
+    flashgate_tests::webhooks::unregister(o, &endpoint).await;
+    let after = winners_over_http(o, args.http_clients, args.seconds, "no endpoint, again").await;
+    after.print();
+    let base = (before.rate() + after.rate()) / 2.0;
+    println!(
+        "ratio with an endpoint / without (mean of the two legs around it): {:.2}x (target >= 0.9x); \
+         deliveries received during and after the leg: {}\n",
+        with.rate() / base,
+        received.load(Ordering::Relaxed)
     );
 }

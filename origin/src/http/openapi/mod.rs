@@ -57,12 +57,19 @@ pub const ADMIN: &str = "admin_token";
         (name = "service", description = "Server-to-server calls with the service token: holds, coupons, code uses, gifts."),
         (name = "admin", description = "The admin API (docs/ADMIN.md)."),
         (name = "gifts", description = "Gift fulfilment (docs/GIFTS.md)."),
+        (name = "webhooks", description = "Signed lifecycle webhooks: endpoints, deliveries, replays; the body of every delivery is the `Event` schema (docs/WEBHOOKS.md)."),
         (name = "promo codes", description = "Shared and one-time promo codes."),
         (name = "edge", description = "What the edge fetches from the origin (docs/EDGE.md); never served through the edge."),
         (name = "operations", description = "Health, readiness, metrics, the dashboard and this document."),
     ),
     paths(edge_only::queue_poll),
-    components(schemas(flashgate_shared::api::ErrorBody))
+    components(schemas(
+        flashgate_shared::api::ErrorBody,
+        flashgate_shared::api::webhooks::Event,
+        flashgate_shared::api::webhooks::EventType,
+        flashgate_shared::api::webhooks::ClaimData,
+        flashgate_shared::api::webhooks::CampaignData,
+    ))
 )]
 struct Base;
 

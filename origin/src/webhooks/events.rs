@@ -1,0 +1,106 @@
+//! The outbox of events: [`emit`] writes events in the caller's transaction, so an event exists
+//! exactly when its change committed.
+//!
+//! One statement per call, whatever the number of events: each event gets the next sequence
+//! number of its object (`claim` or `campaign`, [`EventType::object_kind`]), and one pending
+//! delivery row per enabled endpoint subscribed to its type. Every change writes its event,
+//! subscribed or not (a later endpoint can replay it); with no endpoint the delivery insert
+//! finds nothing to fan out to.
+//!
+//! The sequence is the object's highest one plus one: changes of one object are serialised by
+//! their own row lock (the claim's or the campaign's `UPDATE`), and the unique index on
+//! `(object_kind, object_id, sequence)` refuses a second writer that did not hold it.
+
+use chrono::{DateTime, Utc};
+use flashgate_shared::api::webhooks::{CampaignData, ClaimData, EventData, EventType};
+use flashgate_shared::api::ClaimStatus;
+
+use crate::db::Conn;
+
+/// An event to write: its type, campaign, object and data.
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    pub kind: EventType,
+    pub campaign: String,
+    pub object_id: String,
+    pub data: EventData,
+}
+
+impl NewEvent {
+    /// A `claim.*` or `coupon.*` event about claim `id` of `campaign`.
+    pub fn claim(
+        kind: EventType,
+        campaign: &str,
+        id: &str,
+        customer: &str,
+        status: ClaimStatus,
+        held_until: Option<DateTime<Utc>>,
+        payment_ref: Option<&str>,
+    ) -> Self {
+        NewEvent {
+            kind,
+            campaign: campaign.to_string(),
+            object_id: id.to_string(),
+            data: EventData::Claim(ClaimData {
+                claim_id: id.to_string(),
+                customer: customer.to_string(),
+                status,
+                held_until,
+                payment_ref: payment_ref.map(str::to_string),
+            }),
+        }
+    }
+
+    /// A `campaign.*` event about `campaign` with its counts after the change.
+    pub fn campaign(kind: EventType, campaign: &str, data: CampaignData) -> Self {
+        NewEvent {
+            kind,
+            campaign: campaign.to_string(),
+            object_id: campaign.to_string(),
+            data: EventData::Campaign(data),
+        }
+    }
+}
+
+/// Writes `events` (in order: two events of one object get increasing sequence numbers) and
+/// their pending deliveries inside the caller's transaction. Returns the deliveries queued.
+pub async fn emit(conn: &mut Conn<'_>, events: &[NewEvent]) -> sqlx::Result<u64> {
+    if events.is_empty() {
+        return Ok(0);
+    }
+    let types: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.object_kind()).collect();
+    let campaigns: Vec<&str> = events.iter().map(|e| e.campaign.as_str()).collect();
+    let objects: Vec<&str> = events.iter().map(|e| e.object_id.as_str()).collect();
+    let payloads: Vec<serde_json::Value> = events
+        .iter()
+        .map(|e| serde_json::to_value(&e.data).unwrap_or_default())
+        .collect();
+    let done = sqlx::query!(
+        r#"WITH t AS (
+               SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[])
+                        WITH ORDINALITY AS t(type, kind, campaign, obj, payload, ord)
+           ), ev AS (
+               INSERT INTO webhook_events (id, type, campaign_id, object_kind, object_id,
+                                           sequence, payload)
+               SELECT gen_random_uuid(), t.type, t.campaign, t.kind, t.obj,
+                      coalesce((SELECT max(e.sequence) FROM webhook_events e
+                                 WHERE e.object_kind = t.kind AND e.object_id = t.obj), 0)
+                      + row_number() OVER (PARTITION BY t.kind, t.obj ORDER BY t.ord)::int,
+                      t.payload
+                 FROM t
+               RETURNING id, type
+           )
+           INSERT INTO webhook_deliveries (event_id, endpoint_id)
+           SELECT ev.id, p.id FROM ev JOIN webhook_endpoints p
+               ON p.enabled AND ev.type = ANY (p.event_types)"#,
+        &types[..] as &[&str],
+        &kinds[..] as &[&str],
+        &campaigns[..] as &[&str],
+        &objects[..] as &[&str],
+        &payloads[..],
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected())
+}

@@ -1,0 +1,327 @@
+//! The webhook relay: a background task on every origin that drains `webhook_deliveries`, one
+//! row per (event, endpoint). Same design as the gift relay ([`crate::gifts::relay`]):
+//!
+//! One pass takes up to a batch of due rows of enabled endpoints with `FOR UPDATE SKIP LOCKED`
+//! and, in the same statement, counts the attempt and pushes `next_attempt_at` past a lease
+//! (the call timeout, 15 s, twice, plus a second), so several origins relay side by side without
+//! sending one row twice at once; an origin that dies mid-call leaves its rows to be taken again
+//! when the lease ends (delivery is at least once: receivers deduplicate on `webhook-id`). Then
+//! it posts every event (at once), signed ([`super::sign`]), and settles each row:
+//! - a 2xx → `delivered`;
+//! - a 410 → the endpoint is disabled and audited, its pending rows `failed`
+//!   ([`super::endpoints::disable_by_receiver`]);
+//! - anything else (a timeout, a transport error, another status) → due again after the next
+//!   delay of [`SCHEDULE`] (minus up to a fifth at random), or after the receiver's
+//!   `Retry-After` when it is longer on a 429, 502, 503 or 504; `failed` after the last.
+//!
+//! Each update applies only while the row is still `pending`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use flashgate_shared::api::webhooks::{Event, EventData, EventType};
+use reqwest::header::{HeaderMap, RETRY_AFTER};
+use uuid::Uuid;
+
+use crate::db::Db;
+
+use super::endpoints;
+use super::metrics::{CallResult, WebhookMetrics};
+use super::sign;
+use super::urls;
+
+/// The delays before each attempt: the first at once, then 5 s, 5 min, 30 min, 2 h, 5 h,
+/// 10 h, 14 h, 20 h and 24 h (Standard Webhooks' schedule). After the last, the row fails.
+pub const SCHEDULE: [Duration; 10] = [
+    Duration::ZERO,
+    Duration::from_secs(5),
+    Duration::from_secs(5 * 60),
+    Duration::from_secs(30 * 60),
+    Duration::from_secs(2 * 3600),
+    Duration::from_secs(5 * 3600),
+    Duration::from_secs(10 * 3600),
+    Duration::from_secs(14 * 3600),
+    Duration::from_secs(20 * 3600),
+    Duration::from_secs(24 * 3600),
+];
+/// Longest a call may take.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(15);
+/// Longest `Retry-After` honoured.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
+
+/// The relay's handles and settings.
+#[derive(Clone)]
+pub struct Relay {
+    pub db: Db,
+    pub metrics: Arc<WebhookMetrics>,
+    pub client: reqwest::Client,
+    /// Rows per batch.
+    pub batch: i64,
+    /// Call endpoints on plain http or private addresses (`FLASHGATE_WEBHOOK_ALLOW_PRIVATE`).
+    pub allow_private: bool,
+    /// [`SCHEDULE`]'s delays are divided by this (`FLASHGATE_WEBHOOK_RETRY_DIVISOR`; 1 in
+    /// production, larger in tests).
+    pub retry_divisor: u32,
+}
+
+impl Relay {
+    /// A relay with its own HTTP client (timeout [`CALL_TIMEOUT`], no redirects).
+    pub fn new(
+        db: Db,
+        metrics: Arc<WebhookMetrics>,
+        batch: i64,
+        allow_private: bool,
+        retry_divisor: u32,
+    ) -> Self {
+        let client = reqwest::Client::builder()
+            .timeout(CALL_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_default();
+        Relay {
+            db,
+            metrics,
+            client,
+            batch: batch.max(1),
+            allow_private,
+            retry_divisor: retry_divisor.max(1),
+        }
+    }
+
+    fn lease_ms(&self) -> i64 {
+        (CALL_TIMEOUT * 2 + Duration::from_secs(1)).as_millis() as i64
+    }
+}
+
+/// The delay before the attempt after `attempts` failed ones, before jitter; `None` when
+/// `attempts` was the last.
+pub fn next_delay(attempts: i32, divisor: u32) -> Option<Duration> {
+    let i = usize::try_from(attempts).ok()?;
+    SCHEDULE.get(i).map(|d| *d / divisor.max(1))
+}
+
+/// The `Retry-After` of a 429, 502, 503 or 504 (seconds or an HTTP date), capped.
+pub fn retry_after(status: u16, headers: &HeaderMap) -> Option<Duration> {
+    if !matches!(status, 429 | 502 | 503 | 504) {
+        return None;
+    }
+    let v = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    let d = match v.parse::<u64>() {
+        Ok(secs) => Duration::from_secs(secs),
+        Err(_) => {
+            let at = DateTime::parse_from_rfc2822(v).ok()?.with_timezone(&Utc);
+            (at - Utc::now()).to_std().unwrap_or_default()
+        }
+    };
+    Some(d.min(MAX_RETRY_AFTER))
+}
+
+struct Due {
+    event_id: Uuid,
+    endpoint_id: Uuid,
+    attempts: i32,
+    body: Vec<u8>,
+    occurred_at: DateTime<Utc>,
+    url: String,
+    keys: Vec<Vec<u8>>,
+}
+
+/// What a call came to.
+enum Answer {
+    Status(u16, HeaderMap),
+    Error(String),
+}
+
+/// One pass (see the module documentation). Returns how many calls it made.
+pub async fn pass(r: &Relay) -> anyhow::Result<usize> {
+    let calls = crate::outbox::drain(r.batch, || batch(r)).await?;
+    let depth = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM webhook_deliveries WHERE status = 'pending'"#
+    )
+    .fetch_one(&r.db)
+    .await?;
+    r.metrics.depth(depth);
+    Ok(calls)
+}
+
+async fn batch(r: &Relay) -> anyhow::Result<usize> {
+    let rows = sqlx::query!(
+        r#"WITH due AS (
+               SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
+                 JOIN webhook_endpoints p ON p.id = d.endpoint_id AND p.enabled
+                WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+                ORDER BY d.next_attempt_at LIMIT $1
+                  FOR UPDATE OF d SKIP LOCKED
+           )
+           UPDATE webhook_deliveries d
+              SET attempts = d.attempts + 1, last_attempt_at = now(),
+                  next_attempt_at = now() + $2::bigint * interval '1 millisecond'
+             FROM due, webhook_events e, webhook_endpoints p
+            WHERE d.event_id = due.event_id AND d.endpoint_id = due.endpoint_id
+              AND e.id = d.event_id AND p.id = d.endpoint_id
+           RETURNING d.event_id, d.endpoint_id, d.attempts, e.type, e.campaign_id,
+                     e.object_id, e.sequence, e.occurred_at, e.payload, p.url, p.secret,
+                     CASE WHEN p.previous_secret_until > now() THEN p.previous_secret END
+                         AS previous_secret"#,
+        r.batch,
+        r.lease_ms(),
+    )
+    .fetch_all(&r.db)
+    .await?;
+    let mut due = Vec::with_capacity(rows.len());
+    for row in rows {
+        let data: EventData = serde_json::from_value(row.payload)?;
+        let kind = EventType::parse(&row.r#type)
+            .ok_or_else(|| anyhow::anyhow!("unknown event type {}", row.r#type))?;
+        let event = Event {
+            id: row.event_id.to_string(),
+            kind,
+            timestamp: row.occurred_at,
+            campaign: row.campaign_id.unwrap_or_default(),
+            object_id: row.object_id,
+            sequence: row.sequence,
+            data,
+        };
+        let keys = std::iter::once(row.secret)
+            .chain(row.previous_secret)
+            .filter_map(|s| sign::key_of(&s).ok())
+            .collect();
+        due.push(Due {
+            event_id: row.event_id,
+            endpoint_id: row.endpoint_id,
+            attempts: row.attempts,
+            body: serde_json::to_vec(&event)?,
+            occurred_at: row.occurred_at,
+            url: row.url,
+            keys,
+        });
+    }
+    let n = due.len();
+    let answers =
+        futures::future::join_all(due.iter().map(|d| async move { (d, call(r, d).await) })).await;
+    for (d, answer) in answers {
+        settle(r, d, answer).await?;
+    }
+    Ok(n)
+}
+
+async fn call(r: &Relay, d: &Due) -> Answer {
+    if let Err(e) = urls::check(&d.url, r.allow_private).await {
+        return Answer::Error(e.to_string());
+    }
+    let id = d.event_id.to_string();
+    let ts = Utc::now().timestamp();
+    let res = r
+        .client
+        .post(&d.url)
+        .header("content-type", "application/json")
+        .header("webhook-id", &id)
+        .header("webhook-timestamp", ts.to_string())
+        .header("webhook-signature", sign::header(&d.keys, &id, ts, &d.body))
+        .body(d.body.clone())
+        .send()
+        .await;
+    match res {
+        Ok(res) => Answer::Status(res.status().as_u16(), res.headers().clone()),
+        Err(e) if e.is_timeout() => Answer::Error("timed out".into()),
+        Err(e) => Answer::Error(format!("transport error: {e}")),
+    }
+}
+
+async fn settle(r: &Relay, d: &Due, answer: Answer) -> sqlx::Result<()> {
+    let endpoint = d.endpoint_id.to_string();
+    let (status, error, wait) = match &answer {
+        Answer::Status(s, _) if (200..300).contains(s) => {
+            sqlx::query!(
+                "UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now(),
+                        last_status = $3, last_error = NULL
+                  WHERE event_id = $1 AND endpoint_id = $2 AND status = 'pending'",
+                d.event_id,
+                d.endpoint_id,
+                i32::from(*s),
+            )
+            .execute(&r.db)
+            .await?;
+            let lag = (Utc::now() - d.occurred_at).to_std().unwrap_or_default();
+            r.metrics.call(&endpoint, CallResult::Delivered, Some(lag));
+            return Ok(());
+        }
+        Answer::Status(410, _) => {
+            let reason = "the receiver answered 410 Gone";
+            sqlx::query!(
+                "UPDATE webhook_deliveries SET last_status = 410 WHERE event_id = $1 AND endpoint_id = $2",
+                d.event_id,
+                d.endpoint_id,
+            )
+            .execute(&r.db)
+            .await?;
+            if endpoints::disable_by_receiver(&r.db, d.endpoint_id, reason).await? {
+                tracing::warn!(endpoint = %endpoint, "webhook endpoint disabled: it answered 410");
+            }
+            r.metrics.call(&endpoint, CallResult::Failed, None);
+            return Ok(());
+        }
+        Answer::Status(s, headers) => (
+            Some(i32::from(*s)),
+            format!("HTTP {s}"),
+            retry_after(*s, headers),
+        ),
+        Answer::Error(e) => (None, e.clone(), None),
+    };
+    let next = next_delay(d.attempts, r.retry_divisor);
+    let last = next.is_none();
+    let delay =
+        crate::outbox::jittered(next.unwrap_or_default(), 0.2).max(wait.unwrap_or_default());
+    let delay_ms = i64::try_from(delay.as_millis()).unwrap_or(i64::MAX);
+    sqlx::query!(
+        "UPDATE webhook_deliveries
+            SET status = CASE WHEN $3 THEN 'failed' ELSE 'pending' END,
+                next_attempt_at = now() + $4::bigint * interval '1 millisecond',
+                last_status = $5, last_error = $6
+          WHERE event_id = $1 AND endpoint_id = $2 AND status = 'pending'",
+        d.event_id,
+        d.endpoint_id,
+        last,
+        delay_ms,
+        status,
+        error,
+    )
+    .execute(&r.db)
+    .await?;
+    tracing::info!(event = %d.event_id, endpoint = %endpoint, attempts = d.attempts, error = %error, last, "webhook call failed");
+    let result = if last {
+        CallResult::Failed
+    } else {
+        CallResult::Retry
+    };
+    r.metrics.call(&endpoint, result, None);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schedule_runs_from_at_once_to_a_day_then_gives_up() {
+        assert_eq!(next_delay(0, 1), Some(Duration::ZERO));
+        assert_eq!(next_delay(1, 1), Some(Duration::from_secs(5)));
+        assert_eq!(next_delay(2, 1), Some(Duration::from_secs(300)));
+        assert_eq!(next_delay(9, 1), Some(Duration::from_secs(86_400)));
+        assert_eq!(next_delay(10, 1), None);
+        assert_eq!(next_delay(1, 1000), Some(Duration::from_millis(5)));
+    }
+
+    #[test]
+    fn retry_after_is_honoured_on_429_and_gateway_errors_only() {
+        let mut h = HeaderMap::new();
+        h.insert(RETRY_AFTER, "7".parse().unwrap());
+        for s in [429, 502, 503, 504] {
+            assert_eq!(retry_after(s, &h), Some(Duration::from_secs(7)));
+        }
+        assert_eq!(retry_after(500, &h), None);
+        h.insert(RETRY_AFTER, "999999999".parse().unwrap());
+        assert_eq!(retry_after(429, &h), Some(MAX_RETRY_AFTER));
+    }
+}

@@ -1,0 +1,307 @@
+//! Signed lifecycle webhooks against a receiver written with the reference `standardwebhooks`
+//! library (Python, from PyPI, pinned; scripts/webhook-receiver), a real origin over HTTP, real
+//! PostgreSQL and Redis: a sale's events arrive with valid signatures and increasing sequence
+//! numbers per claim; a rotation sends both signatures and either verifies; a receiver that
+//! fails and throttles still gets every event; a 410 disables the endpoint.
+//!
+//! Every test origin may relay every test's deliveries (one database), so receivers keep only
+//! their own campaign's events, and each test deletes its endpoint at the end.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use flashgate_shared::api::{PayRequest, ReleaseRequest};
+use flashgate_tests::support::{eventually, unique, TestOrigin};
+use flashgate_tests::webhooks::{register, unregister, Received, Receiver, ALL_TYPES};
+use serde_json::{json, Value};
+
+async fn pay(o: &TestOrigin, id: &str) -> u16 {
+    let token = o.config.service_token.expose().to_string();
+    let body = PayRequest {
+        payment_ref: "psp-1".into(),
+    };
+    o.claim_action(id, "pay", &token, &body).await.0
+}
+
+async fn release(o: &TestOrigin, id: &str) -> u16 {
+    let token = o.config.service_token.expose().to_string();
+    let body = ReleaseRequest {
+        reason: Some("customer_cancelled".into()),
+    };
+    o.claim_action(id, "release", &token, &body).await.0
+}
+
+/// Claims one unit of `c` for a new customer named after `customer`; returns the claim id.
+async fn claim(o: &TestOrigin, c: &str, customer: &str) -> String {
+    let customer = unique(customer);
+    let (s, body) = o.claim(c, &customer, &unique("key")).await;
+    assert_eq!(s, 201, "{body}");
+    body["claim"]["id"].as_str().expect("claim id").to_string()
+}
+
+/// Waits until the receiver answered 2xx to `n` distinct events of `c`; returns them by id
+/// (the first 2xx delivery of each).
+async fn delivered(r: &Receiver, c: &str, n: usize) -> BTreeMap<String, Received> {
+    eventually(
+        "the events to reach the receiver",
+        Duration::from_secs(60),
+        || async {
+            let mut ok = BTreeMap::new();
+            for e in r.received(c).await {
+                if (200..300).contains(&e.answered) {
+                    ok.entry(e.id.clone()).or_insert(e);
+                }
+            }
+            if ok.len() >= n {
+                Ok(ok)
+            } else {
+                Err(format!("{} of {n}", ok.len()))
+            }
+        },
+    )
+    .await
+}
+
+fn types(events: &BTreeMap<String, Received>) -> Vec<String> {
+    let mut t: Vec<String> = events
+        .values()
+        .map(|e| e.event["type"].as_str().unwrap_or_default().to_string())
+        .collect();
+    t.sort();
+    t
+}
+
+#[tokio::test]
+async fn a_sales_events_reach_a_receiver_that_verifies_them_with_the_reference_library() {
+    let o = TestOrigin::start().await;
+    let r = Receiver::start().await;
+    let (endpoint, secret) = register(&o, &r.url(), ALL_TYPES).await;
+    r.secrets(&[&secret]).await;
+    let c = o.held_sale(3, 2).await;
+    let (a, b, x) = (
+        claim(&o, &c, "wa").await,
+        claim(&o, &c, "wb").await,
+        claim(&o, &c, "wx").await,
+    );
+    assert_eq!(pay(&o, &a).await, 200);
+    assert_eq!(release(&o, &b).await, 200);
+    // `x` is left to expire (2 s hold, the sweeper every 200 ms); then a restock.
+    eventually("the hold to expire", Duration::from_secs(30), || async {
+        let s: String = sqlx::query_scalar("SELECT status FROM claims WHERE id = $1")
+            .bind(&x)
+            .fetch_one(&o.db)
+            .await
+            .map_err(|e| e.to_string())?;
+        (s == "expired").then_some(()).ok_or(s)
+    })
+    .await;
+    let (s, body) = o.change(&c, json!({"action": "restock", "add": 2})).await;
+    assert_eq!(s, 200, "{body}");
+
+    let got = delivered(&r, &c, 8).await;
+    assert_eq!(
+        types(&got),
+        vec![
+            "campaign.restocked",
+            "campaign.sold_out",
+            "claim.expired",
+            "claim.held",
+            "claim.held",
+            "claim.held",
+            "claim.paid",
+            "claim.released",
+        ]
+    );
+    for e in got.values() {
+        assert_eq!(e.verified, vec![0], "the library verified {}", e.id);
+        assert_eq!(
+            e.event["id"],
+            e.id.as_str(),
+            "the body's id is the webhook-id"
+        );
+    }
+    // Per claim: held is 1, its end is 2, and the data is the claim's state after the change.
+    let mut by_object: HashMap<String, Vec<(i64, String, Value)>> = HashMap::new();
+    for e in got.values() {
+        let ev = &e.event;
+        by_object
+            .entry(ev["object_id"].as_str().unwrap().to_string())
+            .or_default()
+            .push((
+                ev["sequence"].as_i64().unwrap(),
+                ev["type"].as_str().unwrap().to_string(),
+                ev["data"].clone(),
+            ));
+    }
+    for (claim, end) in [
+        (&a, "claim.paid"),
+        (&b, "claim.released"),
+        (&x, "claim.expired"),
+    ] {
+        let mut seen = by_object
+            .remove(claim.as_str())
+            .expect("events of the claim");
+        seen.sort_by_key(|s| s.0);
+        let kinds: Vec<(i64, &str)> = seen.iter().map(|s| (s.0, s.1.as_str())).collect();
+        assert_eq!(kinds, vec![(1, "claim.held"), (2, end)]);
+        assert_eq!(seen[1].2["claim_id"], claim.as_str());
+    }
+    assert_eq!(
+        got.values()
+            .filter(|e| e.event["data"]["payment_ref"] == "psp-1")
+            .count(),
+        1
+    );
+    let mut campaign = by_object.remove(c.as_str()).expect("campaign events");
+    campaign.sort_by_key(|s| s.0);
+    assert_eq!(campaign[0].1, "campaign.sold_out");
+    assert_eq!(campaign[0].2["remaining"], 0);
+    assert_eq!(campaign[1].1, "campaign.restocked");
+    assert_eq!(campaign[1].2["stock"], 5);
+    unregister(&o, &endpoint).await;
+    o.stop().await;
+}
+
+#[tokio::test]
+async fn after_a_rotation_both_signatures_are_sent_and_either_verifies() {
+    let o = TestOrigin::start().await;
+    let r = Receiver::start().await;
+    let (endpoint, old) = register(&o, &r.url(), &["campaign.paused"]).await;
+    let (s, body) = o
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/v1/webhooks/endpoints/{endpoint}/rotate"),
+            Some(o.manager_token()),
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{body}");
+    let new = body["secret"].as_str().unwrap().to_string();
+    assert_ne!(new, old);
+    assert!(body["previous_secret_until"].is_string(), "{body}");
+    r.secrets(&[&old, &new]).await;
+    let c = o.held_sale(1, 60).await;
+    let (s, body) = o.change(&c, json!({"action": "pause"})).await;
+    assert_eq!(s, 200, "{body}");
+    let got = delivered(&r, &c, 1).await;
+    let e = got.values().next().unwrap();
+    assert_eq!(e.signature.split(' ').count(), 2, "{}", e.signature);
+    assert_eq!(e.verified, vec![0, 1], "each secret verifies on its own");
+    unregister(&o, &endpoint).await;
+    o.stop().await;
+}
+
+#[tokio::test]
+async fn a_receiver_that_fails_then_throttles_still_gets_every_event() {
+    let o = TestOrigin::start().await;
+    let r = Receiver::start().await;
+    let (endpoint, secret) = register(&o, &r.url(), &["claim.held"]).await;
+    r.secrets(&[&secret]).await;
+    r.plan(
+        json!([{"status": 500}, {"status": 500}, {"status": 502}, {"status": 429, "retry_after": 1},
+               {"status": 503, "retry_after": 1}]),
+        200,
+    )
+    .await;
+    let c = o.held_sale(3, 60).await;
+    for who in ["f1", "f2", "f3"] {
+        claim(&o, &c, who).await;
+    }
+    let got = delivered(&r, &c, 3).await;
+    assert!(got.values().all(|e| e.verified == vec![0]));
+    let calls = r.received(&c).await;
+    let failed = calls.iter().filter(|e| e.answered >= 300).count();
+    // The plan's failures are shared with any other test's campaign's events sent meanwhile.
+    assert!(failed >= 1, "the receiver refused some calls");
+    println!(
+        "calls {}, refused by the receiver {failed}, events delivered {}",
+        calls.len(),
+        got.len()
+    );
+    // Every event delivered exactly once with a 2xx.
+    let twice: usize = calls.iter().filter(|e| e.answered < 300).count() - got.len();
+    assert_eq!(twice, 0, "no event delivered twice");
+    // The relay settles a row just after the receiver's answer.
+    eventually(
+        "every delivery row settled",
+        Duration::from_secs(30),
+        || async {
+            let statuses: Vec<String> = sqlx::query_scalar(
+            "SELECT d.status FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+              WHERE d.endpoint_id = $1::uuid AND e.campaign_id = $2",
+        )
+        .bind(&endpoint)
+        .bind(&c)
+        .fetch_all(&o.db)
+        .await
+        .map_err(|e| e.to_string())?;
+            (statuses == vec!["delivered"; 3])
+                .then_some(())
+                .ok_or(format!("{statuses:?}"))
+        },
+    )
+    .await;
+    unregister(&o, &endpoint).await;
+    o.stop().await;
+}
+
+#[tokio::test]
+async fn a_receiver_answering_410_disables_its_endpoint_with_an_audit_row() {
+    let o = TestOrigin::start().await;
+    let r = Receiver::start().await;
+    let (endpoint, secret) = register(&o, &r.url(), &["claim.held"]).await;
+    r.secrets(&[&secret]).await;
+    r.plan(json!([]), 410).await;
+    let c = o.held_sale(2, 60).await;
+    claim(&o, &c, "g1").await;
+    let path = format!("/admin/v1/webhooks/endpoints/{endpoint}");
+    let shown = eventually(
+        "the endpoint to be disabled",
+        Duration::from_secs(30),
+        || async {
+            let (_, e) = o
+                .admin(reqwest::Method::GET, &path, Some(o.viewer_token()), None)
+                .await;
+            if e["enabled"] == false {
+                Ok(e)
+            } else {
+                Err(e.to_string())
+            }
+        },
+    )
+    .await;
+    assert!(shown["disabled_reason"].as_str().unwrap().contains("410"));
+    let audit: Vec<(String, String)> = sqlx::query_as(
+        "SELECT actor, action FROM webhook_audit WHERE endpoint_id = $1::uuid ORDER BY seq",
+    )
+    .bind(&endpoint)
+    .fetch_all(&o.db)
+    .await
+    .unwrap();
+    assert_eq!(
+        audit,
+        vec![
+            ("admin".to_string(), "create".to_string()),
+            ("relay".to_string(), "disabled_by_receiver".to_string())
+        ]
+    );
+    // A disabled endpoint gets nothing more.
+    let queued = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1::uuid",
+        )
+        .bind(&endpoint)
+        .fetch_one(&o.db)
+        .await
+        .unwrap()
+    };
+    let before = queued().await;
+    claim(&o, &c, "g2").await;
+    assert_eq!(
+        queued().await,
+        before,
+        "nothing queued for a disabled endpoint"
+    );
+    unregister(&o, &endpoint).await;
+    o.stop().await;
+}
