@@ -163,6 +163,81 @@ async fn a_sales_events_reach_a_receiver_that_verifies_them_with_the_reference_l
 }
 
 #[tokio::test]
+async fn an_extended_hold_sends_claim_extended_with_its_new_held_until_between_held_and_paid() {
+    let o = TestOrigin::start().await;
+    let r = Receiver::start().await;
+    let (endpoint, secret) = register(
+        &o,
+        &r.url(),
+        &["claim.held", "claim.extended", "claim.paid"],
+    )
+    .await;
+    r.secrets(&[&secret]).await;
+    let c = o.held_sale(2, 60).await;
+    let (s, body) = o.change(&c, json!({"hold_extension_seconds": 300})).await;
+    assert_eq!(s, 200, "{body}");
+    let a = claim(&o, &c, "we").await;
+    let res = o
+        .http
+        .post(format!("{}/api/v1/claims/{a}/extend", o.url))
+        .bearer_auth(o.config.service_token.expose())
+        .header("idempotency-key", unique("extend"))
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("extend");
+    assert_eq!(res.status().as_u16(), 200);
+    let extended: Value = res.json().await.expect("extend body");
+    assert_eq!(pay(&o, &a).await, 200);
+
+    let got = delivered(&r, &c, 3).await;
+    let mut seen: Vec<(i64, String, Value)> = got
+        .values()
+        .map(|e| {
+            assert_eq!(e.verified, vec![0], "the library verified {}", e.id);
+            (
+                e.event["sequence"].as_i64().unwrap(),
+                e.event["type"].as_str().unwrap().to_string(),
+                e.event["data"].clone(),
+            )
+        })
+        .collect();
+    seen.sort_by_key(|s| s.0);
+    let kinds: Vec<(i64, &str)> = seen.iter().map(|s| (s.0, s.1.as_str())).collect();
+    assert_eq!(
+        kinds,
+        vec![(1, "claim.held"), (2, "claim.extended"), (3, "claim.paid")]
+    );
+    // The event carries the end the extend answered, as the database keeps it.
+    let held_until: chrono::DateTime<chrono::Utc> =
+        sqlx::query_scalar("SELECT held_until FROM claims WHERE id = $1")
+            .bind(&a)
+            .fetch_one(&o.db)
+            .await
+            .expect("the claim");
+    let sent: chrono::DateTime<chrono::Utc> = seen[1].2["held_until"]
+        .as_str()
+        .expect("held_until in claim.extended")
+        .parse()
+        .expect("RFC 3339");
+    let answered: chrono::DateTime<chrono::Utc> = extended["held_until"]
+        .as_str()
+        .expect("held_until in the extend answer")
+        .parse()
+        .expect("RFC 3339");
+    assert_eq!(sent, held_until);
+    assert_eq!(answered, held_until);
+    let first: chrono::DateTime<chrono::Utc> = seen[0].2["held_until"]
+        .as_str()
+        .expect("held_until in claim.held")
+        .parse()
+        .expect("RFC 3339");
+    assert_eq!((held_until - first).num_seconds(), 300);
+    unregister(&o, &endpoint).await;
+    o.stop().await;
+}
+
+#[tokio::test]
 async fn after_a_rotation_both_signatures_are_sent_and_either_verifies() {
     let o = TestOrigin::start().await;
     let r = Receiver::start().await;

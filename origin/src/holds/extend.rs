@@ -17,6 +17,8 @@ use flashgate_shared::api::{ClaimStatus, HoldReply};
 use super::change::find_life;
 use crate::claims::store::ClaimRow;
 use crate::db::{Conn, Db};
+use crate::webhooks::{self, events::NewEvent};
+use flashgate_shared::api::webhooks::EventType;
 
 /// What an extend call ends with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,8 +40,8 @@ pub enum Extend {
 /// extended_at IS NULL` joined to the campaign's limit, and its `extended` ledger row (by
 /// `actor`, recording `key`). Runs in the caller's transaction (`conn`).
 ///
-/// **The `claim.extended` event**: the lifecycle outbox row of this change is to be written
-/// right after this statement, in the same transaction (see [`extend`]).
+/// The `claim.extended` event of this change is written right after this statement, in the
+/// same transaction ([`extend`]).
 ///
 /// The extended row, or `None` when this call may not extend the claim (unknown, not held,
 /// past `held_until`, extended before, extension off, `seconds` past the limit).
@@ -159,7 +161,18 @@ pub async fn extend(
 ) -> sqlx::Result<Option<Extend>> {
     let mut tx = db.begin().await?;
     let extended = extend_hold(&mut tx, claim_id, seconds, key, actor).await?;
-    // The `claim.extended` lifecycle event goes here, in `tx`, when the outbox exists.
+    if let Some(r) = &extended {
+        let event = NewEvent::claim(
+            EventType::ClaimExtended,
+            &r.campaign_id,
+            &r.id,
+            &r.customer_id,
+            r.status,
+            r.held_until,
+            None,
+        );
+        webhooks::events::emit(&mut tx, &[event]).await?;
+    }
     tx.commit().await?;
     if let Some(row) = extended {
         return Ok(Some(Extend::Reply(HoldReply::Extended {

@@ -21,6 +21,8 @@ stored_enum! {
         ClaimReleased = "claim.released",
         /// A hold passed `held_until` unpaid; its unit went back.
         ClaimExpired = "claim.expired",
+        /// A hold was extended, once, to a later `held_until`.
+        ClaimExtended = "claim.extended",
         /// A giveaway coupon was issued.
         CouponIssued = "coupon.issued",
         /// A giveaway coupon was redeemed in store.
@@ -40,11 +42,12 @@ stored_enum! {
 
 impl EventType {
     /// Every event type, in the order of the documentation.
-    pub const ALL: [EventType; 11] = [
+    pub const ALL: [EventType; 12] = [
         EventType::ClaimHeld,
         EventType::ClaimPaid,
         EventType::ClaimReleased,
         EventType::ClaimExpired,
+        EventType::ClaimExtended,
         EventType::CouponIssued,
         EventType::CouponRedeemed,
         EventType::CampaignSoldOut,
@@ -61,6 +64,7 @@ impl EventType {
             | EventType::ClaimPaid
             | EventType::ClaimReleased
             | EventType::ClaimExpired
+            | EventType::ClaimExtended
             | EventType::CouponIssued
             | EventType::CouponRedeemed => "claim",
             _ => "campaign",
