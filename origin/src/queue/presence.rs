@@ -6,7 +6,7 @@
 //! - `fg:{c}:q:present`  — sorted set sequence → last seen (Unix ms, the origin's clock when the
 //!   report arrived, or the join's time: a fresh ticket's grace). About 100 bytes per ticket
 //!   in Redis 7 (skiplist + dict entry of a 13-digit member): 99,589,424 bytes measured for
-//!   1,000,000 tickets (docs/WAITING-ROOM.md).
+//!   1,000,000 tickets (docs/BENCHMARKS.md, "Presence memory in Redis").
 //! - `fg:{c}:q:reported` — when presence was first reported (Unix ms): until one window after
 //!   it, every ticket counts as present (presence is not known yet, e.g. right after Redis lost
 //!   the queue, or with no edge reporting at all).
