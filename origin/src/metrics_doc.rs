@@ -1,6 +1,8 @@
 //! The origin's metrics as a Markdown table, rendered from the registry that `GET /metrics`
 //! serves (the origin's [`crate::telemetry::metrics::Metrics`] with the gift metrics of
-//! [`crate::gifts::metrics::GiftMetrics`] registered in it, as [`crate::state`] builds it), so
+//! [`crate::gifts::metrics::GiftMetrics`] and the webhook metrics of
+//! [`crate::webhooks::metrics::WebhookMetrics`] registered in it, as [`crate::state`] builds
+//! it), so
 //! docs/OPERATIONS.md cannot drift from the code: a test compares the page's generated section
 //! with [`metrics_table`] and fails when they differ
 //! (`FLASHGATE_BLESS=1 cargo test -p flashgate-origin --lib metrics_doc` rewrites it).
@@ -8,6 +10,7 @@
 use crate::gifts::metrics::GiftMetrics;
 use crate::reply::Outcome;
 use crate::telemetry::metrics::{AnsweredFrom, CampaignLabels, LiveFigures, Metrics, OpLabels};
+use crate::webhooks::metrics::{CallResult, WebhookMetrics};
 use std::time::Duration;
 
 /// The line before the generated table in docs/OPERATIONS.md.
@@ -31,6 +34,9 @@ pub struct Family {
 fn sample_registry() -> Metrics {
     let mut metrics = Metrics::new();
     GiftMetrics::default().register(metrics.registry_mut());
+    let webhooks = WebhookMetrics::default();
+    webhooks.register(metrics.registry_mut());
+    webhooks.call("e", CallResult::Delivered, Some(Duration::ZERO));
     metrics.request("/api/v1/campaigns/{id}/claims", "claimed", Duration::ZERO);
     metrics.claim(Outcome::Claimed, AnsweredFrom::Gate);
     metrics
