@@ -79,7 +79,8 @@ pub const MAX_REPORT_BODY_BYTES: usize = 1 << 20;
 
 /// The edge's presence report for campaign `id`: the tickets that polled at one isolate since
 /// its last report ([`PresenceReport`]). Needs a valid edge signature over `POST`, the path and
-/// the body (403 without one, or with a stale one: a report replayed more than 60 s later).
+/// the body (403 without one, with a stale one: a report replayed more than 60 s later, or
+/// when this origin has no `FLASHGATE_EDGE_SECRET` to check it with).
 /// Every ticket is checked again: one malformed is 400 `invalid_request`, one forged or of
 /// another campaign 403 `forbidden`, and the whole report is refused. A report id counted
 /// before is answered 200 `duplicate: true` and changes nothing. Nothing changes on a refusal.
@@ -94,15 +95,14 @@ pub const MAX_REPORT_BODY_BYTES: usize = 1 << 20;
             body = PresenceReceipt),
         (status = 400, description = "invalid_json, invalid_request: a bad shape or a \
             malformed ticket.", body = ErrorBody),
-        (status = 403, description = "forbidden: no valid edge signature, or a forged ticket \
-            or another campaign's.", body = ErrorBody),
+        (status = 403, description = "forbidden: no valid edge signature (or no edge secret \
+            on this origin to check one), or a forged ticket or another campaign's.",
+            body = ErrorBody),
         (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
         (status = 409, description = "no_waiting_room: the campaign has none.", body = ErrorBody),
         (status = 413, description = "payload_too_large: a body past 1 MiB.", body = ErrorBody),
         (status = 422, description = "validation_failed: the body is not a report.",
             body = ErrorBody),
-        (status = 503, description = "unavailable: no edge secret on the origin, or Redis \
-            failed.", body = ErrorBody),
     ),
 )]
 pub async fn presence(
@@ -113,9 +113,14 @@ pub async fn presence(
     body: Body,
 ) -> ApiResult<Response> {
     let body = extract::read_body(&headers, body, MAX_REPORT_BODY_BYTES).await?;
-    crate::queue::secret(&state)?;
+    // Without an edge secret no report can be verified: refused like an unsigned one (403),
+    // the caller's error, not an outage of this origin.
     let secret = state.config.edge_secret.as_ref();
-    match extract::edge_proof(&headers, secret, "POST", uri.path(), &body)? {
+    let proof = match crate::queue::secret(&state) {
+        Ok(_) => extract::edge_proof(&headers, secret, "POST", uri.path(), &body)?,
+        Err(_) => extract::EdgeProof::NotConfigured,
+    };
+    match proof {
         extract::EdgeProof::Signed => {}
         _ => {
             return Err(ApiError::Forbidden(

@@ -217,7 +217,12 @@ fn finish_operation(op: &mut Operation) {
         ));
         shared.push((
             "422",
-            "validation_failed: well-formed JSON that breaks a rule (the message names the field).",
+            "validation_failed: well-formed JSON that breaks a rule (the message names the field); idempotency_key_reused: the Idempotency-Key was used with another method, path or body.",
+        ));
+    } else if keyed {
+        shared.push((
+            "422",
+            "idempotency_key_reused: the Idempotency-Key was used with another method, path or body.",
         ));
     }
     if !schemes.is_empty() {
