@@ -6,7 +6,10 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use flashgate_tests::support::{repo_root, unique, TestEdge, TestOrigin, TEST_EDGE_SECRET};
+use flashgate_tests::support::{
+    eventually, repo_root, unique, TestEdge, TestOrigin, TEST_EDGE_SECRET,
+};
+use flashgate_tests::webhooks::{register, unregister};
 use serde_json::Value;
 
 fn dashboard() -> Value {
@@ -143,9 +146,31 @@ async fn every_metric_the_dashboard_queries_is_served_and_every_origin_metric_is
             ("FLASHGATE_EDGE_METRICS_TOKEN", token.clone()),
         ],
     );
+    // A webhook endpoint nobody answers (a closed port): the claim's `claim.held` gets a
+    // delivery the relay tries and schedules again, so the deliveries family has a series.
+    let (endpoint, _) = register(&o, "http://127.0.0.1:9/hook", &["claim.held"]).await;
     let plain = o.campaign("sale", 1).await;
     let r = flashgate_tests::support::edge_claim(&o, &e.url, &plain, &unique("ana"), "k").await;
     assert_eq!(r.status, 201, "{r:?}");
+    eventually(
+        "a webhook delivery attempt in the metrics",
+        std::time::Duration::from_secs(30),
+        || async {
+            let text = o
+                .http
+                .get(format!("{}/metrics", o.url))
+                .send()
+                .await
+                .map_err(|e| e.to_string())?
+                .text()
+                .await
+                .map_err(|e| e.to_string())?;
+            text.contains("flashgate_webhook_deliveries_total{")
+                .then_some(())
+                .ok_or_else(|| "no delivery counted yet".to_string())
+        },
+    )
+    .await;
     let get = |url: String, bearer: Option<&str>| {
         let mut req = o.http.get(url);
         if let Some(b) = bearer {
@@ -190,6 +215,7 @@ async fn every_metric_the_dashboard_queries_is_served_and_every_origin_metric_is
         .filter(|f| !family_queried(f))
         .collect();
     assert!(unshown.is_empty(), "served but on no panel: {unshown:?}");
+    unregister(&o, &endpoint).await;
     drop(e);
     o.stop().await;
 }
