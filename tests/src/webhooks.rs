@@ -93,6 +93,12 @@ impl Receiver {
 
     /// Every delivery so far, of campaign `c` only (other tests' origins share the database).
     pub async fn received(&self, c: &str) -> Vec<Received> {
+        self.received_where(|e| e["campaign"] == c).await
+    }
+
+    /// Every delivery so far whose body passes `keep` (`code_use.*` events have no campaign:
+    /// tests keep their own by the code in `data`).
+    pub async fn received_where(&self, keep: impl Fn(&Value) -> bool) -> Vec<Received> {
         let all: Vec<Received> = self
             .http
             .get(format!("{}/_control/events", self.base))
@@ -102,9 +108,7 @@ impl Receiver {
             .json()
             .await
             .expect("events JSON");
-        all.into_iter()
-            .filter(|r| r.event["campaign"] == c)
-            .collect()
+        all.into_iter().filter(|r| keep(&r.event)).collect()
     }
 }
 
@@ -147,6 +151,12 @@ pub const ALL_TYPES: &[&str] = &[
     "claim.expired",
     "coupon.issued",
     "coupon.redeemed",
+    "code_use.held",
+    "code_use.used",
+    "code_use.released",
+    "gift.granted",
+    "gift.delivered",
+    "gift.failed",
     "campaign.sold_out",
     "campaign.restocked",
     "campaign.paused",

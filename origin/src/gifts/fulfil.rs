@@ -13,7 +13,8 @@
 //!    even if layers 1–3 were wrong a second grant for the key is refused; it then replays.
 //!
 //! The ledger row, the idempotency record (status and exact body) and the outbox row are
-//! written by one statement in the lock's transaction, so they commit together or not at all.
+//! written by one statement in the lock's transaction, so they commit together or not at all;
+//! the `gift.granted` webhook event is written in that transaction too.
 //! Refusals (`cap_reached`, `not_in_segment`, `campaign_not_active`) are recorded under the key
 //! in the same transaction, so a retry gets the same refusal even once the subscriber has become
 //! eligible: one key, one outcome.
@@ -21,7 +22,9 @@
 use super::verdict::{self, Verdict};
 use super::GiftService;
 use crate::reply::{Outcome, Reply};
+use crate::webhooks::{self, events::NewEvent};
 use flashgate_shared::api::gifts::{DeliveryStatus, Fulfilment, FulfilmentReply};
+use flashgate_shared::api::webhooks::{EventType, GiftData};
 
 /// The first key of the two-key advisory locks of gift fulfilment (the bytes of "gift"), so
 /// they never meet another lock of the application.
@@ -149,8 +152,8 @@ async fn refuse(
     Ok(Fulfil::Reply(reply))
 }
 
-/// Layer 4 and the grant: writes the ledger row, its outbox row and the key's record in `tx`
-/// and commits; the reply to send.
+/// Layer 4 and the grant: writes the ledger row, its outbox row, the key's record and the
+/// `gift.granted` event in `tx` and commits; the reply to send.
 #[allow(clippy::too_many_arguments)]
 async fn grant(
     g: &GiftService,
@@ -213,6 +216,18 @@ async fn grant(
             .await?
             .unwrap_or(Fulfil::KeyReused));
     }
+    let data = GiftData {
+        fulfilment_id: id.to_string(),
+        msisdn: msisdn.to_string(),
+        segment,
+        amount: gift.amount,
+        currency: gift.currency,
+        status: DeliveryStatus::Pending,
+        provider_ref: None,
+        error: None,
+    };
+    let event = NewEvent::gift(EventType::GiftGranted, campaign, data);
+    webhooks::events::emit(&mut tx, &[event]).await?;
     tx.commit().await?;
     g.metrics.granted();
     Ok(Fulfil::Reply(reply))

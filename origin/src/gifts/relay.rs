@@ -13,7 +13,8 @@
 //! - a 4xx → `failed` at once.
 //!
 //! Every call, and a delivery that gave up, is appended to the row's delivery history
-//! ([`history`]) in the transaction of its update.
+//! ([`history`]) in the transaction of its update; so is the webhook event of a delivery
+//! settled (`gift.delivered`, `gift.failed`).
 //!
 //! Each update applies only while the row is still `pending`. An origin that dies mid-call
 //! leaves its rows to be taken again when the lease ends; the provider's idempotency key makes
@@ -26,7 +27,10 @@ use crate::db::Db;
 use flashgate_shared::api::gifts::provider::CreditRequest;
 use uuid::Uuid;
 
-use flashgate_shared::api::gifts::DeliveryOutcome;
+use flashgate_shared::api::gifts::{DeliveryOutcome, DeliveryStatus};
+use flashgate_shared::api::webhooks::{EventType, GiftData};
+
+use crate::webhooks::{self, events::NewEvent};
 
 use super::history::{self, Entry, Outbox};
 use super::metrics::GiftMetrics;
@@ -79,6 +83,25 @@ struct Due {
     id: Uuid,
     attempts: i32,
     req: CreditRequest,
+    campaign: String,
+    segment: String,
+}
+
+impl Due {
+    /// The `gift.*` event of this fulfilment settled as `status`.
+    fn event(&self, kind: EventType, status: DeliveryStatus, answer: &str) -> NewEvent {
+        let data = GiftData {
+            fulfilment_id: self.id.to_string(),
+            msisdn: self.req.msisdn.clone(),
+            segment: self.segment.clone(),
+            amount: self.req.amount,
+            currency: self.req.currency.clone(),
+            status,
+            provider_ref: (status == DeliveryStatus::Delivered).then(|| answer.to_string()),
+            error: (status == DeliveryStatus::Failed).then(|| answer.to_string()),
+        };
+        NewEvent::gift(kind, &self.campaign, data)
+    }
 }
 
 /// One pass (see the module documentation). Returns how many calls it made.
@@ -112,7 +135,8 @@ async fn batch(r: &Relay) -> anyhow::Result<usize> {
                     next_attempt_at = now() + $2::bigint * interval '1 millisecond'
                FROM due, gift_ledger l
               WHERE o.fulfilment_id = due.fulfilment_id AND l.id = due.fulfilment_id
-             RETURNING o.fulfilment_id, o.attempts, l.msisdn, l.amount, l.currency"#,
+             RETURNING o.fulfilment_id, o.attempts, l.msisdn, l.amount, l.currency,
+                       l.campaign_id, l.segment_id"#,
         r.batch,
         lease_ms,
     )
@@ -127,6 +151,8 @@ async fn batch(r: &Relay) -> anyhow::Result<usize> {
             amount: row.amount,
             currency: row.currency,
         },
+        campaign: row.campaign_id,
+        segment: row.segment_id,
     })
     .collect();
     let n = due.len();
@@ -152,7 +178,7 @@ async fn settle(
     let mut tx = r.db.begin().await?;
     match result {
         Ok(receipt) => {
-            sqlx::query!(
+            let settled = sqlx::query!(
                 "UPDATE gift_outbox SET status = 'delivered', delivered_at = now(),
                         provider_ref = $2, last_error = NULL
                   WHERE fulfilment_id = $1 AND status = 'pending'",
@@ -160,7 +186,13 @@ async fn settle(
                 receipt.credit_id,
             )
             .execute(&mut *tx)
-            .await?;
+            .await?
+            .rows_affected();
+            if settled == 1 {
+                let status = DeliveryStatus::Delivered;
+                let event = d.event(EventType::GiftDelivered, status, &receipt.credit_id);
+                webhooks::events::emit(&mut tx, &[event]).await?;
+            }
             let entry = Entry::call(d.attempts, DeliveryOutcome::Delivered, &receipt.credit_id);
             history::append(&mut tx, Outbox::Gift, d.id, &entry).await?;
             tx.commit().await?;
@@ -197,6 +229,8 @@ async fn settle(
             history::append(&mut tx, Outbox::Gift, d.id, &call).await?;
             if gave_up {
                 history::append(&mut tx, Outbox::Gift, d.id, &Entry::failed(&answer)).await?;
+                let event = d.event(EventType::GiftFailed, DeliveryStatus::Failed, &answer);
+                webhooks::events::emit(&mut tx, &[event]).await?;
             }
             tx.commit().await?;
             if last {

@@ -2,8 +2,10 @@
 //! PostgreSQL is the truth: every take, release and confirm is one conditional statement.
 
 use crate::db::Db;
+use crate::webhooks::{self, events::NewEvent};
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::promo::{CodeKind, UseStatus};
+use flashgate_shared::api::webhooks::{CodeUseData, EventType, ReleasedBy};
 
 use super::rules::{CodeRules, NewRules};
 
@@ -134,8 +136,10 @@ pub enum Take {
 /// Once per customer and one use per (code, order) are partial unique indexes over held and
 /// used uses (`coupon_uses_once_per_customer`, `coupon_uses_one_per_order`): a second use
 /// that slips past the `NOT EXISTS` checks (two at once) fails the insert, which undoes the
-/// take of the same statement.
+/// take of the same statement. A taken use writes its `code_use.held` event in the same
+/// transaction.
 pub async fn take(db: &Db, u: &NewUse<'_>) -> Result<Take, sqlx::Error> {
+    let mut tx = db.begin().await?;
     let row = sqlx::query!(
         r#"WITH take AS (
             UPDATE coupon_codes c SET uses_left = c.uses_left - 1, version = c.version + 1
@@ -170,14 +174,28 @@ pub async fn take(db: &Db, u: &NewUse<'_>) -> Result<Take, sqlx::Error> {
         u.idempotency_key,
         u.request_fp,
     )
-    .fetch_optional(db)
+    .fetch_optional(&mut *tx)
     .await;
     match row {
-        Ok(Some(row)) => Ok(Take::Taken {
-            held_until: row.held_until,
-            uses_left: row.uses_left,
-            version: row.version,
-        }),
+        Ok(Some(row)) => {
+            let data = CodeUseData {
+                use_id: u.id.to_string(),
+                code: u.code.to_string(),
+                customer: u.customer.to_string(),
+                order: u.order.to_string(),
+                status: UseStatus::Held,
+                held_until: row.held_until,
+                released_by: None,
+            };
+            let event = NewEvent::code_use(EventType::CodeUseHeld, data);
+            webhooks::events::emit(&mut tx, &[event]).await?;
+            tx.commit().await?;
+            Ok(Take::Taken {
+                held_until: row.held_until,
+                uses_left: row.uses_left,
+                version: row.version,
+            })
+        }
         Ok(None) => Ok(Take::Refused),
         Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("23505") => Ok(Take::Refused),
         Err(e) => Err(e),
@@ -275,16 +293,33 @@ pub async fn find_use(db: &Db, id: &str) -> Result<Option<UseRow>, sqlx::Error> 
     .await
 }
 
-/// Marks a held use as used (payment went through). Returns the use after the call, whether
-/// this call confirmed it or it already was; `None` when no such use.
+/// Marks a held use as used (payment went through), with its `code_use.used` event in the
+/// same transaction. Returns the use after the call, whether this call confirmed it or it
+/// already was; `None` when no such use.
 pub async fn confirm(db: &Db, id: &str) -> Result<Option<UseRow>, sqlx::Error> {
-    sqlx::query!(
+    let mut tx = db.begin().await?;
+    let done = sqlx::query!(
         "UPDATE coupon_uses SET status = 'used', updated_at = now()
-          WHERE id = $1 AND status = 'held'",
+          WHERE id = $1 AND status = 'held'
+         RETURNING id, code, customer_id, order_ref, held_until",
         id
     )
-    .execute(db)
+    .fetch_optional(&mut *tx)
     .await?;
+    if let Some(r) = done {
+        let data = CodeUseData {
+            use_id: r.id,
+            code: r.code,
+            customer: r.customer_id,
+            order: r.order_ref,
+            status: UseStatus::Used,
+            held_until: r.held_until,
+            released_by: None,
+        };
+        let event = NewEvent::code_use(EventType::CodeUseUsed, data);
+        webhooks::events::emit(&mut tx, &[event]).await?;
+    }
+    tx.commit().await?;
     find_use(db, id).await
 }
 
@@ -294,6 +329,8 @@ pub struct Released {
     pub use_id: String,
     pub code: String,
     pub customer_id: String,
+    pub order_ref: String,
+    pub held_until: DateTime<Utc>,
     pub uses_left: i64,
     pub version: i64,
     /// True when the code is disabled.
@@ -320,9 +357,10 @@ pub async fn sweep(db: &Db, limit: i64) -> Result<Vec<Released>, sqlx::Error> {
 /// `released_by = 'service'`) and [`sweep`] (`id` `None`: up to `limit` uses past
 /// `held_until`, skipping locked rows; `released_by = 'sweeper'`). Each released use gives
 /// its unit back to its code's `uses_left` and bumps the code's `version`, in the same
-/// statement.
+/// statement. Each writes its `code_use.released` event in the same transaction.
 async fn release_held(db: &Db, id: Option<&str>, limit: i64) -> Result<Vec<Released>, sqlx::Error> {
-    sqlx::query_as!(
+    let mut tx = db.begin().await?;
+    let released = sqlx::query_as!(
         Released,
         r#"WITH one AS (
             SELECT id FROM coupon_uses WHERE id = $1 AND status = 'held' FOR UPDATE
@@ -337,7 +375,7 @@ async fn release_held(db: &Db, id: Option<&str>, limit: i64) -> Result<Vec<Relea
                    released_by = CASE WHEN $1::text IS NULL THEN 'sweeper' ELSE 'service' END
              WHERE id IN (SELECT id FROM one UNION ALL SELECT id FROM due)
                AND status = 'held'
-            RETURNING id, code, customer_id
+            RETURNING id, code, customer_id, order_ref, held_until
          ), n AS (SELECT code, count(*) AS n FROM u GROUP BY code),
          c AS (
             UPDATE coupon_codes SET uses_left = coupon_codes.uses_left + n.n,
@@ -347,11 +385,35 @@ async fn release_held(db: &Db, id: Option<&str>, limit: i64) -> Result<Vec<Relea
                       coupon_codes.disabled_at IS NOT NULL AS disabled
          )
          SELECT u.id AS "use_id!", u.code AS "code!", u.customer_id AS "customer_id!",
+                u.order_ref AS "order_ref!", u.held_until AS "held_until!",
                 c.uses_left AS "uses_left!", c.version AS "version!", c.disabled AS "disabled!"
            FROM u JOIN c ON c.code = u.code"#,
         id,
         limit,
     )
-    .fetch_all(db)
-    .await
+    .fetch_all(&mut *tx)
+    .await?;
+    let by = if id.is_some() {
+        ReleasedBy::Service
+    } else {
+        ReleasedBy::Sweeper
+    };
+    let events: Vec<NewEvent> = released
+        .iter()
+        .map(|r| {
+            let data = CodeUseData {
+                use_id: r.use_id.clone(),
+                code: r.code.clone(),
+                customer: r.customer_id.clone(),
+                order: r.order_ref.clone(),
+                status: UseStatus::Released,
+                held_until: r.held_until,
+                released_by: Some(by),
+            };
+            NewEvent::code_use(EventType::CodeUseReleased, data)
+        })
+        .collect();
+    webhooks::events::emit(&mut tx, &events).await?;
+    tx.commit().await?;
+    Ok(released)
 }

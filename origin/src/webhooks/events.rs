@@ -2,26 +2,29 @@
 //! exactly when its change committed.
 //!
 //! One statement per call, whatever the number of events: each event gets the next sequence
-//! number of its object (`claim` or `campaign`, [`EventType::object_kind`]), and one pending
-//! delivery row per enabled endpoint subscribed to its type. Every change writes its event,
+//! number of its object (`claim`, `code_use`, `gift` or `campaign`, [`EventType::object_kind`]),
+//! and one pending delivery row per enabled endpoint subscribed to its type. Every change writes its event,
 //! subscribed or not (a later endpoint can replay it); with no endpoint the delivery insert
 //! finds nothing to fan out to.
 //!
 //! The sequence is the object's highest one plus one: changes of one object are serialised by
-//! their own row lock (the claim's or the campaign's `UPDATE`), and the unique index on
+//! their own row lock (the claim's, the use's, the gift outbox row's or the campaign's
+//! `UPDATE`), and the unique index on
 //! `(object_kind, object_id, sequence)` refuses a second writer that did not hold it.
 
 use chrono::{DateTime, Utc};
-use flashgate_shared::api::webhooks::{CampaignData, ClaimData, EventData, EventType};
+use flashgate_shared::api::webhooks::{
+    CampaignData, ClaimData, CodeUseData, EventData, EventType, GiftData,
+};
 use flashgate_shared::api::ClaimStatus;
 
 use crate::db::Conn;
 
-/// An event to write: its type, campaign, object and data.
+/// An event to write: its type, campaign (none for a promo code use), object and data.
 #[derive(Debug, Clone)]
 pub struct NewEvent {
     pub kind: EventType,
-    pub campaign: String,
+    pub campaign: Option<String>,
     pub object_id: String,
     pub data: EventData,
 }
@@ -39,7 +42,7 @@ impl NewEvent {
     ) -> Self {
         NewEvent {
             kind,
-            campaign: campaign.to_string(),
+            campaign: Some(campaign.to_string()),
             object_id: id.to_string(),
             data: EventData::Claim(ClaimData {
                 claim_id: id.to_string(),
@@ -55,9 +58,29 @@ impl NewEvent {
     pub fn campaign(kind: EventType, campaign: &str, data: CampaignData) -> Self {
         NewEvent {
             kind,
-            campaign: campaign.to_string(),
+            campaign: Some(campaign.to_string()),
             object_id: campaign.to_string(),
             data: EventData::Campaign(data),
+        }
+    }
+
+    /// A `code_use.*` event about a promo code use (no campaign).
+    pub fn code_use(kind: EventType, data: CodeUseData) -> Self {
+        NewEvent {
+            kind,
+            campaign: None,
+            object_id: data.use_id.clone(),
+            data: EventData::CodeUse(data),
+        }
+    }
+
+    /// A `gift.*` event about a fulfilment of gift campaign `campaign`.
+    pub fn gift(kind: EventType, campaign: &str, data: GiftData) -> Self {
+        NewEvent {
+            kind,
+            campaign: Some(campaign.to_string()),
+            object_id: data.fulfilment_id.clone(),
+            data: EventData::Gift(data),
         }
     }
 }
@@ -70,7 +93,7 @@ pub async fn emit(conn: &mut Conn<'_>, events: &[NewEvent]) -> sqlx::Result<u64>
     }
     let types: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.object_kind()).collect();
-    let campaigns: Vec<&str> = events.iter().map(|e| e.campaign.as_str()).collect();
+    let campaigns: Vec<Option<&str>> = events.iter().map(|e| e.campaign.as_deref()).collect();
     let objects: Vec<&str> = events.iter().map(|e| e.object_id.as_str()).collect();
     let payloads: Vec<serde_json::Value> = events
         .iter()
@@ -96,7 +119,7 @@ pub async fn emit(conn: &mut Conn<'_>, events: &[NewEvent]) -> sqlx::Result<u64>
                ON p.enabled AND ev.type = ANY (p.event_types)"#,
         &types[..] as &[&str],
         &kinds[..] as &[&str],
-        &campaigns[..] as &[&str],
+        &campaigns[..] as &[Option<&str>],
         &objects[..] as &[&str],
         &payloads[..],
     )

@@ -178,7 +178,7 @@ async fn batch(r: &Relay) -> anyhow::Result<usize> {
             id: row.event_id.to_string(),
             kind,
             timestamp: row.occurred_at,
-            campaign: row.campaign_id.unwrap_or_default(),
+            campaign: row.campaign_id,
             object_id: row.object_id,
             sequence: row.sequence,
             data,

@@ -9,6 +9,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::claims::ClaimStatus;
+use super::gifts::DeliveryStatus;
+use super::promo::UseStatus;
 
 stored_enum! {
     /// The type of an event (`type` of its body), the name an endpoint subscribes to.
@@ -27,6 +29,20 @@ stored_enum! {
         CouponIssued = "coupon.issued",
         /// A giveaway coupon was redeemed in store.
         CouponRedeemed = "coupon.redeemed",
+        /// A promo code use was taken at an order: held until `held_until`, waiting for the
+        /// payment's confirm.
+        CodeUseHeld = "code_use.held",
+        /// A held promo code use was confirmed (the payment went through).
+        CodeUseUsed = "code_use.used",
+        /// A held promo code use was released (by the shop, or by the sweeper when not
+        /// confirmed by `held_until`); the use went back to the code.
+        CodeUseReleased = "code_use.released",
+        /// A gift was granted to a subscriber; its delivery by the provider is pending.
+        GiftGranted = "gift.granted",
+        /// The provider credited a granted gift.
+        GiftDelivered = "gift.delivered",
+        /// A granted gift's delivery was given up (a refusal, or the last attempt failed).
+        GiftFailed = "gift.failed",
         /// The campaign's last unit was taken.
         CampaignSoldOut = "campaign.sold_out",
         /// A manager added units to the campaign.
@@ -42,7 +58,7 @@ stored_enum! {
 
 impl EventType {
     /// Every event type, in the order of the documentation.
-    pub const ALL: [EventType; 12] = [
+    pub const ALL: [EventType; 18] = [
         EventType::ClaimHeld,
         EventType::ClaimPaid,
         EventType::ClaimReleased,
@@ -50,6 +66,12 @@ impl EventType {
         EventType::ClaimExtended,
         EventType::CouponIssued,
         EventType::CouponRedeemed,
+        EventType::CodeUseHeld,
+        EventType::CodeUseUsed,
+        EventType::CodeUseReleased,
+        EventType::GiftGranted,
+        EventType::GiftDelivered,
+        EventType::GiftFailed,
         EventType::CampaignSoldOut,
         EventType::CampaignRestocked,
         EventType::CampaignPaused,
@@ -57,9 +79,14 @@ impl EventType {
         EventType::CampaignClosed,
     ];
 
-    /// The kind of object the event is about: `claim` (claims and coupons) or `campaign`.
+    /// The kind of object the event is about: `claim` (claims and coupons), `code_use` (a
+    /// promo code use), `gift` (a gift fulfilment) or `campaign`.
     pub fn object_kind(self) -> &'static str {
         match self {
+            EventType::CodeUseHeld | EventType::CodeUseUsed | EventType::CodeUseReleased => {
+                "code_use"
+            }
+            EventType::GiftGranted | EventType::GiftDelivered | EventType::GiftFailed => "gift",
             EventType::ClaimHeld
             | EventType::ClaimPaid
             | EventType::ClaimReleased
@@ -84,10 +111,12 @@ pub struct Event {
     pub kind: EventType,
     /// When the change was made (RFC 3339 UTC).
     pub timestamp: DateTime<Utc>,
-    /// The campaign.
-    pub campaign: String,
-    /// The object's id: the claim's id for `claim.*` and `coupon.*`, the campaign's for
-    /// `campaign.*`.
+    /// The campaign (the gift campaign for `gift.*`); absent for `code_use.*`, as promo codes
+    /// belong to no campaign.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub campaign: Option<String>,
+    /// The object's id: the claim's id for `claim.*` and `coupon.*`, the use's for
+    /// `code_use.*`, the fulfilment's for `gift.*`, the campaign's for `campaign.*`.
     pub object_id: String,
     /// 1, 2, 3… per object: a receiver applies an event only when its sequence is above the
     /// last one it applied for that object (delivery order is not promised).
@@ -105,6 +134,10 @@ pub enum EventData {
     Claim(ClaimData),
     /// Of `campaign.*` events.
     Campaign(CampaignData),
+    /// Of `code_use.*` events.
+    CodeUse(CodeUseData),
+    /// Of `gift.*` events.
+    Gift(GiftData),
 }
 
 /// A claim (or giveaway coupon) after the change.
@@ -137,6 +170,61 @@ pub struct CampaignData {
     pub paused: bool,
     /// The end of the sale (RFC 3339 UTC).
     pub ends_at: DateTime<Utc>,
+}
+
+stored_enum! {
+    /// Who released a promo code use.
+    pub enum ReleasedBy {
+        /// The shop, with `POST /api/v1/uses/{id}/release`.
+        Service = "service",
+        /// The sweeper: the use was not confirmed by its `held_until`.
+        Sweeper = "sweeper",
+    }
+}
+
+/// A promo code use after the change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CodeUseData {
+    /// The use's id (`u_…`), as the use call answered it.
+    pub use_id: String,
+    /// The code (normalised).
+    pub code: String,
+    /// The customer's id.
+    pub customer: String,
+    /// The shop's order reference given with the use.
+    pub order: String,
+    /// The use's status after the change.
+    pub status: UseStatus,
+    /// Until when a held use waits for its confirm (RFC 3339 UTC).
+    pub held_until: DateTime<Utc>,
+    /// `code_use.released`: who released it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub released_by: Option<ReleasedBy>,
+}
+
+/// A gift fulfilment after the change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct GiftData {
+    /// The fulfilment's id (UUID).
+    pub fulfilment_id: String,
+    /// The subscriber's MSISDN (digits only).
+    pub msisdn: String,
+    /// Her segment.
+    pub segment: String,
+    /// The gift's amount in minor units of `currency`.
+    pub amount: i64,
+    /// ISO 4217 code.
+    pub currency: String,
+    /// The delivery's status after the change.
+    pub status: DeliveryStatus,
+    /// `gift.delivered`: the provider's reference of the credit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_ref: Option<String>,
+    /// `gift.failed`: the provider's last answer or error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// `POST /admin/v1/webhooks/endpoints`: a new endpoint.

@@ -69,6 +69,9 @@ pub const ADMIN: &str = "admin_token";
         flashgate_shared::api::webhooks::EventType,
         flashgate_shared::api::webhooks::ClaimData,
         flashgate_shared::api::webhooks::CampaignData,
+        flashgate_shared::api::webhooks::CodeUseData,
+        flashgate_shared::api::webhooks::GiftData,
+        flashgate_shared::api::webhooks::ReleasedBy,
     ))
 )]
 struct Base;
