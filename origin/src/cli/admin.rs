@@ -2,7 +2,7 @@
 //!
 //! Every subcommand makes one HTTP call to the origin (`--origin-url` /
 //! `FLASHGATE_ORIGIN_URL`) with an admin token (`--token` / `FLASHGATE_ADMIN_TOKEN`), prints
-//! the JSON answer on stdout (pretty) and exits 0 on a 2xx answer. Otherwise it prints
+//! the JSON answer on stdout (pretty; nothing for a 204) and exits 0 on a 2xx answer. Otherwise it prints
 //! `error: <status> <result>: <message>` on stderr and exits with the code of
 //! [`super::exit::for_status`] (2 a missing or refused token, 3 not found, 4 refused, 5 the
 //! origin unreachable or 5xx). The token is never printed.
@@ -111,6 +111,11 @@ pub enum AdminCommand {
     DisableCode { code: String },
     /// Enable a disabled promo code again.
     EnableCode { code: String },
+    /// Webhook endpoints and their deliveries ([`super::webhooks`]).
+    Webhooks {
+        #[command(subcommand)]
+        command: super::webhooks::WebhooksCommand,
+    },
 }
 
 /// Parses `--kind`: the wire name of a [`CampaignKind`].
@@ -187,6 +192,7 @@ impl AdminCommand {
             }
             AdminCommand::DisableCode { code: c } => code(c, "disable"),
             AdminCommand::EnableCode { code: c } => code(c, "enable"),
+            AdminCommand::Webhooks { command } => command.request(),
         }
     }
 }
@@ -231,8 +237,10 @@ pub async fn run(args: AdminArgs) -> i32 {
             Some(v) => serde_json::to_string_pretty(&v).unwrap_or(text),
             None => text,
         };
-        // A closed stdout (`| head`) is not an error of the call.
-        let _ = writeln!(std::io::stdout(), "{out}");
+        // A closed stdout (`| head`) is not an error of the call; a 204 prints nothing.
+        if !out.is_empty() {
+            let _ = writeln!(std::io::stdout(), "{out}");
+        }
         exit::OK
     } else {
         let (result, message) = parsed
@@ -298,6 +306,10 @@ mod tests {
         assert_eq!(
             req(&["enable-code", "SPRING10"]).2,
             Some(json!({"action":"enable"}))
+        );
+        assert_eq!(
+            req(&["webhooks", "rotate", "e1"]).1,
+            "/admin/v1/webhooks/endpoints/e1/rotate"
         );
         assert_eq!(
             req(&["reconcile", "s1"]).1,

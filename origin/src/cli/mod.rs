@@ -5,3 +5,4 @@ pub mod admin;
 pub mod exit;
 pub mod reconcile;
 pub mod token;
+pub mod webhooks;
