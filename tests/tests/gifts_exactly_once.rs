@@ -96,9 +96,14 @@ async fn two_hundred_subscribers_times_five_concurrent_requests_make_exactly_200
         })
     }))
     .await;
+    let bad: Vec<String> = all
+        .iter()
+        .filter(|(_, r)| r.status != 201)
+        .map(|(_, r)| format!("{} {}", r.status, String::from_utf8_lossy(&r.body)))
+        .collect();
     assert!(
-        all.iter().all(|(_, r)| r.status == 201),
-        "every reply is the grant or its replay"
+        bad.is_empty(),
+        "every reply is the grant or its replay: {bad:?}"
     );
     assert_eq!(&row_counts(&o, &c).await[..3], &[200, 200, 200]);
     let per_subscriber: Vec<(String, i64)> = sqlx::query_as(
