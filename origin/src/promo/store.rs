@@ -101,6 +101,31 @@ pub async fn find_with_uses_left(
     }))
 }
 
+/// The `code_use.*` event of `kind` about a use: `[use id, code, customer, order]`, its
+/// `held_until` and who released it (`code_use.released`).
+fn use_event(
+    kind: EventType,
+    [use_id, code, customer, order]: [String; 4],
+    held_until: DateTime<Utc>,
+    released_by: Option<ReleasedBy>,
+) -> NewEvent {
+    let status = match kind {
+        EventType::CodeUseUsed => UseStatus::Used,
+        EventType::CodeUseReleased => UseStatus::Released,
+        _ => UseStatus::Held,
+    };
+    let data = CodeUseData {
+        use_id,
+        code,
+        customer,
+        order,
+        status,
+        held_until,
+        released_by,
+    };
+    NewEvent::code_use(kind, data)
+}
+
 /// A use to take.
 #[derive(Debug, Clone)]
 pub struct NewUse<'a> {
@@ -178,16 +203,8 @@ pub async fn take(db: &Db, u: &NewUse<'_>) -> Result<Take, sqlx::Error> {
     .await;
     match row {
         Ok(Some(row)) => {
-            let data = CodeUseData {
-                use_id: u.id.to_string(),
-                code: u.code.to_string(),
-                customer: u.customer.to_string(),
-                order: u.order.to_string(),
-                status: UseStatus::Held,
-                held_until: row.held_until,
-                released_by: None,
-            };
-            let event = NewEvent::code_use(EventType::CodeUseHeld, data);
+            let ids = [u.id, u.code, u.customer, u.order].map(str::to_string);
+            let event = use_event(EventType::CodeUseHeld, ids, row.held_until, None);
             webhooks::events::emit(&mut tx, &[event]).await?;
             tx.commit().await?;
             Ok(Take::Taken {
@@ -307,16 +324,8 @@ pub async fn confirm(db: &Db, id: &str) -> Result<Option<UseRow>, sqlx::Error> {
     .fetch_optional(&mut *tx)
     .await?;
     if let Some(r) = done {
-        let data = CodeUseData {
-            use_id: r.id,
-            code: r.code,
-            customer: r.customer_id,
-            order: r.order_ref,
-            status: UseStatus::Used,
-            held_until: r.held_until,
-            released_by: None,
-        };
-        let event = NewEvent::code_use(EventType::CodeUseUsed, data);
+        let ids = [r.id, r.code, r.customer_id, r.order_ref];
+        let event = use_event(EventType::CodeUseUsed, ids, r.held_until, None);
         webhooks::events::emit(&mut tx, &[event]).await?;
     }
     tx.commit().await?;
@@ -401,16 +410,8 @@ async fn release_held(db: &Db, id: Option<&str>, limit: i64) -> Result<Vec<Relea
     let events: Vec<NewEvent> = released
         .iter()
         .map(|r| {
-            let data = CodeUseData {
-                use_id: r.use_id.clone(),
-                code: r.code.clone(),
-                customer: r.customer_id.clone(),
-                order: r.order_ref.clone(),
-                status: UseStatus::Released,
-                held_until: r.held_until,
-                released_by: Some(by),
-            };
-            NewEvent::code_use(EventType::CodeUseReleased, data)
+            let ids = [&r.use_id, &r.code, &r.customer_id, &r.order_ref].map(String::clone);
+            use_event(EventType::CodeUseReleased, ids, r.held_until, Some(by))
         })
         .collect();
     webhooks::events::emit(&mut tx, &events).await?;
