@@ -164,7 +164,8 @@ impl DeadEndpoint {
             .expect("bind");
         let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
         let (accepted, closed) = (Arc::default(), Arc::default());
-        let (a, c): (Arc<AtomicUsize>, Arc<AtomicUsize>) = (Arc::clone(&accepted), Arc::clone(&closed));
+        let (a, c): (Arc<AtomicUsize>, Arc<AtomicUsize>) =
+            (Arc::clone(&accepted), Arc::clone(&closed));
         let task = tokio::spawn(async move {
             while let Ok((mut sock, _)) = listener.accept().await {
                 a.fetch_add(1, Ordering::SeqCst);
