@@ -101,46 +101,35 @@ impl Receiver {
 
     /// Every delivery so far, of campaign `c` only (other tests' origins share the database).
     pub async fn received(&self, c: &str) -> Vec<Received> {
-        let all: Vec<Received> = self
-            .http
-            .get(format!("{}/_control/events", self.base))
-            .send()
-            .await
-            .expect("events")
-            .json()
-            .await
-            .expect("events JSON");
+        let all = self.all().await;
         all.into_iter()
             .filter(|r| r.event["campaign"] == c)
             .collect()
+    }
+
+    /// `GET /_control/<what>` as JSON.
+    async fn control<T: serde::de::DeserializeOwned>(&self, what: &str) -> T {
+        self.http
+            .get(format!("{}/_control/{what}", self.base))
+            .send()
+            .await
+            .expect(what)
+            .json()
+            .await
+            .expect("control JSON")
     }
 }
 
 impl Receiver {
     /// Deliveries it has not answered yet (held by a planned `delay`).
     pub async fn open(&self) -> u64 {
-        let v: Value = self
-            .http
-            .get(format!("{}/_control/open", self.base))
-            .send()
-            .await
-            .expect("open")
-            .json()
-            .await
-            .expect("open JSON");
+        let v: Value = self.control("open").await;
         v["open"].as_u64().expect("open count")
     }
 
     /// Every delivery so far, of every campaign, in arrival order.
     pub async fn all(&self) -> Vec<Received> {
-        self.http
-            .get(format!("{}/_control/events", self.base))
-            .send()
-            .await
-            .expect("events")
-            .json()
-            .await
-            .expect("events JSON")
+        self.control("events").await
     }
 }
 
@@ -248,6 +237,22 @@ pub async fn unregister(o: &TestOrigin, id: &str) {
         )
         .await;
     assert_eq!(s, 204, "{body}");
+}
+
+/// `POST /api/v1/claims/{id}/extend` with the service token and a new Idempotency-Key: status
+/// and body.
+pub async fn extend(o: &TestOrigin, id: &str) -> (u16, Value) {
+    let res = o
+        .http
+        .post(format!("{}/api/v1/claims/{id}/extend", o.url))
+        .bearer_auth(o.config.service_token.expose())
+        .header("idempotency-key", crate::support::unique("extend"))
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("extend");
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
 }
 
 /// Every event type.

@@ -14,7 +14,7 @@ use std::time::Duration;
 use flashgate_origin::config::Config;
 use flashgate_shared::api::{PayRequest, ReleaseRequest};
 use flashgate_tests::support::{drop_db, eventually, unique, TestOrigin};
-use flashgate_tests::webhooks::{own_database, register, Received, Receiver, ALL_TYPES};
+use flashgate_tests::webhooks::{self, own_database, register, Received, Receiver, ALL_TYPES};
 use serde_json::json;
 use sqlx::PgPool;
 
@@ -50,8 +50,7 @@ impl Doomed {
             up_tx.send(()).expect("started");
             let _ = kill_rx.recv();
             rt.shutdown_background();
-            // Its pools and clients belonged to the runtime just dropped.
-            std::mem::forget(origin);
+            drop(origin);
         });
         up_rx.recv().expect("the doomed origin starts");
         Doomed { kill, thread }
@@ -82,16 +81,8 @@ async fn release(o: &TestOrigin, id: &str) {
 }
 
 async fn extend(o: &TestOrigin, id: &str) {
-    let res = o
-        .http
-        .post(format!("{}/api/v1/claims/{id}/extend", o.url))
-        .bearer_auth(o.config.service_token.expose())
-        .header("idempotency-key", unique("extend"))
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("extend");
-    assert_eq!(res.status().as_u16(), 200, "extend {id}");
+    let (s, b) = webhooks::extend(o, id).await;
+    assert_eq!(s, 200, "extend {id}: {b}");
 }
 
 async fn claim(o: &TestOrigin, c: &str, who: &str) -> String {
@@ -125,6 +116,16 @@ async fn each_answered(r: &Receiver, db: &PgPool, status: u16, n: usize, what: &
             .ok_or(format!("{short} events short"))
     })
     .await;
+}
+
+/// Delivery rows not delivered yet.
+async fn undelivered(db: &PgPool) -> Result<usize, String> {
+    let n: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM webhook_deliveries WHERE status <> 'delivered'")
+            .fetch_one(db)
+            .await
+            .map_err(|e| e.to_string())?;
+    Ok(n as usize)
 }
 
 /// Rows taken and not settled: pending, leased by a take (`next_attempt_at` is exactly the
@@ -229,12 +230,7 @@ async fn every_event_survives_500s_429s_and_a_relay_killed_mid_call_in_order_by_
         "every event but the killed origin's delivered",
         Duration::from_secs(60),
         || async {
-            let left = sqlx::query_scalar::<_, i64>(
-                "SELECT count(*) FROM webhook_deliveries WHERE status <> 'delivered'",
-            )
-            .fetch_one(db)
-            .await
-            .map_err(|e| e.to_string())? as usize;
+            let left = undelivered(db).await?;
             let orphans = leased(db).await.len();
             (left == orphans && r.open().await == 0)
                 .then_some(())
@@ -247,12 +243,7 @@ async fn every_event_survives_500s_429s_and_a_relay_killed_mid_call_in_order_by_
         "every delivery row delivered",
         Duration::from_secs(90),
         || async {
-            let left = sqlx::query_scalar::<_, i64>(
-                "SELECT count(*) FROM webhook_deliveries WHERE status <> 'delivered'",
-            )
-            .fetch_one(db)
-            .await
-            .map_err(|e| e.to_string())?;
+            let left = undelivered(db).await?;
             (left == 0).then_some(()).ok_or(format!("{left} left"))
         },
     )

@@ -15,7 +15,7 @@ use std::time::Duration;
 use flashgate_shared::api::{PayRequest, ReleaseRequest};
 use flashgate_tests::support::{drop_db, eventually, unique, TestOrigin};
 use flashgate_tests::webhooks::{
-    own_database, register, unregister, DeadEndpoint, Received, Receiver, ALL_TYPES,
+    extend, own_database, register, unregister, DeadEndpoint, Received, Receiver, ALL_TYPES,
 };
 use serde_json::{json, Value};
 
@@ -181,17 +181,8 @@ async fn an_extended_hold_sends_claim_extended_with_its_new_held_until_between_h
     let (s, body) = o.change(&c, json!({"hold_extension_seconds": 300})).await;
     assert_eq!(s, 200, "{body}");
     let a = claim(&o, &c, "we").await;
-    let res = o
-        .http
-        .post(format!("{}/api/v1/claims/{a}/extend", o.url))
-        .bearer_auth(o.config.service_token.expose())
-        .header("idempotency-key", unique("extend"))
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("extend");
-    assert_eq!(res.status().as_u16(), 200);
-    let extended: Value = res.json().await.expect("extend body");
+    let (s, extended) = extend(&o, &a).await;
+    assert_eq!(s, 200, "{extended}");
     assert_eq!(pay(&o, &a).await, 200);
 
     let got = delivered(&r, &c, 3).await;
