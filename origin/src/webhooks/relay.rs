@@ -58,6 +58,8 @@ pub const SCHEDULE: [Duration; 10] = [
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// Most rows of one endpoint a pass has in flight at once.
 pub const PER_ENDPOINT: i64 = 16;
+/// How often a pass that runs long sets the queue depth gauge.
+const DEPTH_EVERY: Duration = Duration::from_secs(1);
 /// Longest `Retry-After` honoured.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
 
@@ -145,16 +147,23 @@ enum Answer {
 /// One pass (see the module documentation). Returns how many calls it made.
 pub async fn pass(r: &Relay) -> anyhow::Result<usize> {
     let calls = pump(r).await?;
+    report_depth(r).await?;
+    Ok(calls)
+}
+
+/// Sets the queue depth gauge: the pending rows.
+async fn report_depth(r: &Relay) -> sqlx::Result<()> {
     let depth = sqlx::query_scalar!(
         r#"SELECT count(*) AS "n!" FROM webhook_deliveries WHERE status = 'pending'"#
     )
     .fetch_one(&r.db)
     .await?;
     r.metrics.depth(depth);
-    Ok(calls)
+    Ok(())
 }
 
 /// Takes, posts and settles rows until none is in flight and none was due at the last look.
+/// A long pass (calls in flight all along) sets the queue depth every [`DEPTH_EVERY`].
 async fn pump(r: &Relay) -> anyhow::Result<usize> {
     let mut in_flight = FuturesUnordered::new();
     // Calls in flight per endpoint; an endpoint listed here is not taken from.
@@ -163,6 +172,7 @@ async fn pump(r: &Relay) -> anyhow::Result<usize> {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.reset();
     let (mut taken, mut look) = (0, true);
+    let mut depth_at = tokio::time::Instant::now();
     loop {
         let room = r.batch - in_flight.len() as i64;
         if look && room > 0 {
@@ -189,7 +199,13 @@ async fn pump(r: &Relay) -> anyhow::Result<usize> {
                     look = true;
                 }
             }
-            _ = tick.tick() => look = true,
+            _ = tick.tick() => {
+                look = true;
+                if depth_at.elapsed() >= DEPTH_EVERY {
+                    report_depth(r).await?;
+                    depth_at = tokio::time::Instant::now();
+                }
+            }
         }
     }
 }
