@@ -16,6 +16,7 @@
 //! Times are ms since the Unix epoch on the edge's clock.
 
 use crate::held::{self, Held};
+use crate::memo;
 use crate::status::{self, Step};
 use flashgate_shared::campaign_index::{CampaignIndex, IndexError};
 
@@ -62,7 +63,7 @@ impl IndexSlot {
         lead_timeout_ms: i64,
     ) -> Check {
         let index = self.usable(now_ms, max_stale_ms);
-        if index.is_some_and(|i| i.may_contain(id)) {
+        if index.is_some_and(|i| i.may_contain_fingerprint(memo::campaign_fingerprint(id))) {
             return Check::Pass;
         }
         let fresh = index.is_some() && now_ms.saturating_sub(self.fetched_at_ms) < ttl_ms;
@@ -79,7 +80,9 @@ impl IndexSlot {
     /// lets the id pass.
     pub fn decide(&self, id: &str, now_ms: i64, max_stale_ms: i64) -> Check {
         match self.usable(now_ms, max_stale_ms) {
-            Some(index) if !index.may_contain(id) => Check::NotFound,
+            Some(index) if !index.may_contain_fingerprint(memo::campaign_fingerprint(id)) => {
+                Check::NotFound
+            }
             _ => Check::Pass,
         }
     }

@@ -17,7 +17,7 @@
 //!   the CORS headers of its origin ([`cors`]).
 //! - Other documented `/api/v1/...` requests are passed through to the origin unchanged.
 //!
-//! Every decision is plain Rust in [`config`], [`decide`], [`status`], [`index`], [`winners`], [`held`], [`cors`],
+//! Every decision is plain Rust in [`config`], [`decide`], [`status`], [`index`], [`winners`], [`held`], [`memo`], [`cors`],
 //! [`queue`], [`presence`], [`reveal`], [`limit`] and [`page`], tested on the host.
 //! The glue that talks to the Workers runtime lives in a module compiled for `wasm32` only.
 //! Nothing here panics on input: a panic inside workerd resets the isolate (and its cache).
@@ -30,6 +30,7 @@ pub mod decide;
 pub mod held;
 pub mod index;
 pub mod limit;
+pub mod memo;
 pub mod page;
 pub mod presence;
 pub mod queue;

@@ -16,6 +16,7 @@
 //! Times are ms since the Unix epoch on the edge's clock.
 
 use crate::held::{self, Held};
+use crate::memo;
 use crate::status::{self, Step};
 use flashgate_shared::winners_filter::{FilterError, WinnersFilter};
 use std::collections::HashMap;
@@ -76,7 +77,7 @@ impl WinnersSlot {
     /// possible winner.
     pub fn may_have_won(&self, customer: &str, now_ms: i64, max_stale_ms: i64) -> bool {
         self.usable(now_ms, max_stale_ms)
-            .is_some_and(|f| f.may_contain(customer))
+            .is_some_and(|f| f.may_contain_key(memo::winners_key(customer)))
     }
 }
 

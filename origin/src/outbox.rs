@@ -1,4 +1,6 @@
-//! What the outbox relays share ([`crate::gifts::relay`], [`crate::webhooks::relay`]).
+//! What the outbox relays share: [`drain`] (the gift relay, [`crate::gifts::relay`]) and
+//! [`jittered`] (it and the webhook relay, [`crate::webhooks::relay`], which takes and settles
+//! call by call instead of by batches).
 
 use std::future::Future;
 use std::time::Duration;

@@ -230,12 +230,6 @@ impl AppState {
     /// This origin's webhook relay.
     pub fn webhook_relay(&self) -> crate::webhooks::relay::Relay {
         let s = &self.config.webhooks;
-        crate::webhooks::relay::Relay::new(
-            self.db.clone(),
-            self.webhook_metrics.clone(),
-            s.webhook_relay_batch,
-            s.webhook_allow_private,
-            s.webhook_retry_divisor,
-        )
+        crate::webhooks::relay::Relay::new(self.db.clone(), self.webhook_metrics.clone(), s)
     }
 }

@@ -77,7 +77,13 @@ impl CampaignIndex {
 
     /// True when `id` may be a campaign of the index; false when it surely is not.
     pub fn may_contain(&self, id: &str) -> bool {
-        self.sorted.binary_search(&fingerprint(id)).is_ok()
+        self.may_contain_fingerprint(fingerprint(id))
+    }
+
+    /// [`Self::may_contain`] for an id whose [`fingerprint`] is `fp` (a caller that keeps the
+    /// fingerprints of the ids it sees often skips their SHA-256).
+    pub fn may_contain_fingerprint(&self, fp: u32) -> bool {
+        self.sorted.binary_search(&fp).is_ok()
     }
 
     /// Number of distinct fingerprints.

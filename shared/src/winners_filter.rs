@@ -132,10 +132,16 @@ impl WinnersFilter {
     /// probability about 0.39 %); false when she surely is not, or when the winners are not
     /// listed ([`WinnersFilter::TooMany`]).
     pub fn may_contain(&self, customer: &str) -> bool {
+        self.may_contain_key(key(customer))
+    }
+
+    /// [`Self::may_contain`] for a customer whose [`key`] is `k` (a caller that keeps the keys
+    /// of the customers it sees often skips their SHA-256).
+    pub fn may_contain_key(&self, k: u64) -> bool {
         match self {
             WinnersFilter::Listed {
                 filter: Some(f), ..
-            } => f.contains(&key(customer)),
+            } => f.contains(&k),
             _ => false,
         }
     }

@@ -1,15 +1,19 @@
 //! The webhook test receiver (scripts/webhook-receiver: Python, the reference
-//! `standardwebhooks` library from PyPI, pinned) run from the integration tests, and the admin
-//! calls on endpoints.
+//! `standardwebhooks` library from PyPI, pinned) run from the integration tests, an endpoint
+//! that never answers, origins on a database of their own, and the admin calls on endpoints.
 
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+
+use flashgate_origin::config::Config;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::support::TestOrigin;
+use crate::support::{direct_database_url, fresh_db, test_config, TestOrigin};
 
 /// A running receiver; killed when dropped.
 pub struct Receiver {
@@ -32,6 +36,9 @@ pub struct Received {
     pub verified: Vec<usize>,
     /// The status it answered.
     pub answered: u16,
+    /// When it arrived (unix seconds).
+    #[serde(default)]
+    pub at: f64,
 }
 
 impl Receiver {
@@ -79,12 +86,13 @@ impl Receiver {
         assert_eq!(r.status().as_u16(), 204);
     }
 
-    /// The next answers (`[{"status": 500}, {"status": 429, "retry_after": 1}]`), then `then`.
-    pub async fn plan(&self, answers: Value, then: u16) {
+    /// The next answers (`[{"status": 500}, {"status": 429, "retry_after": 1}]`), then `then`
+    /// (a status, or an answer such as `{"status": 200, "delay": 2.0}`: seconds before it).
+    pub async fn plan(&self, answers: Value, then: impl Into<Value>) {
         let r = self
             .http
             .post(format!("{}/_control/plan", self.base))
-            .json(&json!({ "answers": answers, "then": then }))
+            .json(&json!({ "answers": answers, "then": then.into() }))
             .send()
             .await
             .expect("set plan");
@@ -99,17 +107,109 @@ impl Receiver {
     /// Every delivery so far whose body passes `keep` (`code_use.*` events have no campaign:
     /// tests keep their own by the code in `data`).
     pub async fn received_where(&self, keep: impl Fn(&Value) -> bool) -> Vec<Received> {
-        let all: Vec<Received> = self
-            .http
-            .get(format!("{}/_control/events", self.base))
-            .send()
-            .await
-            .expect("events")
-            .json()
-            .await
-            .expect("events JSON");
+        let all = self.all().await;
         all.into_iter().filter(|r| keep(&r.event)).collect()
     }
+
+    /// `GET /_control/<what>` as JSON.
+    async fn control<T: serde::de::DeserializeOwned>(&self, what: &str) -> T {
+        self.http
+            .get(format!("{}/_control/{what}", self.base))
+            .send()
+            .await
+            .expect(what)
+            .json()
+            .await
+            .expect("control JSON")
+    }
+}
+
+impl Receiver {
+    /// Deliveries it has not answered yet (held by a planned `delay`).
+    pub async fn open(&self) -> u64 {
+        let v: Value = self.control("open").await;
+        v["open"].as_u64().expect("open count")
+    }
+
+    /// Every delivery so far, of every campaign, in arrival order.
+    pub async fn all(&self) -> Vec<Received> {
+        self.control("events").await
+    }
+}
+
+/// An endpoint that accepts connections and never answers (a receiver hung for good): each
+/// call stays open until the caller gives up. Counts connections accepted and closed by the
+/// caller.
+pub struct DeadEndpoint {
+    /// `http://127.0.0.1:<port>/hook`.
+    pub url: String,
+    accepted: Arc<AtomicUsize>,
+    closed: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl DeadEndpoint {
+    /// Listens on an ephemeral port of 127.0.0.1.
+    pub async fn start() -> Self {
+        use tokio::io::AsyncReadExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
+        let (accepted, closed) = (Arc::default(), Arc::default());
+        let (a, c): (Arc<AtomicUsize>, Arc<AtomicUsize>) =
+            (Arc::clone(&accepted), Arc::clone(&closed));
+        let task = tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                a.fetch_add(1, Ordering::SeqCst);
+                let c = Arc::clone(&c);
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    while matches!(sock.read(&mut buf).await, Ok(n) if n > 0) {}
+                    c.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+        });
+        DeadEndpoint {
+            url,
+            accepted,
+            closed,
+            task,
+        }
+    }
+
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Connections the caller closed so far (its timeout).
+    pub fn closed(&self) -> usize {
+        self.closed.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for DeadEndpoint {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// [`test_config`] on a new, empty database of its own named after `tag` (no other test's
+/// origin relays its deliveries, no other test's endpoint is in it): its name (for
+/// [`crate::support::drop_db`]) and the configuration.
+pub async fn own_database(tag: &str) -> (String, Config) {
+    let (name, _) = fresh_db(tag).await;
+    let direct = direct_database_url();
+    let (head, query) = match direct.split_once('?') {
+        Some((h, q)) => (h.to_string(), format!("?{q}")),
+        None => (direct.clone(), String::new()),
+    };
+    let base = head.rsplit_once('/').map(|(b, _)| b).unwrap_or(&head);
+    let mut config = test_config();
+    config.database_url = format!("{base}/{name}{query}");
+    config.migration_database_url = None;
+    (name, config)
 }
 
 /// Registers an endpoint for `url` and `types` with the manager token; returns its id and
@@ -141,6 +241,22 @@ pub async fn unregister(o: &TestOrigin, id: &str) {
         )
         .await;
     assert_eq!(s, 204, "{body}");
+}
+
+/// `POST /api/v1/claims/{id}/extend` with the service token and a new Idempotency-Key: status
+/// and body.
+pub async fn extend(o: &TestOrigin, id: &str) -> (u16, Value) {
+    let res = o
+        .http
+        .post(format!("{}/api/v1/claims/{id}/extend", o.url))
+        .bearer_auth(o.config.service_token.expose())
+        .header("idempotency-key", crate::support::unique("extend"))
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("extend");
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
 }
 
 /// Every event type.

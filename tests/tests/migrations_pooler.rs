@@ -93,7 +93,7 @@ async fn a_panicking_background_pass_is_logged_and_the_loop_goes_on() {
         &stop,
         Duration::from_millis(10),
         "test pass",
-        move |_| {
+        move |_, _| {
             let counted = counted.clone();
             async move {
                 if counted.fetch_add(1, Ordering::SeqCst) % 2 == 0 {

@@ -360,3 +360,52 @@ async fn shutdown_joins_every_background_task_within_its_deadline() {
     assert!(tasks.is_closed());
     assert_eq!(tasks.len(), 0, "every task was joined");
 }
+
+/// A webhook receiver that accepts the relay's connection and never answers holds a call for
+/// its whole timeout (15 s); shutdown drops that call (its row is leased and sent again when the
+/// lease ends) instead of waiting for it past `FLASHGATE_SHUTDOWN_TIMEOUT_MS`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_does_not_wait_for_a_webhook_receiver_that_never_answers() {
+    use flashgate_tests::support::unique;
+    use flashgate_tests::webhooks::{register, unregister};
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/hook", silent.local_addr().expect("addr"));
+    let (accepted_tx, mut accepted) = tokio::sync::mpsc::channel::<TcpStream>(64);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = silent.accept().await {
+            // Kept open, never read nor answered.
+            let _ = accepted_tx.send(stream).await;
+        }
+    });
+    // A database of its own: no other test's origin relays this delivery, so the call under
+    // way at the stop is this origin's.
+    let (name, _) = flashgate_tests::support::fresh_db("silent_hook").await;
+    let mut config = test_config();
+    use sqlx::ConnectOptions;
+    let url_of_db: sqlx::postgres::PgConnectOptions =
+        config.database_url.parse().expect("URL parses");
+    config.database_url = url_of_db.database(&name).to_url_lossy().to_string();
+    config.migration_database_url = None;
+    config.shutdown_timeout_ms = 5_000;
+    let o = TestOrigin::start_with(config).await;
+    let (endpoint, _) = register(&o, &url, &["claim.held"]).await;
+    let c = o.campaign("sale", 1).await;
+    let (status, body) = o.claim(&c, &unique("ana"), "k").await;
+    assert_eq!(status, 201, "{body}");
+    let held = tokio::time::timeout(Duration::from_secs(30), accepted.recv())
+        .await
+        .expect("the relay calls the receiver within 30 s")
+        .expect("a connection");
+    // Later events are not queued for it; the call under way goes on.
+    unregister(&o, &endpoint).await;
+    let tasks = o.origin.state.tasks.clone();
+    let started = Instant::now();
+    o.stop().await;
+    let took = started.elapsed();
+    drop(held);
+    flashgate_tests::support::drop_db(&name).await;
+    assert!(took < Duration::from_secs(5), "shutdown took {took:?}");
+    assert_eq!(tasks.len(), 0, "every task was joined");
+}

@@ -2,17 +2,21 @@
 //! library (Python, from PyPI, pinned; scripts/webhook-receiver), a real origin over HTTP, real
 //! PostgreSQL and Redis: a sale's events arrive with valid signatures and increasing sequence
 //! numbers per claim; a rotation sends both signatures and either verifies; a receiver that
-//! fails and throttles still gets every event; a 410 disables the endpoint.
+//! fails and throttles still gets every event; a 410 disables the endpoint; a receiver that
+//! never answers delays only its own deliveries.
 //!
 //! Every test origin may relay every test's deliveries (one database), so receivers keep only
-//! their own campaign's events, and each test deletes its endpoint at the end.
+//! their own campaign's events, and each test deletes its endpoint at the end (the fairness
+//! test runs on a database of its own).
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use flashgate_shared::api::{PayRequest, ReleaseRequest};
-use flashgate_tests::support::{eventually, unique, TestOrigin};
-use flashgate_tests::webhooks::{register, unregister, Received, Receiver, ALL_TYPES};
+use flashgate_tests::support::{drop_db, eventually, unique, TestOrigin};
+use flashgate_tests::webhooks::{
+    extend, own_database, register, unregister, DeadEndpoint, Received, Receiver, ALL_TYPES,
+};
 use serde_json::{json, Value};
 
 async fn pay(o: &TestOrigin, id: &str) -> u16 {
@@ -177,17 +181,8 @@ async fn an_extended_hold_sends_claim_extended_with_its_new_held_until_between_h
     let (s, body) = o.change(&c, json!({"hold_extension_seconds": 300})).await;
     assert_eq!(s, 200, "{body}");
     let a = claim(&o, &c, "we").await;
-    let res = o
-        .http
-        .post(format!("{}/api/v1/claims/{a}/extend", o.url))
-        .bearer_auth(o.config.service_token.expose())
-        .header("idempotency-key", unique("extend"))
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("extend");
-    assert_eq!(res.status().as_u16(), 200);
-    let extended: Value = res.json().await.expect("extend body");
+    let (s, extended) = extend(&o, &a).await;
+    assert_eq!(s, 200, "{extended}");
     assert_eq!(pay(&o, &a).await, 200);
 
     let got = delivered(&r, &c, 3).await;
@@ -379,4 +374,68 @@ async fn a_receiver_answering_410_disables_its_endpoint_with_an_audit_row() {
     );
     unregister(&o, &endpoint).await;
     o.stop().await;
+}
+
+#[tokio::test]
+async fn a_receiver_that_never_answers_delays_only_its_own_deliveries() {
+    // A database of its own: only this origin relays, and only these two endpoints exist.
+    let (db, config) = own_database("wh_fair").await;
+    let o = TestOrigin::start_with(config).await;
+    let r = Receiver::start().await;
+    let dead = DeadEndpoint::start().await;
+    let (_, secret) = register(&o, &r.url(), &["claim.held"]).await;
+    r.secrets(&[&secret]).await;
+    let (dead_id, _) = register(&o, &dead.url, &["claim.held"]).await;
+    let c = o.held_sale(20, 600).await;
+    // The first event's call to the dead endpoint is open (it stays so for the 15 s timeout).
+    claim(&o, &c, "d0").await;
+    eventually(
+        "a call open on the dead endpoint",
+        Duration::from_secs(60),
+        || async {
+            let n = dead.accepted();
+            (n >= 1).then_some(()).ok_or(format!("{n} calls"))
+        },
+    )
+    .await;
+    let opened = std::time::Instant::now();
+    let n = 10;
+    for i in 1..=n {
+        claim(&o, &c, &format!("d{i}")).await;
+    }
+    let got = delivered(&r, &c, n + 1).await;
+    let all_in = opened.elapsed();
+    // Read before anything else: the dead endpoint's first call must still be open.
+    let (accepted, closed) = (dead.accepted(), dead.closed());
+    let lags: Vec<f64> = got
+        .values()
+        .map(|e| {
+            let t: chrono::DateTime<chrono::Utc> =
+                e.event["timestamp"].as_str().unwrap().parse().unwrap();
+            e.at - t.timestamp_micros() as f64 / 1e6
+        })
+        .collect();
+    println!(
+        "healthy endpoint: {} deliveries, all in {:.0} ms after the dead call opened; lag event \
+         written -> received: max {:.0} ms; dead endpoint: {accepted} calls opened, {closed} ended",
+        got.len(),
+        all_in.as_secs_f64() * 1e3,
+        lags.iter().cloned().fold(0.0, f64::max) * 1e3,
+    );
+    assert_eq!(
+        closed, 0,
+        "every healthy delivery arrived while the dead endpoint's first call was still open"
+    );
+    // Meanwhile the dead endpoint's other rows wait untaken: it holds only its own deliveries.
+    let attempts: Vec<i32> = sqlx::query_scalar(
+        "SELECT attempts FROM webhook_deliveries WHERE endpoint_id = $1::uuid ORDER BY attempts",
+    )
+    .bind(&dead_id)
+    .fetch_all(&o.db)
+    .await
+    .unwrap();
+    assert_eq!(attempts.len(), n + 1);
+    assert!(attempts.iter().sum::<i32>() <= 1, "{attempts:?}");
+    o.stop().await;
+    drop_db(&db).await;
 }

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use flashgate_shared::queue::WaitingRoom;
+use tokio_util::sync::CancellationToken;
 
 use super::restore;
 use super::store::{self, Advanced};
@@ -94,8 +95,13 @@ impl Budgets {
 /// [`restore::CHECKPOINT_EVERY`]: its counters are kept in PostgreSQL, or, when Redis lost the
 /// queue, it is reopened from them ([`restore`]). For each live one, the admission step; a step
 /// that cannot run (queue lost, gate not loaded, a Redis error) marks the campaign stalled
-/// (`flashgate_queue_stalled`) until a step runs again.
-pub async fn tick(state: &AppState, budgets: &Budgets) -> anyhow::Result<usize> {
+/// (`flashgate_queue_stalled`) until a step runs again. Once `stop` is cancelled it ends after
+/// the campaign it is on.
+pub async fn tick(
+    state: &AppState,
+    budgets: &Budgets,
+    stop: &CancellationToken,
+) -> anyhow::Result<usize> {
     let rooms = sqlx::query!(
         r#"SELECT id, waiting_room AS "waiting_room!: sqlx::types::Json<WaitingRoom>",
                   (NOT paused AND NOT queue_paused AND starts_at <= now()) AS "live!"
@@ -106,6 +112,9 @@ pub async fn tick(state: &AppState, budgets: &Budgets) -> anyhow::Result<usize> 
     .await?;
     let mut total = 0;
     for row in rooms {
+        if stop.is_cancelled() {
+            break;
+        }
         let (c, w) = (row.id, row.waiting_room);
         if budgets.checkpoint_due(&c) {
             if let Err(e) = keep(state, &c).await {

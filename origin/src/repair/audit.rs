@@ -21,6 +21,7 @@
 use std::time::Duration;
 
 use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
 
 use crate::db::Db;
 use crate::error::StoreError;
@@ -85,9 +86,14 @@ impl std::ops::AddAssign for Repaired {
 
 /// Audits every live campaign, then the coupon codes' cached state ([`code_audit`]), when
 /// this origin gets the turn (else does nothing). A campaign whose audit fails is logged and
-/// skipped, as is a failed code audit. Errors: PostgreSQL or Redis failing before any
-/// campaign was looked at.
-pub async fn audit_live(db: &Db, gate: &Gate) -> Result<(Repaired, CodeRepairs), StoreError> {
+/// skipped, as is a failed code audit. Once `stop` is cancelled no further campaign is
+/// started (those under way finish) and the code audit is skipped. Errors: PostgreSQL or
+/// Redis failing before any campaign was looked at.
+pub async fn audit_live(
+    db: &Db,
+    gate: &Gate,
+    stop: &CancellationToken,
+) -> Result<(Repaired, CodeRepairs), StoreError> {
     let mut gate = gate.clone();
     let turn: Option<String> = redis::cmd("SET")
         .arg(TURN_KEY)
@@ -105,6 +111,7 @@ pub async fn audit_live(db: &Db, gate: &Gate) -> Result<(Repaired, CodeRepairs),
     let live = crate::campaigns::store::live(db).await?;
     let shared = gate.clone();
     let mut audits = futures::stream::iter(live)
+        .take_until(Box::pin(stop.cancelled()))
         .map(|c| {
             let mut gate = shared.clone();
             async move { (audit_campaign(&mut gate, db, &c.id).await, c.id) }
@@ -117,6 +124,9 @@ pub async fn audit_live(db: &Db, gate: &Gate) -> Result<(Repaired, CodeRepairs),
         }
     }
     drop(audits);
+    if stop.is_cancelled() {
+        return Ok((total, CodeRepairs::default()));
+    }
     let codes = match code_audit::audit_codes(db, &mut gate.redis()).await {
         Ok(r) => r,
         Err(e) => {

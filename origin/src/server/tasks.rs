@@ -2,7 +2,10 @@
 //! [`CancellationToken`]) and is spawned on the state's [`tokio_util::task::TaskTracker`], so
 //! that shutdown ([`crate::server::RunningOrigin::shutdown`]) cancels and joins every one of
 //! them within `FLASHGATE_SHUTDOWN_TIMEOUT_MS`. A pass that is running when the stop comes
-//! finishes first.
+//! finishes the unit of work it is on (a campaign, a batch) and ends; the relays drop the calls
+//! they are waiting for (their rows are leased, so they are sent again when the lease ends:
+//! delivery is at least once). So a shutdown does not wait for a pass over every live campaign,
+//! nor for a receiver that takes its full call timeout to answer.
 //!
 //! - hold expiry (the sweeper): about every `FLASHGATE_SWEEP_INTERVAL_MS`, expires holds past
 //!   `held_until` and gives their units back ([`crate::holds::expiry::sweep`]); safe with
@@ -43,7 +46,7 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
         stop,
         takes::LEASE_REFRESH,
         "renewing the origin's lease",
-        |s| async move {
+        |s, _| async move {
             let mut gate = s.gate.clone();
             takes::renew_lease(&mut gate, s.takes.origin()).await?;
             Ok(0)
@@ -54,8 +57,8 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
         stop,
         crate::repair::audit::AUDIT_EVERY,
         "gate audit",
-        |s| async move {
-            let (r, codes) = crate::repair::audit::audit_live(&s.db, &s.gate).await?;
+        |s, stop| async move {
+            let (r, codes) = crate::repair::audit::audit_live(&s.db, &s.gate, &stop).await?;
             let m = &s.metrics;
             m.gate_audit_lowered.inc_by(r.lowered as u64);
             m.gate_audit_raised.inc_by(r.raised as u64);
@@ -75,7 +78,7 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
         stop,
         SETTLE_EVERY,
         "settling orphaned takes",
-        |s| async move {
+        |s, _| async move {
             let settled = settle_orphaned_takes(&s.db, &s.gate, &s.takes).await?;
             s.metrics.orphaned_takes_settled.inc_by(settled as u64);
             Ok(settled)
@@ -84,27 +87,31 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
     // The hold sweeper and the promo code use sweeper run on loops of their own, so that neither
     // waits for the other.
     let every = Duration::from_millis(state.config.sweep_interval_ms.max(1));
-    spawn_every(state, stop, every, "hold expiry sweep", |s| async move {
+    spawn_every(state, stop, every, "hold expiry sweep", |s, _| async move {
         let expired =
             crate::holds::expiry::sweep(&s.gate_returns(), s.config.sweep_batch_max).await?;
         s.metrics.sweeper_expired.inc_by(expired as u64);
         Ok(expired)
     });
-    spawn_every(state, stop, every, "promo code use sweep", |s| async move {
-        crate::promo::service::sweep(&s.promo()).await
-    });
+    spawn_every(
+        state,
+        stop,
+        every,
+        "promo code use sweep",
+        |s, _| async move { crate::promo::service::sweep(&s.promo()).await },
+    );
     if let Some(relay) = state.gift_relay() {
         let every = Duration::from_millis(state.config.gifts.gift_relay_interval_ms.max(1));
-        spawn_every(state, stop, every, "gift outbox relay", move |_| {
+        spawn_every(state, stop, every, "gift outbox relay", move |_, stop| {
             let relay = relay.clone();
-            async move { crate::gifts::relay::pass(&relay).await }
+            async move { until_stopped(&stop, crate::gifts::relay::pass(&relay)).await }
         });
     }
     let relay = state.webhook_relay();
     let every = Duration::from_millis(state.config.webhooks.webhook_relay_interval_ms.max(1));
-    spawn_every(state, stop, every, "webhook relay", move |_| {
+    spawn_every(state, stop, every, "webhook relay", move |_, stop| {
         let relay = relay.clone();
-        async move { crate::webhooks::relay::pass(&relay).await }
+        async move { until_stopped(&stop, crate::webhooks::relay::pass(&relay)).await }
     });
     let budgets = crate::queue::admit::Budgets::new();
     spawn_every(
@@ -112,14 +119,28 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
         stop,
         crate::queue::admit::TICK,
         "waiting room admission",
-        move |s| {
+        move |s, stop| {
             let budgets = budgets.clone();
-            async move { crate::queue::admit::tick(&s, &budgets).await }
+            async move { crate::queue::admit::tick(&s, &budgets, &stop).await }
         },
     );
 }
 
-/// Runs `task` every `every` until `stop` is cancelled, logging its failures as `what failed`
+/// Runs `pass` until it ends or `stop` is cancelled, whichever comes first (`Ok(0)` then): for
+/// the outbox relays, whose rows are leased while their calls are under way, so a dropped call
+/// is made again when its lease ends.
+async fn until_stopped(
+    stop: &CancellationToken,
+    pass: impl std::future::Future<Output = anyhow::Result<usize>>,
+) -> anyhow::Result<usize> {
+    tokio::select! {
+        r = pass => r,
+        () = stop.cancelled() => Ok(0),
+    }
+}
+
+/// Runs `task` every `every` until `stop` is cancelled (the task gets a clone of `stop`, to end
+/// a long pass between its units of work), logging its failures as `what failed`
 /// and its panics as `what panicked` (the next run comes all the same).
 /// A run that overruns delays the next one (no burst of catch-up runs); a run under way when
 /// `stop` is cancelled finishes. The task is spawned on `state.tasks`.
@@ -130,7 +151,7 @@ pub fn spawn_every<F, Fut>(
     what: &'static str,
     task: F,
 ) where
-    F: Fn(AppState) -> Fut + Send + 'static,
+    F: Fn(AppState, CancellationToken) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = anyhow::Result<usize>> + Send,
 {
     let s = state.clone();
@@ -141,8 +162,19 @@ pub fn spawn_every<F, Fut>(
         loop {
             tokio::select! {
                 _ = tick.tick() => {
+                    let run = crate::panics::catch(what, task(s.clone(), stop.clone()));
+                    tokio::pin!(run);
+                    // A pass under way at the stop is named in the log, so that a shutdown
+                    // that passes its deadline says what it waited for.
+                    let outcome = tokio::select! {
+                        o = &mut run => o,
+                        () = stop.cancelled() => {
+                            tracing::info!("stopping: {what} finishes its pass");
+                            run.await
+                        }
+                    };
                     // A driver error is logged; a panic too, and the loop goes on.
-                    if let Some(Err(e)) = crate::panics::catch(what, task(s.clone())).await {
+                    if let Some(Err(e)) = outcome {
                         tracing::error!(error = %e, "{what} failed");
                     }
                 }

@@ -1,12 +1,18 @@
 //! The webhook relay: a background task on every origin that drains `webhook_deliveries`, one
-//! row per (event, endpoint). Same design as the gift relay ([`crate::gifts::relay`]):
+//! row per (event, endpoint). Same design as the gift relay ([`crate::gifts::relay`]), with
+//! calls settled one by one so that a slow receiver delays only its own deliveries:
 //!
-//! One pass takes up to a batch of due rows of enabled endpoints with `FOR UPDATE SKIP LOCKED`
-//! and, in the same statement, counts the attempt and pushes `next_attempt_at` past a lease
-//! (the call timeout, 15 s, twice, plus a second), so several origins relay side by side without
-//! sending one row twice at once; an origin that dies mid-call leaves its rows to be taken again
-//! when the lease ends (delivery is at least once: receivers deduplicate on `webhook-id`). Then
-//! it posts every event (at once), signed ([`super::sign`]), and settles each row:
+//! A pass takes due rows of enabled endpoints with `FOR UPDATE SKIP LOCKED`: at most
+//! [`PER_ENDPOINT`] of each endpoint, none of an endpoint this pass still has calls in flight
+//! to, and at most the batch size in flight in all. The same statement counts the attempt and
+//! pushes `next_attempt_at` past a lease (the call timeout, 15 s, twice, plus a second), so
+//! several origins relay side by side without sending one row twice at once; an origin that
+//! dies mid-call leaves its rows to be taken again when the lease ends (delivery is at least
+//! once: receivers deduplicate on `webhook-id`). It posts the events signed ([`super::sign`])
+//! and settles each row as soon as its call ends, then takes more: when an endpoint's calls
+//! have all ended, and every relay interval while calls are in flight. A receiver that never
+//! answers thus holds up to [`PER_ENDPOINT`] of its own rows for the timeout, and no other
+//! endpoint's. The pass ends when no call is in flight and nothing is due. Each row ends:
 //! - a 2xx → `delivered`;
 //! - a 410 → the endpoint is disabled and audited, its pending rows `failed`
 //!   ([`super::endpoints::disable_by_receiver`]);
@@ -16,11 +22,13 @@
 //!
 //! Each update applies only while the row is still `pending`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::webhooks::{Event, EventData, EventType};
+use futures::stream::{FuturesUnordered, StreamExt};
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use uuid::Uuid;
 
@@ -28,6 +36,7 @@ use crate::db::Db;
 
 use super::endpoints;
 use super::metrics::{CallResult, WebhookMetrics};
+use super::settings::WebhookSettings;
 use super::sign;
 use super::urls;
 
@@ -47,6 +56,10 @@ pub const SCHEDULE: [Duration; 10] = [
 ];
 /// Longest a call may take.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(15);
+/// Most rows of one endpoint a pass has in flight at once.
+pub const PER_ENDPOINT: i64 = 16;
+/// How often a pass that runs long sets the queue depth gauge.
+const DEPTH_EVERY: Duration = Duration::from_secs(1);
 /// Longest `Retry-After` honoured.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
 
@@ -56,8 +69,11 @@ pub struct Relay {
     pub db: Db,
     pub metrics: Arc<WebhookMetrics>,
     pub client: reqwest::Client,
-    /// Rows per batch.
+    /// Most rows in flight at once (`FLASHGATE_WEBHOOK_RELAY_BATCH`).
     pub batch: i64,
+    /// How often a pass with calls in flight looks for more due rows
+    /// (`FLASHGATE_WEBHOOK_RELAY_INTERVAL_MS`).
+    pub interval: Duration,
     /// Call endpoints on plain http or private addresses (`FLASHGATE_WEBHOOK_ALLOW_PRIVATE`).
     pub allow_private: bool,
     /// [`SCHEDULE`]'s delays are divided by this (`FLASHGATE_WEBHOOK_RETRY_DIVISOR`; 1 in
@@ -67,13 +83,7 @@ pub struct Relay {
 
 impl Relay {
     /// A relay with its own HTTP client (timeout [`CALL_TIMEOUT`], no redirects).
-    pub fn new(
-        db: Db,
-        metrics: Arc<WebhookMetrics>,
-        batch: i64,
-        allow_private: bool,
-        retry_divisor: u32,
-    ) -> Self {
+    pub fn new(db: Db, metrics: Arc<WebhookMetrics>, s: &WebhookSettings) -> Self {
         let client = reqwest::Client::builder()
             .timeout(CALL_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
@@ -83,9 +93,10 @@ impl Relay {
             db,
             metrics,
             client,
-            batch: batch.max(1),
-            allow_private,
-            retry_divisor: retry_divisor.max(1),
+            batch: s.webhook_relay_batch.max(1),
+            interval: Duration::from_millis(s.webhook_relay_interval_ms.max(1)),
+            allow_private: s.webhook_allow_private,
+            retry_divisor: s.webhook_retry_divisor.max(1),
         }
     }
 
@@ -135,24 +146,85 @@ enum Answer {
 
 /// One pass (see the module documentation). Returns how many calls it made.
 pub async fn pass(r: &Relay) -> anyhow::Result<usize> {
-    let calls = crate::outbox::drain(r.batch, || batch(r)).await?;
+    let calls = pump(r).await?;
+    report_depth(r).await?;
+    Ok(calls)
+}
+
+/// Sets the queue depth gauge: the pending rows.
+async fn report_depth(r: &Relay) -> sqlx::Result<()> {
     let depth = sqlx::query_scalar!(
         r#"SELECT count(*) AS "n!" FROM webhook_deliveries WHERE status = 'pending'"#
     )
     .fetch_one(&r.db)
     .await?;
     r.metrics.depth(depth);
-    Ok(calls)
+    Ok(())
 }
 
-async fn batch(r: &Relay) -> anyhow::Result<usize> {
+/// Takes, posts and settles rows until none is in flight and none was due at the last look.
+/// A long pass (calls in flight all along) sets the queue depth every [`DEPTH_EVERY`].
+async fn pump(r: &Relay) -> anyhow::Result<usize> {
+    let mut in_flight = FuturesUnordered::new();
+    // Calls in flight per endpoint; an endpoint listed here is not taken from.
+    let mut busy: HashMap<Uuid, usize> = HashMap::new();
+    let mut tick = tokio::time::interval(r.interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.reset();
+    let (mut taken, mut look) = (0, true);
+    let mut depth_at = tokio::time::Instant::now();
+    loop {
+        let room = r.batch - in_flight.len() as i64;
+        if look && room > 0 {
+            let skip: Vec<Uuid> = busy.keys().copied().collect();
+            for d in take(r, room, &skip).await? {
+                taken += 1;
+                *busy.entry(d.endpoint_id).or_default() += 1;
+                in_flight.push(async move {
+                    let answer = call(r, &d).await;
+                    (d, answer)
+                });
+            }
+        }
+        look = false;
+        if in_flight.is_empty() {
+            return Ok(taken);
+        }
+        tokio::select! {
+            Some((d, answer)) = in_flight.next() => {
+                settle(r, &d, answer).await?;
+                let left = busy.get_mut(&d.endpoint_id).map(|n| { *n -= 1; *n });
+                if left == Some(0) {
+                    busy.remove(&d.endpoint_id);
+                    look = true;
+                }
+            }
+            _ = tick.tick() => {
+                look = true;
+                if depth_at.elapsed() >= DEPTH_EVERY {
+                    report_depth(r).await?;
+                    depth_at = tokio::time::Instant::now();
+                }
+            }
+        }
+    }
+}
+
+/// Takes up to `room` due rows (at most [`PER_ENDPOINT`] per endpoint, none of the endpoints
+/// in `skip`), counting the attempt and leasing them.
+async fn take(r: &Relay, room: i64, skip: &[Uuid]) -> anyhow::Result<Vec<Due>> {
     let rows = sqlx::query!(
         r#"WITH due AS (
-               SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
-                 JOIN webhook_endpoints p ON p.id = d.endpoint_id AND p.enabled
-                WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-                ORDER BY d.next_attempt_at LIMIT $1
-                  FOR UPDATE OF d SKIP LOCKED
+               SELECT x.event_id, x.endpoint_id FROM webhook_endpoints p
+                CROSS JOIN LATERAL (
+                    SELECT d.event_id, d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
+                     WHERE d.endpoint_id = p.id AND d.status = 'pending'
+                       AND d.next_attempt_at <= now()
+                     ORDER BY d.next_attempt_at LIMIT $3
+                       FOR UPDATE SKIP LOCKED
+                ) x
+                WHERE p.enabled AND NOT (p.id = ANY($4::uuid[]))
+                ORDER BY x.next_attempt_at LIMIT $1
            )
            UPDATE webhook_deliveries d
               SET attempts = d.attempts + 1, last_attempt_at = now(),
@@ -164,8 +236,10 @@ async fn batch(r: &Relay) -> anyhow::Result<usize> {
                      e.object_id, e.sequence, e.occurred_at, e.payload, p.url, p.secret,
                      CASE WHEN p.previous_secret_until > now() THEN p.previous_secret END
                          AS previous_secret"#,
-        r.batch,
+        room,
         r.lease_ms(),
+        PER_ENDPOINT,
+        skip,
     )
     .fetch_all(&r.db)
     .await?;
@@ -197,13 +271,7 @@ async fn batch(r: &Relay) -> anyhow::Result<usize> {
             keys,
         });
     }
-    let n = due.len();
-    let answers =
-        futures::future::join_all(due.iter().map(|d| async move { (d, call(r, d).await) })).await;
-    for (d, answer) in answers {
-        settle(r, d, answer).await?;
-    }
-    Ok(n)
+    Ok(due)
 }
 
 async fn call(r: &Relay, d: &Due) -> Answer {

@@ -8,7 +8,7 @@ pub struct WebhookSettings {
     #[arg(long, env = "FLASHGATE_WEBHOOK_ALLOW_PRIVATE", default_value_t = false)]
     pub webhook_allow_private: bool,
 
-    /// How often the webhook relay looks for due deliveries.
+    /// How often the webhook relay looks for due deliveries (also while calls are in flight).
     #[arg(
         long,
         env = "FLASHGATE_WEBHOOK_RELAY_INTERVAL_MS",
@@ -16,7 +16,8 @@ pub struct WebhookSettings {
     )]
     pub webhook_relay_interval_ms: u64,
 
-    /// Most deliveries one relay batch takes (they are sent concurrently).
+    /// Most deliveries in flight at once on this origin, all endpoints together (at most 16
+    /// per endpoint).
     #[arg(long, env = "FLASHGATE_WEBHOOK_RELAY_BATCH", default_value_t = 64)]
     pub webhook_relay_batch: i64,
 
