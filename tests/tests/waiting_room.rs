@@ -515,3 +515,52 @@ async fn a_waiting_room_resumes_by_itself_after_redis_loses_its_queue() {
     );
     o.stop().await;
 }
+
+/// A waiting room of drawn numbers (`queueing: random`) that Redis loses while customers wait:
+/// reopened from PostgreSQL, admission walks placeholders up to the highest number a draw can
+/// give, so every drawn ticket is admitted with no later join to carry `now_serving` past it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_drawn_ticket_is_admitted_after_redis_loses_the_queue_with_no_new_join() {
+    // A Redis database of its own: this test flushes it.
+    let mut config = queue_config();
+    config.redis_url = flashgate_tests::support::redis_url_with_db(8);
+    let o = TestOrigin::start_with(config.clone()).await;
+    let mut w = room(50);
+    w.queueing = flashgate_shared::queue::Queueing::Random;
+    let id = campaign(&o, 100, chrono::Duration::minutes(-1), None, w).await;
+    admission(&o, &id, ChangeAction::PauseAdmission).await;
+    let run = unique("d");
+    let mut seqs = Vec::new();
+    for i in 0..12 {
+        let (st, body) = o.join(&id, &format!("{run}-{i}")).await;
+        assert_eq!(st, 201, "{body}");
+        seqs.push(ticket_of(&body, &id).place.sequence);
+    }
+    let highest = *seqs.iter().max().expect("tickets");
+    assert!(
+        highest < flashgate_shared::queue::RANDOM_BLOCK,
+        "drawn numbers: {seqs:?}"
+    );
+    // A checkpoint interval passes, then Redis loses the queue.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let k = flashgate_origin::queue::store::Keys::of(&id);
+    let queue_keys = vec![
+        k.open,
+        k.seq,
+        k.drawn,
+        k.arrivals,
+        k.serving,
+        k.admitted,
+        k.unclaimed,
+        k.lease,
+        k.pace,
+    ];
+    flashgate_tests::support::lose_redis_state(&config, &[&id], &queue_keys).await;
+    admission(&o, &id, ChangeAction::ResumeAdmission).await;
+    // Nobody joins any more: admission alone reaches the highest drawn ticket.
+    wait_queue(&o, &id, Duration::from_secs(20), |q| {
+        q["now_serving"].as_u64().unwrap_or(0) >= highest
+    })
+    .await;
+    o.stop().await;
+}

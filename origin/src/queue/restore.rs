@@ -8,9 +8,9 @@
 //!   the tickets already issued keep their order;
 //! - the drawn numbers: those admitted become placeholders at or below `now_serving` (the
 //!   `k`-th smallest of distinct numbers is at least `k`, so `1..=k` fits), those still waiting
-//!   become evenly spaced placeholders over `(now_serving, 2^40)` (the real ones were drawn
-//!   uniformly there), so admission keeps walking the drawn customers before any arrival, at
-//!   about one real ticket per placeholder;
+//!   become evenly spaced placeholders over `(now_serving, 2^40)`, the last at `2^40 - 1` (the
+//!   real ones were drawn uniformly there), so admission keeps walking the drawn customers before
+//!   any arrival, at about one real ticket per placeholder, and reaches the last of them;
 //! - the arrival counter, skipped ahead by twice the arrivals of the last checkpoint interval,
 //!   so that the numbers issued after the checkpoint are not issued again.
 //!
@@ -126,7 +126,9 @@ async fn checkpoint(db: &Db, c: &str) -> sqlx::Result<(Counters, u64)> {
 }
 
 /// The placeholders of drawn numbers of a queue reopened from `n` (see the module
-/// documentation): `1..=admitted_drawn`, then the waiting ones evenly over `(now_serving, 2^40)`.
+/// documentation): `1..=admitted_drawn`, then the waiting ones evenly over `(now_serving, 2^40)`,
+/// the last at `2^40 - 1`, the highest number a draw gives: once every placeholder is admitted,
+/// so is every drawn ticket, with no arrival needed to carry `now_serving` past them.
 pub fn placeholders(n: &Counters) -> impl Iterator<Item = u64> {
     let admitted_drawn = if n.now_serving >= RANDOM_BLOCK {
         n.drawn
@@ -135,9 +137,9 @@ pub fn placeholders(n: &Counters) -> impl Iterator<Item = u64> {
     };
     let waiting = n.drawn - admitted_drawn;
     let lo = n.now_serving.min(RANDOM_BLOCK - 1);
-    let span = u128::from(RANDOM_BLOCK - lo);
+    let span = u128::from(RANDOM_BLOCK - 1 - lo);
     let spread =
-        (1..=waiting).map(move |i| lo + (u128::from(i) * span / u128::from(waiting + 1)) as u64);
+        (1..=waiting).map(move |i| lo + (u128::from(i) * span / u128::from(waiting)) as u64);
     (1..=admitted_drawn).chain(spread)
 }
 
@@ -248,6 +250,8 @@ mod tests {
         assert_eq!(p.len(), 7);
         assert!(p[3..].windows(2).all(|w| w[0] < w[1]));
         assert!(p[3] > 1_000 && p[6] < B);
+        // The last is the highest drawn number there can be: no waiting ticket is above it.
+        assert_eq!(p[6], B - 1);
         // Every drawn number admitted, arrivals under way: all placeholders below 2^40.
         let n = Counters {
             now_serving: B + 5,
