@@ -103,13 +103,19 @@ pub fn limit_key(ip: IpAddr, prefix: Ipv6LimitPrefix) -> String {
     }
 }
 
-/// [`limit_key`] of an address's text (surrounding spaces allowed); `None` when it is not an
-/// IPv4 or IPv6 address (no per-IP limit applies to a request without a known address).
+/// [`limit_key`] of an address's text: an IPv4 or IPv6 address, surrounding spaces allowed,
+/// an IPv6 one also in brackets (`[2001:db8::1]`, RFC 3986 §3.2.2, with or without a `:port`
+/// after them) or with a zone (`fe80::1%eth0`, RFC 6874; the zone is dropped, the address
+/// counts). `None` when it is none of these: no per-IP limit applies to a request without a
+/// known address (behind Cloudflare every request carries one).
 pub fn limit_key_of(text: &str, prefix: Ipv6LimitPrefix) -> Option<String> {
-    text.trim()
-        .parse::<IpAddr>()
-        .ok()
-        .map(|ip| limit_key(ip, prefix))
+    let text = text.trim();
+    let text = match text.strip_prefix('[') {
+        Some(rest) => rest.split_once(']')?.0,
+        None => text,
+    };
+    let text = text.split_once('%').map_or(text, |(addr, _zone)| addr);
+    text.parse::<IpAddr>().ok().map(|ip| limit_key(ip, prefix))
 }
 
 #[cfg(test)]
@@ -118,6 +124,34 @@ mod tests {
 
     fn key(text: &str, bits: u8) -> Option<String> {
         limit_key_of(text, Ipv6LimitPrefix::new(bits).unwrap())
+    }
+
+    #[test]
+    fn bracketed_and_zoned_ipv6_forms_count_as_their_address() {
+        let plain = key("2001:db8:9:9::1", 64);
+        assert_eq!(plain.as_deref(), Some("2001:db8:9:9::/64"));
+        for form in [
+            "[2001:db8:9:9::7]",
+            " [2001:db8:9:9::7]:443 ",
+            "2001:db8:9:9::7%eth0",
+            "[2001:db8:9:9::7%25eth0]",
+        ] {
+            assert_eq!(key(form, 64), plain, "{form}");
+        }
+        assert_eq!(
+            key("[::ffff:198.51.100.23]", 64).as_deref(),
+            Some("198.51.100.23")
+        );
+        for junk in [
+            "junk-1",
+            "[2001:db8::1",
+            "[]",
+            "%eth0",
+            "",
+            "198.51.100.23:80",
+        ] {
+            assert_eq!(key(junk, 64), None, "{junk}");
+        }
     }
 
     #[test]
@@ -192,9 +226,7 @@ mod tests {
             "198.51.100.256",
             "2001:db8::1::2",
             "2001:db8::/64",
-            "[2001:db8::1]",
             "198.51.100.23:443",
-            "fe80::1%eth0",
         ] {
             assert_eq!(key(bad, 64), None, "{bad:?}");
         }
