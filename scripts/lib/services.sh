@@ -212,7 +212,13 @@ services_up() {
 }
 
 services_down() {
-  local state="$1" dir bin
+  local state="$1" dir bin kept=1
+  # On this machine's own PostgreSQL and Redis the clone's data outlives `down`: where it is
+  # stays written (data.env) for `scripts/dev reset`. Throwaway services take it with them.
+  { [ -s "$state/pg.dir" ] || [ -f "$state/redis.pid" ] || [ -d "$state/cluster" ]; } && kept=0
+  if [ "$kept" = 1 ] && [ -s "$state/services.env" ]; then
+    cp "$state/services.env" "$state/data.env"
+  fi
   if [ -s "$state/pg.dir" ]; then
     dir="$(cat "$state/pg.dir")"; bin="$(cat "$state/pg.bin" 2>/dev/null || _svc_pg_bindir)"
     if [ -d "$dir/data" ]; then
