@@ -538,8 +538,24 @@ async fn every_drawn_ticket_is_admitted_after_redis_loses_the_queue_with_no_new_
     }
     let highest = *seqs.iter().max().expect("tickets");
     assert!(highest < RANDOM_BLOCK, "drawn numbers: {seqs:?}");
-    // A checkpoint interval passes, then Redis loses the queue.
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    // Every draw is checkpointed in PostgreSQL (a loss within the last checkpoint interval
+    // loses what came after it, as documented), then Redis loses the queue.
+    eventually(
+        "a checkpoint of every drawn ticket",
+        Duration::from_secs(30),
+        || async {
+            let drawn: Option<i64> =
+                sqlx::query_scalar("SELECT drawn FROM queue_checkpoints WHERE campaign_id = $1")
+                    .bind(&id)
+                    .fetch_optional(&o.db)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            (drawn == Some(seqs.len() as i64))
+                .then_some(())
+                .ok_or_else(|| format!("checkpointed drawn: {drawn:?}"))
+        },
+    )
+    .await;
     let k = flashgate_origin::queue::store::Keys::of(&id);
     let queue_keys = vec![
         k.open,
