@@ -423,38 +423,22 @@ async fn the_origin_paces_admitted_claims_at_the_admit_rate() {
     o.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_waiting_room_resumes_by_itself_after_redis_loses_its_queue() {
-    // A Redis database of its own: this test flushes it.
-    let mut config = queue_config();
-    config.redis_url = flashgate_tests::support::redis_url_with_db(4);
-    let o = TestOrigin::start_with(config.clone()).await;
-    let id = campaign(&o, 100, chrono::Duration::minutes(-1), None, room(2)).await;
-    admission(&o, &id, ChangeAction::PauseAdmission).await;
-    let run = unique("l");
-    let mut seqs = Vec::new();
-    for i in 0..10 {
-        let (st, body) = o.join(&id, &format!("{run}-{i}")).await;
+/// Joins `n` customers `{run}-0`, `{run}-1`, ... to campaign `id` one after another (each 201);
+/// their tickets' sequence numbers, in join order.
+async fn join_each(o: &TestOrigin, id: &str, run: &str, n: usize) -> Vec<u64> {
+    let mut seqs = Vec::with_capacity(n);
+    for i in 0..n {
+        let (st, body) = o.join(id, &format!("{run}-{i}")).await;
         assert_eq!(st, 201, "{body}");
-        seqs.push(ticket_of(&body, &id).place.sequence);
+        seqs.push(ticket_of(&body, id).place.sequence);
     }
-    admission(&o, &id, ChangeAction::ResumeAdmission).await;
-    // Some admitted, the others still waiting; a checkpoint interval passes.
-    wait_queue(&o, &id, Duration::from_secs(10), |q| {
-        q["admitted"].as_u64().unwrap_or(0) >= 3
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
-    let before = queue(&o, &id).await;
-    let kept: (i64, i64) = sqlx::query_as(
-        "SELECT now_serving, admitted FROM queue_checkpoints WHERE campaign_id = $1",
-    )
-    .bind(&id)
-    .fetch_one(&o.db)
-    .await
-    .expect("a checkpoint in PostgreSQL");
-    assert!(kept.1 >= 3 && kept.1 <= 10, "{kept:?} {before}");
-    let k = flashgate_origin::queue::store::Keys::of(&id);
+    seqs
+}
+
+/// Makes Redis lose campaign `id`'s waiting room (and, off a cluster, everything else in the
+/// test's own Redis database): its gate and every queue key.
+async fn lose_queue(config: &flashgate_origin::config::Config, id: &str) {
+    let k = flashgate_origin::queue::store::Keys::of(id);
     let queue_keys = vec![
         k.open,
         k.seq,
@@ -466,7 +450,49 @@ async fn a_waiting_room_resumes_by_itself_after_redis_loses_its_queue() {
         k.lease,
         k.pace,
     ];
-    flashgate_tests::support::lose_redis_state(&config, &[&id], &queue_keys).await;
+    flashgate_tests::support::lose_redis_state(config, &[id], &queue_keys).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_waiting_room_resumes_by_itself_after_redis_loses_its_queue() {
+    // A Redis database of its own: this test flushes it.
+    let mut config = queue_config();
+    config.redis_url = flashgate_tests::support::redis_url_with_db(4);
+    let o = TestOrigin::start_with(config.clone()).await;
+    let id = campaign(&o, 100, chrono::Duration::minutes(-1), None, room(2)).await;
+    admission(&o, &id, ChangeAction::PauseAdmission).await;
+    let run = unique("l");
+    let seqs = join_each(&o, &id, &run, 10).await;
+    admission(&o, &id, ChangeAction::ResumeAdmission).await;
+    // Some admitted, the others still waiting; a checkpoint interval passes.
+    wait_queue(&o, &id, Duration::from_secs(10), |q| {
+        q["admitted"].as_u64().unwrap_or(0) >= 3
+    })
+    .await;
+    // (Waited for, not slept on: under load the next checkpoint may come later than 1 s.)
+    let kept = std::sync::Mutex::new((0i64, 0i64));
+    eventually(
+        "a checkpoint of at least 3 admitted",
+        Duration::from_secs(30),
+        || async {
+            let row: Option<(i64, i64)> = sqlx::query_as(
+                "SELECT now_serving, admitted FROM queue_checkpoints WHERE campaign_id = $1",
+            )
+            .bind(&id)
+            .fetch_optional(&o.db)
+            .await
+            .map_err(|e| e.to_string())?;
+            *kept.lock().unwrap() = row.unwrap_or_default();
+            row.filter(|r| r.1 >= 3)
+                .map(|_| ())
+                .ok_or_else(|| format!("checkpoint: {row:?}"))
+        },
+    )
+    .await;
+    let kept = kept.into_inner().unwrap();
+    let before = queue(&o, &id).await;
+    assert!(kept.1 >= 3 && kept.1 <= 10, "{kept:?} {before}");
+    lose_queue(&config, &id).await;
     // No manager acts. A join right after the loss is placed, behind every ticket issued
     // before it.
     let (st, body) = o.join(&id, &format!("{run}-late")).await;
@@ -529,13 +555,7 @@ async fn every_drawn_ticket_is_admitted_after_redis_loses_the_queue_with_no_new_
     w.queueing = flashgate_shared::queue::Queueing::Random;
     let id = campaign(&o, 100, chrono::Duration::minutes(-1), None, w).await;
     admission(&o, &id, ChangeAction::PauseAdmission).await;
-    let run = unique("d");
-    let mut seqs = Vec::new();
-    for i in 0..12 {
-        let (st, body) = o.join(&id, &format!("{run}-{i}")).await;
-        assert_eq!(st, 201, "{body}");
-        seqs.push(ticket_of(&body, &id).place.sequence);
-    }
+    let seqs = join_each(&o, &id, &unique("d"), 12).await;
     let highest = *seqs.iter().max().expect("tickets");
     assert!(highest < RANDOM_BLOCK, "drawn numbers: {seqs:?}");
     // Every draw is checkpointed in PostgreSQL (a loss within the last checkpoint interval
@@ -556,19 +576,7 @@ async fn every_drawn_ticket_is_admitted_after_redis_loses_the_queue_with_no_new_
         },
     )
     .await;
-    let k = flashgate_origin::queue::store::Keys::of(&id);
-    let queue_keys = vec![
-        k.open,
-        k.seq,
-        k.drawn,
-        k.arrivals,
-        k.serving,
-        k.admitted,
-        k.unclaimed,
-        k.lease,
-        k.pace,
-    ];
-    flashgate_tests::support::lose_redis_state(&config, &[&id], &queue_keys).await;
+    lose_queue(&config, &id).await;
     admission(&o, &id, ChangeAction::ResumeAdmission).await;
     // Nobody joins any more: admission alone reaches the highest drawn ticket.
     wait_queue(&o, &id, Duration::from_secs(20), |q| {
