@@ -30,6 +30,8 @@ use worker::{
 
 #[path = "glue_index.rs"]
 mod glue_index;
+#[path = "glue_joins.rs"]
+mod glue_joins;
 #[path = "glue_jwks.rs"]
 mod glue_jwks;
 #[path = "glue_origin.rs"]
@@ -202,7 +204,7 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Re
         Route::Status { id } => serve_status(&cfg, id, &url, head).await,
         Route::Claim { id } => glue_telemetry::counted(claim(req, &cfg, id, &url).await?),
         Route::QueuePoll { id } => glue_queue::poll(req, &cfg, id, &url).await,
-        Route::QueueJoin { .. } => glue_queue::join(req, &cfg, &url).await,
+        Route::QueueJoin { id } => glue_queue::join(req, &cfg, id, &url).await,
         Route::PassThrough | Route::CampaignPassThrough { .. } => {
             pass_through(req, &cfg, &url).await
         }

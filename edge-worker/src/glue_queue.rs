@@ -5,14 +5,15 @@
 use super::glue_respond::{edge_json_headers, respond};
 use super::{answer, now_ms, pass_through, send, sign_forwarded, status_for, TOKENS};
 use crate::config::EdgeConfig;
-use crate::decide::Answer;
+use crate::decide::{self, Answer};
 use crate::limit::{self, Action, Limiter};
 use crate::presence::Presence;
 use crate::{page, queue};
+use flashgate_shared::api::is_valid_slug;
 use flashgate_shared::ip_limit::limit_key_of;
 use flashgate_shared::queue::presence::{presence_path, PresenceReport};
 use flashgate_shared::queue::TICKET_HEADER;
-use flashgate_shared::token;
+use flashgate_shared::{token, MAX_CLAIM_BODY_BYTES};
 use std::cell::RefCell;
 use std::rc::Rc;
 use worker::{js_sys, Headers, Method, Request, RequestInit, Response, Result};
@@ -215,8 +216,14 @@ async fn poll_answer(
 }
 
 /// `POST /api/v1/campaigns/{id}/queue`: rate limited per IP and per customer (when the
-/// customer token verifies; the origin answers a bad one), then passed to the origin.
-pub(super) async fn join(req: Request, cfg: &EdgeConfig, url: &worker::Url) -> Result<Response> {
+/// customer token verifies; the origin answers a bad one), then sent to the origin in a group
+/// ([`super::glue_joins`]) when the token verified here, else passed through.
+pub(super) async fn join(
+    mut req: Request,
+    cfg: &EdgeConfig,
+    id: &str,
+    url: &worker::Url,
+) -> Result<Response> {
     let ip = client_ip(&req);
     let auth = req.headers().get("authorization")?;
     let bearer = auth.as_deref().and_then(token::bearer);
@@ -232,5 +239,18 @@ pub(super) async fn join(req: Request, cfg: &EdgeConfig, url: &worker::Url) -> R
     if let Err(a) = limit(cfg, Action::Join, customer.as_deref(), ip.as_deref()) {
         return answer(&a);
     }
-    pass_through(req, cfg, url).await
+    // A verified customer's join goes in this isolate's next group; the origin answers any
+    // other (a bad token's 401) on its own, as without an edge secret to sign groups with.
+    match (customer, &cfg.edge_secret) {
+        (Some(customer), Some(_)) if is_valid_slug(id) => {
+            // Read whole (the runtime resets a client whose body is left unread); the join has
+            // no body to speak of, and one past the bound is refused as the origin would.
+            match req.bytes().await {
+                Ok(body) if body.len() > MAX_CLAIM_BODY_BYTES => answer(&decide::too_large()),
+                Ok(_) => super::glue_joins::join(cfg, id, &customer).await,
+                Err(_) => answer(&decide::unreadable_body()),
+            }
+        }
+        _ => pass_through(req, cfg, url).await,
+    }
 }

@@ -10,7 +10,8 @@
 //! - The waiting room: `GET /api/v1/campaigns/{id}/queue` (a poll with a ticket) is answered
 //!   at the edge ([`queue`], [`page`] for browsers); claims on a campaign with a waiting room
 //!   need an admission token; joins, polls and those claims are rate limited ([`limit`]); the
-//!   tickets that polled are reported to the origin in batches ([`presence`]).
+//!   tickets that polled are reported to the origin in batches ([`presence`]); joins whose
+//!   customer token verifies here go to the origin in groups ([`joins`]).
 //! - Every per-campaign path first checks the id against the isolate's campaign index
 //!   ([`index`], fetched at most once per TTL): an unknown campaign is a 404 at the edge.
 //! - With `FLASHGATE_CORS_ORIGINS` set, preflights are answered here and every answer carries
@@ -18,7 +19,7 @@
 //! - Other documented `/api/v1/...` requests are passed through to the origin unchanged.
 //!
 //! Every decision is plain Rust in [`config`], [`decide`], [`status`], [`index`], [`winners`], [`held`], [`memo`], [`cors`],
-//! [`queue`], [`presence`], [`reveal`], [`limit`] and [`page`], tested on the host.
+//! [`queue`], [`joins`], [`presence`], [`reveal`], [`limit`] and [`page`], tested on the host.
 //! The glue that talks to the Workers runtime lives in a module compiled for `wasm32` only.
 //! Nothing here panics on input: a panic inside workerd resets the isolate (and its cache).
 
@@ -29,6 +30,7 @@ pub mod cors;
 pub mod decide;
 pub mod held;
 pub mod index;
+pub mod joins;
 pub mod limit;
 pub mod memo;
 pub mod page;

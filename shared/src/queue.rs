@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 mod grants;
+pub mod joins;
 pub mod presence;
 mod wave;
 pub use grants::{coarsen_grants, Grant, MAX_GRANTS};

@@ -20,6 +20,7 @@ use sqlx::PgPool;
 mod databases;
 mod edge;
 mod edge_calls;
+pub mod fake_room;
 mod gate;
 pub mod holds;
 pub mod logs;

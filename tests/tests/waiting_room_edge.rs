@@ -1,130 +1,22 @@
 //! The waiting room at the edge: the built worker in workerd (Miniflare) in front of a small
-//! fake origin written here (axum), which serves a campaign status with the `queue` fields,
-//! signs join tickets and counts every request it gets, so that these tests pin down what the
-//! edge alone does with the fields and tokens. The real origin's side of the room is tested in
-//! `waiting_room.rs`, the two together in `waiting_room_trip.rs`.
+//! fake origin (`flashgate_tests::support::fake_room`), which serves a campaign status with the
+//! `queue` fields, signs join tickets and counts every request it gets, so that these tests pin
+//! down what the edge alone does with the fields and tokens. The real origin's side of the room
+//! is tested in `waiting_room.rs`, the two together in `waiting_room_trip.rs`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use flashgate_shared::admission::{mint_admission, sign_ticket, Place, Ticket};
+use flashgate_shared::admission::{mint_admission, sign_ticket};
 use flashgate_shared::queue::{ADMISSION_HEADER, TICKET_HEADER};
 use flashgate_shared::ANSWERED_BY_HEADER;
+use flashgate_tests::support::fake_room::{queue_fields, start_fake, status_body, ticket, Shared};
 use flashgate_tests::support::{eventually, reply, Reply};
 use flashgate_tests::support::{test_config, token_for, unique, TestEdge};
 use futures::future::join_all;
 use serde_json::{json, Value};
 
 const K: &[u8] = flashgate_tests::support::TEST_EDGE_SECRET.as_bytes();
-
-/// What the fake origin serves and what it saw.
-#[derive(Default)]
-struct Fake {
-    /// Campaign id -> status body.
-    statuses: HashMap<String, Value>,
-    status_gets: usize,
-    /// Admission header of every claim it got (`""` when absent).
-    claims: Vec<String>,
-    joins: usize,
-    next_sequence: u64,
-    /// Campaign-index fetches: answered 404 like an origin without the route, so the edge
-    /// lets every id through to the status (the fake's statuses change during a test).
-    index_fetches: usize,
-    /// Presence reports (the edge's batches of the tickets that polled), answered 200.
-    reports: usize,
-    other: usize,
-}
-
-type Shared = Arc<Mutex<Fake>>;
-
-fn status_body(id: &str, state: &str, remaining: i64, queue: Option<Value>) -> Value {
-    let mut v = json!({
-        "id": id, "name": "Drop", "kind": "sale", "state": state, "stock": 100,
-        "remaining": remaining, "starts_at": "2026-01-01T00:00:00Z",
-        "ends_at": "2099-01-01T00:00:00Z"
-    });
-    if let Some(q) = queue {
-        v["queue"] = q;
-    }
-    v
-}
-
-fn queue_fields(now_serving: u64) -> Value {
-    json!({"now_serving": now_serving, "admit_per_second": 10, "admission_ttl_seconds": 120})
-}
-
-async fn start_fake(fake: Shared) -> String {
-    async fn status(State(f): State<Shared>, Path(id): Path<String>) -> (StatusCode, Json<Value>) {
-        let mut f = f.lock().unwrap();
-        f.status_gets += 1;
-        match f.statuses.get(&id) {
-            Some(v) => (StatusCode::OK, Json(v.clone())),
-            None => (
-                StatusCode::NOT_FOUND,
-                Json(json!({"result": "not_found", "message": format!("no campaign {id}")})),
-            ),
-        }
-    }
-    async fn claim(State(f): State<Shared>, headers: HeaderMap) -> (StatusCode, Json<Value>) {
-        let adm = headers
-            .get(ADMISSION_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string();
-        f.lock().unwrap().claims.push(adm);
-        (StatusCode::CREATED, Json(json!({"result": "claimed"})))
-    }
-    async fn join(State(f): State<Shared>, Path(id): Path<String>) -> (StatusCode, Json<Value>) {
-        let mut f = f.lock().unwrap();
-        f.joins += 1;
-        f.next_sequence += 1;
-        let t = ticket(&id, "joiner", f.next_sequence);
-        let body = json!({"ticket": sign_ticket(K, &t), "position": f.next_sequence,
-            "eta_seconds": 0, "state": "waiting"});
-        (StatusCode::CREATED, Json(body))
-    }
-    async fn other(State(f): State<Shared>) -> StatusCode {
-        f.lock().unwrap().other += 1;
-        StatusCode::IM_A_TEAPOT
-    }
-    async fn index(State(f): State<Shared>) -> StatusCode {
-        f.lock().unwrap().index_fetches += 1;
-        StatusCode::NOT_FOUND
-    }
-    async fn presence(State(f): State<Shared>) -> Json<Value> {
-        f.lock().unwrap().reports += 1;
-        Json(json!({"counted": 0, "duplicate": false}))
-    }
-    let app = Router::new()
-        .route(flashgate_shared::campaign_index::INDEX_PATH, get(index))
-        .route("/api/v1/campaigns/{id}", get(status))
-        .route("/api/v1/campaigns/{id}/claims", post(claim))
-        .route("/api/v1/campaigns/{id}/queue", post(join))
-        .route("/edge/v1/campaigns/{id}/presence", post(presence))
-        .fallback(other)
-        .with_state(fake);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    format!("http://{addr}")
-}
-
-fn ticket(campaign: &str, customer: &str, sequence: u64) -> Ticket {
-    Ticket {
-        place: Place {
-            campaign: campaign.into(),
-            customer: customer.into(),
-            sequence,
-        },
-        issued_at_s: chrono::Utc::now().timestamp(),
-        drawn_waiting_at_issue: 0,
-    }
-}
 
 /// A fake origin serving `statuses`, and the edge in front of it (status TTL 300 ms, the
 /// per-IP limit off since every test request comes from one address, plus `extra`).
@@ -261,7 +153,8 @@ async fn polls_are_answered_at_the_edge_and_admission_reaches_the_origin() {
     assert_eq!(retry, "5");
     assert_eq!(fake.lock().unwrap().claims.len(), 1);
 
-    // A join goes to the origin, which answers with a ticket the edge then honours.
+    // A join goes to the origin (in the edge's group), which answers with a ticket the edge
+    // then honours.
     let res = http
         .post(format!("{}/api/v1/campaigns/drop/queue", edge.url))
         .bearer_auth(token_for(&test_config(), "joiner"))
@@ -275,7 +168,9 @@ async fn polls_are_answered_at_the_edge_and_admission_reaches_the_origin() {
         (p.status, p.json()["state"].clone()),
         (200, json!("admitted"))
     );
-    assert_eq!(fake.lock().unwrap().joins, 1);
+    // It reached the origin in a group of its own (no other join was waiting).
+    let f = fake.lock().unwrap();
+    assert_eq!((f.joins, f.groups), (1, 1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -84,6 +84,7 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(claims::mine))
         .routes(routes!(queue::join))
         .routes(routes!(queue::presence))
+        .routes(routes!(queue::joins))
         .routes(routes!(campaigns::index))
         .routes(routes!(campaigns::winners_filter))
         // Promo codes.

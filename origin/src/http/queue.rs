@@ -1,12 +1,14 @@
 //! `POST /api/v1/campaigns/{id}/queue`: join a campaign's waiting room (the poll,
 //! `GET …/queue`, is answered by the edge), and `POST /edge/v1/campaigns/{id}/presence`: the
-//! edge's batched report of the tickets that polled.
+//! edge's batched report of the tickets that polled, and `POST /edge/v1/campaigns/{id}/joins`:
+//! the joins an isolate grouped.
 
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use flashgate_shared::api::ErrorBody;
+use flashgate_shared::api::{codes, ErrorBody};
+use flashgate_shared::queue::joins::{GroupedJoin, JoinGroup, JoinGroupReply};
 use flashgate_shared::queue::presence::{PresenceReceipt, PresenceReport};
 use flashgate_shared::queue::{JoinReply, NO_WAITING_ROOM};
 
@@ -112,16 +114,15 @@ pub async fn presence(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let body = extract::read_body(&headers, body, MAX_REPORT_BODY_BYTES).await?;
-    // Without an edge secret no report can be verified: refused like an unsigned one (403),
-    // the caller's error, not an outage of this origin.
-    let secret = state.config.edge_secret.as_ref();
-    let proof = extract::edge_proof(&headers, secret, "POST", uri.path(), &body)?;
-    if !matches!(proof, extract::EdgeProof::Signed) {
-        return Err(ApiError::Forbidden(
-            "a presence report needs the edge signature".into(),
-        ));
-    }
+    let body = edge_body(
+        &state,
+        &uri,
+        &headers,
+        body,
+        MAX_REPORT_BODY_BYTES,
+        "a presence report",
+    )
+    .await?;
     let row = extract::campaign(&state, &id).await?;
     if row.waiting_room.is_none() {
         return Ok(no_waiting_room(&id));
@@ -130,4 +131,98 @@ pub async fn presence(
     let now_ms = chrono::Utc::now().timestamp_millis();
     let receipt = crate::queue::presence::record(&state, &id, &report, now_ms).await?;
     Ok((StatusCode::OK, axum::Json(receipt)).into_response())
+}
+
+/// Largest body of a group of joins, bytes (500 customer ids of up to 128 bytes, quoted, with
+/// room).
+pub const MAX_GROUP_BODY_BYTES: usize = 128 * 1024;
+
+/// A group of joins from the edge for campaign `id` ([`JoinGroup`]): the customers whose tokens
+/// an isolate verified while its previous group was with the origin, placed in one Redis step
+/// ([`crate::queue::join::join_group`]). Needs a valid edge signature over `POST`, the path and
+/// the body (403 without one, with a stale one, or when this origin has no
+/// `FLASHGATE_EDGE_SECRET`). 200 with each customer's answer in order: 201 and her new ticket,
+/// or 200 and the one she had (a retried group gets the same places). Errors are the whole
+/// group's and change nothing: 400 for a bad shape, 404, 409 `no_waiting_room`, 409 `conflict`
+/// before the prequeue opens, 503 as for a join.
+#[utoipa::path(
+    post,
+    path = "/edge/v1/campaigns/{id}/joins",
+    tag = "edge",
+    params(("id" = String, Path, description = "Campaign id.")),
+    request_body(content = JoinGroup, description = "Joins verified at one isolate."),
+    responses(
+        (status = 200, description = "Each customer's place, in order.", body = JoinGroupReply),
+        (status = 400, description = "invalid_json, invalid_request: a bad shape or a customer \
+            id that is not one.", body = ErrorBody),
+        (status = 403, description = "forbidden: no valid edge signature (or no edge secret \
+            on this origin to check one).", body = ErrorBody),
+        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        (status = 409, description = "no_waiting_room: the campaign has none; conflict: the \
+            prequeue has not opened yet.", body = ErrorBody),
+        (status = 413, description = "payload_too_large: a body past 128 KiB.", body = ErrorBody),
+        (status = 422, description = "validation_failed: the body is not a group.",
+            body = ErrorBody),
+        (status = 503, description = "unavailable: Redis failed, the queue is being reopened, \
+            or no join turn came in time; retry after `Retry-After`.", body = ErrorBody,
+            headers(("Retry-After" = u32))),
+    ),
+)]
+pub async fn joins(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let body = edge_body(
+        &state,
+        &uri,
+        &headers,
+        body,
+        MAX_GROUP_BODY_BYTES,
+        "a group of joins",
+    )
+    .await?;
+    let row = extract::campaign(&state, &id).await?;
+    let Some(w) = row.waiting_room() else {
+        return Ok(no_waiting_room(&id));
+    };
+    let group: JoinGroup = extract::parse_json(&body)?;
+    group
+        .validate()
+        .map_err(|m| ApiError::BadRequest(codes::INVALID_REQUEST, m))?;
+    let customers: Vec<&str> = group.customers.iter().map(String::as_str).collect();
+    let placed = crate::queue::join::join_group(&state, &row, &w, &customers).await?;
+    let joins = placed
+        .into_iter()
+        .map(|(reply, created)| GroupedJoin {
+            status: if created { 201 } else { 200 },
+            reply,
+        })
+        .collect();
+    Ok((StatusCode::OK, axum::Json(JoinGroupReply { joins })).into_response())
+}
+
+/// The body (at most `max` bytes) of an edge-only `POST` (`what`, for the message), which must
+/// carry a valid edge signature over method, path and body: 403 without one, with a stale one,
+/// or when this origin has no edge secret to check it with (the caller's error, not an outage
+/// of this origin).
+async fn edge_body(
+    state: &AppState,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+    max: usize,
+    what: &str,
+) -> ApiResult<axum::body::Bytes> {
+    let body = extract::read_body(headers, body, max).await?;
+    let secret = state.config.edge_secret.as_ref();
+    let proof = extract::edge_proof(headers, secret, "POST", uri.path(), &body)?;
+    if !matches!(proof, extract::EdgeProof::Signed) {
+        return Err(ApiError::Forbidden(format!(
+            "{what} needs the edge signature"
+        )));
+    }
+    Ok(body)
 }

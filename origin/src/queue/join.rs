@@ -36,18 +36,32 @@ pub fn draw_at(
     }
 }
 
-/// Gives `customer` her place on campaign `row` (which has the waiting room `w`). Returns the
-/// reply and whether the place is new (201) or hers already (200). The Redis step runs in a
-/// turn of [`JoinTurns`](super::turns::JoinTurns). Errors: 409 `conflict` before the prequeue
-/// opens, 503 without the edge secret, when no turn came in time, when Redis fails, or while
-/// another origin reopens a queue Redis lost ([`super::restore`]; a lost queue is reopened
-/// here otherwise, and the join placed).
+/// Gives `customer` her place on campaign `row` (which has the waiting room `w`): [`join_group`]
+/// of one. Returns the reply and whether the place is new (201) or hers already (200).
 pub async fn join(
     state: &AppState,
     row: &CampaignRow,
     w: &WaitingRoom,
     customer: &str,
 ) -> Result<(JoinReply, bool), ApiError> {
+    let mut one = join_group(state, row, w, &[customer]).await?;
+    one.pop()
+        .ok_or_else(|| ApiError::Unavailable("the join got no place; join again".into()))
+}
+
+/// Gives each of `customers` (a group of joins, in arrival order) her place on campaign `row`
+/// (which has the waiting room `w`), in one Redis step. Returns, per customer in order, the
+/// reply and whether the place is new (201) or hers already (200). The Redis step runs in a turn
+/// of [`JoinTurns`](super::turns::JoinTurns). Errors, for the whole group: 409 `conflict` before
+/// the prequeue opens, 503 without the edge secret, when no turn came in time, when Redis fails,
+/// or while another origin reopens a queue Redis lost ([`super::restore`]; a lost queue is
+/// reopened here otherwise, and the joins placed).
+pub async fn join_group(
+    state: &AppState,
+    row: &CampaignRow,
+    w: &WaitingRoom,
+    customers: &[&str],
+) -> Result<Vec<(JoinReply, bool)>, ApiError> {
     let secret = super::secret(state)?;
     let now = Utc::now();
     let draw = draw_at(w, row.starts_at, now).map_err(|opens| {
@@ -56,9 +70,11 @@ pub async fn join(
             opens.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
         ))
     })?;
+    state.metrics.queue_join_requests.inc();
+    state.metrics.queue_joins.inc_by(customers.len() as u64);
     let mut redis = state.redis.clone();
     let permit = state.join_turns.take().await?;
-    let joined = store::join(&mut redis, &row.id, customer, draw, now.timestamp()).await;
+    let joined = store::join(&mut redis, &row.id, customers, draw, now.timestamp()).await;
     drop(permit);
     let joined = match joined? {
         // Redis lost the queue: reopen it from its checkpoint and join once more.
@@ -67,65 +83,60 @@ pub async fn join(
                 ApiError::Unavailable(format!("the queue could not be reopened: {e}"))
             })?;
             let permit = state.join_turns.take().await?;
-            let again = store::join(&mut redis, &row.id, customer, draw, now.timestamp()).await;
+            let again = store::join(&mut redis, &row.id, customers, draw, now.timestamp()).await;
             drop(permit);
             again?
         }
-        place => place,
+        places => places,
     };
-    let Joined::Place {
-        seq,
-        created,
-        issued_at_s,
-        drawn_waiting_at_issue,
-        drawn,
-        admitted,
-        now_serving,
-        unclaimed,
-        unclaimed_since_ms,
-    } = joined
-    else {
+    let Joined::Places(places) = joined else {
         return Err(ApiError::Unavailable(format!(
             "the queue of campaign {} is being reopened after a Redis loss; join again",
             row.id
         )));
     };
-    let figures = store::Figures {
-        now_serving,
-        admitted,
-        drawn,
-        unclaimed,
-        unclaimed_since_ms,
-        ..Default::default()
-    };
-    let status = figures.status(w, row.queue_paused);
-    let position = status.position_of(seq, drawn_waiting_at_issue);
-    let queue_state = status.state(row.state_at(now), position);
     let to_start_ms = (row.starts_at - now).num_milliseconds();
-    let ticket = Ticket {
-        place: Place {
-            campaign: row.id.clone(),
-            customer: customer.to_string(),
-            sequence: seq,
-        },
-        issued_at_s,
-        drawn_waiting_at_issue,
-    };
-    Ok((
-        JoinReply {
-            ticket: sign_ticket(secret, &ticket),
-            position,
-            eta_seconds: status.eta_seconds(
-                queue_state,
+    let remaining = u64::try_from(row.remaining).unwrap_or(0);
+    let campaign_state = row.state_at(now);
+    Ok(customers
+        .iter()
+        .zip(places)
+        .map(|(customer, p)| {
+            let figures = store::Figures {
+                now_serving: p.now_serving,
+                admitted: p.admitted,
+                drawn: p.drawn,
+                unclaimed: p.unclaimed,
+                unclaimed_since_ms: p.unclaimed_since_ms,
+                ..Default::default()
+            };
+            let status = figures.status(w, row.queue_paused);
+            let position = status.position_of(p.seq, p.drawn_waiting_at_issue);
+            let queue_state = status.state(campaign_state, position);
+            let ticket = Ticket {
+                place: Place {
+                    campaign: row.id.clone(),
+                    customer: customer.to_string(),
+                    sequence: p.seq,
+                },
+                issued_at_s: p.issued_at_s,
+                drawn_waiting_at_issue: p.drawn_waiting_at_issue,
+            };
+            let reply = JoinReply {
+                ticket: sign_ticket(secret, &ticket),
                 position,
-                u64::try_from(row.remaining).unwrap_or(0),
-                to_start_ms,
-                now.timestamp_millis(),
-            ),
-            state: queue_state,
-        },
-        created,
-    ))
+                eta_seconds: status.eta_seconds(
+                    queue_state,
+                    position,
+                    remaining,
+                    to_start_ms,
+                    now.timestamp_millis(),
+                ),
+                state: queue_state,
+            };
+            (reply, p.created)
+        })
+        .collect())
 }
 
 #[cfg(test)]

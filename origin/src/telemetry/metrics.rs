@@ -193,6 +193,12 @@ pub struct Metrics {
     /// `flashgate_queue_restores_total`: queues reopened from their PostgreSQL checkpoint after
     /// Redis lost them ([`crate::queue::restore`]).
     pub queue_restores: Counter,
+    /// `flashgate_queue_join_requests_total`: join steps run (a customer's own join, or one
+    /// group of joins from the edge), counted past the campaign's checks.
+    pub queue_join_requests: Counter,
+    /// `flashgate_queue_joins_total`: joins the origin placed (one per customer and request,
+    /// grouped or not).
+    pub queue_joins: Counter,
     /// `sold_out` answers of this origin per campaign and second (the dashboard's series; not
     /// exported to Prometheus, which has `flashgate_claims_total{result="sold_out"}`).
     pub sold_out_series: super::series::AnswerSeries,
@@ -247,6 +253,8 @@ impl Metrics {
             queue_now_serving: Family::default(),
             queue_stalled: Family::default(),
             queue_restores: Counter::default(),
+            queue_join_requests: Counter::default(),
+            queue_joins: Counter::default(),
             sold_out_series: Default::default(),
         };
         // The claim route's series exist from the start, at 0: Prometheus computes a rate only
@@ -401,6 +409,16 @@ impl Metrics {
             "queue_restores",
             "Waiting rooms reopened from their PostgreSQL checkpoint after a Redis loss",
             m.queue_restores.clone(),
+        );
+        r.register(
+            "queue_join_requests",
+            "Join steps run by the origin: a customer's own join, or one group of joins from the edge",
+            m.queue_join_requests.clone(),
+        );
+        r.register(
+            "queue_joins",
+            "Joins placed by the origin, grouped or not",
+            m.queue_joins.clone(),
         );
         m
     }
