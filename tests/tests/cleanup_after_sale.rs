@@ -257,3 +257,29 @@ async fn a_purge_is_refused_while_live_or_held_and_then_deletes_every_key() {
     o.stop().await;
     drop_db(&db).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn flashgate_admin_purge_exits_refused_while_live_and_ok_once_ended() {
+    use flashgate_origin::cli::admin::{run, AdminArgs, AdminCommand};
+    use flashgate_origin::cli::exit;
+    let (o, db) = origin("cleanup_cli", 86_400).await;
+    let c = sale(&o, 2, 600, 1, false).await;
+    let purge = |campaign: &str| AdminArgs {
+        origin_url: o.url.clone(),
+        token: Some(flashgate_origin::secret::Secret::new(o.manager_token())),
+        idempotency_key: None,
+        command: AdminCommand::Purge {
+            campaign: campaign.to_string(),
+        },
+    };
+    let keys_before = keys_of(&o, &c).await;
+    assert!(!keys_before.is_empty());
+    assert_eq!(run(purge(&c)).await, exit::REFUSED);
+    assert_eq!(keys_of(&o, &c).await, keys_before);
+    close(&o, &c).await;
+    assert_eq!(run(purge(&c)).await, exit::OK);
+    assert_eq!(keys_of(&o, &c).await, Vec::<String>::new());
+    assert_eq!(run(purge("no-such-campaign")).await, exit::NOT_FOUND);
+    o.stop().await;
+    drop_db(&db).await;
+}
