@@ -113,9 +113,9 @@ pub struct Config {
 
     /// How long the Redis keys of a campaign that has ended (closed, or past `ends_at`) are
     /// kept once no hold is outstanding, in seconds, counted from the latest end of a hold
-    /// (`ends_at + hold_seconds + hold_extension_seconds`). The gate can be checked with
-    /// reconcile until then; PostgreSQL keeps everything. `flashgate admin purge` deletes
-    /// them at once.
+    /// (`ends_at + hold_seconds + hold_extension_seconds`) or the campaign's last change,
+    /// whichever is later. The gate can be checked with reconcile until then; PostgreSQL keeps
+    /// everything. `flashgate admin purge` deletes them at once.
     #[arg(
         long,
         env = "FLASHGATE_ENDED_KEYS_GRACE_SECONDS",

@@ -10,9 +10,12 @@
 //! PostgreSQL database, [`turn_key`])
 //! reads each campaign's state from PostgreSQL, then scans the keyspace once. Keys of a
 //! campaign that has ended (`ends_at` past, a close included) with no hold outstanding get the
-//! expiry `ends_at + hold_seconds + hold_extension_seconds + grace`: the grace counts from the
-//! latest moment a hold of the campaign could end, and `FLASHGATE_ENDED_KEYS_GRACE_SECONDS`
-//! (default 24 h) leaves that long to look at the gate with reconcile. The expiry is the same
+//! expiry `settled + grace`, `settled` being the later of the latest moment a hold of the
+//! campaign could end (`ends_at + hold_seconds + hold_extension_seconds`) and the campaign row's
+//! last change (`updated_at`: its creation, a manager's change, a release or an expiry), so a
+//! campaign created already ended, or whose last hold was settled late, gets its full grace;
+//! `FLASHGATE_ENDED_KEYS_GRACE_SECONDS` (default 24 h) leaves that long to look at the gate
+//! with reconcile. The expiry is the same
 //! absolute time at every pass, so passes repeat it harmlessly; a key that would expire
 //! earlier (an idempotency record) keeps its own. A campaign whose end a manager moves into
 //! the future again before the keys went finds its gate missing and reloads it from
@@ -113,9 +116,10 @@ async fn standings(db: &Db, grace_seconds: u64) -> sqlx::Result<HashMap<String, 
                        THEN EXISTS (SELECT 1 FROM claims h
                                      WHERE h.campaign_id = c.id AND h.status = 'held')
                        ELSE false END AS "holds!",
-                  (extract(epoch FROM ends_at) * 1000)::bigint
-                    + (coalesce(hold_seconds, 0) + hold_extension_seconds)::bigint * 1000
-                    AS "last_hold_end_ms!"
+                  (extract(epoch FROM greatest(
+                      ends_at + make_interval(secs => coalesce(hold_seconds, 0)
+                                                       + hold_extension_seconds),
+                      updated_at)) * 1000)::bigint AS "settled_ms!"
              FROM campaigns c"#
     )
     .fetch_all(db)
@@ -129,7 +133,7 @@ async fn standings(db: &Db, grace_seconds: u64) -> sqlx::Result<HashMap<String, 
                 (true, true) => KeyState::Ended,
                 (true, false) => KeyState::Expiring,
             };
-            let expire_at_ms = r.last_hold_end_ms.saturating_add(grace_ms);
+            let expire_at_ms = r.settled_ms.saturating_add(grace_ms);
             (
                 r.id,
                 Standing {
