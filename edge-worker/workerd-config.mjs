@@ -4,7 +4,8 @@
 //
 // Usage: node workerd-config.mjs OUT_FILE PORT [SCRIPT_DIR]
 //   OUT_FILE    where the configuration goes (written then renamed)
-//   PORT        port on 127.0.0.1; 0 = a free port chosen here
+//   PORT        port on 127.0.0.1 (on FLASHGATE_EDGE_HOST when set, e.g. 0.0.0.0 in a
+//               container: deploy/compose.yaml); 0 = a free port chosen here
 //   SCRIPT_DIR  folder with the built worker (index.js + index_bg.wasm); default: the folder of
 //               wrangler.toml's `main`
 // Prints the base URL it will listen on, e.g. http://127.0.0.1:38211.
@@ -50,9 +51,9 @@ function freePort() {
   });
 }
 
-/** The configuration text for the worker in `setup` listening on 127.0.0.1:`port`, to be
+/** The configuration text for the worker in `setup` listening on `host`:`port`, to be
  * written into folder `configDir` (the modules are embedded by paths relative to it). */
-export function workerdConfig(setup, port, configDir) {
+export function workerdConfig(setup, port, configDir, host = "127.0.0.1") {
   const dir = relative(configDir, setup.scriptDir) || ".";
   const bindings = Object.entries(setup.bindings).map(([name, value]) =>
     typeof value === "string"
@@ -68,7 +69,7 @@ const config :Workerd.Config = (
     (name = "internet", network = (allow = ["public", "private", "local"])),
   ],
   sockets = [
-    (name = "http", address = ${capnpString(`127.0.0.1:${port}`)}, http = (), service = "edge"),
+    (name = "http", address = ${capnpString(`${host}:${port}`)}, http = (), service = "edge"),
   ],
 );
 
@@ -96,8 +97,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   }
   const port = wanted === 0 ? await freePort() : wanted;
   const file = resolve(out);
-  const text = workerdConfig(workerSetup(process.env, scriptDir), port, dirname(file));
+  const host = process.env.FLASHGATE_EDGE_HOST || "127.0.0.1";
+  const text = workerdConfig(workerSetup(process.env, scriptDir), port, dirname(file), host);
   writeFileSync(`${file}.tmp`, text, { mode: 0o600 });
   renameSync(`${file}.tmp`, file);
-  console.log(`http://127.0.0.1:${port}`);
+  console.log(`http://${host}:${port}`);
 }

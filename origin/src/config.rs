@@ -111,6 +111,18 @@ pub struct Config {
     )]
     pub idempotency_ttl_seconds: u64,
 
+    /// How long the Redis keys of a campaign that has ended (closed, or past `ends_at`) are
+    /// kept once no hold is outstanding, in seconds, counted from the latest end of a hold
+    /// (`ends_at + hold_seconds + hold_extension_seconds`) or the campaign's last change,
+    /// whichever is later. The gate can be checked with reconcile until then; PostgreSQL keeps
+    /// everything. `flashgate admin purge` deletes them at once.
+    #[arg(
+        long,
+        env = "FLASHGATE_ENDED_KEYS_GRACE_SECONDS",
+        default_value_t = 86_400
+    )]
+    pub ended_keys_grace_seconds: u64,
+
     /// Largest number of winners of one campaign this origin keeps in memory once it has seen
     /// the sold-out flag, so that a winner's retry still gets her first reply while losers are
     /// answered without Redis. Above it, every claim on a sold-out campaign asks Redis.

@@ -34,7 +34,7 @@ enum Command {
         database_url: Option<String>,
     },
     /// Campaign managers' operations over the origin's admin API (list, show, create, pause,
-    /// resume, close, restock, set-stock, set-ends-at, audit, reconcile).
+    /// resume, close, restock, set-stock, set-ends-at, audit, reconcile, purge).
     Admin(flashgate_origin::cli::admin::AdminArgs),
     /// Gift fulfilment tools (`seed-demo`: the WORLDCUP_2026 demo campaign).
     Gifts {

@@ -9,7 +9,9 @@
 
 use crate::gifts::metrics::GiftMetrics;
 use crate::reply::Outcome;
-use crate::telemetry::metrics::{AnsweredFrom, CampaignLabels, LiveFigures, Metrics, OpLabels};
+use crate::telemetry::metrics::{
+    AnsweredFrom, CampaignLabels, KeyStateLabels, LiveFigures, Metrics, OpLabels,
+};
 use crate::webhooks::metrics::{CallResult, WebhookMetrics};
 use std::time::Duration;
 
@@ -55,6 +57,10 @@ fn sample_registry() -> Metrics {
         .get_or_create(&CampaignLabels {
             campaign: "c".into(),
         })
+        .set(0);
+    metrics
+        .redis_campaign_keys
+        .get_or_create(&KeyStateLabels { state: "live" })
         .set(0);
     metrics
 }

@@ -107,6 +107,10 @@ pub enum AdminCommand {
     Audit { campaign: String },
     /// The campaign's reconciliation report (units, ledger, gate vs PostgreSQL).
     Reconcile { campaign: String },
+    /// Delete the Redis keys of an ended campaign now, instead of after
+    /// FLASHGATE_ENDED_KEYS_GRACE_SECONDS (refused while it is live or holds are outstanding;
+    /// PostgreSQL keeps everything).
+    Purge { campaign: String },
     /// Disable a promo code: every origin refuses it (`not_applicable`, reason `disabled`).
     DisableCode { code: String },
     /// Enable a disabled promo code again.
@@ -189,6 +193,9 @@ impl AdminCommand {
             }
             AdminCommand::Reconcile { campaign } => {
                 (Method::GET, format!("{}/reconcile", one(campaign)), None)
+            }
+            AdminCommand::Purge { campaign } => {
+                (Method::POST, format!("{}/purge", one(campaign)), None)
             }
             AdminCommand::DisableCode { code: c } => code(c, "disable"),
             AdminCommand::EnableCode { code: c } => code(c, "enable"),

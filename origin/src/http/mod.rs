@@ -14,6 +14,7 @@ pub mod health;
 pub mod holds;
 pub mod openapi;
 pub mod promo;
+pub mod purge;
 pub mod queue;
 pub mod reconcile;
 pub mod request_id;
@@ -103,6 +104,7 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(giveaway::show))
         .routes(routes!(giveaway::redeem))
         .routes(routes!(reconcile::report))
+        .routes(routes!(purge::purge).layer(once()))
         .routes(routes!(campaigns::create).layer(once()))
         .routes(routes!(admin::list))
         .routes(routes!(admin::show, admin::change).layer(once()))

@@ -4,9 +4,13 @@
 //! - [`audit`]: the gate audit, every second on one origin, lowering a gate that promises more
 //!   than PostgreSQL has and repairing holders ([`holders`]) and the codes' cached state;
 //! - [`reconcile`]: the read-only report of the gate against the record (`GET
-//!   …/reconcile`, `flashgate reconcile`).
+//!   …/reconcile`, `flashgate reconcile`);
+//! - [`cleanup`]: the Redis keys of ended, settled campaigns expire after a grace period, or
+//!   are purged at once ([`keys`] finds them).
 
 pub mod audit;
+pub mod cleanup;
 pub mod holders;
+pub mod keys;
 pub mod reconcile;
 pub mod settle;

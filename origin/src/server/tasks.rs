@@ -25,6 +25,9 @@
 //! - the gate audit: every second ([`crate::repair::audit::AUDIT_EVERY`]), on one origin at a
 //!   time, compares each live campaign's gate with PostgreSQL and repairs what it finds apart
 //!   ([`crate::repair::audit`]).
+//! - clean-up after the sale: a quarter of `FLASHGATE_ENDED_KEYS_GRACE_SECONDS` apart
+//!   (1–60 s), on one origin at a time, gives the Redis keys of ended, settled campaigns their
+//!   expiry and counts the keys per campaign state ([`crate::repair::cleanup`]).
 //! - the origin's lease: every second, renews this origin's lease in Redis
 //!   ([`crate::gate::takes`]), which tells the others that its pending takes are in flight.
 
@@ -113,6 +116,32 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
         let relay = relay.clone();
         async move { until_stopped(&stop, crate::webhooks::relay::pass(&relay)).await }
     });
+    let grace = state.config.ended_keys_grace_seconds;
+    let turn = crate::repair::cleanup::turn_key(&state.config.database_url);
+    spawn_every(
+        state,
+        stop,
+        crate::repair::cleanup::interval(grace),
+        "clean-up after the sale",
+        move |s, _| {
+            let turn = turn.clone();
+            async move {
+                let redis = s.gate.redis();
+                let pass = crate::repair::cleanup::pass(&s.db, &redis, &turn, grace);
+                let Some(counts) = pass.await? else {
+                    return Ok(0);
+                };
+                for state in crate::repair::cleanup::KeyState::ALL {
+                    let labels = crate::metrics::KeyStateLabels {
+                        state: state.as_str(),
+                    };
+                    let n = i64::try_from(counts.of(state)).unwrap_or(i64::MAX);
+                    s.metrics.redis_campaign_keys.get_or_create(&labels).set(n);
+                }
+                Ok(counts.expiring as usize)
+            }
+        },
+    );
     let budgets = crate::queue::admit::Budgets::new();
     spawn_every(
         state,

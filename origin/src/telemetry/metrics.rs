@@ -108,6 +108,13 @@ pub struct CampaignLabels {
     pub campaign: String,
 }
 
+/// The `state` label of `flashgate_redis_campaign_keys`: `live`, `ended` (holds outstanding)
+/// or `expiring` (ended and settled: the keys expire after the grace period).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct KeyStateLabels {
+    pub state: &'static str,
+}
+
 /// One live campaign's figures, as set by [`Metrics::set_live`] at each scrape.
 #[derive(Debug, Clone, Default)]
 pub struct LiveFigures {
@@ -199,6 +206,9 @@ pub struct Metrics {
     /// `flashgate_queue_joins_total`: joins the origin placed (one per customer and request,
     /// grouped or not).
     pub queue_joins: Counter,
+    /// `flashgate_redis_campaign_keys{state}`: Redis keys of campaigns by campaign state, as
+    /// the last clean-up pass of this origin counted them ([`crate::repair::cleanup`]).
+    pub redis_campaign_keys: Family<KeyStateLabels, Gauge>,
     /// `sold_out` answers of this origin per campaign and second (the dashboard's series; not
     /// exported to Prometheus, which has `flashgate_claims_total{result="sold_out"}`).
     pub sold_out_series: super::series::AnswerSeries,
@@ -255,6 +265,7 @@ impl Metrics {
             queue_restores: Counter::default(),
             queue_join_requests: Counter::default(),
             queue_joins: Counter::default(),
+            redis_campaign_keys: Family::default(),
             sold_out_series: Default::default(),
         };
         // The claim route's series exist from the start, at 0: Prometheus computes a rate only
@@ -419,6 +430,11 @@ impl Metrics {
             "queue_joins",
             "Joins placed by the origin, grouped or not",
             m.queue_joins.clone(),
+        );
+        r.register(
+            "redis_campaign_keys",
+            "Redis keys of campaigns by state (live, ended with holds outstanding, expiring)",
+            m.redis_campaign_keys.clone(),
         );
         m
     }

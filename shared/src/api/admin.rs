@@ -404,6 +404,18 @@ pub struct DriftView {
     pub codes_last_repair_at: Option<DateTime<Utc>>,
 }
 
+/// `POST /admin/v1/campaigns/{id}/purge` body and `flashgate admin purge <campaign>` output:
+/// the Redis keys of an ended campaign with no hold outstanding, deleted at once (PostgreSQL
+/// keeps everything; reconcile still answers, without the gate part).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PurgeReport {
+    /// The campaign id.
+    pub campaign: String,
+    /// How many Redis keys of the campaign were deleted (0 when they had expired already).
+    pub keys_deleted: u64,
+}
+
 /// `GET /admin/v1/campaigns/{id}/reconcile` body and `flashgate reconcile <campaign>` output.
 /// Checks `stock = remaining + held + paid` (sale) or `stock = remaining + issued + redeemed`
 /// (giveaway), the ledger against the claims, and the Redis gate against PostgreSQL.
