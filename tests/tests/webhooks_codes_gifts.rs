@@ -177,9 +177,15 @@ async fn code_uses_send_held_then_used_or_released_by_the_shop_or_the_sweeper() 
     unregister(&o, &endpoint).await;
 }
 
+/// Held by each gift test while its origin runs: a gift relay takes every pending row of the
+/// database, so two tests' relays side by side would call each other's simulators.
+static GIFT_RELAYS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A gift campaign (segment `s1`, 2,000 minor units) on an origin relaying to the provider
 /// simulator (one attempt per delivery), and a receiver subscribed to the `gift.*` events.
+/// Holds [`GIFT_RELAYS`] (the origin's tasks end with the test's runtime).
 struct GiftSale {
+    one_at_a_time: tokio::sync::MutexGuard<'static, ()>,
     sim: flashgate_provider_sim::Running,
     o: TestOrigin,
     r: Receiver,
@@ -189,6 +195,7 @@ struct GiftSale {
 
 impl GiftSale {
     async fn start() -> Self {
+        let one_at_a_time = GIFT_RELAYS.lock().await;
         let sim = spawn("127.0.0.1:0".parse().unwrap(), Faults::none())
             .await
             .unwrap();
@@ -205,6 +212,7 @@ impl GiftSale {
         r.secrets(&[&secret]).await;
         let c = campaign(&o, &[("s1", 2_000, &[])]).await;
         GiftSale {
+            one_at_a_time,
             sim,
             o,
             r,
@@ -217,6 +225,7 @@ impl GiftSale {
 #[tokio::test]
 async fn a_gift_grant_sends_granted_then_delivered_or_failed_as_the_provider_settles_it() {
     let GiftSale {
+        one_at_a_time: _one_at_a_time,
         sim,
         o,
         r,
@@ -292,6 +301,7 @@ async fn a_gift_grant_sends_granted_then_delivered_or_failed_as_the_provider_set
 #[tokio::test]
 async fn a_managers_retry_of_a_failed_gift_sends_granted_again_then_delivered() {
     let GiftSale {
+        one_at_a_time: _one_at_a_time,
         sim,
         o,
         r,
