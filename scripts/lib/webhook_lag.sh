@@ -14,7 +14,9 @@
 #                            p99, max; fails when one is not delivered or the receiver rejected
 #                            a signature (WEBHOOK_LAG_FIGURES keeps the line). Deletes the
 #                            endpoint and stops the receiver.
-#   webhook_lag_down STATE   stops the receiver (when the run ends early)
+#   webhook_lag_down STATE   when the run ends early: deletes the endpoint (else its deliveries
+#                            would wait for a receiver gone, retried for days) and stops the
+#                            receiver
 
 webhook_lag_up() {
   local state="$1" secret port body
@@ -65,10 +67,16 @@ webhook_lag_report() {
   [ "$(_webhook_lag_sql "SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = :'ep' AND status <> 'delivered'")" = 0 ] || rc=1
   rejected="$(grep -c '^rejected' "$state/webhook-receiver.log" || true)"
   if [ "$rejected" != 0 ]; then fg_log "webhooks FAILED: the receiver rejected $rejected deliveries"; rc=1; fi
-  curl -fsS --noproxy '*' -o /dev/null -X DELETE "$FLASHGATE_ORIGIN_URL/admin/v1/webhooks/endpoints/$WEBHOOK_LAG_ENDPOINT" \
-    -H "Authorization: Bearer $FLASHGATE_ADMIN_TOKEN" || fg_log "deleting the demo's webhook endpoint failed"
-  fg_stop_pid "$state/webhook-receiver.pid" 5 || true
+  webhook_lag_down "$state"
   return "$rc"
 }
 
-webhook_lag_down() { fg_stop_pid "$1/webhook-receiver.pid" 5 || true; }
+webhook_lag_down() {
+  if [ -n "${WEBHOOK_LAG_ENDPOINT:-}" ]; then
+    curl -fsS --noproxy '*' -o /dev/null -X DELETE \
+      "$FLASHGATE_ORIGIN_URL/admin/v1/webhooks/endpoints/$WEBHOOK_LAG_ENDPOINT" \
+      -H "Authorization: Bearer $FLASHGATE_ADMIN_TOKEN" || fg_log "deleting the demo's webhook endpoint failed"
+    WEBHOOK_LAG_ENDPOINT=""
+  fi
+  fg_stop_pid "$1/webhook-receiver.pid" 5 || true
+}
