@@ -6,8 +6,9 @@
 #                               exactly MARKER (e.g. "Try it by hand:")
 #   readme_run MARKER ENV LOG   runs that block with bash -euo pipefail in a scratch folder laid
 #                               out like a clone whose `scripts/dev up` wrote ENV: `.dev/env` is
-#                               ENV, `target/release` and `target/debug` are this build's debug
-#                               binaries (the block names target/release/…). Output (stdout and
+#                               ENV, `scripts` is this clone's, `target/release` and
+#                               `target/debug` are this build's debug binaries (the block names
+#                               target/release/…). Output (stdout and
 #                               stderr) in LOG; returns the block's exit status.
 #   readme_expect LOG TEXT...   true when LOG contains every TEXT (fixed strings); else names
 #                               the first one missing.
@@ -23,15 +24,21 @@ readme_block() {
                  inside { print }' "$FG_ROOT/README.md"
 }
 
-# _doc_exec SCRIPT ENV LOG: runs SCRIPT in a scratch folder laid out like a clone (see above).
+# _doc_exec SCRIPT ENV LOG: runs SCRIPT in a scratch folder laid out like a clone (see above),
+# in a session of its own: what it left running (a webhook receiver it started, when it failed
+# before stopping it) is stopped after it.
 _doc_exec() {
-  local block="$1" env="$2" log="$3" scratch rc=0
+  local block="$1" env="$2" log="$3" scratch rc=0 pid
   scratch="$(mktemp -d)"
   mkdir -p "$scratch/.dev" "$scratch/target"
   ln -s "$env" "$scratch/.dev/env"
+  ln -s "$FG_ROOT/scripts" "$scratch/scripts"
   ln -s "$(fg_target_dir)/debug" "$scratch/target/release"
   ln -s "$(fg_target_dir)/debug" "$scratch/target/debug"
-  (cd "$scratch" && bash -euo pipefail -c "$block") >"$log" 2>&1 || rc=$?
+  (cd "$scratch" && exec setsid -w bash -euo pipefail -c "$block") >"$log" 2>&1 &
+  pid=$!
+  wait "$pid" || rc=$?
+  kill -- "-$pid" 2>/dev/null || true
   rm -rf "$scratch"
   return "$rc"
 }

@@ -11,7 +11,8 @@
 # FLASHGATE_CUSTOMER_TOKEN_SECRET, FLASHGATE_SERVICE_TOKEN, FLASHGATE_EDGE_SECRET,
 # DATABASE_URL, REDIS_URL (KEY=value lines; `set -a; . STATE_DIR/env; set +a` loads them).
 # FLASHGATE_ORIGIN_PORT picks the origin's port (default: 8080 when free and no FLASHGATE_PORT_RANGE is set, else a free one).
-# FLASHGATE_NO_EDGE=1 starts the origin alone.
+# FLASHGATE_NO_EDGE=1 starts the origin alone. The origins allow webhook endpoints on loopback
+# and private addresses over http (FLASHGATE_WEBHOOK_ALLOW_PRIVATE, default true here).
 # FLASHGATE_ORIGINS=N (default 1) starts N origins (origin-1 ... origin-N, each on a free
 # loopback port) behind HAProxy (scripts/lib/balancer.sh); FLASHGATE_ORIGIN_URL is then the
 # balancer's URL and the edge points at it. With 1 there is no balancer.
@@ -117,7 +118,10 @@ origin_start() {
     [ -n "$fixed" ] || port="$(fg_free_port)"
     fg_port_open 127.0.0.1 "$port" && fg_die "port $port is taken (set FLASHGATE_ORIGIN_PORT)"
     fg_log "starting $name on 127.0.0.1:$port (log: $state/$name.log)"
+    # Webhook endpoints on this machine (http://127.0.0.1:…, docs/CHECKOUT.md's receiver) are
+    # allowed on a local stack, unless the caller says otherwise.
     FLASHGATE_LISTEN="127.0.0.1:$port" RUST_LOG="${RUST_LOG:-warn,flashgate=info,flashgate_origin=info}" \
+      FLASHGATE_WEBHOOK_ALLOW_PRIVATE="${FLASHGATE_WEBHOOK_ALLOW_PRIVATE:-true}" \
       nohup "$bin" serve >"$state/$name.log" 2>&1 &
     pid=$!
     echo "$pid" >"$state/$name.pid"

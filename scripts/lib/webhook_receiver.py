@@ -6,6 +6,11 @@ was given (each on its own, so a test sees which of two signatures verified), re
 answered as the plan says (200 once the plan is spent), after the answer's `delay` seconds
 when it has one (the call stays open meanwhile).
 
+Started with --secret (docs/CHECKOUT.md), it is a shop's receiver: it verifies with those
+secrets, answers 400 to a delivery none of them verifies, and prints one line per delivery:
+  verified claim.paid campaign=hoodie-1 object=c_... sequence=3 status=paid webhook-id=...
+  rejected webhook-id=...: <why>
+
 Control (JSON bodies):
   POST /_control/secrets {"secrets": ["whsec_...", ...]}  the secrets to verify with
   POST /_control/plan {"answers": [{"status": 500}, {"status": 429, "retry_after": 1}],
@@ -29,6 +34,8 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 LOCK = threading.Lock()
 STATE = {"secrets": [], "answers": [], "then": {"status": 200}, "events": [], "open": 0}
+# --secret: print each delivery, refuse (400) what no secret verifies.
+STRICT = False
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -76,15 +83,20 @@ class Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         with LOCK:
             secrets = list(STATE["secrets"])
-        verified = []
+        verified, why = [], "no secret"
         for i, secret in enumerate(secrets):
             try:
                 Webhook(secret).verify(body, headers)
                 verified.append(i)
-            except WebhookVerificationError:
-                pass
+            except WebhookVerificationError as e:
+                why = str(e)
         with LOCK:
-            answer = STATE["answers"].pop(0) if STATE["answers"] else STATE["then"]
+            if STRICT and not verified:
+                answer = {"status": 400}
+            elif STATE["answers"]:
+                answer = STATE["answers"].pop(0)
+            else:
+                answer = STATE["then"]
             try:
                 event = json.loads(body)
             except ValueError:
@@ -99,6 +111,8 @@ class Handler(BaseHTTPRequestHandler):
                 "at": at,
             })
             STATE["open"] += 1
+            if STRICT:
+                print(line(headers.get("webhook-id"), event, verified, why), flush=True)
         try:
             if answer.get("delay"):
                 time.sleep(answer["delay"])
@@ -114,6 +128,16 @@ class Handler(BaseHTTPRequestHandler):
         self._reply(answer["status"], b"", extra)
 
 
+def line(webhook_id, event, verified, why):
+    """The printed line of one delivery (see the module's documentation)."""
+    if not verified:
+        return f"rejected webhook-id={webhook_id}: {why}"
+    e = event if isinstance(event, dict) else {}
+    data = e.get("data") if isinstance(e.get("data"), dict) else {}
+    return (f"verified {e.get('type')} campaign={e.get('campaign')} object={e.get('object_id')}"
+            f" sequence={e.get('sequence')} status={data.get('status')} webhook-id={webhook_id}")
+
+
 class Server(ThreadingHTTPServer):
     # Tests open dozens of calls at once (slow answers); the default backlog is 5.
     request_queue_size = 128
@@ -127,7 +151,13 @@ class Server(ThreadingHTTPServer):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free one)")
+    p.add_argument("--secret", action="append", default=[],
+                   help="a whsec_ secret to verify with (repeatable): print each delivery, "
+                        "answer 400 to what none verifies")
     a = p.parse_args()
+    global STRICT
+    STRICT = bool(a.secret)
+    STATE["secrets"] = list(a.secret)
     server = Server(("127.0.0.1", a.port), Handler)
     print(f"listening on {server.server_address[1]}", flush=True)
     try:

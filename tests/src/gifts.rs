@@ -174,6 +174,13 @@ pub async fn fulfil(o: &TestOrigin, campaign: &str, key: &str, msisdn: &str) -> 
     }
 }
 
+/// A manager's `POST /admin/v1/fulfilments/{id}/retry`: status and body.
+pub async fn retry(o: &TestOrigin, id: &str) -> (u16, Value) {
+    let path = format!("/admin/v1/fulfilments/{id}/retry");
+    o.admin(Method::POST, &path, Some(o.manager_token()), None)
+        .await
+}
+
 /// `GET …/eligibility?msisdn=` with the service token: status, `Cache-Control`, body.
 pub async fn eligibility(o: &TestOrigin, campaign: &str, msisdn: &str) -> (u16, String, Value) {
     let res = service_call(

@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use flashgate_provider_sim::{spawn, Faults, Running};
-use flashgate_tests::gifts::{campaign, fulfil, key, members, msisdn};
+use flashgate_tests::gifts::{campaign, fulfil, key, members, msisdn, retry};
 use flashgate_tests::support::{eventually, TestOrigin};
 use futures::future::join_all;
 
@@ -276,14 +276,7 @@ async fn a_retried_delivery_keeps_every_failed_attempt_in_its_history() {
     assert_eq!(drained(&o, &c).await, (0, 1));
     // A manager retries it once the provider answers again: delivered, credited once.
     sim.sim.set_faults(Faults::none());
-    let (s, b) = o
-        .admin(
-            reqwest::Method::POST,
-            &format!("/admin/v1/fulfilments/{id}/retry"),
-            Some(o.manager_token()),
-            None,
-        )
-        .await;
+    let (s, b) = retry(&o, &id).await;
     assert_eq!((s, b["status"].as_str()), (200, Some("pending")), "{b}");
     assert_eq!(drained(&o, &c).await, (1, 0));
     let ledger = sim.sim.ledger();

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use flashgate_provider_sim::{spawn, Faults};
-use flashgate_tests::gifts::{campaign, fulfil, key, members, msisdn};
+use flashgate_tests::gifts::{campaign, fulfil, key, members, msisdn, retry};
 use flashgate_tests::support::{eventually, test_config, unique, TestOrigin};
 use flashgate_tests::webhooks::{register, unregister, Received, Receiver};
 use serde_json::Value;
@@ -177,23 +177,61 @@ async fn code_uses_send_held_then_used_or_released_by_the_shop_or_the_sweeper() 
     unregister(&o, &endpoint).await;
 }
 
+/// Held by each gift test while its origin runs: a gift relay takes every pending row of the
+/// database, so two tests' relays side by side would call each other's simulators.
+static GIFT_RELAYS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A gift campaign (segment `s1`, 2,000 minor units) on an origin relaying to the provider
+/// simulator (one attempt per delivery), and a receiver subscribed to the `gift.*` events.
+/// Holds [`GIFT_RELAYS`] (the origin's tasks end with the test's runtime).
+struct GiftSale {
+    one_at_a_time: tokio::sync::MutexGuard<'static, ()>,
+    sim: flashgate_provider_sim::Running,
+    o: TestOrigin,
+    r: Receiver,
+    endpoint: String,
+    c: String,
+}
+
+impl GiftSale {
+    async fn start() -> Self {
+        let one_at_a_time = GIFT_RELAYS.lock().await;
+        let sim = spawn("127.0.0.1:0".parse().unwrap(), Faults::none())
+            .await
+            .unwrap();
+        let mut config = test_config();
+        config.gifts.gift_test_clock = true;
+        config.gifts.gift_provider_url = Some(sim.url.clone());
+        config.gifts.gift_provider_timeout_ms = 2_000;
+        config.gifts.gift_delivery_max_attempts = 1;
+        config.gifts.gift_relay_interval_ms = 50;
+        let o = TestOrigin::start_with(config).await;
+        let r = Receiver::start().await;
+        let types = ["gift.granted", "gift.delivered", "gift.failed"];
+        let (endpoint, secret) = register(&o, &r.url(), &types).await;
+        r.secrets(&[&secret]).await;
+        let c = campaign(&o, &[("s1", 2_000, &[])]).await;
+        GiftSale {
+            one_at_a_time,
+            sim,
+            o,
+            r,
+            endpoint,
+            c,
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_gift_grant_sends_granted_then_delivered_or_failed_as_the_provider_settles_it() {
-    let sim = spawn("127.0.0.1:0".parse().unwrap(), Faults::none())
-        .await
-        .unwrap();
-    let mut config = test_config();
-    config.gifts.gift_test_clock = true;
-    config.gifts.gift_provider_url = Some(sim.url.clone());
-    config.gifts.gift_provider_timeout_ms = 2_000;
-    config.gifts.gift_delivery_max_attempts = 1;
-    config.gifts.gift_relay_interval_ms = 50;
-    let o = TestOrigin::start_with(config).await;
-    let r = Receiver::start().await;
-    let types = ["gift.granted", "gift.delivered", "gift.failed"];
-    let (endpoint, secret) = register(&o, &r.url(), &types).await;
-    r.secrets(&[&secret]).await;
-    let c = campaign(&o, &[("s1", 2_000, &[])]).await;
+    let GiftSale {
+        one_at_a_time: _one_at_a_time,
+        sim,
+        o,
+        r,
+        endpoint,
+        c,
+    } = GiftSale::start().await;
     let (ok, ko) = (msisdn(), msisdn());
     members(&o, &c, "s1", &[ok.clone(), ko.clone()]).await;
     let ours = |e: &Value| e["campaign"] == c.as_str();
@@ -255,6 +293,59 @@ async fn a_gift_grant_sends_granted_then_delivered_or_failed_as_the_provider_set
             assert_eq!(data["currency"], "EGP");
         }
     }
+    once_and_verified(&r, &got).await;
+    unregister(&o, &endpoint).await;
+    sim.stop();
+}
+
+#[tokio::test]
+async fn a_managers_retry_of_a_failed_gift_sends_granted_again_then_delivered() {
+    let GiftSale {
+        one_at_a_time: _one_at_a_time,
+        sim,
+        o,
+        r,
+        endpoint,
+        c,
+    } = GiftSale::start().await;
+    let m = msisdn();
+    members(&o, &c, "s1", std::slice::from_ref(&m)).await;
+    let ours = |e: &Value| e["campaign"] == c.as_str();
+    // The provider fails its one attempt: granted, then failed.
+    sim.sim.set_faults(Faults {
+        error_rate: 1.0,
+        ..Faults::none()
+    });
+    let g = fulfil(&o, &c, &key(), &m).await;
+    assert_eq!(g.status, 201, "{}", String::from_utf8_lossy(&g.body));
+    let id = g.json()["fulfilment"]["id"].as_str().unwrap().to_string();
+    first_in_line(&o, &id).await;
+    delivered(&r, 2, ours).await;
+    // The provider answers again and a manager retries: the retry's own event says the
+    // delivery is pending again, then the relay's says it was delivered.
+    sim.sim.set_faults(Faults::none());
+    let (st, b) = retry(&o, &id).await;
+    assert_eq!((st, b["status"].as_str()), (200, Some("pending")), "{b}");
+    first_in_line(&o, &id).await;
+    let got = delivered(&r, 4, ours).await;
+    assert_eq!(
+        story(&got[&id]),
+        vec![
+            s("gift.granted", 1, "pending"),
+            s("gift.failed", 2, "failed"),
+            s("gift.granted", 3, "pending"),
+            s("gift.delivered", 4, "delivered")
+        ]
+    );
+    let again = &got[&id][2].event["data"];
+    assert_eq!(
+        (again["msisdn"].as_str(), again["amount"].as_i64()),
+        (Some(m.as_str()), Some(2_000))
+    );
+    assert_eq!(
+        (again.get("error"), again.get("provider_ref")),
+        (None, None)
+    );
     once_and_verified(&r, &got).await;
     unregister(&o, &endpoint).await;
     sim.stop();

@@ -2,7 +2,8 @@
 // time), the selected campaign's per-second chart drawn from the origin's series (claims,
 // sold-out answers, remaining over the last minutes, so a spike stays visible after it), its
 // audit trail, and the manager's actions (pause, resume, restock, close) with a confirmation
-// step. It only calls
+// step. The webhook endpoints and their deliveries are webhooks.js's, run from this poll
+// (pollHooks, forgetHooks). It only calls
 // the origin's admin API (/admin/v1/...) with the token the manager pasted, which stays in
 // this tab's sessionStorage. Everything from the API is written with textContent, never as HTML.
 "use strict";
@@ -23,6 +24,8 @@ let page = 0;
 let series = null; // the selected campaign's last series
 let pollTimer = null;
 let pendingConfirm = null;
+const pollHooks = []; // functions run after each poll of the campaigns (webhooks.js)
+const forgetHooks = []; // functions run when the token is forgotten
 
 function token() { return sessionStorage.getItem(TOKEN_KEY) || ""; }
 
@@ -325,6 +328,7 @@ async function poll() {
     for (const c of campaigns) rateOf(c.id, (c.counts || {}).claims_total, now);
     render();
     loadSeries();
+    for (const hook of pollHooks) hook();
     if (!$("#notice").classList.contains("error") || $("#notice").dataset.kind === "poll") {
       notice("Live · " + data.campaigns.length + " campaigns · updated " + utc(new Date(), true));
       $("#notice").dataset.kind = "poll";
@@ -398,6 +402,7 @@ document.addEventListener("DOMContentLoaded", () => {
     for (const row of rows.values()) row.tr.remove();
     rows.clear(); history.clear(); selected = null; campaigns = []; series = null;
     $("#detail").hidden = true;
+    for (const hook of forgetHooks) hook();
     notice("Token forgotten. Paste a manager token to load the campaigns.");
   });
   $("#campaigns tbody").addEventListener("click", (ev) => {

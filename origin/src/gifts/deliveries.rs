@@ -1,9 +1,11 @@
 //! Fulfilments with their delivery status (the ledger row joined to its outbox row), and a
-//! manager's retry of a failed delivery.
+//! manager's retry of a failed delivery (with its `gift.granted` event: pending again).
 
 use crate::db::Db;
+use crate::webhooks::{self, events::NewEvent};
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::gifts::{DeliveryStatus, Fulfilment, Gift, GiftKind};
+use flashgate_shared::api::webhooks::{EventType, GiftData};
 use uuid::Uuid;
 
 use super::history::Outbox;
@@ -43,6 +45,14 @@ impl From<Row> for Fulfilment {
 
 /// One fulfilment; `None` when unknown.
 pub async fn fulfilment(db: &Db, id: Uuid) -> sqlx::Result<Option<Fulfilment>> {
+    fulfilment_in(db, id).await
+}
+
+/// [`fulfilment`] read with `e` (the pool, or a caller's transaction).
+async fn fulfilment_in<'e>(
+    e: impl sqlx::PgExecutor<'e>,
+    id: Uuid,
+) -> sqlx::Result<Option<Fulfilment>> {
     let row = sqlx::query_as!(
         Row,
         r#"SELECT l.id, l.campaign_id, l.msisdn, l.segment_id, l.amount, l.currency,
@@ -51,7 +61,7 @@ pub async fn fulfilment(db: &Db, id: Uuid) -> sqlx::Result<Option<Fulfilment>> {
             WHERE l.id = $1"#,
         id
     )
-    .fetch_optional(db)
+    .fetch_optional(e)
     .await?;
     Ok(row.map(Fulfilment::from))
 }
@@ -88,10 +98,12 @@ pub enum Retried {
     NotFound,
 }
 
-/// Puts a failed delivery back in the outbox (attempts reset, due now) with its audit row and
-/// a `retried` entry in its delivery history ([`super::history`]), which keeps the attempts
-/// the reset forgets.
+/// Puts a failed delivery back in the outbox (attempts reset, due now) with its audit row, a
+/// `retried` entry in its delivery history ([`super::history`]), which keeps the attempts the
+/// reset forgets, and its `gift.granted` webhook event (status `pending` again, the next
+/// sequence number of the fulfilment), all in one transaction. Errors: PostgreSQL's.
 pub async fn retry(db: &Db, actor: &str, id: Uuid) -> sqlx::Result<Retried> {
+    let mut tx = db.begin().await?;
     let row = sqlx::query!(
         r#"WITH before AS (
                  SELECT o.fulfilment_id, o.status, l.campaign_id
@@ -119,7 +131,7 @@ pub async fn retry(db: &Db, actor: &str, id: Uuid) -> sqlx::Result<Retried> {
         actor,
         Outbox::Gift.as_str(),
     )
-    .fetch_optional(db)
+    .fetch_optional(&mut *tx)
     .await?;
     let Some(row) = row else {
         return Ok(Retried::NotFound);
@@ -127,7 +139,25 @@ pub async fn retry(db: &Db, actor: &str, id: Uuid) -> sqlx::Result<Retried> {
     if !row.changed {
         return Ok(Retried::NotFailed(row.status));
     }
-    Ok(fulfilment(db, id)
-        .await?
-        .map_or(Retried::NotFound, Retried::Retried))
+    let Some(f) = fulfilment_in(&mut *tx, id).await? else {
+        return Ok(Retried::NotFound);
+    };
+    webhooks::events::emit(&mut tx, &[granted_again(&f)]).await?;
+    tx.commit().await?;
+    Ok(Retried::Retried(f))
+}
+
+/// The `gift.granted` event of a fulfilment put back in the outbox (`pending`).
+fn granted_again(f: &Fulfilment) -> NewEvent {
+    let data = GiftData {
+        fulfilment_id: f.id.clone(),
+        msisdn: f.msisdn.clone(),
+        segment: f.segment.clone(),
+        amount: f.gift.amount,
+        currency: f.gift.currency.clone(),
+        status: DeliveryStatus::Pending,
+        provider_ref: None,
+        error: None,
+    };
+    NewEvent::gift(EventType::GiftGranted, &f.campaign, data)
 }

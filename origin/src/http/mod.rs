@@ -79,6 +79,7 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(campaigns::status))
         .routes(routes!(admin::dashboard::index))
         .routes(routes!(admin::dashboard::app_js))
+        .routes(routes!(admin::dashboard::webhooks_js))
         .routes(routes!(admin::dashboard::app_css));
     let private = OpenApiRouter::new()
         .routes(routes!(claims::create))

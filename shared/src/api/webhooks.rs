@@ -37,7 +37,8 @@ stored_enum! {
         /// A held promo code use was released (by the shop, or by the sweeper when not
         /// confirmed by `held_until`); the use went back to the code.
         CodeUseReleased = "code_use.released",
-        /// A gift was granted to a subscriber; its delivery by the provider is pending.
+        /// A gift was granted to a subscriber, or a manager retried its failed delivery; its
+        /// delivery by the provider is pending.
         GiftGranted = "gift.granted",
         /// The provider credited a granted gift.
         GiftDelivered = "gift.delivered",

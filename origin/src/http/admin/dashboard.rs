@@ -1,5 +1,5 @@
-//! The managers' dashboard at `GET /admin`: one static page with its script and style sheet,
-//! embedded in the binary (`origin/assets/admin/`). The page calls the admin API with the
+//! The managers' dashboard at `GET /admin`: one static page with its scripts (the campaigns'
+//! and the webhook endpoints') and style sheet, embedded in the binary (`origin/assets/admin/`). The page calls the admin API with the
 //! manager token the user pastes (kept in the tab's sessionStorage, sent as a bearer token);
 //! the page itself needs no token. A strict Content-Security-Policy allows only these files
 //! and calls to this origin.
@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 
 const INDEX_HTML: &str = include_str!("../../../assets/admin/index.html");
 const APP_JS: &str = include_str!("../../../assets/admin/app.js");
+const WEBHOOKS_JS: &str = include_str!("../../../assets/admin/webhooks.js");
 const APP_CSS: &str = include_str!("../../../assets/admin/app.css");
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
@@ -57,6 +58,18 @@ pub async fn index() -> Response {
 )]
 pub async fn app_js() -> Response {
     asset("text/javascript; charset=utf-8", APP_JS)
+}
+
+/// `GET /admin/webhooks.js`: the dashboard's script of the webhook endpoints and deliveries.
+#[utoipa::path(
+    get,
+    path = "/admin/webhooks.js",
+    tag = "operations",
+    responses((status = 200, description = "The dashboard's script of the webhook endpoints \
+        and their deliveries.", content_type = "text/javascript", body = String)),
+)]
+pub async fn webhooks_js() -> Response {
+    asset("text/javascript; charset=utf-8", WEBHOOKS_JS)
 }
 
 /// `GET /admin/app.css`: the dashboard's style sheet.

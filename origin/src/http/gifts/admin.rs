@@ -363,8 +363,8 @@ pub async fn list_fulfilments(
     Ok(Json(FulfilmentList { fulfilments }).into_response())
 }
 
-/// Puts a failed delivery back in the outbox (manager): 200 with the fulfilment (`pending`);
-/// 404 unknown; 409 when it is not `failed`.
+/// Puts a failed delivery back in the outbox (manager), with its `gift.granted` webhook event:
+/// 200 with the fulfilment (`pending`); 404 unknown; 409 when it is not `failed`.
 #[utoipa::path(
     post,
     path = "/admin/v1/fulfilments/{id}/retry",
@@ -372,7 +372,8 @@ pub async fn list_fulfilments(
     security(("admin_token" = [])),
     params(("id" = String, Path, description = "Fulfilment id (a UUID)."), AdminIdempotencyKey),
     responses(
-        (status = 200, description = "The fulfilment, `pending` again (audited).", body = Fulfilment),
+        (status = 200, description = "The fulfilment, `pending` again (audited; a \
+            `gift.granted` webhook event).", body = Fulfilment),
         (status = 404, description = "not_found: no such fulfilment.", body = ErrorBody),
         (status = 409, description = "conflict: the delivery is not `failed`; in_progress \
             (+ `Retry-After`).", body = ErrorBody, headers(("Retry-After" = u32))),
