@@ -91,7 +91,7 @@ pub(super) fn client_ip(req: &Request) -> Option<String> {
 /// [`client_ip`] from the request's headers.
 pub(super) fn ip_of(headers: &Headers) -> Option<String> {
     let raw = headers.get(super::CF_CONNECTING_IP_HEADER).ok().flatten();
-    crate::decide::client_ip(raw.as_deref())
+    decide::client_ip(raw.as_deref())
 }
 
 /// Takes one token for `action` from the customer's bucket (when known) and the IP's bucket
