@@ -118,6 +118,14 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
     });
     let grace = state.config.ended_keys_grace_seconds;
     let turn = crate::repair::cleanup::turn_key(&state.config.database_url);
+    // The series exist from the start (at 0 until a pass of this origin counts them), so a
+    // dashboard's query finds them before the first pass.
+    for key_state in crate::repair::cleanup::KeyState::ALL {
+        let labels = crate::metrics::KeyStateLabels {
+            state: key_state.as_str(),
+        };
+        drop(state.metrics.redis_campaign_keys.get_or_create(&labels));
+    }
     spawn_every(
         state,
         stop,
