@@ -2,7 +2,8 @@
 //! another, on the same machine and services, and print figures and ratios:
 //!
 //! 1. durable claims/s: the grouped commit ([`flashgate_origin::claims::commit::Committer`])
-//!    vs. one claim per transaction on the campaign row ("the hot row");
+//!    vs. one claim per transaction on the campaign row ("the hot row"), and vs. the same rows
+//!    loaded by `COPY` into the same tables (the schema's limit on this machine, [`copy`]);
 //! 2. winners/s end to end over HTTP: the origin with grouped commits vs. the same origin with
 //!    `FLASHGATE_COMMIT_BATCH_MAX=1`, and against the durable grouped rate of leg 1, at the
 //!    HTTP clients' concurrency and at the durable leg's (`--commit-clients` winners in flight);
@@ -14,7 +15,11 @@
 //!
 //! Run: `cargo run --release -p flashgate-tests --bin bench_origin -- --seconds 5`.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+mod copy;
+mod measure;
+mod webhooks;
+
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,7 +31,13 @@ use flashgate_origin::reply::Outcome;
 use flashgate_shared::api::CampaignKind;
 use flashgate_tests::support::{ensure_database, test_config, token_for, unique, TestOrigin};
 use hdrhistogram::Histogram;
+use measure::{for_secs, Leg};
 use sqlx::PgPool;
+
+/// Commit workers and the most claims per transaction of leg 1b's committer (the origin's
+/// defaults), and the shape of leg 1c's transactions.
+const COMMIT_WORKERS: usize = 4;
+const COMMIT_BATCH: usize = 512;
 
 /// The allocator the `flashgate` binary ships (origin/src/main.rs): the origin runs in this
 /// process, so its figures are the binary's.
@@ -74,183 +85,8 @@ fn constant_handler() -> axum::Router {
     )
 }
 
-struct Leg {
-    name: String,
-    run: Run,
-    hist: Option<Histogram<u64>>,
-}
-
-impl Leg {
-    fn rate(&self) -> f64 {
-        self.run.ops as f64 / self.run.secs
-    }
-    /// The machine's busy CPU time per operation of the leg, in core-microseconds (every
-    /// process: this one, PostgreSQL, Redis), when /proc/stat could be read.
-    fn cpu_us_per_op(&self) -> Option<f64> {
-        let ops = self.run.ops.max(1) as f64;
-        self.run.busy_core_secs.map(|b| b * 1e6 / ops)
-    }
-    /// [`ByProcess`] per operation, in core-microseconds.
-    fn by_process_us_per_op(&self) -> Option<ByProcess> {
-        let ops = self.run.ops.max(1) as f64;
-        self.run.by_process.map(|b| ByProcess {
-            this: b.this * 1e6 / ops,
-            postgres: b.postgres * 1e6 / ops,
-            redis: b.redis * 1e6 / ops,
-        })
-    }
-    fn print(&self) {
-        let cpu = self
-            .cpu_us_per_op()
-            .map(|us| format!("   cpu/op {us:>5.0} us"))
-            .unwrap_or_default();
-        match &self.hist {
-            Some(h) => println!(
-                "{:<48} {:>10.0} /s   p50 {:>7.2} ms   p99 {:>7.2} ms   max {:>7.2} ms{cpu}",
-                self.name,
-                self.rate(),
-                h.value_at_quantile(0.5) as f64 / 1000.0,
-                h.value_at_quantile(0.99) as f64 / 1000.0,
-                h.max() as f64 / 1000.0
-            ),
-            None => println!("{:<48} {:>10.0} /s{cpu}", self.name, self.rate()),
-        }
-    }
-}
-
-/// What [`for_secs`] measured.
-struct Run {
-    ops: u64,
-    secs: f64,
-    /// Busy CPU time of the whole machine meanwhile, in core-seconds ([`busy_core_secs`]).
-    busy_core_secs: Option<f64>,
-    /// The part of it spent by this process, PostgreSQL and Redis ([`ByProcess`]).
-    by_process: Option<ByProcess>,
-}
-
-/// Busy CPU time, in core-seconds, of the processes that share a leg: this one (the clients and
-/// the origin), every `postgres` process and every `redis-server` process, from
-/// `/proc/<pid>/stat` (`utime` + `stime`, proc(5), in ticks of 1/100 s). A process that starts
-/// or ends during a leg counts wrongly for that leg (the PostgreSQL pool keeps its connections,
-/// so the legs here start none after their first second).
-#[derive(Clone, Copy, Default)]
-struct ByProcess {
-    this: f64,
-    postgres: f64,
-    redis: f64,
-}
-
-impl ByProcess {
-    fn read() -> Option<Self> {
-        let own = std::process::id().to_string();
-        let mut out = Self::default();
-        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-            let name = entry.file_name();
-            let Some(pid) = name
-                .to_str()
-                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-            else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                continue;
-            };
-            // `pid (comm) state …`: the name may hold spaces, so the fields start after its
-            // last `)`; `utime` and `stime` (fields 14 and 15) are the 12th and 13th there.
-            let Some((head, rest)) = stat.rsplit_once(')') else {
-                continue;
-            };
-            let comm = head.split_once('(').map_or("", |(_, c)| c);
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            let tick = |i: usize| fields.get(i).and_then(|t| t.parse::<u64>().ok());
-            let secs = (tick(11).unwrap_or(0) + tick(12).unwrap_or(0)) as f64 / 100.0;
-            if pid == own {
-                out.this += secs;
-            } else if comm == "postgres" {
-                out.postgres += secs;
-            } else if comm.starts_with("redis-server") {
-                out.redis += secs;
-            }
-        }
-        Some(out)
-    }
-
-    fn since(self, before: Self) -> Self {
-        Self {
-            this: self.this - before.this,
-            postgres: self.postgres - before.postgres,
-            redis: self.redis - before.redis,
-        }
-    }
-}
-
-/// The machine's busy CPU time since boot, in core-seconds: the first line of /proc/stat
-/// (proc(5)) less `idle` and `iowait`, in `USER_HZ` ticks of 1/100 s (Linux's value on every
-/// common architecture). `None` off Linux. Other work on the machine counts too: run the bench
-/// on an idle machine.
-fn busy_core_secs() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let ticks: Vec<u64> = stat
-        .lines()
-        .next()?
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|t| t.parse().ok())
-        .collect();
-    // user nice system idle iowait irq softirq steal (guest time is already in user).
-    let busy: u64 = ticks
-        .iter()
-        .take(8)
-        .enumerate()
-        .filter(|(i, _)| *i != 3 && *i != 4)
-        .map(|(_, t)| t)
-        .sum();
-    Some(busy as f64 / 100.0)
-}
-
 async fn stock_campaign(o: &TestOrigin, stock: i64) -> String {
     o.campaign("sale", stock).await
-}
-
-/// Runs `clients` loops of `round(client, i)` (`i` counts each loop's rounds from 1) for
-/// `secs`; returns the rounds finished and the seconds taken (until every loop stopped).
-async fn for_secs<F, Fut>(clients: usize, secs: u64, round: F) -> Run
-where
-    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = ()> + Send,
-{
-    let round = Arc::new(round);
-    let stop = Arc::new(AtomicBool::new(false));
-    let ops = Arc::new(AtomicU64::new(0));
-    let busy_at_start = busy_core_secs();
-    let by_process_at_start = ByProcess::read();
-    let start = Instant::now();
-    let tasks: Vec<_> = (0..clients)
-        .map(|w| {
-            let (round, stop, ops) = (round.clone(), stop.clone(), ops.clone());
-            tokio::spawn(async move {
-                let mut i = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    i += 1;
-                    round(w, i).await;
-                    ops.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-        })
-        .collect();
-    tokio::time::sleep(Duration::from_secs(secs)).await;
-    stop.store(true, Ordering::Relaxed);
-    for t in tasks {
-        t.await.expect("task");
-    }
-    Run {
-        ops: ops.load(Ordering::Relaxed),
-        secs: start.elapsed().as_secs_f64(),
-        busy_core_secs: busy_at_start.zip(busy_core_secs()).map(|(a, b)| b - a),
-        by_process: by_process_at_start
-            .zip(ByProcess::read())
-            .map(|(a, b)| b.since(a)),
-    }
 }
 
 /// Leg 1a: one claim per transaction, `clients` at once, for `secs`.
@@ -289,7 +125,7 @@ async fn hot_row(db: &PgPool, campaign: &str, clients: usize, secs: u64) -> Leg 
 
 /// Leg 1b: claims submitted to the grouped committer by `clients` at once.
 async fn grouped(db: &Db, campaign: &str, clients: usize, secs: u64) -> Leg {
-    let committer = Committer::start(db.clone(), 4, 512, Default::default());
+    let committer = Committer::start(db.clone(), COMMIT_WORKERS, COMMIT_BATCH, Default::default());
     let c = campaign.to_string();
     let run = for_secs(clients, secs, move |w, i| {
         let claim = NewClaim {
@@ -435,7 +271,7 @@ async fn main() {
     let o = TestOrigin::start_with(config.clone()).await;
     let db = o.db.clone();
     if args.webhooks_only {
-        webhooks_leg(&o, &args).await;
+        webhooks::webhooks_leg(&o, &args).await;
         o.stop().await;
         return;
     }
@@ -452,8 +288,15 @@ async fn main() {
     let grp = grouped(&Db::from(db.clone()), &c, args.commit_clients, args.seconds).await;
     grp.print();
     println!(
-        "ratio grouped / hot row: {:.1}x (target >= 10x)\n",
+        "ratio grouped / hot row: {:.1}x (target >= 10x)",
         grp.rate() / hot.rate()
+    );
+    let c = stock_campaign(&o, 10_000_000).await;
+    let copied = copy::copy_rows(&db, &c, COMMIT_WORKERS, COMMIT_BATCH, args.seconds).await;
+    copied.print();
+    println!(
+        "ratio grouped / COPY of the same rows: {:.2}x (target >= 0.5x)\n",
+        grp.rate() / copied.rate()
     );
     if let Some(url) = &args.pgbouncer_url {
         through_pooler(&o, url, &args, &grp).await;
@@ -586,7 +429,7 @@ async fn main() {
         "ratio sold-out / constant handler: {:.2}x (target >= 0.9x)",
         sold_out.rate() / baseline.rate()
     );
-    cpu_bound(&grp, &wide, &baseline);
+    measure::cpu_bound(&grp, &wide, &baseline);
     let m = &o.origin.state.metrics;
     println!(
         "\nsold-out answers from memory: {}, from the Redis gate: {}",
@@ -594,96 +437,6 @@ async fn main() {
         m.claims_of(Outcome::SoldOut, AnsweredFrom::Gate)
     );
     println!();
-    webhooks_leg(&o, &args).await;
+    webhooks::webhooks_leg(&o, &args).await;
     o.stop().await;
-}
-
-/// Prints what the machine's CPU allows winners over HTTP: each winner is one HTTP exchange
-/// (at least the constant handler's CPU per request, client side included) plus one durable
-/// commit (the grouped leg's CPU per claim), and on a machine where the client, the origin,
-/// Redis and PostgreSQL share the same cores, winners/s cannot pass
-/// `cores / (exchange + commit)`; against the durable rate (`cores / commit`) that is
-/// `commit / (exchange + commit)`.
-fn cpu_bound(durable: &Leg, winners: &Leg, exchange: &Leg) {
-    let (Some(commit), Some(http), Some(winner)) = (
-        durable.cpu_us_per_op(),
-        exchange.cpu_us_per_op(),
-        winners.cpu_us_per_op(),
-    ) else {
-        return;
-    };
-    println!(
-        "\nCPU per operation (the whole machine, core-us): winner {winner:.0} = HTTP exchange \
-         {http:.0} + durable commit {commit:.0} + the rest (token, gate, claim logic) {:.0}",
-        winner - http - commit
-    );
-    println!(
-        "bound of winners over HTTP / durable grouped from CPU alone: {:.2}x \
-         (commit / (exchange + commit), every process on the same cores)",
-        commit / (http + commit)
-    );
-    let (Some(d), Some(w)) = (
-        durable.by_process_us_per_op(),
-        winners.by_process_us_per_op(),
-    ) else {
-        return;
-    };
-    println!(
-        "by process (core-us per operation): durable commit: this process {:.0}, PostgreSQL \
-         {:.0}, Redis {:.0}; winner: this process (clients and origin) {:.0}, PostgreSQL {:.0}, \
-         Redis {:.0}",
-        d.this, d.postgres, d.redis, w.this, w.postgres, w.redis
-    );
-    println!(
-        "bound with the gate's Redis work as measured: {:.2}x (commit / (exchange + commit + \
-         Redis {:.0}))",
-        commit / (http + commit + w.redis),
-        w.redis
-    );
-}
-
-/// Leg 4: winners/s without a webhook endpoint, with one subscribed to `claim.held` (its
-/// receiver an in-process axum handler answering 204), and without again.
-async fn webhooks_leg(o: &TestOrigin, args: &Args) {
-    println!(
-        "## 4. winners/s over HTTP with and without a webhook endpoint ({} clients)",
-        args.http_clients
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    let received = Arc::new(AtomicU64::new(0));
-    let count = received.clone();
-    let app = axum::Router::new().route(
-        "/hook",
-        axum::routing::post(move || {
-            let count = count.clone();
-            async move {
-                count.fetch_add(1, Ordering::Relaxed);
-                axum::http::StatusCode::NO_CONTENT
-            }
-        }),
-    );
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    let before = winners_over_http(o, args.http_clients, args.seconds, "no endpoint").await;
-    before.print();
-    let (endpoint, _) = flashgate_tests::webhooks::register(
-        o,
-        &format!("http://127.0.0.1:{port}/hook"),
-        &["claim.held"],
-    )
-    .await;
-    let with = winners_over_http(o, args.http_clients, args.seconds, "an endpoint").await;
-    with.print();
-    flashgate_tests::webhooks::unregister(o, &endpoint).await;
-    let after = winners_over_http(o, args.http_clients, args.seconds, "no endpoint, again").await;
-    after.print();
-    let base = (before.rate() + after.rate()) / 2.0;
-    println!(
-        "ratio with an endpoint / without (mean of the two legs around it): {:.2}x (target >= 0.9x); \
-         deliveries received during and after the leg: {}\n",
-        with.rate() / base,
-        received.load(Ordering::Relaxed)
-    );
 }
