@@ -9,7 +9,8 @@
 //! several origins relay side by side without sending one row twice at once; an origin that
 //! dies mid-call leaves its rows to be taken again when the lease ends (delivery is at least
 //! once: receivers deduplicate on `webhook-id`). It posts the events signed ([`super::sign`])
-//! and settles each row as soon as its call ends, then takes more: when an endpoint's calls
+//! and settles each row as soon as its call ends (the 2xx ones of all the calls that ended
+//! together in one statement), then takes more: when an endpoint's calls
 //! have all ended, and every relay interval while calls are in flight. A receiver that never
 //! answers thus holds up to [`PER_ENDPOINT`] of its own rows for the timeout, and no other
 //! endpoint's. The pass ends when no call is in flight and nothing is due. Each row ends:
@@ -29,6 +30,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::webhooks::{Event, EventData, EventType};
 use futures::stream::{FuturesUnordered, StreamExt};
+use futures::FutureExt;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use uuid::Uuid;
 
@@ -191,13 +193,27 @@ async fn pump(r: &Relay) -> anyhow::Result<usize> {
             return Ok(taken);
         }
         tokio::select! {
-            Some((d, answer)) = in_flight.next() => {
-                settle(r, &d, answer).await?;
-                let left = busy.get_mut(&d.endpoint_id).map(|n| { *n -= 1; *n });
-                if left == Some(0) {
-                    busy.remove(&d.endpoint_id);
-                    look = true;
+            Some(first) = in_flight.next() => {
+                // Every call that has ended by now is settled with it: the 2xx ones in one
+                // statement ([`settle_delivered`]).
+                let mut ended = vec![first];
+                while let Some(Some(next)) = in_flight.next().now_or_never() {
+                    ended.push(next);
                 }
+                let mut delivered = Vec::with_capacity(ended.len());
+                for (d, answer) in ended {
+                    let left = busy.get_mut(&d.endpoint_id).map(|n| { *n -= 1; *n });
+                    if left == Some(0) {
+                        busy.remove(&d.endpoint_id);
+                        look = true;
+                    }
+                    match answer {
+                        Answer::Status(s, _) if (200..300).contains(&s) => delivered.push((d, s)),
+                        answer => settle(r, &d, answer).await?,
+                    }
+                }
+                let delivered: Vec<(&Due, u16)> = delivered.iter().map(|(d, s)| (d, *s)).collect();
+                settle_delivered(r, &delivered).await?;
             }
             _ = tick.tick() => {
                 look = true;
@@ -297,23 +313,43 @@ async fn call(r: &Relay, d: &Due) -> Answer {
     }
 }
 
+/// Marks the rows whose calls answered 2xx `delivered`, in one statement: one commit for all
+/// the calls that ended together, where a statement per row cost the database a commit per
+/// event on the claim path's cores.
+async fn settle_delivered(r: &Relay, delivered: &[(&Due, u16)]) -> sqlx::Result<()> {
+    if delivered.is_empty() {
+        return Ok(());
+    }
+    let events: Vec<Uuid> = delivered.iter().map(|(d, _)| d.event_id).collect();
+    let endpoints: Vec<Uuid> = delivered.iter().map(|(d, _)| d.endpoint_id).collect();
+    let statuses: Vec<i32> = delivered.iter().map(|(_, s)| i32::from(*s)).collect();
+    sqlx::query!(
+        "UPDATE webhook_deliveries d SET status = 'delivered', delivered_at = now(),
+                last_status = x.status, last_error = NULL
+           FROM UNNEST($1::uuid[], $2::uuid[], $3::int[]) AS x(event_id, endpoint_id, status)
+          WHERE d.event_id = x.event_id AND d.endpoint_id = x.endpoint_id
+            AND d.status = 'pending'",
+        &events[..],
+        &endpoints[..],
+        &statuses[..],
+    )
+    .execute(&r.db)
+    .await?;
+    let now = Utc::now();
+    for (d, _) in delivered {
+        let lag = (now - d.occurred_at).to_std().unwrap_or_default();
+        r.metrics
+            .call(&d.endpoint_id.to_string(), CallResult::Delivered, Some(lag));
+    }
+    Ok(())
+}
+
+/// Settles a call that did not answer 2xx (those go to [`settle_delivered`]).
 async fn settle(r: &Relay, d: &Due, answer: Answer) -> sqlx::Result<()> {
     let endpoint = d.endpoint_id.to_string();
     let (status, error, wait) = match &answer {
         Answer::Status(s, _) if (200..300).contains(s) => {
-            sqlx::query!(
-                "UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now(),
-                        last_status = $3, last_error = NULL
-                  WHERE event_id = $1 AND endpoint_id = $2 AND status = 'pending'",
-                d.event_id,
-                d.endpoint_id,
-                i32::from(*s),
-            )
-            .execute(&r.db)
-            .await?;
-            let lag = (Utc::now() - d.occurred_at).to_std().unwrap_or_default();
-            r.metrics.call(&endpoint, CallResult::Delivered, Some(lag));
-            return Ok(());
+            return settle_delivered(r, &[(d, *s)]).await;
         }
         Answer::Status(410, _) => {
             let reason = "the receiver answered 410 Gone";
