@@ -97,6 +97,9 @@ async fn prepare_schema(config: &Config, db: &Db) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A pooled connection idle for at least this long is pinged before it is handed out.
+const PING_IDLE_AFTER: Duration = Duration::from_secs(1);
+
 /// Commit workers (concurrent transactions of grouped claims).
 const COMMIT_WORKERS: usize = 4;
 
@@ -109,6 +112,19 @@ impl AppState {
         let pool = PgPoolOptions::new()
             .max_connections(config.db_max_connections)
             .acquire_timeout(Duration::from_secs(3))
+            // sqlx pings every idle connection it hands out (a round trip and a statement in
+            // PostgreSQL per acquire: per winner, several). Under load a connection went back
+            // to the pool microseconds ago, so only one idle for longer than
+            // `PING_IDLE_AFTER` is pinged; a dead one is closed and another taken, as before.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for < PING_IDLE_AFTER {
+                        return Ok(true);
+                    }
+                    Ok(sqlx::Connection::ping(conn).await.is_ok())
+                })
+            })
             .connect_with(config.pg_options()?)
             .await
             .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL (DATABASE_URL): {e}"))?;
