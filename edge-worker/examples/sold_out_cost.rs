@@ -1,6 +1,6 @@
 //! The plain-Rust part of the edge's sold-out answer on the host, for counting its
 //! instructions with callgrind (`scripts/profile-edge`): the same decisions, in the same order,
-//! as the worker's claim path in `edge-worker/src/glue.rs` for a claim answered `sold_out` at
+//! as the worker's claim path in `edge-worker/src/glue/mod.rs` for a claim answered `sold_out` at
 //! the edge (request checks and the customer token through the isolate's verified-token
 //! cache, the campaign index, the sold-out gate, the winners filter, the claim count). The
 //! calls into the Workers runtime (headers, body, response) are not in it: they run in

@@ -2,7 +2,7 @@
 //! runtime: fetching the index from the origin single-flight, and setting the CORS headers on
 //! every answer. Part of the wasm32 glue ([`super`]).
 
-use super::glue_origin::{send_bounded, sign_forwarded};
+use super::origin::{send_bounded, sign_forwarded};
 use super::{now_ms, wait_until};
 use crate::config::EdgeConfig;
 use crate::decide::{self, Answer};

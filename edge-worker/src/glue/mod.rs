@@ -28,25 +28,17 @@ use worker::{
     Response, Result,
 };
 
-#[path = "glue_index.rs"]
-mod glue_index;
-#[path = "glue_joins.rs"]
-mod glue_joins;
-#[path = "glue_jwks.rs"]
-mod glue_jwks;
-#[path = "glue_origin.rs"]
-mod glue_origin;
-#[path = "glue_queue.rs"]
-mod glue_queue;
-#[path = "glue_respond.rs"]
-mod glue_respond;
-#[path = "glue_telemetry.rs"]
-mod glue_telemetry;
-#[path = "glue_winners.rs"]
-mod glue_winners;
+mod index;
+mod joins;
+mod jwks;
+mod origin;
+mod queue;
+mod respond;
+mod telemetry;
+mod winners;
 
-use glue_origin::{origin_target, pass_through, relay, send, send_bounded, sign_forwarded};
-use glue_respond::{answer, respond};
+use origin::{origin_target, pass_through, relay, send, send_bounded, sign_forwarded};
+use respond::{answer, respond};
 
 /// Header with the age of the cached status in ms (the standard `Age` header has it in s).
 const STATUS_AGE_MS_HEADER: &str = "flashgate-status-age-ms";
@@ -148,8 +140,8 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
         }
     };
     // Presence reports due after this request go out once it is answered.
-    for (id, report) in glue_queue::take_reports() {
-        ctx.wait_until(glue_queue::send_report(cfg.clone(), id, report));
+    for (id, report) in queue::take_reports() {
+        ctx.wait_until(queue::send_report(cfg.clone(), id, report));
     }
     // The origin sends the id back on its answers; the edge's own answers echo the caller's.
     if let Some(id) = request_id {
@@ -158,13 +150,13 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
             let _ = h.set(REQUEST_ID_HEADER, &id);
         }
     }
-    glue_index::cors(&cfg, origin.as_deref(), preflight, resp)
+    index::cors(&cfg, origin.as_deref(), preflight, resp)
 }
 
 async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Response> {
     if preflight {
         drain(req).await;
-        return glue_index::preflight();
+        return index::preflight();
     }
     let mut url = req.url()?;
     // An id sent percent-encoded is the same campaign: routed, cached, gated, rate limited and
@@ -176,7 +168,7 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Re
     let head = method == Method::Head;
     let path = url.path().to_string();
     if path == crate::telemetry::METRICS_PATH {
-        return glue_telemetry::serve(&req, &cfg);
+        return telemetry::serve(&req, &cfg);
     }
     // The worker's own liveness (no origin call), as the origin's `/healthz` answers it.
     if (method == Method::Get || head) && path == "/healthz" {
@@ -195,16 +187,16 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Re
         _ => None,
     };
     if let Some(id) = campaign {
-        if let Err(a) = glue_index::known(&cfg, id).await {
+        if let Err(a) = index::known(&cfg, id).await {
             drain(req).await;
             return answer(&a);
         }
     }
     match route {
         Route::Status { id } => serve_status(&cfg, id, &url, head).await,
-        Route::Claim { id } => glue_telemetry::counted(claim(req, &cfg, id, &url).await?),
-        Route::QueuePoll { id } => glue_queue::poll(req, &cfg, id, &url).await,
-        Route::QueueJoin { id } => glue_queue::join(req, &cfg, id, &url).await,
+        Route::Claim { id } => telemetry::counted(claim(req, &cfg, id, &url).await?),
+        Route::QueuePoll { id } => queue::poll(req, &cfg, id, &url).await,
+        Route::QueueJoin { id } => queue::join(req, &cfg, id, &url).await,
         Route::PassThrough | Route::CampaignPassThrough { .. } => {
             pass_through(req, &cfg, &url).await
         }
@@ -250,7 +242,7 @@ async fn serve_status(
         return answer(&Answer::unavailable());
     };
     let age_ms = entry.age_ms(now_ms());
-    let headers = glue_respond::status_headers(cfg.status_ttl_ms)?;
+    let headers = respond::status_headers(cfg.status_ttl_ms)?;
     headers.set("age", &(age_ms / 1000).to_string())?;
     headers.set(STATUS_AGE_MS_HEADER, &age_ms.to_string())?;
     if !fresh {
@@ -459,7 +451,7 @@ async fn claim(
     let key = headers.get(IDEMPOTENCY_KEY_HEADER)?;
     let content_type = headers.get("content-type")?;
     let ip = std::cell::OnceCell::new();
-    let client_ip = || ip.get_or_init(|| glue_queue::ip_of(headers)).as_deref();
+    let client_ip = || ip.get_or_init(|| queue::ip_of(headers)).as_deref();
     let input = ClaimInput {
         authorization: authorization.as_deref(),
         idempotency_key: key.as_deref().map(str::as_bytes),
@@ -470,7 +462,7 @@ async fn claim(
     let bearer = authorization
         .as_deref()
         .and_then(flashgate_shared::token::bearer);
-    let verifier = glue_jwks::verifier(cfg, bearer).await;
+    let verifier = jwks::verifier(cfg, bearer).await;
     let now = now_ms();
     let checked = TOKENS.with(|t| {
         decide::check_claim(
@@ -487,7 +479,7 @@ async fn claim(
     if let Err(a) = decide::claim_campaign_check(id) {
         return answer(&a);
     }
-    if let Err(a) = glue_index::known(cfg, id).await {
+    if let Err(a) = index::known(cfg, id).await {
         return answer(&a);
     }
     let (entry, fresh) = status_for(cfg, id, url).await;
@@ -497,7 +489,7 @@ async fn claim(
     let admit_rate = crate::queue::admit_rate(entry.as_deref());
     let waiting_room = admit_rate.is_some();
     if waiting_room {
-        if let Err(a) = glue_queue::limit(cfg, Action::Claim, Some(&customer), client_ip()) {
+        if let Err(a) = queue::limit(cfg, Action::Claim, Some(&customer), client_ip()) {
             return answer(&a);
         }
     }
@@ -507,14 +499,14 @@ async fn claim(
     if let Gate::Answer(a) = decide::gate(entry.as_deref(), fresh, now, cfg.not_started_skew_ms) {
         let sold_out =
             entry.as_deref().and_then(StatusEntry::state) == Some(CampaignState::SoldOut);
-        if !(sold_out && glue_winners::may_have_won(cfg, id, &customer).await) {
+        if !(sold_out && winners::may_have_won(cfg, id, &customer).await) {
             return answer(&a);
         }
         sold_out_answer = Some(a);
     }
     let admission = headers.get(ADMISSION_HEADER)?;
     if waiting_room {
-        let checked = glue_queue::queue_secret(cfg)
+        let checked = queue::queue_secret(cfg)
             .and_then(|secret| {
                 crate::queue::check_claim_admission(
                     secret,
@@ -528,11 +520,11 @@ async fn claim(
                 crate::queue::Admitted::Now => Ok(()),
                 // An expired token: only the origin knows whether this key was decided.
                 crate::queue::Admitted::ReplayOnly => {
-                    glue_queue::limit(cfg, Action::Replay, Some(&customer), None)
+                    queue::limit(cfg, Action::Replay, Some(&customer), None)
                 }
             })
             // Last: only a claim that is about to be forwarded takes a forwarding token.
-            .and_then(|()| glue_queue::pace(id, admit_rate.unwrap_or(0)));
+            .and_then(|()| queue::pace(id, admit_rate.unwrap_or(0)));
         if let Err(a) = checked {
             // Without a usable admission a possible winner is told sold_out, as everyone.
             return answer(sold_out_answer.as_ref().unwrap_or(&a));

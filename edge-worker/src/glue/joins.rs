@@ -3,7 +3,7 @@
 //! group (`POST /edge/v1/campaigns/{id}/joins`, edge-signed); each join gets its own answer out
 //! of the group's. The decisions are in [`crate::joins`].
 
-use super::glue_respond::respond;
+use super::respond::respond;
 use super::{now_ms, send_bounded, sign_forwarded, wait_until};
 use crate::config::EdgeConfig;
 use crate::decide::Answer;
@@ -129,7 +129,7 @@ fn outcome_of(a: &Answer) -> Outcome {
 /// The response for one join: JSON, `Cache-Control: private, no-store`, answered by the origin
 /// (it gave the place or the refusal) unless the edge made the answer.
 fn reply(o: Outcome) -> Result<Response> {
-    let headers = super::glue_respond::edge_json_headers()?;
+    let headers = super::respond::edge_json_headers()?;
     if o.from_origin {
         headers.set(ANSWERED_BY_HEADER, "origin")?;
     }

@@ -2,7 +2,7 @@
 //! origin single-flight per campaign and looked up for the claims that the cached status would
 //! answer `sold_out`. Part of the wasm32 glue ([`super`]).
 
-use super::glue_index::fetch_held;
+use super::index::fetch_held;
 use super::{now_ms, wait_until};
 use crate::config::EdgeConfig;
 use crate::winners::{make_room, Fetched, Look, WinnersSlot};
@@ -69,7 +69,7 @@ pub(super) async fn may_have_won(cfg: &EdgeConfig, id: &str, customer: &str) -> 
 }
 
 /// One filter fetch: `GET {origin}/edge/v1/campaigns/{id}/winners-filter`
-/// ([`super::glue_index::fetch_held`]).
+/// ([`super::index::fetch_held`]).
 async fn fetch(cfg: &EdgeConfig, id: &str, etag: Option<&str>, held: bool) -> Fetched {
     let route = path(id);
     fetch_held(

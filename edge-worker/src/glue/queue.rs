@@ -2,7 +2,7 @@
 //! passed to the origin, and the rate limits and admission check of claims. The decisions are
 //! in [`crate::queue`], [`crate::limit`] and [`crate::page`].
 
-use super::glue_respond::{edge_json_headers, respond};
+use super::respond::{edge_json_headers, respond};
 use super::{answer, now_ms, pass_through, send, sign_forwarded, status_for, TOKENS};
 use crate::config::EdgeConfig;
 use crate::decide::{self, Answer};
@@ -217,7 +217,7 @@ async fn poll_answer(
 
 /// `POST /api/v1/campaigns/{id}/queue`: rate limited per IP and per customer (when the
 /// customer token verifies; the origin answers a bad one), then sent to the origin in a group
-/// ([`super::glue_joins`]) when the token verified here, else passed through.
+/// ([`super::joins`]) when the token verified here, else passed through.
 pub(super) async fn join(
     mut req: Request,
     cfg: &EdgeConfig,
@@ -227,7 +227,7 @@ pub(super) async fn join(
     let ip = client_ip(&req);
     let auth = req.headers().get("authorization")?;
     let bearer = auth.as_deref().and_then(token::bearer);
-    let verifier = super::glue_jwks::verifier(cfg, bearer).await;
+    let verifier = super::jwks::verifier(cfg, bearer).await;
     let now = now_ms();
     let customer = bearer.and_then(|t| {
         TOKENS.with(|c| {
@@ -247,7 +247,7 @@ pub(super) async fn join(
             // no body to speak of, and one past the bound is refused as the origin would.
             match req.bytes().await {
                 Ok(body) if body.len() > MAX_CLAIM_BODY_BYTES => answer(&decide::too_large()),
-                Ok(_) => super::glue_joins::join(cfg, id, &customer).await,
+                Ok(_) => super::joins::join(cfg, id, &customer).await,
                 Err(_) => answer(&decide::unreadable_body()),
             }
         }

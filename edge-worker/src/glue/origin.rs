@@ -2,7 +2,7 @@
 //! answer, signing what is forwarded, and passing other requests through. Part of the wasm32
 //! glue ([`super`]).
 
-use super::{answer, glue_telemetry, now_ms, CF_CONNECTING_IP_HEADER};
+use super::{answer, now_ms, telemetry, CF_CONNECTING_IP_HEADER};
 use crate::config::EdgeConfig;
 use crate::decide::{self, Answer};
 use flashgate_shared::trace::TRACEPARENT_HEADER;
@@ -106,7 +106,7 @@ pub(super) fn relay(code: u16, headers: &Headers, body: Vec<u8>) -> Result<Respo
 }
 
 /// Sets `traceparent` in `out` (the caller's trace, found in `out`, continued with a new span
-/// id, or a new trace: see [`glue_telemetry::traceparent`]), then adds the client IP
+/// id, or a new trace: see [`telemetry::traceparent`]), then adds the client IP
 /// (`Flashgate-Client-Ip`) and the edge signature over the request in `out` (method, path,
 /// body, `Authorization`, `Idempotency-Key`, client IP) when an edge secret is configured;
 /// without one the request goes unsigned and without a client IP (the origin would not trust
@@ -122,7 +122,7 @@ pub(super) fn sign_forwarded(
     let incoming = out.get(TRACEPARENT_HEADER)?;
     out.set(
         TRACEPARENT_HEADER,
-        &glue_telemetry::traceparent(incoming.as_deref()),
+        &telemetry::traceparent(incoming.as_deref()),
     )?;
     let Some(secret) = &cfg.edge_secret else {
         return Ok(());
