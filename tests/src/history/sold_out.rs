@@ -140,3 +140,101 @@ pub fn false_sold_out(
     }
     (r, windows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::read::ClaimRow;
+    use crate::history::record::OpKind;
+
+    fn at(ms: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(1_800_000_000_000 + ms).unwrap()
+    }
+
+    fn claim(id: &str, status: &str, created: i64, updated: i64) -> (String, ClaimRow) {
+        let row = ClaimRow {
+            id: id.into(),
+            customer: format!("cust-{id}"),
+            status: status.into(),
+            created_at: at(created),
+            updated_at: at(updated),
+        };
+        (id.to_string(), row)
+    }
+
+    fn sold_out(seq: u64, ms: i64) -> Operation {
+        Operation {
+            seq,
+            op: OpKind::Claim,
+            campaign: "x".into(),
+            customer: "late".into(),
+            key: Some(format!("k{seq}")),
+            sent_at: at(ms),
+            answered_at: at(ms + 5),
+            status: Some(409),
+            error: None,
+            retry_after: None,
+            answered_by: None,
+            replayed: false,
+            body: serde_json::json!({"result": "sold_out"}),
+        }
+    }
+
+    fn campaign(stock: i64, claims: Vec<(String, ClaimRow)>) -> CampaignRecord {
+        CampaignRecord {
+            id: "x".into(),
+            stock,
+            remaining: 0,
+            starts_at: at(-1_000),
+            claims: claims.into_iter().collect(),
+        }
+    }
+
+    #[test]
+    fn a_unit_back_for_good_opens_a_window_measured_from_its_return() {
+        // 2 units: a at 0 ms, b at 1,000 ms and released at 3,000 ms; 1 unit free at the end.
+        let c = campaign(
+            2,
+            vec![
+                claim("a", "held", 0, 0),
+                claim("b", "released", 1_000, 3_000),
+            ],
+        );
+        let ops = [sold_out(1, 2_000), sold_out(2, 3_500), sold_out(3, 6_000)];
+        let refs: Vec<&Operation> = ops.iter().collect();
+        let (r, w) = false_sold_out(&refs, &c, 1_500);
+        assert_eq!((r.checked, r.failed), (3, 1), "{r:?}");
+        assert!(r.examples[0].starts_with("#3 "), "{r:?}");
+        assert_eq!(w.len(), 1);
+        assert_eq!(
+            (w[0].free_since, w[0].first, w[0].last),
+            (at(3_000), at(3_500), at(6_000))
+        );
+        assert_eq!(
+            (
+                w[0].length_ms,
+                w[0].sold_outs,
+                w[0].beyond_bound,
+                w[0].free_units
+            ),
+            (3_000, 2, 1, 1)
+        );
+    }
+
+    #[test]
+    fn takes_committed_later_and_a_sold_out_campaign_open_no_window() {
+        // Sold out at the end: nothing was free for good.
+        let c = campaign(1, vec![claim("a", "paid", 5_000, 6_000)]);
+        let ops = [sold_out(1, 1_000), sold_out(2, 9_000)];
+        let refs: Vec<&Operation> = ops.iter().collect();
+        let (r, w) = false_sold_out(&refs, &c, 0);
+        assert_eq!((r.checked, r.failed, w.len()), (2, 0, 0));
+        // 3 units, one claim: a sold_out right after it is within the bound, one later is not.
+        let c = campaign(3, vec![claim("a", "held", 1_000, 1_000)]);
+        let ops = [sold_out(1, 1_200), sold_out(2, 4_000)];
+        let refs: Vec<&Operation> = ops.iter().collect();
+        let (r, w) = false_sold_out(&refs, &c, 1_500);
+        assert_eq!((r.checked, r.failed), (2, 1));
+        assert_eq!((w.len(), w[0].free_units, w[0].length_ms), (1, 2, 3_000));
+    }
+}
