@@ -8,6 +8,8 @@
 //! - [`plots`]: SVG plots of the run's time series, beside the JSON report.
 //! - [`progress`]: the live progress line while the tries are sent.
 //! - [`lost_reply`]: winners whose 201 was lost retry with the same key after the sell-out.
+//! - `recorded`: the history of `--history` (every request and answer; `crate::history`).
+//! - `reconcile`: the origin's reconciliation as a check.
 //!
 //! The binary is `stampede` (tests/src/bin/stampede.rs); `stampede --help` lists the flags.
 //! All traffic goes to loopback addresses only: other targets are refused.
@@ -18,6 +20,8 @@ pub mod plan;
 pub mod plots;
 pub mod progress;
 pub mod queue;
+mod reconcile;
+mod recorded;
 pub mod report;
 pub mod run;
 mod told;
@@ -125,6 +129,12 @@ pub struct Args {
     /// `-latency.svg`, `-remaining.svg`, and `-queue.svg` with a waiting room).
     #[arg(long)]
     pub report: Option<std::path::PathBuf>,
+    /// Record every request and its answer here, one JSON line each (`check_history` checks
+    /// it; docs/HISTORY.md). After the crowd, the customers who tried but never got a 201
+    /// (with the read-back: those of them who have a claim in PostgreSQL) look their claim up
+    /// through `/claims/mine`, recorded too.
+    #[arg(long)]
+    pub history: Option<std::path::PathBuf>,
     /// Skip the PostgreSQL read-back (then no invariant is checked).
     #[arg(long)]
     pub no_db_check: bool,
@@ -338,6 +348,7 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         args.target,
         args.concurrency
     );
+    let history = recorded::recorder(args, &campaign.id)?;
     let send = run::SendConfig {
         claims_url: format!(
             "{}/api/v1/campaigns/{}/claims",
@@ -355,6 +366,7 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
             plan.tries.len() as u64,
             plan.customers as usize,
         ),
+        history: history.clone(),
     };
     let reporter = send
         .progress
@@ -425,6 +437,17 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
             .ok_or_else(|| anyhow!("--database-url (DATABASE_URL) is needed for the invariants; --no-db-check skips them"))?;
         Some(db::read_back(url, &campaign.id).await?)
     };
+    if let Some(recorder) = &history {
+        recorded::lookups(
+            &http,
+            args,
+            recorder,
+            &outcomes,
+            facts.as_ref(),
+            &auth_after,
+        )
+        .await?;
+    }
     let stock = facts.as_ref().map_or(campaign.stock, |f| f.stock);
     if args.hold_seconds.is_some() {
         // Holds expire: a unit sold again goes to a new winner, and a customer whose hold
@@ -479,7 +502,7 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         }
     }
     if let Some(token) = args.admin_token.as_deref() {
-        add_reconcile(&http, &args.origin, token, &campaign.id, &mut report).await?;
+        reconcile::add_check(&http, &args.origin, token, &campaign.id, &mut report).await?;
     } else {
         report.add_skip("origin reconcile", "no --admin-token");
     }
@@ -508,40 +531,6 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         );
     }
     Ok(report)
-}
-
-/// Asks the origin to reconcile the campaign (stock = remaining + held + paid / issued +
-/// redeemed, the Redis gate against PostgreSQL, oversold and stranded units) and adds the
-/// result as a check; the full answer goes into the report.
-async fn add_reconcile(
-    http: &reqwest::Client,
-    origin: &str,
-    token: &str,
-    campaign: &str,
-    report: &mut Report,
-) -> anyhow::Result<()> {
-    let resp = http
-        .get(format!(
-            "{}/admin/v1/campaigns/{campaign}/reconcile",
-            base(origin)
-        ))
-        .bearer_auth(token)
-        .send()
-        .await
-        .context("reconciling the campaign at the origin")?;
-    let status = resp.status();
-    let body: serde_json::Value = resp.json().await.unwrap_or_default();
-    let ok = status.is_success() && body["ok"] == true;
-    report.add_check(
-        "origin reconcile: no oversold or stranded unit, gate agrees with PostgreSQL",
-        ok,
-        format!(
-            "HTTP {status}, oversold {}, stranded {}, faults {}",
-            body["oversold"], body["stranded"], body["faults"]
-        ),
-    );
-    report.reconcile = Some(body);
-    Ok(())
 }
 
 #[cfg(test)]

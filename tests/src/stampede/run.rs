@@ -10,9 +10,11 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use tokio::sync::Semaphore;
 use tokio::time::{sleep, sleep_until, Instant};
 
-use super::plan::{Plan, PlannedTry};
+use super::plan::{Plan, PlannedTry, TapKind};
 use super::progress::Progress;
 use super::report::{Answerer, TryOutcome, NOT_SENT, TRANSPORT_ERROR};
+use crate::history::record::OpKind;
+use crate::history::writer::{Answer, Recorder};
 
 /// How the tries are sent.
 #[derive(Debug, Clone)]
@@ -32,6 +34,8 @@ pub struct SendConfig {
     pub max_duration: Duration,
     /// The live progress line's counters (each try counted when first sent and when answered).
     pub progress: Arc<Progress>,
+    /// Where every attempt is recorded (`--history`), when it is.
+    pub history: Option<Recorder>,
 }
 
 /// Backoff before retry number `retry` (1-based): the server's `Retry-After` when it gave one,
@@ -98,10 +102,15 @@ pub(super) async fn one_try(
         for (name, value) in &extra {
             req = req.header(*name, value);
         }
+        let sent_at = chrono::Utc::now();
         let sent = req.body("{}").send().await;
         let mut retry_after = None;
+        let mut answer = None;
         match sent {
             Ok(resp) => {
+                if cfg.history.is_some() {
+                    answer = Some(Answer::from_headers(&resp));
+                }
                 let status = resp.status().as_u16();
                 let who = Answerer::from_header(
                     resp.headers()
@@ -115,6 +124,9 @@ pub(super) async fn one_try(
                 );
                 match resp.bytes().await {
                     Ok(body) => {
+                        if let Some(a) = &mut answer {
+                            a.body = body.to_vec();
+                        }
                         let (result, claim) = parse_body(status, &body);
                         o.status = status;
                         o.result = result;
@@ -127,7 +139,8 @@ pub(super) async fn one_try(
                                 String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned()
                             });
                     }
-                    Err(_) => {
+                    Err(e) => {
+                        answer = answer.map(|_| Answer::failed(format!("reading the body: {e}")));
                         o.status = 0;
                         o.result = TRANSPORT_ERROR.to_string();
                         o.answered_by = Answerer::Unknown;
@@ -135,11 +148,22 @@ pub(super) async fn one_try(
                 }
             }
             Err(e) => {
+                if cfg.history.is_some() {
+                    answer = Some(Answer::failed(&e));
+                }
                 o.status = 0;
                 o.result = TRANSPORT_ERROR.to_string();
                 o.answered_by = Answerer::Unknown;
                 o.unexpected = Some(format!("{e}"));
             }
+        }
+        if let (Some(h), Some(a)) = (&cfg.history, answer) {
+            let op = match (o.attempts, t.kind) {
+                (1, TapKind::DoubleSameKey) => OpKind::Replay,
+                (1, _) => OpKind::Claim,
+                _ => OpKind::Retry,
+            };
+            h.record(op, &super::customer_id(t.customer), Some(&key), sent_at, a);
         }
         // An admitted claim refused 429 `queued` was paced (the edge's or the origin's pace of
         // admitted claims, docs/WAITING-ROOM.md): its turn comes after `Retry-After`, like

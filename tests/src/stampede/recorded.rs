@@ -1,0 +1,60 @@
+//! The stampede's history (`--history`, `crate::history`): the writer every attempt is
+//! recorded with, and the end-of-run `/claims/mine` lookups.
+
+use std::collections::HashSet;
+
+use super::db::Facts;
+use super::report::TryOutcome;
+use super::{customer_id, Args};
+use crate::history::writer::{HistoryWriter, Recorder};
+
+/// The recorder of `campaign` into `--history`, when given. Errors: the file cannot be created.
+pub(super) fn recorder(args: &Args, campaign: &str) -> anyhow::Result<Option<Recorder>> {
+    match &args.history {
+        Some(path) => Ok(Some(Recorder::new(HistoryWriter::create(path)?, campaign))),
+        None => Ok(None),
+    }
+}
+
+/// The end-of-run `/claims/mine` lookups of `--history` ([`crate::history::lookups`]), then
+/// the history file is closed. Errors: the history could not be written.
+pub(super) async fn lookups(
+    http: &reqwest::Client,
+    args: &Args,
+    recorder: &Recorder,
+    outcomes: &[TryOutcome],
+    facts: Option<&Facts>,
+    auth: &[String],
+) -> anyhow::Result<()> {
+    let tried: HashSet<String> = outcomes
+        .iter()
+        .filter(|o| o.sent_us.is_some())
+        .map(|o| customer_id(o.customer))
+        .collect();
+    let won: HashSet<String> = outcomes
+        .iter()
+        .filter(|o| o.status == 201)
+        .map(|o| customer_id(o.customer))
+        .collect();
+    let with_claims: Option<HashSet<String>> = facts.map(|f| f.claims.values().cloned().collect());
+    let who = crate::history::lookups::who(&tried, &won, with_claims.as_ref());
+    let auth_of = |c: &str| {
+        let i = c.strip_prefix('c')?.parse::<usize>().ok()?;
+        auth.get(i).cloned()
+    };
+    let looked = crate::history::lookups::record_all(
+        http,
+        &args.target,
+        recorder,
+        &who,
+        auth_of,
+        args.concurrency,
+    )
+    .await;
+    let written = recorder.writer().finish()?;
+    eprintln!(
+        "stampede: history of {written} operations ({looked} lookups) written to {}",
+        recorder.writer().path().display()
+    );
+    Ok(())
+}
