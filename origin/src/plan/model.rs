@@ -360,7 +360,9 @@ fn queued(i: &Inputs, v: f64, s: f64, r: f64) -> Run {
         cumulative.push(admitted);
         peak_queue = peak_queue.max(queue);
         if n > 0.0 {
-            bucket(&mut buckets, t1 + delay).winners += n;
+            let b = bucket(&mut buckets, t1 + delay);
+            b.winners += n;
+            b.forwarded += n;
         }
         if admission_end.is_none() && admitted >= admits - 1e-9 && (s <= v || f(t1) >= 1.0) {
             admission_end = Some(t1);

@@ -138,6 +138,8 @@ fn the_waiting_room_admits_at_its_rate() {
     close(p.origin.winners.peak_per_second, 250.0, 1.0);
     assert!(p.origin.claims.peak_per_second <= 2.0 * 250.0);
     close(p.edge.sold_out_answers.total, 0.0, 1e-9);
+    // Each admitted customer's claim passes the edge once.
+    close(p.edge.claims_forwarded.total, 500.0, 1e-6);
     let q = p.queue.unwrap();
     // p50: the 250th is admitted at 1 s, joined at −1.25 ln(1 − 0.05 (1 − e⁻⁴)) s.
     let joined = |x: f64| -1.25 * (1.0 - x / 5_000.0 * (1.0 - (-4.0f64).exp())).ln();

@@ -28,6 +28,8 @@ use flashgate_tests::support::{ensure_database, test_config, token_for, unique, 
 use hdrhistogram::Histogram;
 use sqlx::PgPool;
 
+mod calibration;
+
 /// The allocator the `flashgate` binary ships (origin/src/main.rs): the origin runs in this
 /// process, so its figures are the binary's.
 #[global_allocator]
@@ -59,6 +61,8 @@ struct Args {
     /// Run only leg 4 (winners/s with and without a webhook endpoint).
     #[arg(long)]
     webhooks_only: bool,
+    #[command(flatten)]
+    calibration: calibration::Out,
 }
 
 /// The baseline of leg 3: an axum router answering `POST /const` with a constant JSON body.
@@ -587,6 +591,7 @@ async fn main() {
         sold_out.rate() / baseline.rate()
     );
     cpu_bound(&grp, &wide, &baseline);
+    calibration::write(&args.calibration, &wide, &sold_out, args.seconds);
     let m = &o.origin.state.metrics;
     println!(
         "\nsold-out answers from memory: {}, from the Redis gate: {}",
