@@ -40,7 +40,8 @@
 //! - Redis ops `= winners × c.redis_ops_per_winner + other answers + join groups + reports
 //!   (one op each) + admitted claims × c.redis_ops_per_admitted_claim + 10/s per live waiting
 //!   room`; Redis core-µs `= ops × c.redis_core_us_per_op + joins × c.redis_core_us_per_join +
-//!   tickets × c.redis_core_us_per_presence_ticket`;
+//!   tickets × c.redis_core_us_per_presence_ticket`; the part of it on one campaign's queue
+//!   slot `{c}` (join groups, reports, admission, joins, tickets) is one primary's, per campaign;
 //! - PostgreSQL claims/s = winners/s; a grouped commit takes the claims arriving at an origin
 //!   during one commit: `b = clamp(claims/s ÷ origins × c.postgres_commit_latency_ms, 1,
 //!   c.commit_batch_max)`, commits/s `= claims/s ÷ b`; cores `= claims/s ×
@@ -114,6 +115,10 @@ pub struct RedisPlan {
     pub ops: Rate,
     /// Busy Redis cores at the busiest second (all primaries together).
     pub peak_busy_cores: f64,
+    /// Busy cores of the primary holding one campaign's queue (slot `{c}`: joins, presence,
+    /// admission) at its busiest second. A primary runs its commands on one core: above 1 it
+    /// cannot keep up, whatever `gate_shards` is (the queue does not shard).
+    pub peak_queue_slot_busy_cores: f64,
     /// Bytes per queued visitor (her place and her presence entry).
     pub bytes_per_queued_visitor: f64,
     /// Bytes per winner (holder, stored reply, key stamp).
@@ -474,6 +479,20 @@ pub fn plan(inputs: &Inputs, calibration: &Calibration) -> Plan {
             + b.joins * c.redis_core_us_per_join
             + b.polls * c.redis_core_us_per_presence_ticket
     };
+    // One campaign's queue lives in its slot `{c}`: per variant, not summed.
+    let queue_slot_us = |b: &Bucket| {
+        (b.join_groups * c.redis_ops_per_join_group
+            + b.reports * c.redis_ops_per_presence_report
+            + b.waiting_room_live * c.redis_ops_per_second_per_waiting_room)
+            * c.redis_core_us_per_op
+            + b.joins * c.redis_core_us_per_join
+            + b.polls * c.redis_core_us_per_presence_ticket
+    };
+    let queue_slot_cores = run
+        .buckets
+        .iter()
+        .map(|b| queue_slot_us(b) / 1e6)
+        .fold(0.0, f64::max);
     let rate = |get: &dyn Fn(&Bucket) -> f64| Rate {
         peak_per_second: variants * run.buckets.iter().map(get).fold(0.0, f64::max),
         total: variants * run.buckets.iter().map(get).sum::<f64>(),
@@ -546,6 +565,7 @@ pub fn plan(inputs: &Inputs, calibration: &Calibration) -> Plan {
         redis: RedisPlan {
             ops: rate(&redis_ops),
             peak_busy_cores: rate(&|b| redis_us(b) / 1e6).peak_per_second,
+            peak_queue_slot_busy_cores: queue_slot_cores,
             bytes_per_queued_visitor: per_queued,
             bytes_per_winner: per_winner,
             bytes_per_campaign: c.redis_bytes_per_campaign,

@@ -155,6 +155,18 @@ pub fn table(p: &Plan) -> String {
     header(&mut out, "redis");
     rate_row(&mut out, "commands", &r.ops);
     value_row(&mut out, "busy cores at peak", &number(r.peak_busy_cores));
+    if i.admit_per_second.is_some() {
+        let over = if r.peak_queue_slot_busy_cores > 1.0 {
+            " (over one core: a Redis primary cannot keep up)"
+        } else {
+            ""
+        };
+        value_row(
+            &mut out,
+            "queue slot {c} primary, cores",
+            &format!("{}{over}", number(r.peak_queue_slot_busy_cores)),
+        );
+    }
     value_row(
         &mut out,
         "memory per queued visitor",
