@@ -13,7 +13,8 @@
 //!   `c.edge_forward_share_after_sold_out` of the rest: those are the origin's `sold_out`
 //!   answers; the edge answers every other tap `sold_out`.
 //!
-//! **With a waiting room** (taps are joins; steps of `dt` ≤ 50 ms, FIFO as a fluid queue):
+//! **With a waiting room** (taps are joins; steps of `dt` = horizon / 400,000 within 1 ms..1 s,
+//! FIFO as a fluid queue):
 //! - admission: a budget growing `r × dt` per step, capped at `r` (one second's worth), admits
 //!   `min(budget, queue, S − admitted)`;
 //! - an admitted visitor claims once, `d = ttl + poll / 2` later (the edge's lag plus half a
@@ -325,7 +326,7 @@ fn queued(i: &Inputs, v: f64, s: f64, r: f64) -> Run {
             0.0
         };
     let horizon = a + s / r + 2.0 + delay + tail;
-    let dt = (horizon / 400_000.0).clamp(0.001, 0.05);
+    let dt = (horizon / 400_000.0).clamp(0.001, 1.0);
     let steps = (horizon / dt).ceil() as usize;
     let admits = s.min(v);
     let mut buckets = Vec::new();
