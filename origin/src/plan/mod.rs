@@ -6,10 +6,12 @@
 
 pub mod calibration;
 pub mod model;
+pub mod output;
 pub mod report;
 
 pub use calibration::Calibration;
-pub use model::{plan, Plan};
+pub use model::plan;
+pub use output::Plan;
 
 /// How the visitors' first taps spread over the arrival window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::model::{Plan, Rate};
+use super::output::{Plan, Rate};
 use super::{Arrival, Kind};
 
 /// `x` rounded for reading: whole numbers grouped by thousands (`1,234,567`); below 10, one or
