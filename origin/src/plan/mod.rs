@@ -58,7 +58,7 @@ pub struct Inputs {
     /// Share of the winners who pay within their hold, 0..=1; the others' units come back when
     /// their holds expire (the second wave).
     pub paid_share: f64,
-    /// The waiting room's `admit_per_second`, `None` without a waiting room.
+    /// The waiting room's `admit_per_second` of each variant's campaign; `None` without one.
     pub admit_per_second: Option<f64>,
     /// The edge's status freshness (`FLASHGATE_STATUS_TTL_MS` / 1000), seconds (> 0).
     pub status_ttl_seconds: f64,
