@@ -18,6 +18,8 @@ pub const LAYERS: &[(&str, &[&str])] = &[
             "metrics",
             "reply",
             "outbox",
+            // The capacity plan: pure arithmetic, no module of its own crate.
+            "plan",
         ],
     ),
     (

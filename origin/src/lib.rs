@@ -56,6 +56,7 @@ pub mod metrics_doc;
 pub mod migrate;
 pub mod outbox;
 pub mod panics;
+pub mod plan;
 pub mod promo;
 pub mod queue;
 pub mod redis_conn;

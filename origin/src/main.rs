@@ -58,6 +58,10 @@ enum Command {
         #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
         redis_url: String,
     },
+    /// The capacity plan of a sale: the edge's, the origins', Redis's and PostgreSQL's load by
+    /// kind, origins needed, sell-out time, queue wait and Redis memory, from a calibration of
+    /// per-operation costs (docs/SCALING.md, "Capacity plan"). Exit 2 on bad input.
+    Plan(flashgate_origin::cli::plan::PlanArgs),
 }
 
 #[derive(Subcommand)]
@@ -141,6 +145,7 @@ async fn run(command: Command) -> anyhow::Result<i32> {
             .await);
         }
         Command::Admin(args) => return Ok(flashgate_origin::cli::admin::run(args).await),
+        Command::Plan(args) => return Ok(flashgate_origin::cli::plan::run(&args)),
         Command::Migrate {
             migration_database_url,
             database_url,

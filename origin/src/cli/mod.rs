@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod exit;
+pub mod plan;
 pub mod reconcile;
 pub mod token;
 pub mod webhooks;

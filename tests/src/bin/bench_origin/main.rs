@@ -15,6 +15,7 @@
 //!
 //! Run: `cargo run --release -p flashgate-tests --bin bench_origin -- --seconds 5`.
 
+mod calibration;
 mod copy;
 mod measure;
 mod webhooks;
@@ -70,6 +71,8 @@ struct Args {
     /// Run only leg 4 (winners/s with and without a webhook endpoint).
     #[arg(long)]
     webhooks_only: bool,
+    #[command(flatten)]
+    calibration: calibration::Out,
 }
 
 /// The baseline of leg 3: an axum router answering `POST /const` with a constant JSON body.
@@ -430,6 +433,7 @@ async fn main() {
         sold_out.rate() / baseline.rate()
     );
     measure::cpu_bound(&grp, &wide, &baseline);
+    calibration::write(&args.calibration, &wide, &sold_out, args.seconds);
     let m = &o.origin.state.metrics;
     println!(
         "\nsold-out answers from memory: {}, from the Redis gate: {}",

@@ -1,0 +1,358 @@
+//! The model against figures computed by hand (docs/SCALING.md, "Capacity plan").
+
+use super::*;
+
+fn close(got: f64, want: f64, tolerance: f64) {
+    assert!(
+        (got - want).abs() <= tolerance,
+        "got {got}, want {want} ± {tolerance}"
+    );
+}
+
+/// 100,000 visitors evenly over 100 s, one tap each, stock 1,000: 1,000 taps a second.
+fn flat_sale() -> Inputs {
+    Inputs {
+        visitors: 100_000,
+        arrival_seconds: 100.0,
+        arrival: Arrival::Uniform,
+        tries_per_visitor: 1.0,
+        stock: 1_000,
+        ..Inputs::default()
+    }
+}
+
+/// The waiting-room run of `scripts/demo`: 5,000 customers over 5 s, stock 500, admit 250/s.
+fn demo_room() -> Inputs {
+    Inputs {
+        visitors: 5_000,
+        arrival_seconds: 5.0,
+        arrival: Arrival::Burst,
+        tries_per_visitor: 1.0,
+        stock: 500,
+        kind: Kind::Giveaway,
+        admit_per_second: Some(250.0),
+        ..Inputs::default()
+    }
+}
+
+#[test]
+fn the_arrival_curves_and_their_inverses_agree() {
+    for arrival in [Arrival::Uniform, Arrival::Burst] {
+        for u in [0.0, 0.01, 0.3, 0.5, 0.99, 1.0] {
+            close(cdf(arrival, 60.0, inverse_cdf(arrival, 60.0, u)), u, 1e-9);
+        }
+    }
+    // The burst: a third of the taps in the first tenth of the window.
+    close(cdf(Arrival::Burst, 60.0, 6.0), 0.3358, 1e-4);
+    close(cdf(Arrival::Uniform, 60.0, 6.0), 0.1, 1e-12);
+}
+
+#[test]
+fn polls_follow_the_retry_after_of_each_place() {
+    close(poll_rate(10.0, 250.0, None), 10.0, 1e-9);
+    // 500 places at 1 s, then 500 ln 2 from the places 500..1000.
+    close(
+        poll_rate(1_000.0, 250.0, None),
+        500.0 + 500.0 * 2f64.ln(),
+        1e-9,
+    );
+    // Past 60 r = 15,000 places: one poll every 30 s.
+    close(
+        poll_rate(30_000.0, 250.0, None),
+        500.0 + 500.0 * 30f64.ln() + 15_000.0 / 30.0,
+        1e-9,
+    );
+    close(poll_rate(1_000.0, 250.0, Some(5.0)), 200.0, 1e-12);
+    assert_eq!(poll_rate(0.0, 250.0, None), 0.0);
+}
+
+#[test]
+fn a_flat_sale_without_a_waiting_room() {
+    let p = plan(&flat_sale(), &Calibration::default());
+    // t_so = F⁻¹(1,000 / 100,000) = 1 s: the first second's 1,000 taps all win.
+    close(p.times.sell_out_seconds.unwrap(), 1.0, 1e-9);
+    close(p.origin.winners.total, 1_000.0, 1e-6);
+    close(p.origin.winners.peak_per_second, 1_000.0, 1e-6);
+    close(p.origin.other_claim_answers.total, 0.0, 1e-6);
+    // Second 1: 50 taps within the 50 ms round trip, 0.03 % of the other 950.
+    close(
+        p.origin.sold_out_answers.peak_per_second,
+        50.0 + 0.0003 * 950.0,
+        1e-6,
+    );
+    // Every later tap: 99,000 − 50, of which 0.03 % forwarded.
+    close(p.edge.sold_out_answers.total, 98_950.0 * 0.9997, 1e-3);
+    close(
+        p.edge.claims_forwarded.total,
+        1_000.0 + 50.0 + 98_950.0 * 0.0003,
+        1e-3,
+    );
+    // Edge cores at second 0: (1,000 / 4,700 + 1,000 / 2,500) / 0.6 → 2 isolates.
+    close(p.edge.cores_needed, (1_000.0 / 4_700.0 + 0.4) / 0.6, 1e-9);
+    assert_eq!(p.edge.isolates, 2);
+    // Origin: 1,000 winners × 120 µs + 2 status fetches × 40 µs.
+    close(p.origin.peak_busy_cores, 0.120_08, 1e-9);
+    assert_eq!(p.origin.origins_needed, 1);
+    // PostgreSQL: 1,000 claims/s, 2 per 2 ms commit.
+    close(p.postgres.claims_per_commit_at_peak, 2.0, 1e-9);
+    close(p.postgres.commits.peak_per_second, 500.0, 1e-6);
+    close(p.postgres.peak_busy_cores, 0.048, 1e-9);
+    close(p.redis.ops.peak_per_second, 3_000.0, 1e-6);
+    // 2,048 fixed + 1,000 × (560 + 150).
+    close(p.redis.bytes_during_sale, 712_048.0, 1e-6);
+    assert!(p.queue.is_none());
+}
+
+#[test]
+fn origins_needed_grow_with_the_crowd() {
+    let crowd = |visitors| {
+        let i = Inputs {
+            visitors,
+            ..Inputs::default()
+        };
+        plan(&i, &Calibration::default()).origin.origins_needed
+    };
+    let sizes = [crowd(100_000), crowd(1_000_000), crowd(10_000_000)];
+    assert!(sizes[0] <= sizes[1] && sizes[1] < sizes[2], "{sizes:?}");
+    let one = Inputs {
+        cores_per_origin: 1.0,
+        visitors: 10_000_000,
+        ..Inputs::default()
+    };
+    let eight = Inputs {
+        cores_per_origin: 8.0,
+        ..one.clone()
+    };
+    let c = Calibration::default();
+    assert!(plan(&one, &c).origin.origins_needed > plan(&eight, &c).origin.origins_needed);
+}
+
+#[test]
+fn the_waiting_room_admits_at_its_rate() {
+    let p = plan(&demo_room(), &Calibration::default());
+    // 500 units at 250/s: admission ends at 2 s, the last claim 1 s TTL + 0.5 s later.
+    let sold_out = p.times.sell_out_seconds.unwrap();
+    assert!(sold_out >= 2.0);
+    close(sold_out, 3.5, 0.01);
+    close(p.origin.winners.total, 500.0, 1e-6);
+    close(p.origin.winners.peak_per_second, 250.0, 1.0);
+    assert!(p.origin.claims.peak_per_second <= 2.0 * 250.0);
+    close(p.edge.sold_out_answers.total, 0.0, 1e-9);
+    // Each admitted customer's claim passes the edge once.
+    close(p.edge.claims_forwarded.total, 500.0, 1e-6);
+    let q = p.queue.unwrap();
+    // p50: the 250th is admitted at 1 s, joined at −1.25 ln(1 − 0.05 (1 − e⁻⁴)) s.
+    let joined = |x: f64| -1.25 * (1.0 - x / 5_000.0 * (1.0 - (-4.0f64).exp())).ln();
+    close(q.wait_p50_seconds, 1.0 - joined(250.0) + 1.5, 0.01);
+    close(q.wait_p95_seconds, 1.9 - joined(475.0) + 1.5, 0.01);
+    close(q.claim_delay_seconds, 1.5, 1e-12);
+    // The line is longest when admission ends at 2 s: every joiner so far but the 500.
+    let joined_by_2s = 5_000.0 * (1.0 - (-1.6f64).exp()) / (1.0 - (-4.0f64).exp());
+    close(q.peak_length, joined_by_2s - 500.0, 5.0);
+    // Every customer joins once; the 4,500 left each poll once more after the sell-out.
+    close(p.edge.joins.total, 5_000.0, 1e-6);
+    assert!(p.edge.polls.total > 4_500.0);
+}
+
+#[test]
+fn joins_go_to_the_origin_in_groups() {
+    // 10,000 joins a second over 4 isolates, a group in flight 20 ms: 200 groups a second.
+    let i = Inputs {
+        visitors: 100_000,
+        arrival_seconds: 10.0,
+        arrival: Arrival::Uniform,
+        tries_per_visitor: 1.0,
+        stock: 100_000,
+        admit_per_second: Some(100_000.0),
+        edge_isolates: Some(4),
+        ..Inputs::default()
+    };
+    let p = plan(&i, &Calibration::default());
+    close(p.edge.joins.peak_per_second, 10_000.0, 1.0);
+    close(p.origin.join_groups.peak_per_second, 200.0, 1e-6);
+    close(p.origin.join_groups.total, 2_000.0, 1.0);
+    // One presence report per isolate and second.
+    assert!(p.origin.presence_reports.peak_per_second <= 4.0);
+    // Status fetches: one per isolate per TTL.
+    close(p.origin.status_fetches.peak_per_second, 4.0, 1e-9);
+    // The queue's slot: 200 groups and 10 admitting steps × 10.7 µs + 10,000 joins × 5 µs (no
+    // one waits, so no polls or reports).
+    close(p.edge.polls.total, 0.0, 1e-6);
+    close(
+        p.redis.peak_queue_slot_busy_cores,
+        (210.0 * 10.7 + 50_000.0) / 1e6,
+        1e-4,
+    );
+}
+
+#[test]
+fn redis_memory_during_and_after_the_sale() {
+    let p = plan(&demo_room(), &Calibration::default());
+    // 2,048 + 500 × (560 + 150) + 5,000 × (85.2 + 100).
+    close(p.redis.bytes_per_queued_visitor, 185.2, 1e-9);
+    close(
+        p.redis.bytes_during_sale,
+        2_048.0 + 355_000.0 + 926_000.0,
+        1e-6,
+    );
+    close(p.redis.bytes_after_sale, p.redis.bytes_during_sale, 1e-9);
+    // A giveaway holds nothing: only the grace.
+    close(p.redis.kept_after_end_seconds, 86_400.0, 1e-9);
+    assert_eq!(p.redis.bytes_after_grace, 0.0);
+    let sale = Inputs {
+        kind: Kind::Sale,
+        ended_keys_grace_seconds: 3_600.0,
+        ..demo_room()
+    };
+    close(
+        plan(&sale, &Calibration::default())
+            .redis
+            .kept_after_end_seconds,
+        4_200.0,
+        1e-9,
+    );
+    // The figure: fg:{c}:q:seq is 426 KB per 5,000 joiners.
+    close(
+        Calibration::default().redis_bytes_per_queued_visitor * 5_000.0,
+        426_000.0,
+        1.0,
+    );
+}
+
+#[test]
+fn unpaid_holds_come_back_as_a_second_wave() {
+    let c = Calibration::default();
+    let flash = Inputs {
+        paid_share: 0.8,
+        ..Inputs::default()
+    };
+    let p = plan(&flash, &c);
+    close(p.times.second_wave_units, 200.0, 1e-9);
+    close(p.times.second_wave_from_seconds.unwrap(), 600.0, 1e-9);
+    // The crowd left after 60 s: nobody buys them until a restock.
+    assert_eq!(p.times.second_sell_out_seconds, None);
+    let room = Inputs {
+        kind: Kind::Sale,
+        paid_share: 0.5,
+        hold_seconds: 60.0,
+        ..demo_room()
+    };
+    let p = plan(&room, &c);
+    close(p.times.second_wave_units, 250.0, 1e-9);
+    let so = p.times.sell_out_seconds.unwrap();
+    close(
+        p.times.second_sell_out_seconds.unwrap(),
+        so + 60.0 + 1.5,
+        1e-9,
+    );
+    // Those left keep polling every 15 s while holds are outstanding.
+    let giveaway = plan(&demo_room(), &c);
+    assert!(p.edge.polls.total > giveaway.edge.polls.total + 4_000.0 * 3.0);
+    assert_eq!(giveaway.times.second_wave_units, 0.0);
+}
+
+#[test]
+fn a_crowd_smaller_than_the_stock_never_sells_out() {
+    let i = Inputs {
+        visitors: 500,
+        ..Inputs::default()
+    };
+    let p = plan(&i, &Calibration::default());
+    assert_eq!(p.times.sell_out_seconds, None);
+    close(p.origin.winners.total, 500.0, 1e-6);
+    close(p.edge.sold_out_answers.total, 0.0, 1e-9);
+}
+
+#[test]
+fn variants_split_the_stock_and_add_up_the_rates() {
+    let c = Calibration::default();
+    let one = plan(&flat_sale(), &c);
+    let two = plan(
+        &Inputs {
+            variants: 2,
+            ..flat_sale()
+        },
+        &c,
+    );
+    close(two.times.sell_out_seconds.unwrap(), 1.0, 1e-9);
+    close(two.origin.winners.total, one.origin.winners.total, 1e-6);
+    close(
+        two.redis.bytes_during_sale,
+        one.redis.bytes_during_sale + 2_048.0,
+        1e-6,
+    );
+}
+
+#[test]
+fn bad_inputs_name_their_option() {
+    let bad = [
+        (
+            Inputs {
+                visitors: 0,
+                ..Inputs::default()
+            },
+            "--visitors",
+        ),
+        (
+            Inputs {
+                paid_share: 1.5,
+                ..Inputs::default()
+            },
+            "--paid-share",
+        ),
+        (
+            Inputs {
+                paid_share: -0.1,
+                ..Inputs::default()
+            },
+            "--paid-share",
+        ),
+        (
+            Inputs {
+                hold_seconds: -1.0,
+                ..Inputs::default()
+            },
+            "--hold-seconds",
+        ),
+        (
+            Inputs {
+                arrival_seconds: 0.0,
+                ..Inputs::default()
+            },
+            "--arrival-seconds",
+        ),
+        (
+            Inputs {
+                tries_per_visitor: 0.5,
+                ..Inputs::default()
+            },
+            "--tries-per-visitor",
+        ),
+        (
+            Inputs {
+                target_utilisation: 0.0,
+                ..Inputs::default()
+            },
+            "--target-utilisation",
+        ),
+        (
+            Inputs {
+                admit_per_second: Some(0.0),
+                ..Inputs::default()
+            },
+            "--admit-per-second",
+        ),
+        (
+            Inputs {
+                stock: 0,
+                ..Inputs::default()
+            },
+            "--stock",
+        ),
+    ];
+    for (i, option) in bad {
+        let e = i.check().unwrap_err();
+        assert!(e.contains(option), "{e}");
+    }
+    Inputs::default().check().unwrap();
+}
