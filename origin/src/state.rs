@@ -116,6 +116,8 @@ impl AppState {
             // PostgreSQL per acquire: per winner, several). Under load a connection went back
             // to the pool microseconds ago, so only one idle for longer than
             // `PING_IDLE_AFTER` is pinged; a dead one is closed and another taken, as before.
+            // sqlx still pings each connection as it goes back to the pool, so one broken
+            // under a query is closed there, not handed out again.
             .test_before_acquire(false)
             .before_acquire(|conn, meta| {
                 Box::pin(async move {
