@@ -190,6 +190,21 @@ fn a_calibration_file_replaces_the_built_in_one() {
     let added = num(&slow, "origin.peak_busy_cores") - num(&base, "origin.peak_busy_cores");
     close(added, winners * 1_080.0 / 1e6, 1e-6, "cores");
 
+    // Values just inside "above 0" or huge would overflow the figures (an `inf`, a saturated
+    // count): the calibration's bounds refuse them.
+    for (field, bad) in [
+        ("edge_polls_per_core_second", 1e-300),
+        ("redis_bytes_per_winner", 1e308),
+    ] {
+        let kept = c[field].clone();
+        c[field] = bad.into();
+        std::fs::write(&path, c.to_string()).unwrap();
+        refused(
+            &[&args[..], &["--calibration", path.to_str().unwrap()]].concat(),
+            field,
+        );
+        c[field] = kept;
+    }
     c["edge_forward_share_after_sold_out"] = 2.0.into();
     std::fs::write(&path, c.to_string()).unwrap();
     refused(
@@ -247,4 +262,20 @@ fn bad_input_exits_2_naming_the_option() {
         "--admit-per-second",
     );
     refused(&["--visitors", "10"], "--stock");
+    // Inside the old "above 0" but small enough to saturate every count.
+    for (option, value) in [
+        ("--target-utilisation", "1e-300"),
+        ("--cores-per-origin", "1e-300"),
+        ("--arrival-seconds", "1e-300"),
+        ("--ended-keys-grace-seconds", "1e300"),
+    ] {
+        refused(
+            &["--visitors", "1000", "--stock", "100", option, value],
+            option,
+        );
+    }
+    refused(
+        &["--visitors", "18446744073709551615", "--stock", "10"],
+        "--visitors",
+    );
 }

@@ -7,6 +7,12 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Smallest value of a field that must be above 0 (a rate or a latency): smaller ones would
+/// make the plan's figures overflow.
+pub const MIN_POSITIVE: f64 = 0.001;
+/// Largest value of any cost, rate, count or size in a calibration.
+pub const MAX_FIGURE: f64 = 1e9;
+
 /// The compiled-in calibration's text.
 pub const DEFAULT_JSON: &str = include_str!("calibration.json");
 
@@ -137,8 +143,10 @@ impl Calibration {
             ),
         ];
         for (name, v) in positive {
-            if !(v.is_finite() && v > 0.0) {
-                return Err(format!("{name} must be a number above 0, not {v}"));
+            if !(MIN_POSITIVE..=MAX_FIGURE).contains(&v) {
+                return Err(format!(
+                    "{name} must be between {MIN_POSITIVE} and {MAX_FIGURE}, not {v}"
+                ));
             }
         }
         let non_negative = [
@@ -210,8 +218,10 @@ impl Calibration {
             ("edge_origin_round_trip_ms", self.edge_origin_round_trip_ms),
         ];
         for (name, v) in non_negative {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(format!("{name} must be a number of at least 0, not {v}"));
+            if !(0.0..=MAX_FIGURE).contains(&v) {
+                return Err(format!(
+                    "{name} must be between 0 and {MAX_FIGURE}, not {v}"
+                ));
             }
         }
         let share = self.edge_forward_share_after_sold_out;

@@ -104,6 +104,12 @@ impl Default for Inputs {
     }
 }
 
+/// Longest `ended_keys_grace_seconds` a plan takes: a year.
+const MAX_GRACE_SECONDS: f64 = 31_536_000.0;
+/// Most visitors (and units) a plan takes: beyond, counts no longer fit the figures' floats
+/// exactly.
+const MAX_COUNT: u64 = 1_000_000_000_000;
+
 impl Inputs {
     /// Checks every bound; the error names the option (as `flashgate plan` spells it).
     pub fn check(&self) -> Result<(), String> {
@@ -117,6 +123,9 @@ impl Inputs {
         if self.visitors == 0 {
             return Err("--visitors must be at least 1".into());
         }
+        if self.visitors > MAX_COUNT || self.stock > MAX_COUNT {
+            return Err("--visitors and --stock must be at most 1000000000000".into());
+        }
         if self.stock == 0 {
             return Err("--stock must be at least 1".into());
         }
@@ -127,9 +136,9 @@ impl Inputs {
             return Err("--variants must not exceed --stock or --visitors".into());
         }
         finite("arrival-seconds", self.arrival_seconds)?;
-        if !(self.arrival_seconds > 0.0 && self.arrival_seconds <= 86_400.0) {
+        if !(0.001..=86_400.0).contains(&self.arrival_seconds) {
             return Err(format!(
-                "--arrival-seconds must be above 0 and at most 86400, not {}",
+                "--arrival-seconds must be between 0.001 and 86400, not {}",
                 self.arrival_seconds
             ));
         }
@@ -183,16 +192,16 @@ impl Inputs {
             return Err("--status-reads-per-visitor must be between 0 and 1000".into());
         }
         finite("cores-per-origin", self.cores_per_origin)?;
-        if !(self.cores_per_origin > 0.0 && self.cores_per_origin <= 1_024.0) {
+        if !(0.1..=1_024.0).contains(&self.cores_per_origin) {
             return Err(format!(
-                "--cores-per-origin must be above 0 and at most 1024, not {}",
+                "--cores-per-origin must be between 0.1 and 1024, not {}",
                 self.cores_per_origin
             ));
         }
         finite("target-utilisation", self.target_utilisation)?;
-        if !(self.target_utilisation > 0.0 && self.target_utilisation <= 1.0) {
+        if !(0.01..=1.0).contains(&self.target_utilisation) {
             return Err(format!(
-                "--target-utilisation must be above 0 and at most 1, not {}",
+                "--target-utilisation must be between 0.01 and 1, not {}",
                 self.target_utilisation
             ));
         }
@@ -200,8 +209,10 @@ impl Inputs {
             return Err("--edge-isolates must be at least 1".into());
         }
         finite("ended-keys-grace-seconds", self.ended_keys_grace_seconds)?;
-        if self.ended_keys_grace_seconds < 0.0 {
-            return Err("--ended-keys-grace-seconds must be at least 0".into());
+        if !(0.0..=MAX_GRACE_SECONDS).contains(&self.ended_keys_grace_seconds) {
+            return Err(
+                "--ended-keys-grace-seconds must be between 0 and 31536000 (a year)".into(),
+            );
         }
         Ok(())
     }

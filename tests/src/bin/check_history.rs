@@ -26,7 +26,9 @@ struct Args {
     /// fails once it comes this long after the units were free. Default: the documented
     /// staleness of a unit coming back (status TTL 1 s + 2 × campaign cache 100 ms + one round
     /// trip).
-    #[arg(long, default_value_t = DEFAULT_SOLD_OUT_GRACE_MS)]
+    /// At most 86,400,000 (a day).
+    #[arg(long, default_value_t = DEFAULT_SOLD_OUT_GRACE_MS,
+          value_parser = clap::value_parser!(u64).range(0..=86_400_000))]
     sold_out_grace_ms: u64,
     /// Also write the result as JSON here.
     #[arg(long)]

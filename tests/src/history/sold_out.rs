@@ -111,7 +111,7 @@ pub fn false_sold_out(
         }
         let since = steps[i].0;
         let late_ms = (op.sent_at - since).num_milliseconds();
-        let beyond = late_ms > grace_ms as i64;
+        let beyond = late_ms > i64::try_from(grace_ms).unwrap_or(i64::MAX);
         if beyond {
             r.fail(format!(
                 "{}: {} unit(s) free since {} ({late_ms} ms before) and unsold to the end",
