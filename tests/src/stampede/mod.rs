@@ -287,6 +287,7 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         .timeout(Duration::from_secs(10))
         .build()?;
 
+    let history_file = recorded::open(args)?;
     let campaign = match &args.campaign {
         Some(id) => get_status(&http, &args.origin, id).await?,
         None => create_campaign(&http, args, kind).await?,
@@ -348,7 +349,7 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         args.target,
         args.concurrency
     );
-    let history = recorded::recorder(args, &campaign.id)?;
+    let history = recorded::recorder(history_file, &campaign.id);
     let send = run::SendConfig {
         claims_url: format!(
             "{}/api/v1/campaigns/{}/claims",

@@ -2,18 +2,26 @@
 //! recorded with, and the end-of-run `/claims/mine` lookups.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use super::db::Facts;
 use super::report::TryOutcome;
 use super::{customer_id, Args};
 use crate::history::writer::{HistoryWriter, Recorder};
 
-/// The recorder of `campaign` into `--history`, when given. Errors: the file cannot be created.
-pub(super) fn recorder(args: &Args, campaign: &str) -> anyhow::Result<Option<Recorder>> {
-    match &args.history {
-        Some(path) => Ok(Some(Recorder::new(HistoryWriter::create(path)?, campaign))),
-        None => Ok(None),
-    }
+/// The history file of `--history`, when given, created before anything else happens so that
+/// a path that cannot be written stops the run before a campaign is made. Errors: the file
+/// cannot be created.
+pub(super) fn open(args: &Args) -> anyhow::Result<Option<Arc<HistoryWriter>>> {
+    args.history
+        .as_deref()
+        .map(HistoryWriter::create)
+        .transpose()
+}
+
+/// The recorder of `campaign` into the history file, when there is one.
+pub(super) fn recorder(file: Option<Arc<HistoryWriter>>, campaign: &str) -> Option<Recorder> {
+    file.map(|w| Recorder::new(w, campaign))
 }
 
 /// The end-of-run `/claims/mine` lookups of `--history` ([`crate::history::lookups`]), then
