@@ -17,6 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sqlx::PgPool;
 
+mod bins;
 mod databases;
 mod edge;
 mod edge_calls;
@@ -30,6 +31,7 @@ mod raw;
 mod redis_handle;
 pub mod room;
 pub mod scrape;
+pub use bins::flashgate_bin;
 pub use databases::{drop_db, fresh_db};
 pub use edge::{ensure_edge_built, repo_root, EdgeRuntime, TestEdge};
 pub use edge_calls::{

@@ -6,28 +6,11 @@
 //! test --workspace` builds it; with `cargo test -p flashgate-tests`, build it first (`cargo
 //! build -p flashgate-origin --bin flashgate`).
 
-use std::path::PathBuf;
 use std::process::Output;
 
 use flashgate_origin::cli::exit;
-use flashgate_tests::support::unique;
+use flashgate_tests::support::{flashgate_bin, unique};
 use serde_json::Value;
-
-/// The `flashgate` binary of this build (see the module documentation).
-fn flashgate_bin() -> PathBuf {
-    let me = std::env::current_exe().expect("the test's path");
-    let bin = me
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>")
-        .join("flashgate");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build -p flashgate-origin --bin flashgate` first",
-        bin.display()
-    );
-    bin
-}
 
 fn plan(args: &[&str]) -> Output {
     std::process::Command::new(flashgate_bin())

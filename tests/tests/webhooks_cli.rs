@@ -7,30 +7,13 @@
 //! test --workspace` builds it (the origin's own integration tests need it); with `cargo test
 //! -p flashgate-tests`, build it first (`cargo build -p flashgate-origin --bin flashgate`).
 
-use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
 
 use flashgate_origin::cli::exit;
-use flashgate_tests::support::{eventually, unique, TestOrigin};
+use flashgate_tests::support::{eventually, flashgate_bin, unique, TestOrigin};
 use flashgate_tests::webhooks::Receiver;
 use serde_json::Value;
-
-/// The `flashgate` binary of this build (see the module documentation).
-fn flashgate_bin() -> PathBuf {
-    let me = std::env::current_exe().expect("the test's path");
-    let bin = me
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>")
-        .join("flashgate");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build -p flashgate-origin --bin flashgate` first",
-        bin.display()
-    );
-    bin
-}
 
 /// Runs `flashgate admin webhooks <args>` against `o` with the manager token in the
 /// environment (as an operator would), off the runtime's threads.

@@ -113,13 +113,6 @@ const MAX_COUNT: u64 = 1_000_000_000_000;
 impl Inputs {
     /// Checks every bound; the error names the option (as `flashgate plan` spells it).
     pub fn check(&self) -> Result<(), String> {
-        let finite = |name: &str, v: f64| {
-            if v.is_finite() {
-                Ok(())
-            } else {
-                Err(format!("--{name} must be a number, not {v}"))
-            }
-        };
         if self.visitors == 0 {
             return Err("--visitors must be at least 1".into());
         }
@@ -135,85 +128,54 @@ impl Inputs {
         if self.stock < u64::from(self.variants) || self.visitors < u64::from(self.variants) {
             return Err("--variants must not exceed --stock or --visitors".into());
         }
-        finite("arrival-seconds", self.arrival_seconds)?;
-        if !(0.001..=86_400.0).contains(&self.arrival_seconds) {
-            return Err(format!(
-                "--arrival-seconds must be between 0.001 and 86400, not {}",
-                self.arrival_seconds
-            ));
-        }
-        finite("tries-per-visitor", self.tries_per_visitor)?;
-        if !(1.0..=1_000.0).contains(&self.tries_per_visitor) {
-            return Err(format!(
-                "--tries-per-visitor must be between 1 and 1000, not {}",
-                self.tries_per_visitor
-            ));
-        }
-        finite("hold-seconds", self.hold_seconds)?;
-        if !(0.0..=86_400.0).contains(&self.hold_seconds) {
-            return Err(format!(
-                "--hold-seconds must be between 0 and 86400, not {}",
-                self.hold_seconds
-            ));
-        }
-        finite("paid-share", self.paid_share)?;
-        if !(0.0..=1.0).contains(&self.paid_share) {
-            return Err(format!(
-                "--paid-share must be between 0 and 1, not {}",
-                self.paid_share
-            ));
-        }
+        between("arrival-seconds", self.arrival_seconds, 0.001, 86_400.0)?;
+        between("tries-per-visitor", self.tries_per_visitor, 1.0, 1_000.0)?;
+        between("hold-seconds", self.hold_seconds, 0.0, 86_400.0)?;
+        between("paid-share", self.paid_share, 0.0, 1.0)?;
         if let Some(r) = self.admit_per_second {
-            finite("admit-per-second", r)?;
-            if !(1.0..=100_000.0).contains(&r) {
-                return Err(format!(
-                    "--admit-per-second must be between 1 and 100000, not {r}"
-                ));
-            }
+            between("admit-per-second", r, 1.0, 100_000.0)?;
             let per_variant = self.stock as f64 / f64::from(self.variants);
             if per_variant / r > 7.0 * 86_400.0 {
                 return Err("--stock / --admit-per-second is over a week of admissions".into());
             }
         }
-        finite("status-ttl-ms", self.status_ttl_seconds)?;
         if !(self.status_ttl_seconds > 0.0 && self.status_ttl_seconds <= 3_600.0) {
             return Err("--status-ttl-ms must be between 1 and 3600000".into());
         }
         if let Some(p) = self.poll_seconds {
-            finite("poll-seconds", p)?;
             if !(p > 0.0 && p <= 3_600.0) {
                 return Err(format!(
                     "--poll-seconds must be above 0 and at most 3600, not {p}"
                 ));
             }
         }
-        finite("status-reads-per-visitor", self.status_reads_per_visitor)?;
-        if !(0.0..=1_000.0).contains(&self.status_reads_per_visitor) {
-            return Err("--status-reads-per-visitor must be between 0 and 1000".into());
-        }
-        finite("cores-per-origin", self.cores_per_origin)?;
-        if !(0.1..=1_024.0).contains(&self.cores_per_origin) {
-            return Err(format!(
-                "--cores-per-origin must be between 0.1 and 1024, not {}",
-                self.cores_per_origin
-            ));
-        }
-        finite("target-utilisation", self.target_utilisation)?;
-        if !(0.01..=1.0).contains(&self.target_utilisation) {
-            return Err(format!(
-                "--target-utilisation must be between 0.01 and 1, not {}",
-                self.target_utilisation
-            ));
-        }
+        between(
+            "status-reads-per-visitor",
+            self.status_reads_per_visitor,
+            0.0,
+            1_000.0,
+        )?;
+        between("cores-per-origin", self.cores_per_origin, 0.1, 1_024.0)?;
+        between("target-utilisation", self.target_utilisation, 0.01, 1.0)?;
         if self.edge_isolates == Some(0) {
             return Err("--edge-isolates must be at least 1".into());
         }
-        finite("ended-keys-grace-seconds", self.ended_keys_grace_seconds)?;
-        if !(0.0..=MAX_GRACE_SECONDS).contains(&self.ended_keys_grace_seconds) {
-            return Err(
-                "--ended-keys-grace-seconds must be between 0 and 31536000 (a year)".into(),
-            );
-        }
+        between(
+            "ended-keys-grace-seconds",
+            self.ended_keys_grace_seconds,
+            0.0,
+            MAX_GRACE_SECONDS,
+        )
+    }
+}
+
+/// `Ok` when `v` is a number in `lo..=hi`; else the error naming `--name`.
+fn between(name: &str, v: f64, lo: f64, hi: f64) -> Result<(), String> {
+    if !v.is_finite() {
+        Err(format!("--{name} must be a number, not {v}"))
+    } else if !(lo..=hi).contains(&v) {
+        Err(format!("--{name} must be between {lo} and {hi}, not {v}"))
+    } else {
         Ok(())
     }
 }
