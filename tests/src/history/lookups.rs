@@ -63,7 +63,20 @@ pub async fn record_all(
 }
 
 async fn lookup(http: &reqwest::Client, url: &str, rec: &Recorder, customer: &str, token: &str) {
-    for attempt in 1..=ATTEMPTS {
+    claims_mine(http, url, token, Some((rec, customer))).await;
+}
+
+/// `GET url` (a campaign's `/claims/mine`) as the bearer of `token`, [`ATTEMPTS`] times at
+/// most: a 503, 502/504 or transport error is retried after [`PAUSE`]. With `record`, every
+/// attempt is written to the history as a `lookup` of that customer. Returns the last answer.
+pub async fn claims_mine(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    record: Option<(&Recorder, &str)>,
+) -> Answer {
+    let mut attempt = 1;
+    loop {
         let sent_at = chrono::Utc::now();
         let resp = http
             .get(url)
@@ -84,10 +97,13 @@ async fn lookup(http: &reqwest::Client, url: &str, rec: &Recorder, customer: &st
             Err(e) => Answer::failed(e),
         };
         let again = matches!(answer.status, None | Some(502..=504));
-        rec.record(OpKind::Lookup, customer, None, sent_at, answer);
-        if !again || attempt == ATTEMPTS {
-            return;
+        if let Some((rec, customer)) = record {
+            rec.record(OpKind::Lookup, customer, None, sent_at, answer.clone());
         }
+        if !again || attempt == ATTEMPTS {
+            return answer;
+        }
+        attempt += 1;
         tokio::time::sleep(PAUSE).await;
     }
 }

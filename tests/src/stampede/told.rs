@@ -3,15 +3,13 @@
 //! `GET /api/v1/campaigns/{id}/claims/mine` (her active claim, else her latest).
 
 use std::collections::HashSet;
-use std::time::Duration;
 
 use super::db::Facts;
 use super::report::{Report, TryOutcome};
+use crate::history::lookups::claims_mine;
 
 /// Claims looked up through `/claims/mine` at most (the rest count as not looked up).
 const LOOKUPS_MAX: usize = 2_000;
-/// Attempts per lookup (a 503 with `Retry-After` is retried after a short pause).
-const ATTEMPTS: u32 = 5;
 
 /// Adds the check. `auth[i]` is the `Authorization` value of customer `i` ([`super::customer_id`]);
 /// `target` is where the crowd's claims went.
@@ -72,7 +70,8 @@ pub async fn add_check(
     );
 }
 
-/// The id of the claim `/claims/mine` returns to the bearer of `token`, `None` when none.
+/// The id of the claim `/claims/mine` returns to the bearer of `token`, `None` when none
+/// (retried as [`claims_mine`] says).
 async fn lookup(
     http: &reqwest::Client,
     target: &str,
@@ -83,21 +82,7 @@ async fn lookup(
         "{}/api/v1/campaigns/{campaign}/claims/mine",
         target.trim_end_matches('/')
     );
-    for _ in 0..ATTEMPTS {
-        let resp = http
-            .get(&url)
-            .header(reqwest::header::AUTHORIZATION, token)
-            .send()
-            .await;
-        match resp {
-            Ok(r) if r.status() == 503 => {}
-            Ok(r) => {
-                let body: serde_json::Value = r.json().await.ok()?;
-                return body["claim"]["id"].as_str().map(str::to_string);
-            }
-            Err(_) => {}
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-    None
+    let answer = claims_mine(http, &url, token, None).await;
+    let body: serde_json::Value = serde_json::from_slice(&answer.body).ok()?;
+    body["claim"]["id"].as_str().map(str::to_string)
 }
