@@ -155,15 +155,15 @@ async fn run(command: Command) -> anyhow::Result<i32> {
             })?;
             let done = flashgate_origin::migrate::run(&url.parse()?).await?;
             if done.applied.is_empty() {
-                println!(
+                exit::print_line(&format!(
                     "schema current at version {}; nothing applied",
                     done.current
-                );
+                ))?;
             } else {
-                println!(
+                exit::print_line(&format!(
                     "applied migration(s) {:?}; schema at version {}",
                     done.applied, done.current
-                );
+                ))?;
             }
         }
         Command::Gifts {
@@ -172,9 +172,9 @@ async fn run(command: Command) -> anyhow::Result<i32> {
             flashgate_origin::migrate::run(&database_url.parse()?).await?;
             let db = flashgate_origin::db::Db::from(sqlx::PgPool::connect(&database_url).await?);
             let shown = flashgate_origin::gifts::demo::seed(&db).await?;
-            println!("{}", serde_json::to_string_pretty(&shown)?);
+            exit::print_line(&serde_json::to_string_pretty(&shown)?)?;
         }
-        Command::Token(args) => println!("{}", args.run()?),
+        Command::Token(args) => exit::print_line(&args.run()?)?,
     }
     Ok(exit::OK)
 }

@@ -262,3 +262,34 @@ fn bad_input_exits_2_naming_the_option() {
         "--visitors",
     );
 }
+
+/// Output that cannot be written: a full device is an error (exit 5, one `error:` line, no
+/// panic); a reader that went away (`| head`) is not.
+#[test]
+fn stdout_that_cannot_be_written() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let out = std::process::Command::new(flashgate_bin())
+        .args(["plan", "--visitors", "1000000", "--stock", "1000"])
+        .stdout(full)
+        .output()
+        .expect("flashgate runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(exit::UNREACHABLE), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: writing to stdout: "), "{err}");
+
+    let mut child = std::process::Command::new(flashgate_bin())
+        .args(["plan", "--visitors", "1000000", "--stock", "1000"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("flashgate runs");
+    drop(child.stdout.take()); // the reader is gone before the first byte
+    let out = child.wait_with_output().expect("flashgate ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(exit::OK), "{err}");
+    assert!(err.is_empty(), "{err}");
+}

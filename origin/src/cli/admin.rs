@@ -7,7 +7,6 @@
 //! [`super::exit::for_status`] (2 a missing or refused token, 3 not found, 4 refused, 5 the
 //! origin unreachable or 5xx). The token is never printed.
 
-use std::io::Write;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -244,11 +243,12 @@ pub async fn run(args: AdminArgs) -> i32 {
             Some(v) => serde_json::to_string_pretty(&v).unwrap_or(text),
             None => text,
         };
-        // A closed stdout (`| head`) is not an error of the call; a 204 prints nothing.
-        if !out.is_empty() {
-            let _ = writeln!(std::io::stdout(), "{out}");
+        // A 204 prints nothing.
+        if out.is_empty() {
+            exit::OK
+        } else {
+            exit::print_or_code(&out)
         }
-        exit::OK
     } else {
         let (result, message) = parsed
             .as_ref()

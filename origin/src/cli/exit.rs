@@ -39,6 +39,29 @@ pub fn for_error(e: &anyhow::Error) -> i32 {
     }
 }
 
+/// Writes `text` and a newline to stdout. A closed stdout (`| head`) is not an error of the
+/// command; any other write error is (a full disk: [`UNREACHABLE`] through [`for_error`]).
+pub fn print_line(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        written => written,
+    }
+}
+
+/// [`print_line`] for a command that returns its exit code: [`OK`], or [`UNREACHABLE`] after
+/// one `error: …` line when stdout cannot be written.
+pub fn print_or_code(text: &str) -> i32 {
+    match print_line(text) {
+        Ok(()) => OK,
+        Err(e) => {
+            eprintln!("error: writing to stdout: {e}");
+            UNREACHABLE
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -146,16 +146,16 @@ pub fn run(args: &PlanArgs) -> i32 {
         }
     };
     let p = plan::plan(&inputs, &calibration);
-    if args.json {
+    let text = if args.json {
         match serde_json::to_string_pretty(&p) {
-            Ok(text) => println!("{text}"),
+            Ok(text) => text,
             Err(e) => {
                 eprintln!("error: the plan as JSON: {e}");
                 return exit::USAGE;
             }
         }
     } else {
-        print!("{}", plan::report::table(&p));
-    }
-    exit::OK
+        plan::report::table(&p).trim_end_matches('\n').to_string()
+    };
+    exit::print_or_code(&text)
 }

@@ -21,11 +21,16 @@ pub async fn run(database_url: &str, pooler: DbPooler, redis_url: &str, c: &str)
     };
     match checked.await {
         Ok(Some(report)) => {
-            match serde_json::to_string_pretty(&report) {
-                Ok(json) => println!("{json}"),
-                Err(e) => eprintln!("error: {e}"),
-            }
-            if report.ok {
+            let printed = match serde_json::to_string_pretty(&report) {
+                Ok(json) => exit::print_or_code(&json),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    exit::USAGE
+                }
+            };
+            if printed != exit::OK {
+                printed
+            } else if report.ok {
                 exit::OK
             } else {
                 exit::FAULT
