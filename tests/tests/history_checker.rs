@@ -362,6 +362,7 @@ async fn the_binary_exits_0_1_and_2() {
 
     let mut h = r.history.clone();
     let mut broken = h.last().unwrap().clone();
+    broken.seq = h.iter().map(|o| o.seq).max().unwrap() + 1;
     broken.key = Some(unique("doctored-key"));
     (broken.status, broken.body) = (Some(500), json!({"result": "internal", "message": "x"}));
     h.push(broken);

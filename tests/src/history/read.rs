@@ -1,7 +1,7 @@
 //! Reads what the checker compares: a history file ([`read_history`]) and the final state of
 //! its campaigns in PostgreSQL ([`read_record`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io::BufRead;
 use std::path::Path;
 
@@ -25,11 +25,13 @@ impl std::fmt::Display for BadInput {
 impl std::error::Error for BadInput {}
 
 /// Reads the history at `path`: every non-blank line an [`Operation`]. Errors name the file and
-/// the line (1-based); an empty history is an error too (nothing to check).
+/// the line (1-based): a line that is not an operation, or one that breaks the format
+/// ([`format_fault`]); an empty history is an error too (nothing to check).
 pub fn read_history(path: &Path) -> Result<Vec<Operation>, BadInput> {
     let file = std::fs::File::open(path)
         .map_err(|e| BadInput(format!("cannot read the history {}: {e}", path.display())))?;
     let mut ops = Vec::new();
+    let mut seqs = HashSet::new();
     for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
         let line = line.map_err(|e| {
             BadInput(format!(
@@ -48,6 +50,17 @@ pub fn read_history(path: &Path) -> Result<Vec<Operation>, BadInput> {
                 i + 1
             ))
         })?;
+        let fault = format_fault(&op).or_else(|| {
+            (!seqs.insert((op.campaign.clone(), op.seq)))
+                .then(|| format!("seq {} of campaign {} appears twice", op.seq, op.campaign))
+        });
+        if let Some(fault) = fault {
+            return Err(BadInput(format!(
+                "{}: line {}: {fault}",
+                path.display(),
+                i + 1
+            )));
+        }
         ops.push(op);
     }
     if ops.is_empty() {
@@ -57,6 +70,23 @@ pub fn read_history(path: &Path) -> Result<Vec<Operation>, BadInput> {
         )));
     }
     Ok(ops)
+}
+
+/// What makes one well-typed line a bad operation, if anything: a claim request (`claim`,
+/// `retry`, `replay`) without its idempotency key, an answer before its request
+/// (`answered_at` < `sent_at`), or an attempt with neither a status nor a transport error.
+/// docs/HISTORY.md lists the format.
+pub fn format_fault(op: &Operation) -> Option<String> {
+    if op.op.is_claim() && op.key.as_deref().is_none_or(str::is_empty) {
+        return Some(format!("a {} without its idempotency key", op.op.as_str()));
+    }
+    if op.answered_at < op.sent_at {
+        return Some("answered_at is before sent_at".into());
+    }
+    if op.status.is_none() && op.error.is_none() {
+        return Some("neither a status nor a transport error".into());
+    }
+    None
 }
 
 /// One claim row as PostgreSQL has it at the end.
@@ -152,4 +182,64 @@ pub async fn read_record(
     }
     pool.close().await;
     Ok(record)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"{"seq":1,"op":"claim","campaign":"x","customer":"c1","key":"x-1-0","sent_at":"2026-12-04T15:01:03.1Z","answered_at":"2026-12-04T15:01:03.2Z","status":201,"body":{"result":"claimed"}}"#;
+
+    /// Writes `lines` as a history and reads it back.
+    fn read_lines(name: &str, lines: &[String]) -> Result<Vec<Operation>, BadInput> {
+        let path = std::env::temp_dir().join(format!(
+            "fg-history-read-{name}-{}.jsonl",
+            std::process::id()
+        ));
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let read = read_history(&path);
+        let _ = std::fs::remove_file(&path);
+        read
+    }
+
+    #[test]
+    fn a_well_formed_history_reads() {
+        let second = GOOD.replace(r#""seq":1"#, r#""seq":2"#);
+        // Two stampedes' files put together: each campaign counts its own seq.
+        let other = GOOD.replace(r#""campaign":"x""#, r#""campaign":"y""#);
+        let read = read_lines("good", &[GOOD.into(), second, other]).unwrap();
+        assert_eq!(read.len(), 3);
+    }
+
+    #[test]
+    fn format_faults_name_their_line() {
+        let cases = [
+            ("dup", GOOD.to_string(), "seq 1 of campaign x appears twice"),
+            (
+                "nokey",
+                GOOD.replace(r#""seq":1"#, r#""seq":2"#)
+                    .replace(r#""key":"x-1-0""#, r#""key":null"#),
+                "a claim without its idempotency key",
+            ),
+            (
+                "backwards",
+                GOOD.replace(r#""seq":1"#, r#""seq":2"#)
+                    .replace("03.1Z", "03.9Z"),
+                "answered_at is before sent_at",
+            ),
+            (
+                "nothing",
+                GOOD.replace(r#""seq":1"#, r#""seq":2"#)
+                    .replace(r#""status":201"#, r#""status":null"#),
+                "neither a status nor a transport error",
+            ),
+        ];
+        for (name, line, fault) in cases {
+            let err = read_lines(name, &[GOOD.into(), line]).unwrap_err();
+            assert!(
+                err.0.ends_with(&format!("line 2: {fault}")),
+                "{name}: {err}"
+            );
+        }
+    }
 }

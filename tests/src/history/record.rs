@@ -57,7 +57,7 @@ impl OpKind {
 /// One operation and its answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Operation {
-    /// Sequence number, unique within one history file, in the order answers were written.
+    /// Sequence number, unique per campaign within one history file, in the order answers were written.
     pub seq: u64,
     /// What was done.
     pub op: OpKind,

@@ -146,16 +146,16 @@ pub struct Args {
     #[arg(long)]
     pub waiting_room: bool,
     /// Waiting room: customers admitted per second.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, requires = "waiting_room", default_value_t = 200)]
     pub admit_per_second: u32,
     /// Waiting room: order after the start, fifo or random.
-    #[arg(long, default_value = "fifo", value_parser = ["fifo", "random"])]
+    #[arg(long, requires = "waiting_room", default_value = "fifo", value_parser = ["fifo", "random"])]
     pub queueing: String,
     /// Waiting room: joins in this many seconds before the start are shuffled at the start.
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, requires = "waiting_room", default_value_t = 600)]
     pub prequeue_seconds: u32,
     /// Waiting room: lifetime of an admission token, seconds.
-    #[arg(long, default_value_t = 120)]
+    #[arg(long, requires = "waiting_room", default_value_t = 120)]
     pub admission_ttl_seconds: u32,
     /// Seconds from the campaign's creation to its start (0: already started). With a
     /// waiting room, the joins before the start are the prequeue.
