@@ -8,9 +8,11 @@
 //!   per status TTL per isolate, with `If-None-Match`: an unchanged filter is a bodiless 304,
 //!   and the body (about 1.2 bytes per winner) is sent and decoded only when the winners
 //!   changed. A failed fetch backs off for one TTL, as a status refresh does.
-//! - A filter confirmed at most max-stale ago is used; none (the origin failed, or has no such
-//!   route), or a "too many" filter, keeps the old behaviour: `sold_out` at the edge for
-//!   everyone; `GET …/claims/mine` then remains a winner's way to her claim.
+//! - A filter confirmed at most max-stale ago is used. Without one (its fetch failed, the origin
+//!   has no such route) the edge cannot tell a winner's retry from anyone's claim:
+//!   [`Verdict::Unknown`], answered `503` + `Retry-After` (not final) instead of a `sold_out`
+//!   that would be false to a winner. A "too many" filter answers everyone `sold_out` at the
+//!   edge; `GET …/claims/mine` then remains a winner's way to her claim.
 //! - At most [`MAX_FILTERS`] campaigns' filters are kept per isolate.
 //!
 //! Times are ms since the Unix epoch on the edge's clock.
@@ -39,11 +41,22 @@ impl Fetched {
     }
 }
 
+/// What the winners filter says of a customer's claim on a sold-out campaign.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// She may hold a unit (her retry, or a false positive): forward it to the origin.
+    Winner,
+    /// She holds none (or the filter is "too many"): `sold_out` at the edge.
+    Loser,
+    /// No usable filter: nobody can be told `sold_out` truthfully if she is a winner.
+    Unknown,
+}
+
 /// What a claim on a sold-out campaign does about its winners filter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Look {
-    /// Decided from what is held: forward (`true`, she may be a winner) or `sold_out`.
-    Decided(bool),
+    /// Decided from what is held.
+    Decided(Verdict),
     /// Refresh the filter first; this request leads.
     Lead,
     /// Another request is refreshing it: wait for that one, then [`WinnersSlot::may_have_won`].
@@ -66,18 +79,21 @@ impl WinnersSlot {
         let fresh = self.fresh(now_ms, ttl_ms);
         match status::step(fresh, &self.refresh, now_ms, ttl_ms, lead_timeout_ms) {
             Step::Serve | Step::BackOff => {
-                Look::Decided(self.may_have_won(customer, now_ms, max_stale_ms))
+                Look::Decided(self.verdict(customer, now_ms, max_stale_ms))
             }
             Step::Lead => Look::Lead,
             Step::Wait => Look::Wait,
         }
     }
 
-    /// True when a usable filter (confirmed at most `max_stale_ms` ago) lists `customer` as a
-    /// possible winner.
-    pub fn may_have_won(&self, customer: &str, now_ms: i64, max_stale_ms: i64) -> bool {
-        self.usable(now_ms, max_stale_ms)
-            .is_some_and(|f| f.may_contain_key(memo::winners_key(customer)))
+    /// What a usable filter (confirmed at most `max_stale_ms` ago) says of `customer`;
+    /// [`Verdict::Unknown`] without one.
+    pub fn verdict(&self, customer: &str, now_ms: i64, max_stale_ms: i64) -> Verdict {
+        match self.usable(now_ms, max_stale_ms) {
+            None => Verdict::Unknown,
+            Some(f) if f.may_contain_key(memo::winners_key(customer)) => Verdict::Winner,
+            Some(_) => Verdict::Loser,
+        }
     }
 }
 
@@ -112,6 +128,7 @@ mod tests {
 
     #[test]
     fn refreshes_once_per_ttl_and_decides_by_the_filter() {
+        use Verdict::{Loser, Winner};
         let mut slot = WinnersSlot::default();
         assert_eq!(slot.look("ana", 10_000, TTL, STALE, LEAD), Look::Lead);
         slot.start(10_000);
@@ -119,11 +136,11 @@ mod tests {
         slot.finish(filter(&["ana"]), 10_020);
         assert_eq!(
             slot.look("ana", 10_500, TTL, STALE, LEAD),
-            Look::Decided(true)
+            Look::Decided(Winner)
         );
         assert_eq!(
             slot.look("bo", 10_500, TTL, STALE, LEAD),
-            Look::Decided(false)
+            Look::Decided(Loser)
         );
         // A TTL later the next claim leads a conditional refresh; a 304 keeps the filter.
         assert_eq!(slot.look("bo", 11_020, TTL, STALE, LEAD), Look::Lead);
@@ -132,19 +149,20 @@ mod tests {
         assert_eq!(slot.etag.as_deref(), Some("\"w1\""));
         assert_eq!(
             slot.look("ana", 11_500, TTL, STALE, LEAD),
-            Look::Decided(true)
+            Look::Decided(Winner)
         );
     }
 
     #[test]
-    fn failures_and_too_many_keep_sold_out_at_the_edge() {
+    fn without_a_filter_nobody_is_told_sold_out_and_too_many_tells_everyone() {
+        use Verdict::{Loser, Unknown};
         let mut slot = WinnersSlot::default();
         slot.start(0);
         slot.finish(Fetched::from_origin(503, None, b"", false), 5);
-        // Backing off for one TTL, nothing held: sold out at the edge, no new fetch.
+        // Backing off for one TTL, nothing held: not known, no new fetch.
         assert_eq!(
             slot.look("ana", 500, TTL, STALE, LEAD),
-            Look::Decided(false)
+            Look::Decided(Unknown)
         );
         assert_eq!(slot.look("ana", 1_005, TTL, STALE, LEAD), Look::Lead);
         let body = WinnersFilter::build(["ana", "bo", "cy"], 2).encode();
@@ -152,14 +170,14 @@ mod tests {
         slot.finish(Fetched::from_origin(200, None, &body, false), 1_010);
         assert_eq!(
             slot.look("ana", 1_100, TTL, STALE, LEAD),
-            Look::Decided(false)
+            Look::Decided(Loser)
         );
         // A filter past max-stale is not used, even while backing off.
         slot.finish(filter(&["ana"]), 2_000);
         slot.finish(Fetched::Failed(held::FetchError::Unreachable), 40_000);
         assert_eq!(
             slot.look("ana", 40_100, TTL, STALE, LEAD),
-            Look::Decided(false)
+            Look::Decided(Unknown)
         );
         assert!(matches!(
             Fetched::from_origin(200, None, b"junk", false),

@@ -14,6 +14,7 @@ use crate::config::EdgeConfig;
 use crate::decide::{self, Answer, ClaimInput, Gate, Route, TokenCache};
 use crate::limit::Action;
 use crate::status::{self, Freshness, RefreshState, StatusEntry, Step};
+use crate::winners::Verdict;
 use flashgate_shared::api::CampaignState;
 use flashgate_shared::queue::ADMISSION_HEADER;
 use flashgate_shared::request_id::{self, REQUEST_ID_HEADER};
@@ -499,10 +500,16 @@ async fn claim(
     if let Gate::Answer(a) = decide::gate(entry.as_deref(), fresh, now, cfg.not_started_skew_ms) {
         let sold_out =
             entry.as_deref().and_then(StatusEntry::state) == Some(CampaignState::SoldOut);
-        if !(sold_out && winners::may_have_won(cfg, id, &customer).await) {
+        if !sold_out {
             return answer(&a);
         }
-        sold_out_answer = Some(a);
+        match winners::verdict(cfg, id, &customer).await {
+            Verdict::Winner => sold_out_answer = Some(a),
+            Verdict::Loser => return answer(&a),
+            // Without a filter a winner's retry cannot be told from anyone's claim: a sold_out
+            // could be false to her, so the answer is "retry", not final.
+            Verdict::Unknown => return answer(&Answer::unavailable()),
+        }
     }
     let admission = headers.get(ADMISSION_HEADER)?;
     if waiting_room {

@@ -5,7 +5,7 @@
 use super::index::fetch_held;
 use super::{now_ms, wait_until};
 use crate::config::EdgeConfig;
-use crate::winners::{make_room, Fetched, Look, WinnersSlot};
+use crate::winners::{make_room, Fetched, Look, Verdict, WinnersSlot};
 use flashgate_shared::winners_filter::{path, WinnersFilter, MAX_BODY_BYTES};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -14,10 +14,10 @@ thread_local! {
     static FILTERS: RefCell<HashMap<String, WinnersSlot>> = RefCell::new(HashMap::new());
 }
 
-/// True when `customer`'s claim on sold-out campaign `id` may come from a winner and goes to
-/// the origin; false: `sold_out` at the edge. The filter is refreshed first (single-flight, at
-/// most once per TTL) when it is a TTL old or missing.
-pub(super) async fn may_have_won(cfg: &EdgeConfig, id: &str, customer: &str) -> bool {
+/// What the winners filter says of `customer`'s claim on sold-out campaign `id`
+/// ([`Verdict`]: to the origin, `sold_out` at the edge, or unknown). The filter is refreshed
+/// first (single-flight, at most once per TTL) when it is a TTL old or missing.
+pub(super) async fn verdict(cfg: &EdgeConfig, id: &str, customer: &str) -> Verdict {
     let now = now_ms();
     let (ttl, max_stale) = (cfg.status_ttl_ms, cfg.status_max_stale_ms);
     let lead_timeout = cfg.origin_timeout_ms.saturating_add(1_000);
@@ -33,9 +33,9 @@ pub(super) async fn may_have_won(cfg: &EdgeConfig, id: &str, customer: &str) -> 
         (look, slot.refresh.generation, slot.etag.clone(), held)
     });
     let decided = |slots: &HashMap<String, WinnersSlot>| {
-        slots
-            .get(id)
-            .is_some_and(|s| s.may_have_won(customer, now_ms(), max_stale))
+        slots.get(id).map_or(Verdict::Unknown, |s| {
+            s.verdict(customer, now_ms(), max_stale)
+        })
     };
     match look {
         Look::Decided(verdict) => verdict,
