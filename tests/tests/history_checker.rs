@@ -268,6 +268,28 @@ async fn a_clean_history_passes_and_each_doctored_one_fails_its_check() {
     again.body = json!({"result": "already_claimed", "claim": first.body["claim"]});
     h.push(again);
     only(&run(&h, &record), b, "replays_identical", 1);
+    // ... and sold_out while her claim holds its unit; once the record shows the claim ended
+    // before that retry was sent, the edge's sold_out is the campaign's answer and passes.
+    let mut h = r.history.clone();
+    let mut late = r.op(OpKind::Retry, b, &first.customer, Duration::seconds(1));
+    late.key = first.key.clone();
+    (late.status, late.body) = (Some(409), json!({"result": "sold_out"}));
+    let sent = late.sent_at;
+    h.push(late);
+    only(&run(&h, &record), b, "replays_identical", 1);
+    let mut ended = record.clone();
+    let claim = ended
+        .get_mut(b)
+        .and_then(|c| c.claims.get_mut(first.claim_id().unwrap()))
+        .expect("her claim is in the record");
+    (claim.status, claim.updated_at) = ("expired".into(), sent - Duration::milliseconds(1));
+    let out = run(&h, &ended);
+    assert_eq!(
+        out.check(b, "replays_identical").unwrap().failed,
+        0,
+        "{}",
+        out.render()
+    );
 
     // contract: a 500, and a 503 without Retry-After.
     let mut h = r.history.clone();

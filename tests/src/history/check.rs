@@ -69,7 +69,7 @@ pub fn check(
                 told::answers_name_claims(&ops, c),
                 told::claims_told(&ops, c),
                 false_sold_out,
-                replays::replays_identical(&ops),
+                replays::replays_identical(&ops, c),
                 contract::contract(&ops),
             ],
             longest_sold_out_window_ms: windows.iter().map(|w| w.length_ms).max().unwrap_or(0),
