@@ -16,7 +16,7 @@ use flashgate_edge_worker::decide::{self, ClaimInput, Gate, TokenCache};
 use flashgate_edge_worker::index::{self, Check, IndexSlot};
 use flashgate_edge_worker::status::{self, StatusEntry};
 use flashgate_edge_worker::telemetry::Counts;
-use flashgate_edge_worker::winners::{self, Look, WinnersSlot};
+use flashgate_edge_worker::winners::{self, Look, Verdict, WinnersSlot};
 use flashgate_shared::api::CampaignState;
 use flashgate_shared::campaign_index::CampaignIndex;
 use flashgate_shared::token::{mint, CustomerClaims, NumericDate};
@@ -105,7 +105,7 @@ fn answer(iso: &mut Isolate, authorization: &str, now_ms: i64) -> u16 {
         return FORWARDED;
     };
     if iso.status.state() == Some(CampaignState::SoldOut)
-        && iso.winners.look(&customer, now_ms, ttl, stale, ttl) != Look::Decided(false)
+        && iso.winners.look(&customer, now_ms, ttl, stale, ttl) != Look::Decided(Verdict::Loser)
     {
         return FORWARDED;
     }
