@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use flashgate_shared::admission::{sign_ticket, Place, Ticket};
@@ -33,6 +33,9 @@ pub struct Fake {
     pub index_fetches: usize,
     /// Presence reports (the edge's batches of the tickets that polled), answered 200.
     pub reports: usize,
+    /// Customers the winners filter lists (none unless a test adds them), and its fetches.
+    pub winners: Vec<String>,
+    pub winners_fetches: usize,
     pub other: usize,
 }
 
@@ -118,6 +121,20 @@ pub async fn start_fake(fake: Shared) -> String {
         f.lock().unwrap().reports += 1;
         Json(json!({"counted": 0, "duplicate": false}))
     }
+    // The edge fetches it for the claims a sold-out status would answer: without one it
+    // cannot tell a winner's retry from a loser's and answers 503.
+    async fn winners(State(f): State<Shared>) -> ([(header::HeaderName, String); 2], Vec<u8>) {
+        use flashgate_shared::winners_filter::{WinnersFilter, CONTENT_TYPE, MAX_WINNERS};
+        let mut f = f.lock().unwrap();
+        f.winners_fetches += 1;
+        let filter = WinnersFilter::build(f.winners.iter().map(String::as_str), MAX_WINNERS);
+        let etag = format!("\"w{}\"", f.winners.len());
+        let headers = [
+            (header::CONTENT_TYPE, CONTENT_TYPE.to_string()),
+            (header::ETAG, etag),
+        ];
+        (headers, filter.encode())
+    }
     let app = Router::new()
         .route(flashgate_shared::campaign_index::INDEX_PATH, get(index))
         .route("/api/v1/campaigns/{id}", get(status))
@@ -125,6 +142,10 @@ pub async fn start_fake(fake: Shared) -> String {
         .route("/api/v1/campaigns/{id}/queue", post(join))
         .route("/edge/v1/campaigns/{id}/presence", post(presence))
         .route("/edge/v1/campaigns/{id}/joins", post(group))
+        .route(
+            flashgate_shared::winners_filter::PATH_TEMPLATE,
+            get(winners),
+        )
         .fallback(other)
         .with_state(fake);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
