@@ -352,6 +352,8 @@ impl TestOrigin {
             hold_extension_seconds: None,
             gate_shards: None,
             waiting_room: None,
+            access: None,
+            draw: None,
         })
         .await
     }
@@ -389,6 +391,8 @@ impl TestOrigin {
             hold_extension_seconds: None,
             gate_shards: Some(shards),
             waiting_room: None,
+            access: None,
+            draw: None,
         })
         .await;
         id

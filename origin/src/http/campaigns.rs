@@ -64,7 +64,8 @@ pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> Ap
 }
 
 /// Creates a campaign (manager token) with its `create` audit row, and opens its waiting room
-/// when it has one. 201 with the campaign; 409 when the id exists; 422 when a rule of
+/// when it has one; a draw campaign (`access: "draw"`) gets its secret seed and commitment in
+/// the same transaction. 201 with the campaign; 409 when the id exists; 422 when a rule of
 /// [`NewCampaign::validate`] is broken, `ends_at` is not in the future
 /// ([`flashgate_shared::api::check_end_ahead`]; nothing is written, no gate loaded), or a
 /// waiting room is asked for on an origin without
@@ -109,9 +110,15 @@ pub async fn create(
     if new.waiting_room.is_some() {
         crate::queue::require_secret(&state)?;
     }
-    let row = store::insert(&state.db, &new, &admin.name)
+    // A draw's row (its seed and commitment) is written with the campaign, or neither is.
+    let mut tx = state.db.begin().await?;
+    let row = store::insert(&mut *tx, &new, &admin.name)
         .await?
         .ok_or_else(|| ApiError::Conflict(format!("campaign {} exists", new.id)))?;
+    if let Some(d) = &new.draw {
+        crate::access::store::create(&mut *tx, &row.id, d).await?;
+    }
+    tx.commit().await?;
     let mut gate = state.gate.clone();
     crate::gate::load::load(&state.db, &mut gate, &row.id)
         .await
