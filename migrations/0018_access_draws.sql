@@ -7,8 +7,8 @@ CREATE TABLE draws (
     -- The entry window [entries_open_at, entries_close_at).
     entries_open_at timestamptz NOT NULL,
     entries_close_at timestamptz NOT NULL,
-    -- How long a winner may claim once admitted, seconds (one minute to 48 hours).
-    buying_window_seconds integer NOT NULL CHECK (buying_window_seconds BETWEEN 60 AND 172800),
+    -- How long a winner may claim once admitted, seconds (up to 48 hours).
+    buying_window_seconds integer NOT NULL CHECK (buying_window_seconds BETWEEN 1 AND 172800),
     -- The secret seed (kept until the draw) and lowercase hex SHA-256 of it.
     seed bytea NOT NULL CHECK (length(seed) = 32),
     commitment text NOT NULL,
@@ -30,6 +30,9 @@ CREATE TABLE draw_entries (
     place integer,
     -- When her buying window opened (winners at the draw; the waitlist as units pass to it).
     admitted_at timestamptz,
+    -- When her buying window ended without a claim (or her hold ended unpaid after it): her
+    -- unit passed to the next on the waitlist.
+    lapsed_at timestamptz,
     PRIMARY KEY (campaign_id, customer_id)
 );
 CREATE UNIQUE INDEX draw_entries_place ON draw_entries (campaign_id, place);

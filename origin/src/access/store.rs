@@ -150,12 +150,13 @@ pub struct EntryRow {
     /// 1-based place in the order, once drawn.
     pub place: Option<i32>,
     pub admitted_at: Option<DateTime<Utc>>,
+    pub lapsed_at: Option<DateTime<Utc>>,
 }
 
 /// Her entry in campaign `id`'s draw, if any.
 pub async fn entry_of(db: &Db, id: &str, customer: &str) -> sqlx::Result<Option<EntryRow>> {
     sqlx::query_as(
-        "SELECT entry_id, entered_at, place, admitted_at FROM draw_entries
+        "SELECT entry_id, entered_at, place, admitted_at, lapsed_at FROM draw_entries
           WHERE campaign_id = $1 AND customer_id = $2",
     )
     .bind(id)

@@ -107,7 +107,7 @@ pub async fn create(
     // gate loaded into Redis for nothing.
     flashgate_shared::api::check_end_ahead("ends_at", new.ends_at, chrono::Utc::now())
         .map_err(ApiError::validation)?;
-    if new.waiting_room.is_some() {
+    if new.waiting_room.is_some() || new.draw.is_some() {
         crate::queue::require_secret(&state)?;
     }
     // A draw's row (its seed and commitment) is written with the campaign, or neither is.

@@ -12,6 +12,7 @@ use flashgate_shared::api::{
 };
 
 use super::extract::{self, Path, Role};
+use crate::access::admit;
 use crate::access::run::{self, Ran};
 use crate::access::store::{self, DrawRow, Entered};
 use crate::error::{ApiError, ApiResult};
@@ -74,7 +75,8 @@ pub async fn enter(
 }
 
 /// Her entry in the campaign's draw (customer token, 401): 200 with the receipt and, once
-/// drawn, `won` or `waitlisted` with her place; 404 when she has not entered (or no such
+/// drawn, her place and `outcome`: `won` (admitted: with her admission token and the end of her
+/// buying window), `waitlisted` or `lapsed`; 404 when she has not entered (or no such
 /// campaign); 409 `conflict` when the campaign is not a draw.
 #[utoipa::path(
     get,
@@ -96,15 +98,21 @@ pub async fn mine(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let customer = extract::customer(&headers, &state).await?;
-    let (d, stock) = draw_of(&state, &campaign).await?;
+    let (d, _) = draw_of(&state, &campaign).await?;
     let e = store::entry_of(&state.db, &campaign, &customer)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no entry of yours in {campaign}")))?;
     let place = e.place.map(i64::from);
-    let outcome = match place {
-        None => EntryOutcome::Entered,
-        Some(p) if p <= stock => EntryOutcome::Won,
-        Some(_) => EntryOutcome::Waitlisted,
+    let (outcome, buying_until, admission) = match (e.place, e.admitted_at, e.lapsed_at) {
+        (None, _, _) => (EntryOutcome::Entered, None, None),
+        (Some(_), _, Some(_)) => (EntryOutcome::Lapsed, None, None),
+        (Some(_), None, None) => (EntryOutcome::Waitlisted, None, None),
+        (Some(p), Some(at), None) => {
+            let until = admit::window_end(at, d.buying_window_seconds);
+            let secret = crate::queue::secret(&state)?;
+            let token = admit::token(secret, &campaign, &customer, p, until);
+            (EntryOutcome::Won, Some(until), Some(token))
+        }
     };
     let receipt = EntryReceipt {
         entry_id: e.entry_id,
@@ -118,6 +126,8 @@ pub async fn mine(
         receipt,
         outcome,
         place,
+        buying_until,
+        admission,
     })
     .into_response())
 }

@@ -29,7 +29,8 @@
 //!   (1–60 s), on one origin at a time, gives the Redis keys of ended, settled campaigns their
 //!   expiry and counts the keys per campaign state ([`crate::repair::cleanup`]).
 //! - draws: every second, draws the draw campaigns whose entry window has closed
-//!   ([`crate::access::run::pass`]); safe with several origins at once.
+//!   ([`crate::access::run::pass`]), and passes the units of winners whose buying window ended
+//!   unclaimed to the waitlist ([`crate::access::admit::pass`]); safe with several origins.
 //! - the origin's lease: every second, renews this origin's lease in Redis
 //!   ([`crate::gate::takes`]), which tells the others that its pending takes are in flight.
 
@@ -98,6 +99,13 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
         DRAW_EVERY,
         "drawing closed draws",
         |s, _| async move { crate::access::run::pass(&s.db).await },
+    );
+    spawn_every(
+        state,
+        stop,
+        DRAW_EVERY,
+        "passing lapsed draw winners' units to the waitlist",
+        |s, _| async move { crate::access::admit::pass(&s.db).await },
     );
     // The hold sweeper and the promo code use sweeper run on loops of their own, so that neither
     // waits for the other.

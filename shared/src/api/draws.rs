@@ -22,7 +22,7 @@ stored_enum! {
 /// Longest buying window of a draw, seconds (48 hours).
 pub const MAX_BUYING_WINDOW_SECONDS: i64 = 172_800;
 /// Shortest buying window of a draw, seconds.
-pub const MIN_BUYING_WINDOW_SECONDS: i64 = 60;
+pub const MIN_BUYING_WINDOW_SECONDS: i64 = 1;
 /// Buying window of a draw that does not set one, seconds (24 hours).
 pub const DEFAULT_BUYING_WINDOW_SECONDS: i64 = 86_400;
 
@@ -159,10 +159,14 @@ pub struct EntryReceipt {
 pub enum EntryOutcome {
     /// Not drawn yet.
     Entered,
-    /// Among the first `stock` of the order: she may claim.
+    /// Admitted: among the first `stock` of the order, or a unit passed to her from the
+    /// waitlist; she may claim with `admission` until `buying_until`.
     Won,
-    /// On the waitlist.
+    /// On the waitlist, not admitted (yet).
     Waitlisted,
+    /// Admitted, but her buying window ended without a claim (or her hold ended unpaid after
+    /// it): her unit passed to the next on the waitlist.
+    Lapsed,
 }
 
 /// `GET /api/v1/campaigns/{id}/draw/entries/mine`: her entry and, once drawn, her outcome.
@@ -176,4 +180,11 @@ pub struct MyEntry {
     /// Her 1-based place in the draw's order, once drawn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub place: Option<i64>,
+    /// When `won`: the end of her buying window (RFC 3339 UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buying_until: Option<DateTime<Utc>>,
+    /// When `won`: her admission token, sent as `Flashgate-Admission` on her claim (as a
+    /// waiting room's); it expires at `buying_until`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission: Option<String>,
 }
