@@ -12,17 +12,42 @@ use chrono::{DateTime, Utc};
 use flashgate_shared::api::{CampaignAccess, CampaignKind, DrawSettings, NewCampaign};
 use flashgate_shared::draw::{self, DrawResult};
 use flashgate_tests::support::{
-    eventually, flashgate_bin, repo_root, test_config, unique, TestOrigin,
+    edge_headers, eventually, flashgate_bin, queue_config, repo_root, unique, TestOrigin,
 };
 use futures::stream::{self, StreamExt};
 use serde_json::{json, Value};
 
-/// An origin that keeps 10,000 connections' headers waiting as long as the test needs (the
-/// tests' client and origin share one loaded process).
+/// An origin with an edge secret (a draw signs its winners' admission tokens with it) that
+/// keeps 10,000 connections' headers waiting as long as the test needs.
 async fn origin() -> TestOrigin {
-    let mut config = test_config();
-    config.header_read_timeout_ms = 60_000;
-    TestOrigin::start_with(config).await
+    TestOrigin::start_with(queue_config()).await
+}
+
+fn secret(o: &TestOrigin) -> String {
+    o.config.edge_secret.as_ref().unwrap().expose().to_string()
+}
+
+/// Sends an entry to `c` as the edge forwards it (signed with `secret`), with `token` as the
+/// customer token when given.
+async fn enter_raw(
+    http: &reqwest::Client,
+    url: &str,
+    secret: &str,
+    c: &str,
+    token: Option<&str>,
+) -> (u16, Value) {
+    let path = format!("/api/v1/campaigns/{c}/draw/entries");
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut req = http.post(format!("{url}{path}"));
+    for (k, v) in edge_headers(secret, "POST", &path, b"", auth.as_deref(), None, None) {
+        req = req.header(k, v);
+    }
+    if let Some(a) = &auth {
+        req = req.header("authorization", a);
+    }
+    let r = req.send().await.expect("enter");
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
 }
 
 /// A draw campaign body: a sale of `stock` units whose entries are open from `open` to `close`.
@@ -48,17 +73,9 @@ fn draw_campaign(id: &str, stock: i64, open: DateTime<Utc>, close: DateTime<Utc>
     }
 }
 
-/// `POST /api/v1/campaigns/{c}/draw/entries` as `customer` (`token` overrides her token).
+/// `POST /api/v1/campaigns/{c}/draw/entries` with `token`, signed as the edge would.
 async fn enter_with(o: &TestOrigin, c: &str, token: &str) -> (u16, Value) {
-    let r = o
-        .http
-        .post(format!("{}/api/v1/campaigns/{c}/draw/entries", o.url))
-        .bearer_auth(token)
-        .send()
-        .await
-        .expect("enter");
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
+    enter_raw(&o.http, &o.url, &secret(o), c, Some(token)).await
 }
 
 async fn enter(o: &TestOrigin, c: &str, customer: &str) -> (u16, Value) {
@@ -169,15 +186,10 @@ async fn ten_thousand_entries_one_hundred_verified_winners() {
     }
     let replies: Vec<(String, u16, Value)> = stream::iter(tries.into_iter().map(|p| {
         let (http, url, token, c) = (o.http.clone(), o.url.clone(), o.token(&p), c.clone());
+        let secret = secret(&o);
         tokio::spawn(async move {
-            let r = http
-                .post(format!("{url}/api/v1/campaigns/{c}/draw/entries"))
-                .bearer_auth(token)
-                .send()
-                .await
-                .expect("enter");
-            let status = r.status().as_u16();
-            (p, status, r.json::<Value>().await.unwrap_or(Value::Null))
+            let (status, body) = enter_raw(&http, &url, &secret, &c, Some(&token)).await;
+            (p, status, body)
         })
     }))
     .buffer_unordered(2_000)
@@ -190,7 +202,12 @@ async fn ten_thousand_entries_one_hundred_verified_winners() {
         "{} entry requests: {created} entries (201), {again} repeats (200)",
         replies.len()
     );
-    assert_eq!((created, again), (10_000, 800));
+    let others: Vec<_> = replies
+        .iter()
+        .filter(|r| r.1 != 201 && r.1 != 200)
+        .take(3)
+        .collect();
+    assert_eq!((created, again), (10_000, 800), "{others:?}");
     // One receipt per customer, whichever of her tries it answered.
     let mut receipt_of = std::collections::HashMap::new();
     for (p, _, body) in &replies {
@@ -387,13 +404,21 @@ async fn bad_entries_and_bad_options_are_refused_and_change_nothing() {
         now + chrono::Duration::minutes(30),
     ))
     .await;
+    let (s, b) = enter_raw(&o.http, &o.url, &secret(&o), &open, None).await;
+    assert_eq!(
+        (s, b["result"].as_str()),
+        (401, Some("unauthorized")),
+        "{b}"
+    );
+    // Not signed by the edge: 403.
     let r = o
         .http
         .post(format!("{}/api/v1/campaigns/{open}/draw/entries", o.url))
+        .bearer_auth(o.token("ana"))
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status().as_u16(), 401);
+    assert_eq!(r.status().as_u16(), 403);
     let token = o.token("mallory");
     let forged = format!("{}x", &token[..token.len() - 1]);
     let (s, b) = enter_with(&o, &open, &forged).await;
@@ -481,4 +506,69 @@ async fn bad_entries_and_bad_options_are_refused_and_change_nothing() {
         assert_eq!(s, 404, "{} was created", body.id);
     }
     o.stop().await;
+}
+
+#[tokio::test]
+async fn winners_claim_with_their_token_and_lapsed_units_pass_down_the_waitlist() {
+    let o = origin().await;
+    let c = unique("window");
+    let now = Utc::now();
+    let mut body = draw_campaign(
+        &c,
+        2,
+        now - chrono::Duration::seconds(1),
+        now + chrono::Duration::minutes(30),
+    );
+    body.draw.as_mut().unwrap().buying_window_seconds = Some(3);
+    o.create(&body).await;
+    let people: Vec<String> = (0..6).map(|i| format!("{c}-p{i}")).collect();
+    for p in &people {
+        assert_eq!(enter(&o, &c, p).await.0, 201);
+    }
+    let (s, b) = run_now(&o, &c).await;
+    assert_eq!(s, 200, "{b}");
+    let result: DrawResult = serde_json::from_value(b["result"].clone()).unwrap();
+    let (first, second) = (&result.winners[0], &result.winners[1]);
+    let (next, after) = (&result.waitlist[0], &result.waitlist[1]);
+    let o = &o;
+    let mine = |who: String| {
+        let (token, path) = (
+            o.token(&who),
+            format!("/api/v1/campaigns/{c}/draw/entries/mine"),
+        );
+        async move { get(o, &path, Some(&token)).await.1 }
+    };
+    let m = mine(first.clone()).await;
+    assert_eq!(m["outcome"], "won", "{m}");
+    let admission = m["admission"].as_str().unwrap().to_string();
+    assert!(m["buying_until"].is_string(), "{m}");
+    // Without a token, with another winner's, or as a waitlisted customer: 403, nothing claimed.
+    let r = o.signed_claim(&c, first, None).await;
+    assert_eq!(r.status, 403, "{:?}", r.body);
+    let r = o.signed_claim(&c, next, Some(&admission)).await;
+    assert_eq!(r.status, 403, "{:?}", r.body);
+    assert_eq!(mine(next.clone()).await["outcome"], "waitlisted");
+    assert_eq!(o.claim_rows(&c, &["held"]).await, 0);
+    // The first winner claims with her token.
+    let r = o.signed_claim(&c, first, Some(&admission)).await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    // The second never claims: when her window ends her unit passes to the first of the
+    // waitlist, with a fresh window; the one after still waits.
+    let m = eventually("the unit to pass", Duration::from_secs(30), || async {
+        let m = mine(next.clone()).await;
+        if m["outcome"] == "won" {
+            Ok(m)
+        } else {
+            Err(m.to_string())
+        }
+    })
+    .await;
+    assert_eq!(mine(second.clone()).await["outcome"], "lapsed");
+    assert_eq!(mine(first.clone()).await["outcome"], "won");
+    assert_eq!(mine(after.clone()).await["outcome"], "waitlisted");
+    let r = o
+        .signed_claim(&c, next, Some(m["admission"].as_str().unwrap()))
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    assert_eq!(o.claim_rows(&c, &["held"]).await, 2);
 }

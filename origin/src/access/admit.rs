@@ -124,7 +124,12 @@ async fn pass_one(db: &Db, c: &str) -> sqlx::Result<usize> {
     .rows_affected();
     tx.commit().await?;
     if lapsed > 0 {
-        tracing::info!(campaign = c, lapsed, admitted = next, "units passed to the waitlist");
+        tracing::info!(
+            campaign = c,
+            lapsed,
+            admitted = next,
+            "units passed to the waitlist"
+        );
     }
     Ok(next as usize)
 }

@@ -21,17 +21,25 @@ pub enum Ran {
     NoDraw,
 }
 
-/// Draws campaign `id`: locks its draw row (entries in flight hold a share lock on it, so every
-/// entry answered with a receipt is ranked), and unless drawn already, ranks the entries and
+/// Draws campaign `id`: takes the draw's lock exclusive (entries in flight hold it shared, so
+/// every entry answered with a receipt is ranked) and its row, and unless drawn already, ranks the entries and
 /// writes their places, each winner's `admitted_at` (her buying window opens now), the
 /// digest, the count and `drawn_at`. With `close_now`, a window still open closes now (a
 /// manager's early draw). Safe with several origins at once: the row lock and `drawn_at` make
 /// one of them draw.
 pub async fn draw(db: &Db, id: &str, close_now: bool) -> sqlx::Result<Ran> {
     let mut tx = db.begin().await?;
+    // Waits for the entries in flight; entries that come after wait for this draw.
+    sqlx::query(&format!(
+        "SELECT pg_advisory_xact_lock({})",
+        crate::access::store::LOCK_KEY_SQL
+    ))
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
     let row: Option<(Vec<u8>, bool, bool, bool, i64)> = sqlx::query_as(
-        "SELECT d.seed, d.drawn_at IS NOT NULL, now() >= d.entries_close_at,
-                now() > d.entries_open_at, c.stock
+        "SELECT d.seed, d.drawn_at IS NOT NULL, clock_timestamp() >= d.entries_close_at,
+                clock_timestamp() > d.entries_open_at, c.stock
            FROM draws d JOIN campaigns c ON c.id = d.campaign_id
           WHERE d.campaign_id = $1 FOR UPDATE OF d",
     )
@@ -51,7 +59,7 @@ pub async fn draw(db: &Db, id: &str, close_now: bool) -> sqlx::Result<Ran> {
         if !opened {
             return Ok(Ran::NotOpen);
         }
-        sqlx::query("UPDATE draws SET entries_close_at = now() WHERE campaign_id = $1")
+        sqlx::query("UPDATE draws SET entries_close_at = clock_timestamp() WHERE campaign_id = $1")
             .bind(id)
             .execute(&mut *tx)
             .await?;
@@ -70,7 +78,7 @@ pub async fn draw(db: &Db, id: &str, close_now: bool) -> sqlx::Result<Ran> {
     sqlx::query(
         "UPDATE draw_entries e
             SET place = o.place,
-                admitted_at = CASE WHEN o.place <= $4 THEN now() END
+                admitted_at = CASE WHEN o.place <= $4 THEN clock_timestamp() END
            FROM unnest($2::text[], $3::int[]) AS o(customer_id, place)
           WHERE e.campaign_id = $1 AND e.customer_id = o.customer_id",
     )
@@ -81,7 +89,7 @@ pub async fn draw(db: &Db, id: &str, close_now: bool) -> sqlx::Result<Ran> {
     .execute(&mut *tx)
     .await?;
     sqlx::query(
-        "UPDATE draws SET drawn_at = now(), entries_digest = $2, entry_count = $3
+        "UPDATE draws SET drawn_at = clock_timestamp(), entries_digest = $2, entry_count = $3
           WHERE campaign_id = $1",
     )
     .bind(id)

@@ -98,19 +98,35 @@ pub enum Entered {
     Closed(DrawState),
 }
 
-/// Enters `customer` into the draw `d`. The insert holds a share lock on the draw's row, so the
-/// draw (which locks it for update) ranks every entry that was answered with a receipt, and no
-/// entry lands after it.
+/// The key of campaign `id`'s draw lock: entries take it shared, the draw exclusive
+/// (`pg_advisory_xact_lock_shared` / `pg_advisory_xact_lock`, held to the end of their
+/// transactions).
+pub const LOCK_KEY_SQL: &str = "hashtextextended('flashgate-draw:' || $1, 0)";
+
+/// Enters `customer` into the draw `d`. The entry's transaction first takes the draw's lock
+/// shared ([`LOCK_KEY_SQL`]) and only then reads the window, so the draw (which takes it
+/// exclusive) ranks every entry that was answered with a receipt, and no entry lands after it.
+/// An advisory lock rather than a row lock: thousands of entries at once share it without
+/// writing to the draw's row.
 pub async fn enter(db: &Db, d: &DrawRow, customer: &str) -> sqlx::Result<Entered> {
     let mut id = [0u8; 16];
     rand::rng().fill_bytes(&mut id);
     let entry_id = format!("e_{}", hex::encode(id));
+    let mut tx = db.begin().await?;
+    sqlx::query(&format!(
+        "SELECT pg_advisory_xact_lock_shared({LOCK_KEY_SQL})"
+    ))
+    .bind(&d.campaign_id)
+    .execute(&mut *tx)
+    .await?;
+    // A statement of its own after the lock: its snapshot sees a draw that committed while
+    // this entry waited.
     let (open, new_at): (Option<bool>, Option<DateTime<Utc>>) = sqlx::query_as(
         "WITH d AS (
              SELECT campaign_id,
-                    now() >= entries_open_at AND now() < entries_close_at
+                    now() >= entries_open_at AND clock_timestamp() < entries_close_at
                         AND drawn_at IS NULL AS open
-               FROM draws WHERE campaign_id = $1 FOR SHARE
+               FROM draws WHERE campaign_id = $1
          ), ins AS (
              INSERT INTO draw_entries (campaign_id, customer_id, entry_id)
              SELECT campaign_id, $2, $3 FROM d WHERE open
@@ -122,8 +138,9 @@ pub async fn enter(db: &Db, d: &DrawRow, customer: &str) -> sqlx::Result<Entered
     .bind(&d.campaign_id)
     .bind(customer)
     .bind(&entry_id)
-    .fetch_one(db)
+    .fetch_one(&mut *tx)
     .await?;
+    tx.commit().await?;
     let receipt = |entry_id: String, entered_at| EntryReceipt {
         entry_id,
         campaign: d.campaign_id.clone(),
