@@ -14,7 +14,7 @@ use flashgate_shared::admission::{self, Place, Ticket};
 use moka::future::Cache;
 
 use crate::db::Db;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 /// Most campaign ids kept in [`DrawKinds`].
@@ -36,19 +36,22 @@ impl DrawKinds {
     }
 }
 
-/// True when campaign `id` is a draw (one query per campaign per TTL; 503 when PostgreSQL
-/// fails).
+/// True when campaign `id` is a draw: one query per campaign per TTL, single-flight (the
+/// claims of a stampede that miss the cache together wait for one query); 503 when
+/// PostgreSQL fails.
 pub async fn is_draw(state: &AppState, id: &str) -> ApiResult<bool> {
-    if let Some(known) = state.draw_kinds.0.get(id).await {
-        return Ok(known);
-    }
-    let known: bool =
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM draws WHERE campaign_id = $1)")
-            .bind(id)
-            .fetch_one(&state.db)
-            .await?;
-    state.draw_kinds.0.insert(id.to_string(), known).await;
-    Ok(known)
+    let db = state.db.clone();
+    state
+        .draw_kinds
+        .0
+        .try_get_with_by_ref(id, async move {
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM draws WHERE campaign_id = $1)")
+                .bind(id)
+                .fetch_one(&db)
+                .await
+        })
+        .await
+        .map_err(|e: std::sync::Arc<sqlx::Error>| ApiError::Unavailable(e.to_string()))
 }
 
 /// The end of a buying window that opened at `admitted_at` and lasts `window_s` seconds.
