@@ -36,3 +36,9 @@ CREATE TABLE draw_entries (
     PRIMARY KEY (campaign_id, customer_id)
 );
 CREATE UNIQUE INDEX draw_entries_place ON draw_entries (campaign_id, place);
+
+-- What the origins look at every second: draws not drawn yet, and admitted winners who have
+-- not lapsed (at most `stock` rows per campaign, plus the waitlist admitted after them).
+CREATE INDEX draws_due ON draws (entries_close_at) WHERE drawn_at IS NULL;
+CREATE INDEX draw_entries_admitted ON draw_entries (campaign_id)
+    WHERE admitted_at IS NOT NULL AND lapsed_at IS NULL;

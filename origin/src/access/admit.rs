@@ -73,16 +73,22 @@ pub fn token(secret: &[u8], c: &str, customer: &str, place: i32, until: DateTime
     admission::mint_admission_until(secret, &ticket, until.timestamp())
 }
 
-/// One pass of the waitlist: every admitted winner whose buying window has ended and who holds
-/// no claim (never claimed, or her hold expired or was released) lapses, and as many of the
+/// One pass of the waitlist, over campaigns that have not ended: every admitted winner whose
+/// buying window has ended and who holds no claim (never claimed, or her hold expired or was released) lapses, and as many of the
 /// waitlist, in order, are admitted with a fresh window; per campaign, in one transaction.
 /// Safe with several origins at once (a row lapses once; the next are taken under lock).
 /// Returns how many were admitted.
 pub async fn pass(db: &Db) -> anyhow::Result<usize> {
     let due: Vec<String> = sqlx::query_scalar(
-        "SELECT DISTINCT e.campaign_id FROM draw_entries e JOIN draws d USING (campaign_id)
+        "SELECT DISTINCT e.campaign_id
+           FROM draw_entries e JOIN draws d USING (campaign_id)
+                JOIN campaigns c ON c.id = e.campaign_id AND c.ends_at > now()
           WHERE e.admitted_at IS NOT NULL AND e.lapsed_at IS NULL
-            AND e.admitted_at + make_interval(secs => d.buying_window_seconds) <= now()",
+            AND e.admitted_at + make_interval(secs => d.buying_window_seconds) <= now()
+            AND NOT EXISTS (
+                SELECT 1 FROM claims k
+                 WHERE k.campaign_id = e.campaign_id AND k.customer_id = e.customer_id
+                   AND k.status IN ('held', 'paid', 'issued', 'redeemed'))",
     )
     .fetch_all(db)
     .await?;
