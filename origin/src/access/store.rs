@@ -209,7 +209,12 @@ pub async fn status(db: &Db, d: &DrawRow, stock: i64) -> sqlx::Result<DrawStatus
         }
         _ => None,
     };
-    Ok(DrawStatus {
+    Ok(DrawStatus { result, ..brief(d) })
+}
+
+/// The status of draw `d` without its result (the campaign's public status carries it).
+pub fn brief(d: &DrawRow) -> DrawStatus {
+    DrawStatus {
         campaign: d.campaign_id.clone(),
         state: d.state_at(Utc::now()),
         entries_open_at: d.entries_open_at,
@@ -217,6 +222,6 @@ pub async fn status(db: &Db, d: &DrawRow, stock: i64) -> sqlx::Result<DrawStatus
         buying_window_seconds: i64::from(d.buying_window_seconds),
         commitment: d.commitment.clone(),
         drawn_at: d.drawn_at,
-        result,
-    })
+        result: None,
+    }
 }

@@ -26,10 +26,14 @@ struct StatusBody {
     /// The waiting room's figures; only with a waiting room.
     #[serde(skip_serializing_if = "Option::is_none")]
     queue: Option<QueueStatus>,
+    /// A draw campaign's draw: its state, windows and commitment (never its `result`: the
+    /// reveal is `GET /api/v1/campaigns/{id}/draw`); only on a draw.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    draw: Option<flashgate_shared::api::DrawStatus>,
 }
 
 /// 200 with the campaign's public status (with `queue` when it has a waiting room; 503 when
-/// Redis cannot tell the queue's figures), `Cache-Control: public, max-age=1`; 404 when unknown.
+/// Redis cannot tell the queue's figures; with `draw`, its commitment, on a draw campaign), `Cache-Control: public, max-age=1`; 404 when unknown.
 /// The state is decided by the origin's clock. Counts may be up to `FLASHGATE_CAMPAIGN_CACHE_MS`
 /// old.
 #[utoipa::path(
@@ -39,7 +43,7 @@ struct StatusBody {
     params(("id" = String, Path, description = "Campaign id, a slug `[a-z0-9-]{1,64}`.")),
     responses(
         (status = 200, description = "The campaign's public status; `Cache-Control: public, max-age=1` \
-            (`max-age=<TTL>` at the edge). `queue` only with a waiting room.",
+            (`max-age=<TTL>` at the edge). `queue` only with a waiting room, `draw` only on a draw.",
             body = StatusBody,
             example = json!({"id": "tshirt", "name": "T-shirt drop", "kind": "sale", "state": "active",
                 "stock": 3, "remaining": 2, "starts_at": "2026-01-01T12:00:00Z",
@@ -52,9 +56,16 @@ pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> Ap
     state.metrics.status_requests.inc();
     tracing::Span::current().record("campaign", id.as_str());
     let row = extract::campaign(&state, &id).await?;
+    let draw = match crate::access::admit::is_draw(&state, &id).await? {
+        true => crate::access::store::find(&state.db, &id)
+            .await?
+            .map(|d| crate::access::store::brief(&d)),
+        false => None,
+    };
     let body = StatusBody {
         status: row.status_at(chrono::Utc::now()),
         queue: crate::queue::status(&state, &row).await?,
+        draw,
     };
     Ok((
         [(header::CACHE_CONTROL, "public, max-age=1")],
