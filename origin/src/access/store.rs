@@ -95,7 +95,8 @@ pub enum Entered {
     /// She had entered before: the same receipt (200).
     Again(EntryReceipt),
     /// No entry of hers and the window is not open (or the draw has run): nothing written.
-    Closed(DrawState),
+    /// The draw as it is now.
+    Closed(Box<DrawRow>),
 }
 
 /// The key of campaign `id`'s draw lock: entries take it shared, the draw exclusive
@@ -155,7 +156,13 @@ pub async fn enter(db: &Db, d: &DrawRow, customer: &str) -> sqlx::Result<Entered
     match entry_of(db, &d.campaign_id, customer).await? {
         Some(e) => Ok(Entered::Again(receipt(e.entry_id, e.entered_at))),
         None if open == Some(true) => Err(sqlx::Error::RowNotFound),
-        None => Ok(Entered::Closed(d.state_at(Utc::now()))),
+        // Read again: a manager may have closed the window early and drawn meanwhile.
+        None => {
+            let fresh = find(db, &d.campaign_id).await?;
+            Ok(Entered::Closed(Box::new(
+                fresh.unwrap_or_else(|| d.clone()),
+            )))
+        }
     }
 }
 

@@ -63,14 +63,16 @@ pub async fn enter(
     match store::enter(&state.db, &d, &customer).await? {
         Entered::New(r) => Ok((StatusCode::CREATED, axum::Json(r)).into_response()),
         Entered::Again(r) => Ok((StatusCode::OK, axum::Json(r)).into_response()),
-        Entered::Closed(DrawState::Scheduled) => Err(ApiError::Conflict(format!(
-            "entries to {campaign} open at {}",
-            d.entries_open_at.to_rfc3339()
-        ))),
-        Entered::Closed(_) => Err(ApiError::Conflict(format!(
-            "entries to {campaign} closed at {}",
-            d.entries_close_at.to_rfc3339()
-        ))),
+        Entered::Closed(now) => Err(ApiError::Conflict(match now.state_at(chrono::Utc::now()) {
+            DrawState::Scheduled => format!(
+                "entries to {campaign} open at {}",
+                now.entries_open_at.to_rfc3339()
+            ),
+            _ => format!(
+                "entries to {campaign} closed at {}",
+                now.entries_close_at.to_rfc3339()
+            ),
+        })),
     }
 }
 
