@@ -540,7 +540,7 @@ async fn bad_entries_and_bad_options_are_refused_and_change_nothing() {
 }
 
 #[tokio::test]
-async fn winners_claim_with_their_token_and_lapsed_units_pass_down_the_waitlist() {
+async fn winners_claim_with_their_token_and_lapsed_units_pass_down_the_waitlist_in_order() {
     let o = origin().await;
     let c = unique("window");
     let now = Utc::now();
@@ -551,6 +551,8 @@ async fn winners_claim_with_their_token_and_lapsed_units_pass_down_the_waitlist(
         now + chrono::Duration::minutes(30),
     );
     body.draw.as_mut().unwrap().buying_window_seconds = Some(3);
+    // Holds outlast the buying window: the first winner's hold expires unpaid after it.
+    body.hold_seconds = Some(8);
     o.create(&body).await;
     let people: Vec<String> = (0..6).map(|i| format!("{c}-p{i}")).collect();
     for p in &people {
@@ -601,5 +603,26 @@ async fn winners_claim_with_their_token_and_lapsed_units_pass_down_the_waitlist(
         .signed_claim(&c, next, Some(m["admission"].as_str().unwrap()))
         .await;
     assert_eq!(r.status, 201, "{:?}", r.body);
+    assert_eq!(o.claim_rows(&c, &["held"]).await, 2);
+    // The first winner's hold expires unpaid after her window: her unit passes on too.
+    let m = eventually(
+        "the expired hold's unit to pass",
+        Duration::from_secs(60),
+        || async {
+            let m = mine(after.clone()).await;
+            if m["outcome"] == "won" {
+                Ok(m)
+            } else {
+                Err(m.to_string())
+            }
+        },
+    )
+    .await;
+    assert_eq!(mine(first.clone()).await["outcome"], "lapsed");
+    let r = o
+        .signed_claim(&c, after, Some(m["admission"].as_str().unwrap()))
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    assert_eq!(o.claim_rows(&c, &["expired"]).await, 1);
     assert_eq!(o.claim_rows(&c, &["held"]).await, 2);
 }
