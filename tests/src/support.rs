@@ -19,6 +19,7 @@ use sqlx::PgPool;
 
 mod bins;
 mod databases;
+pub mod draws;
 mod edge;
 mod edge_calls;
 pub mod fake_room;

@@ -2,18 +2,21 @@
 //! PostgreSQL and real Redis: 10,000 customers enter at once (200 of them five times each) for
 //! 100 units; the published draw has exactly 100 distinct winners in the order the shared rules,
 //! `flashgate draw verify` and the Python procedure of docs/DRAWS.md all recompute; a wrong seed
-//! fails both; the draw runs on its own when the window closes; bad input changes nothing.
+//! fails both; the draw runs on its own when the window closes; bad input changes nothing. The
+//! buying window: draws_window.rs.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use flashgate_shared::api::{CampaignAccess, CampaignKind, DrawSettings, NewCampaign};
+use flashgate_shared::api::NewCampaign;
 use flashgate_shared::draw::{self, DrawResult};
-use flashgate_tests::support::{
-    edge_headers, eventually, flashgate_bin, queue_config, repo_root, unique, TestOrigin,
+use flashgate_tests::support::draws::{
+    draw_campaign, enter, enter_raw, enter_with, entries_in_db, get, origin, run_now, secret,
+    status,
 };
+use flashgate_tests::support::{eventually, flashgate_bin, repo_root, unique};
 use futures::stream::{self, StreamExt};
 use serde_json::{json, Value};
 
@@ -22,106 +25,6 @@ use serde_json::{json, Value};
 /// 2-core machine (each entry is one short transaction). A 503 past it is retried after its
 /// `Retry-After`, as the docs tell clients to (an entry is idempotent per customer).
 const IN_FLIGHT: usize = 250;
-
-/// An origin with an edge secret (a draw signs its winners' admission tokens with it) that
-/// keeps 10,000 connections' headers waiting as long as the test needs.
-async fn origin() -> TestOrigin {
-    TestOrigin::start_with(queue_config()).await
-}
-
-fn secret(o: &TestOrigin) -> String {
-    o.config.edge_secret.as_ref().unwrap().expose().to_string()
-}
-
-/// Sends an entry to `c` as the edge forwards it (signed with `secret`), with `token` as the
-/// customer token when given.
-async fn enter_raw(
-    http: &reqwest::Client,
-    url: &str,
-    secret: &str,
-    c: &str,
-    token: Option<&str>,
-) -> (u16, Value) {
-    let path = format!("/api/v1/campaigns/{c}/draw/entries");
-    let auth = token.map(|t| format!("Bearer {t}"));
-    let mut req = http.post(format!("{url}{path}"));
-    for (k, v) in edge_headers(secret, "POST", &path, b"", auth.as_deref(), None, None) {
-        req = req.header(k, v);
-    }
-    if let Some(a) = &auth {
-        req = req.header("authorization", a);
-    }
-    let r = req.send().await.expect("enter");
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
-}
-
-/// A draw campaign body: a sale of `stock` units whose entries are open from `open` to `close`.
-fn draw_campaign(id: &str, stock: i64, open: DateTime<Utc>, close: DateTime<Utc>) -> NewCampaign {
-    let now = Utc::now();
-    NewCampaign {
-        id: id.into(),
-        name: "Raffle".into(),
-        kind: CampaignKind::Sale,
-        stock,
-        starts_at: now - chrono::Duration::minutes(1),
-        ends_at: now + chrono::Duration::hours(2),
-        hold_seconds: None,
-        hold_extension_seconds: None,
-        gate_shards: None,
-        waiting_room: None,
-        access: Some(CampaignAccess::Draw),
-        draw: Some(DrawSettings {
-            entries_open_at: open,
-            entries_close_at: close,
-            buying_window_seconds: Some(3_600),
-        }),
-    }
-}
-
-/// `POST /api/v1/campaigns/{c}/draw/entries` with `token`, signed as the edge would.
-async fn enter_with(o: &TestOrigin, c: &str, token: &str) -> (u16, Value) {
-    enter_raw(&o.http, &o.url, &secret(o), c, Some(token)).await
-}
-
-async fn enter(o: &TestOrigin, c: &str, customer: &str) -> (u16, Value) {
-    enter_with(o, c, &o.token(customer)).await
-}
-
-/// `GET path` at the origin with an optional bearer token.
-async fn get(o: &TestOrigin, path: &str, token: Option<&str>) -> (u16, Value) {
-    let mut req = o.http.get(format!("{}{path}", o.url));
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    let r = req.send().await.expect("get");
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
-}
-
-async fn status(o: &TestOrigin, c: &str) -> (u16, Value) {
-    get(o, &format!("/api/v1/campaigns/{c}/draw"), None).await
-}
-
-/// `POST /admin/v1/campaigns/{c}/draw/run` with the manager token.
-async fn run_now(o: &TestOrigin, c: &str) -> (u16, Value) {
-    let token = o.manager_token().to_string();
-    o.admin(
-        reqwest::Method::POST,
-        &format!("/admin/v1/campaigns/{c}/draw/run"),
-        Some(&token),
-        None,
-    )
-    .await
-}
-
-async fn entries_in_db(o: &TestOrigin, c: &str) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM draw_entries WHERE campaign_id = $1")
-        .bind(c)
-        .fetch_one(&o.db)
-        .await
-        .expect("count")
-}
 
 /// The Python procedure of docs/DRAWS.md, written to a file of its own.
 fn python_procedure(dir: &std::path::Path) -> PathBuf {
@@ -537,92 +440,4 @@ async fn bad_entries_and_bad_options_are_refused_and_change_nothing() {
         assert_eq!(s, 404, "{} was created", body.id);
     }
     o.stop().await;
-}
-
-#[tokio::test]
-async fn winners_claim_with_their_token_and_lapsed_units_pass_down_the_waitlist_in_order() {
-    let o = origin().await;
-    let c = unique("window");
-    let now = Utc::now();
-    let mut body = draw_campaign(
-        &c,
-        2,
-        now - chrono::Duration::seconds(1),
-        now + chrono::Duration::minutes(30),
-    );
-    body.draw.as_mut().unwrap().buying_window_seconds = Some(3);
-    // Holds outlast the buying window: the first winner's hold expires unpaid after it.
-    body.hold_seconds = Some(8);
-    o.create(&body).await;
-    let people: Vec<String> = (0..6).map(|i| format!("{c}-p{i}")).collect();
-    for p in &people {
-        assert_eq!(enter(&o, &c, p).await.0, 201);
-    }
-    let (s, b) = run_now(&o, &c).await;
-    assert_eq!(s, 200, "{b}");
-    let result: DrawResult = serde_json::from_value(b["result"].clone()).unwrap();
-    let (first, second) = (&result.winners[0], &result.winners[1]);
-    let (next, after) = (&result.waitlist[0], &result.waitlist[1]);
-    let o = &o;
-    let mine = |who: String| {
-        let (token, path) = (
-            o.token(&who),
-            format!("/api/v1/campaigns/{c}/draw/entries/mine"),
-        );
-        async move { get(o, &path, Some(&token)).await.1 }
-    };
-    let m = mine(first.clone()).await;
-    assert_eq!(m["outcome"], "won", "{m}");
-    let admission = m["admission"].as_str().unwrap().to_string();
-    assert!(m["buying_until"].is_string(), "{m}");
-    // Without a token, with another winner's, or as a waitlisted customer: 403, nothing claimed.
-    let r = o.signed_claim(&c, first, None).await;
-    assert_eq!(r.status, 403, "{:?}", r.body);
-    let r = o.signed_claim(&c, next, Some(&admission)).await;
-    assert_eq!(r.status, 403, "{:?}", r.body);
-    assert_eq!(mine(next.clone()).await["outcome"], "waitlisted");
-    assert_eq!(o.claim_rows(&c, &["held"]).await, 0);
-    // The first winner claims with her token.
-    let r = o.signed_claim(&c, first, Some(&admission)).await;
-    assert_eq!(r.status, 201, "{:?}", r.body);
-    // The second never claims: when her window ends her unit passes to the first of the
-    // waitlist, with a fresh window; the one after still waits.
-    let m = eventually("the unit to pass", Duration::from_secs(30), || async {
-        let m = mine(next.clone()).await;
-        if m["outcome"] == "won" {
-            Ok(m)
-        } else {
-            Err(m.to_string())
-        }
-    })
-    .await;
-    assert_eq!(mine(second.clone()).await["outcome"], "lapsed");
-    assert_eq!(mine(first.clone()).await["outcome"], "won");
-    assert_eq!(mine(after.clone()).await["outcome"], "waitlisted");
-    let r = o
-        .signed_claim(&c, next, Some(m["admission"].as_str().unwrap()))
-        .await;
-    assert_eq!(r.status, 201, "{:?}", r.body);
-    assert_eq!(o.claim_rows(&c, &["held"]).await, 2);
-    // The first winner's hold expires unpaid after her window: her unit passes on too.
-    let m = eventually(
-        "the expired hold's unit to pass",
-        Duration::from_secs(60),
-        || async {
-            let m = mine(after.clone()).await;
-            if m["outcome"] == "won" {
-                Ok(m)
-            } else {
-                Err(m.to_string())
-            }
-        },
-    )
-    .await;
-    assert_eq!(mine(first.clone()).await["outcome"], "lapsed");
-    let r = o
-        .signed_claim(&c, after, Some(m["admission"].as_str().unwrap()))
-        .await;
-    assert_eq!(r.status, 201, "{:?}", r.body);
-    assert_eq!(o.claim_rows(&c, &["expired"]).await, 1);
-    assert_eq!(o.claim_rows(&c, &["held"]).await, 2);
 }
