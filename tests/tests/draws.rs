@@ -2,7 +2,8 @@
 //! PostgreSQL and real Redis: 10,000 customers enter at once (200 of them five times each) for
 //! 100 units; the published draw has exactly 100 distinct winners in the order the shared rules,
 //! `flashgate draw verify` and the Python procedure of docs/DRAWS.md all recompute; a wrong seed
-//! fails both; the draw runs on its own when the window closes; bad input changes nothing. The
+//! fails both; entries racing an early draw are in it exactly when they got a receipt; the
+//! draw runs on its own when the window closes; bad input changes nothing. The
 //! buying window: draws_window.rs.
 
 use std::path::PathBuf;
@@ -439,5 +440,73 @@ async fn bad_entries_and_bad_options_are_refused_and_change_nothing() {
         let (s, _) = get(&o, &format!("/api/v1/campaigns/{}", body.id), None).await;
         assert_eq!(s, 404, "{} was created", body.id);
     }
+    o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn entries_racing_an_early_draw_are_in_it_exactly_when_they_got_a_receipt() {
+    let o = origin().await;
+    let c = unique("race");
+    let now = Utc::now();
+    o.create(&draw_campaign(
+        &c,
+        10,
+        now - chrono::Duration::seconds(1),
+        now + chrono::Duration::minutes(30),
+    ))
+    .await;
+    let people: Vec<String> = (0..1_500).map(|i| format!("{c}-{i}")).collect();
+    let entries = stream::iter(people.iter().cloned().map(|p| {
+        let (http, url, token, c) = (o.http.clone(), o.url.clone(), o.token(&p), c.clone());
+        let secret = secret(&o);
+        tokio::spawn(async move {
+            (
+                p.clone(),
+                enter_raw(&http, &url, &secret, &c, Some(&token)).await,
+            )
+        })
+    }))
+    .buffer_unordered(IN_FLIGHT)
+    .map(|r| r.expect("task"))
+    .collect::<Vec<_>>();
+    // The manager draws while the entries are coming in.
+    let draw = async {
+        eventually("some entries", Duration::from_secs(60), || async {
+            match entries_in_db(&o, &c).await {
+                n if n >= 300 => Ok(()),
+                n => Err(format!("{n} entries")),
+            }
+        })
+        .await;
+        run_now(&o, &c).await
+    };
+    let (replies, (s, drawn)) = tokio::join!(entries, draw);
+    assert_eq!(s, 200, "{drawn}");
+    let result: DrawResult = serde_json::from_value(drawn["result"].clone()).unwrap();
+    assert_eq!(draw::verify(&result), Ok(()));
+    let received: std::collections::BTreeSet<&str> = replies
+        .iter()
+        .filter(|(_, (s, _))| *s == 201)
+        .map(|(p, _)| p.as_str())
+        .collect();
+    let refused = replies.iter().filter(|(_, (s, _))| *s == 409).count();
+    let in_draw: std::collections::BTreeSet<&str> = result
+        .winners
+        .iter()
+        .chain(&result.waitlist)
+        .map(String::as_str)
+        .collect();
+    println!(
+        "{} receipts before the draw, {refused} refused after it",
+        received.len()
+    );
+    let others: Vec<_> = replies
+        .iter()
+        .filter(|(_, (s, _))| *s != 201 && *s != 409)
+        .take(3)
+        .collect();
+    assert_eq!(received.len() + refused, people.len(), "{others:?}");
+    assert_eq!(in_draw, received);
+    assert_eq!(entries_in_db(&o, &c).await, received.len() as i64);
     o.stop().await;
 }
