@@ -15,7 +15,6 @@ use moka::future::Cache;
 
 use crate::db::Db;
 use crate::error::{ApiError, ApiResult};
-use crate::state::AppState;
 
 /// Most campaign ids kept in [`DrawKinds`].
 const MAX_KINDS: u64 = 100_000;
@@ -39,10 +38,9 @@ impl DrawKinds {
 /// True when campaign `id` is a draw: one query per campaign per TTL, single-flight (the
 /// claims of a stampede that miss the cache together wait for one query); 503 when
 /// PostgreSQL fails.
-pub async fn is_draw(state: &AppState, id: &str) -> ApiResult<bool> {
-    let db = state.db.clone();
-    state
-        .draw_kinds
+pub async fn is_draw(kinds: &DrawKinds, db: &Db, id: &str) -> ApiResult<bool> {
+    let db = db.clone();
+    kinds
         .0
         .try_get_with_by_ref(id, async move {
             sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM draws WHERE campaign_id = $1)")

@@ -56,7 +56,7 @@ pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> Ap
     state.metrics.status_requests.inc();
     tracing::Span::current().record("campaign", id.as_str());
     let row = extract::campaign(&state, &id).await?;
-    let draw = match crate::access::admit::is_draw(&state, &id).await? {
+    let draw = match crate::access::admit::is_draw(&state.draw_kinds, &state.db, &id).await? {
         true => crate::access::store::find(&state.db, &id)
             .await?
             .map(|d| crate::access::store::brief(&d)),

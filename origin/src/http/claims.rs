@@ -83,7 +83,8 @@ pub async fn create(
     parse_claim_body(&body).map_err(|e| ApiError::BadRequest(codes::INVALID_JSON, e.message))?;
     let row = extract::campaign(&state, &campaign).await?;
     // A campaign with a waiting room, or a draw, needs the admission token.
-    let draw = row.waiting_room.is_none() && crate::access::admit::is_draw(&state, &row.id).await?;
+    let draw = row.waiting_room.is_none()
+        && crate::access::admit::is_draw(&state.draw_kinds, &state.db, &row.id).await?;
     let admitted = match crate::queue::check_claim(&state, &row, draw, &customer, &headers) {
         Ok(Some(seq)) => {
             if let Err(paced) = crate::queue::pace(&state, &row).await {
