@@ -35,7 +35,7 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     (
         "products",
         &[
-            "claims", "holds", "giveaway", "promo", "queue", "gifts", "admin",
+            "claims", "holds", "giveaway", "promo", "queue", "access", "gifts", "admin",
         ],
     ),
     ("repairs", &["repair"]),

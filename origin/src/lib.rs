@@ -19,6 +19,7 @@
 //! - [`redis_conn`]: the Redis handle, one server or a Redis Cluster;
 //! - [`repair`]: the settlement of orphaned takes, the gate audit, and reconciliation (unit
 //!   accounting and gate-vs-PostgreSQL checks of one campaign);
+//! - [`access`]: draw campaigns: entries, the draw task, the published result;
 //! - [`admin`]: admin tokens and roles, campaign toggles with their audit trail;
 //! - [`reply`]: the one reply type of business answers (status, exact body, typed outcome),
 //!   kept by the idempotency records for replays;
@@ -33,6 +34,7 @@
 //! - [`panics`]: a panic inside a background task becomes a logged error;
 //! - [`cli`]: the `flashgate admin …` client of the admin API.
 
+pub mod access;
 pub mod admin;
 pub mod cache;
 pub mod campaigns;

@@ -62,6 +62,9 @@ enum Command {
     /// kind, origins needed, sell-out time, queue wait and Redis memory, from a calibration of
     /// per-operation costs (docs/SCALING.md, "Capacity plan"). Exit 2 on bad input.
     Plan(flashgate_origin::cli::plan::PlanArgs),
+    /// Draw campaigns: `verify` recomputes a published draw from its JSON (docs/DRAWS.md);
+    /// exit 1 when it does not verify, 2 on unreadable input.
+    Draw(flashgate_origin::cli::draw::DrawArgs),
 }
 
 #[derive(Subcommand)]
@@ -146,6 +149,7 @@ async fn run(command: Command) -> anyhow::Result<i32> {
         }
         Command::Admin(args) => return Ok(flashgate_origin::cli::admin::run(args).await),
         Command::Plan(args) => return Ok(flashgate_origin::cli::plan::run(&args)),
+        Command::Draw(args) => return Ok(flashgate_origin::cli::draw::run(&args)),
         Command::Migrate {
             migration_database_url,
             database_url,

@@ -67,6 +67,8 @@ pub struct Handles {
     pub gift_metrics: Arc<crate::gifts::metrics::GiftMetrics>,
     /// Webhook metrics (deliveries by result and endpoint, lag, queue depth).
     pub webhook_metrics: Arc<crate::webhooks::metrics::WebhookMetrics>,
+    /// Which campaigns are draws ([`crate::access::admit::is_draw`]).
+    pub draw_kinds: Arc<crate::access::admit::DrawKinds>,
 }
 
 /// Applies the migrations, or checks the schema when `FLASHGATE_MIGRATE=false`; behind a
@@ -154,6 +156,7 @@ impl AppState {
                 metrics.clone(),
             ),
             campaigns: Arc::new(CampaignCache::new(cache_ttl)),
+            draw_kinds: Arc::new(crate::access::admit::DrawKinds::new(cache_ttl)),
             flags: Arc::new(SoldOutFlags::new(cache_ttl, config.winners_snapshot_max)),
             metrics,
             code_rules: RulesCache::default(),

@@ -19,6 +19,8 @@
 //!   and tool configurations of the origin and the provider simulator.
 //! - [`campaign_index`]: the compact set of campaign ids the origin hands the edge.
 //! - [`winners_filter`]: the compact set of a sold-out campaign's winners the edge keeps.
+//! - [`draw`]: the pure rules of a draw campaign (commitment, order, winners, digest, verify).
+//! - [`pow`]: proof-of-work challenges of a join (signed challenge, one-hash check).
 //! - [`cors`]: the allowed shop origins and the CORS header lists of both halves.
 //! - [`ip_limit`]: the bucket key of every per-client-IP limit (IPv6 per prefix, IPv4-mapped
 //!   addresses with their IPv4 address).
@@ -30,9 +32,11 @@ pub mod api;
 pub mod campaign_index;
 pub mod code;
 pub mod cors;
+pub mod draw;
 pub mod idempotency;
 pub mod ip_limit;
 pub mod money;
+pub mod pow;
 pub mod queue;
 pub mod request_id;
 #[cfg(feature = "clap")]

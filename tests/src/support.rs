@@ -19,6 +19,7 @@ use sqlx::PgPool;
 
 mod bins;
 mod databases;
+pub mod draws;
 mod edge;
 mod edge_calls;
 pub mod fake_room;
@@ -352,6 +353,8 @@ impl TestOrigin {
             hold_extension_seconds: None,
             gate_shards: None,
             waiting_room: None,
+            access: None,
+            draw: None,
         })
         .await
     }
@@ -389,6 +392,8 @@ impl TestOrigin {
             hold_extension_seconds: None,
             gate_shards: Some(shards),
             waiting_room: None,
+            access: None,
+            draw: None,
         })
         .await;
         id

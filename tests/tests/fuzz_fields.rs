@@ -223,6 +223,8 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
                 hold_extension_seconds: Option::None,
                 gate_shards: Option::None,
                 waiting_room: Option::None,
+                access: Option::None,
+                draw: Option::None,
             }),
         ),
         ep(

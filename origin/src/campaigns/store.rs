@@ -95,7 +95,11 @@ pub async fn live<'e>(db: impl sqlx::PgExecutor<'e>) -> sqlx::Result<Vec<Campaig
 /// Inserts a validated campaign with `remaining = stock`, and its `create` audit row (actor:
 /// the admin token's name; `before` is JSON `null`) in the same statement. Returns `None`
 /// when the id exists (nothing is written).
-pub async fn insert(db: &Db, c: &NewCampaign, actor: &str) -> sqlx::Result<Option<CampaignRow>> {
+pub async fn insert<'e>(
+    db: impl sqlx::PgExecutor<'e>,
+    c: &NewCampaign,
+    actor: &str,
+) -> sqlx::Result<Option<CampaignRow>> {
     let hold = match c.kind {
         CampaignKind::Sale => Some(
             c.hold_seconds

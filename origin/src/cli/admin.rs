@@ -166,6 +166,8 @@ impl AdminCommand {
                     hold_extension_seconds: None,
                     gate_shards: *gate_shards,
                     waiting_room: None,
+                    access: None,
+                    draw: None,
                 };
                 (Method::POST, "/admin/v1/campaigns".into(), body(new))
             }

@@ -2,6 +2,7 @@
 //! not run a server), and `flashgate token`.
 
 pub mod admin;
+pub mod draw;
 pub mod exit;
 pub mod plan;
 pub mod reconcile;

@@ -26,10 +26,14 @@ struct StatusBody {
     /// The waiting room's figures; only with a waiting room.
     #[serde(skip_serializing_if = "Option::is_none")]
     queue: Option<QueueStatus>,
+    /// A draw campaign's draw: its state, windows and commitment (never its `result`: the
+    /// reveal is `GET /api/v1/campaigns/{id}/draw`); only on a draw.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    draw: Option<flashgate_shared::api::DrawStatus>,
 }
 
 /// 200 with the campaign's public status (with `queue` when it has a waiting room; 503 when
-/// Redis cannot tell the queue's figures), `Cache-Control: public, max-age=1`; 404 when unknown.
+/// Redis cannot tell the queue's figures; with `draw`, its commitment, on a draw campaign), `Cache-Control: public, max-age=1`; 404 when unknown.
 /// The state is decided by the origin's clock. Counts may be up to `FLASHGATE_CAMPAIGN_CACHE_MS`
 /// old.
 #[utoipa::path(
@@ -39,7 +43,7 @@ struct StatusBody {
     params(("id" = String, Path, description = "Campaign id, a slug `[a-z0-9-]{1,64}`.")),
     responses(
         (status = 200, description = "The campaign's public status; `Cache-Control: public, max-age=1` \
-            (`max-age=<TTL>` at the edge). `queue` only with a waiting room.",
+            (`max-age=<TTL>` at the edge). `queue` only with a waiting room, `draw` only on a draw.",
             body = StatusBody,
             example = json!({"id": "tshirt", "name": "T-shirt drop", "kind": "sale", "state": "active",
                 "stock": 3, "remaining": 2, "starts_at": "2026-01-01T12:00:00Z",
@@ -52,9 +56,16 @@ pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> Ap
     state.metrics.status_requests.inc();
     tracing::Span::current().record("campaign", id.as_str());
     let row = extract::campaign(&state, &id).await?;
+    let draw = match crate::access::admit::is_draw(&state.draw_kinds, &state.db, &id).await? {
+        true => crate::access::store::find(&state.db, &id)
+            .await?
+            .map(|d| crate::access::store::brief(&d)),
+        false => None,
+    };
     let body = StatusBody {
         status: row.status_at(chrono::Utc::now()),
         queue: crate::queue::status(&state, &row).await?,
+        draw,
     };
     Ok((
         [(header::CACHE_CONTROL, "public, max-age=1")],
@@ -64,7 +75,8 @@ pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> Ap
 }
 
 /// Creates a campaign (manager token) with its `create` audit row, and opens its waiting room
-/// when it has one. 201 with the campaign; 409 when the id exists; 422 when a rule of
+/// when it has one; a draw campaign (`access: "draw"`) gets its secret seed and commitment in
+/// the same transaction. 201 with the campaign; 409 when the id exists; 422 when a rule of
 /// [`NewCampaign::validate`] is broken, `ends_at` is not in the future
 /// ([`flashgate_shared::api::check_end_ahead`]; nothing is written, no gate loaded), or a
 /// waiting room is asked for on an origin without
@@ -106,12 +118,18 @@ pub async fn create(
     // gate loaded into Redis for nothing.
     flashgate_shared::api::check_end_ahead("ends_at", new.ends_at, chrono::Utc::now())
         .map_err(ApiError::validation)?;
-    if new.waiting_room.is_some() {
+    if new.waiting_room.is_some() || new.draw.is_some() {
         crate::queue::require_secret(&state)?;
     }
-    let row = store::insert(&state.db, &new, &admin.name)
+    // A draw's row (its seed and commitment) is written with the campaign, or neither is.
+    let mut tx = state.db.begin().await?;
+    let row = store::insert(&mut *tx, &new, &admin.name)
         .await?
         .ok_or_else(|| ApiError::Conflict(format!("campaign {} exists", new.id)))?;
+    if let Some(d) = &new.draw {
+        crate::access::store::create(&mut *tx, &row.id, d).await?;
+    }
+    tx.commit().await?;
     let mut gate = state.gate.clone();
     crate::gate::load::load(&state.db, &mut gate, &row.id)
         .await

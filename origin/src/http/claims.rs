@@ -19,7 +19,7 @@ use crate::state::AppState;
 /// body is read with its size bound (413 past 4 KiB), then edge signature over that body (403,
 /// when configured), `Content-Type` (415), customer token (401), `Idempotency-Key` (400), body
 /// `{}` (400), campaign id shape (404, without a query), the admission token on a campaign
-/// with a waiting room ([`crate::queue::check_claim`]: 429 `queued`, 400, 403; a genuine
+/// with a waiting room or a draw's ([`crate::queue::check_claim`]: 429 `queued`, 400, 403; a genuine
 /// expired token gets the recorded answer of a retried key instead, see
 /// [`crate::queue::replay`]), then the pace of admitted claims ([`crate::queue::pace`]: 429
 /// `queued` + `Retry-After` past `admit_per_second` plus one second's burst). Then the claim path of
@@ -56,7 +56,8 @@ use crate::state::AppState;
             invalid_idempotency_key, invalid_request (an admission token that is not one).",
             body = ErrorBody),
         (status = 403, description = "forbidden: no valid edge signature on an origin with an \
-            edge secret; a forged, expired or another customer's or campaign's admission token.",
+            edge secret; a forged, expired or another customer's or campaign's admission token; \
+            on a draw campaign, no admission token (only admitted winners claim).",
             body = ErrorBody),
         (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
         (status = 413, description = "payload_too_large: a body past 4 KiB.", body = ErrorBody),
@@ -81,8 +82,10 @@ pub async fn create(
     let key = extract::idempotency_key(&headers)?;
     parse_claim_body(&body).map_err(|e| ApiError::BadRequest(codes::INVALID_JSON, e.message))?;
     let row = extract::campaign(&state, &campaign).await?;
-    // A campaign with a waiting room needs the admission token.
-    let admitted = match crate::queue::check_claim(&state, &row, &customer, &headers) {
+    // A campaign with a waiting room, or a draw, needs the admission token.
+    let draw = row.waiting_room.is_none()
+        && crate::access::admit::is_draw(&state.draw_kinds, &state.db, &row.id).await?;
+    let admitted = match crate::queue::check_claim(&state, &row, draw, &customer, &headers) {
         Ok(Some(seq)) => {
             if let Err(paced) = crate::queue::pace(&state, &row).await {
                 return Ok(paced);
@@ -127,7 +130,7 @@ pub async fn create(
     )
     .await?;
     answered(&state, &campaign, &reply);
-    if let (Some(seq), true) = (admitted, reply.status == StatusCode::CREATED) {
+    if let (Some(seq), true, false) = (admitted, reply.status == StatusCode::CREATED, draw) {
         let mut redis = state.redis.clone();
         if let Err(e) = crate::queue::store::mark_used(&mut redis, &campaign, seq).await {
             tracing::warn!(error = %e, "admission not marked used; it expires with its TTL");

@@ -6,6 +6,7 @@ pub mod body_first;
 pub mod campaigns;
 pub mod claims;
 pub mod cors;
+pub mod draw;
 pub mod extract;
 pub mod fast;
 pub mod gifts;
@@ -77,6 +78,7 @@ pub fn router(state: AppState) -> Router {
     // annotations, so neither can list a route the other lacks.
     let public = OpenApiRouter::new()
         .routes(routes!(campaigns::status))
+        .routes(routes!(draw::status))
         .routes(routes!(admin::dashboard::index))
         .routes(routes!(admin::dashboard::app_js))
         .routes(routes!(admin::dashboard::webhooks_js))
@@ -87,6 +89,9 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(queue::join))
         .routes(routes!(queue::presence))
         .routes(routes!(queue::joins))
+        .routes(routes!(draw::enter))
+        .routes(routes!(draw::mine))
+        .routes(routes!(draw::run))
         .routes(routes!(campaigns::index))
         .routes(routes!(campaigns::winners_filter))
         // Promo codes.

@@ -44,7 +44,10 @@ pub fn secret(state: &AppState) -> Result<&[u8], ApiError> {
 /// rather than created unable to sign tickets.
 pub fn require_secret(state: &AppState) -> Result<(), ApiError> {
     secret(state).map(|_| ()).map_err(|_| {
-        ApiError::validation("a waiting room needs FLASHGATE_EDGE_SECRET on the origin")
+        ApiError::validation(
+            "a waiting room or a draw needs FLASHGATE_EDGE_SECRET on the origin (to sign \
+             admission tokens)",
+        )
     })
 }
 
@@ -111,7 +114,9 @@ impl From<Response> for Refusal {
 }
 
 /// The admission check of a claim by `customer` on campaign `row` (defence in depth: the edge
-/// checks first). `Ok(None)`: no waiting room, nothing to check; `Ok(Some(seq))`: admitted
+/// checks first). A draw campaign (`draw`) is checked the same way, its winners' tokens minted
+/// by [`crate::access::admit::token`]; without a token it is 403 `forbidden`, not `queued`.
+/// `Ok(None)`: no waiting room and not a draw, nothing to check; `Ok(Some(seq))`: admitted
 /// with the token of sequence `seq`. Refusals: 429 `queued` without a token ([`queued`]),
 /// 400 `invalid_request` for a malformed one, 403 `forbidden` for a forged, expired, or
 /// another customer's or campaign's token (`expired` set for a genuine expired one), 503
@@ -119,10 +124,11 @@ impl From<Response> for Refusal {
 pub fn check_claim(
     state: &AppState,
     row: &CampaignRow,
+    draw: bool,
     customer: &str,
     headers: &HeaderMap,
 ) -> Result<Option<u64>, Refusal> {
-    if row.waiting_room.is_none() {
+    if row.waiting_room.is_none() && !draw {
         return Ok(None);
     }
     let secret = secret(state).map_err(|e| Refusal::from(e.into_response()))?;
@@ -131,6 +137,13 @@ pub fn check_claim(
         .map(|v| v.to_str().unwrap_or("\u{0}"))
         .filter(|t| !t.trim().is_empty())
     else {
+        if draw {
+            let message = "a draw campaign takes claims from its admitted winners only, with \
+                           their admission token";
+            return Err(Refusal::from(
+                ApiError::Forbidden(message.into()).into_response(),
+            ));
+        }
         return Err(queued().into());
     };
     let now_s = chrono::Utc::now().timestamp();

@@ -28,6 +28,9 @@
 //! - clean-up after the sale: a quarter of `FLASHGATE_ENDED_KEYS_GRACE_SECONDS` apart
 //!   (1–60 s), on one origin at a time, gives the Redis keys of ended, settled campaigns their
 //!   expiry and counts the keys per campaign state ([`crate::repair::cleanup`]).
+//! - draws: every second, draws the draw campaigns whose entry window has closed
+//!   ([`crate::access::run::pass`]), and passes the units of winners whose buying window ended
+//!   unclaimed to the waitlist ([`crate::access::admit::pass`]); safe with several origins.
 //! - the origin's lease: every second, renews this origin's lease in Redis
 //!   ([`crate::gate::takes`]), which tells the others that its pending takes are in flight.
 
@@ -38,6 +41,9 @@ use tokio_util::sync::CancellationToken;
 use crate::gate::takes;
 use crate::repair::settle::settle_orphaned_takes;
 use crate::state::AppState;
+
+/// How often draws whose entry window has closed are looked for.
+const DRAW_EVERY: Duration = Duration::from_secs(1);
 
 /// How often the orphaned takes are looked for.
 const SETTLE_EVERY: Duration = Duration::from_secs(1);
@@ -86,6 +92,20 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
             s.metrics.orphaned_takes_settled.inc_by(settled as u64);
             Ok(settled)
         },
+    );
+    spawn_every(
+        state,
+        stop,
+        DRAW_EVERY,
+        "drawing closed draws",
+        |s, _| async move { crate::access::run::pass(&s.db).await },
+    );
+    spawn_every(
+        state,
+        stop,
+        DRAW_EVERY,
+        "passing lapsed draw winners' units to the waitlist",
+        |s, _| async move { crate::access::admit::pass(&s.db).await },
     );
     // The hold sweeper and the promo code use sweeper run on loops of their own, so that neither
     // waits for the other.

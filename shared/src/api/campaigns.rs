@@ -124,6 +124,14 @@ pub struct NewCampaign {
     /// behaves as without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_room: Option<crate::queue::WaitingRoom>,
+    /// How customers get to claim: `first_come` (absent) or `draw` (see
+    /// [`super::draws::CampaignAccess`]); `draw` needs the `draw` option and no waiting room.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<super::draws::CampaignAccess>,
+    /// With `access: "draw"`: the entry window and the buying window
+    /// ([`super::draws::DrawSettings`]); rejected otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draw: Option<super::draws::DrawSettings>,
 }
 
 /// The most shards a campaign's Redis gate may have.
@@ -217,7 +225,8 @@ impl NewCampaign {
     /// range ([`check_stock`]), times within the stored years ([`check_year`]),
     /// `starts_at < ends_at`, the waiting room's bounds
     /// ([`crate::queue::WaitingRoom::validate`]), hold only for sales and in range, `gate_shards`
-    /// in 1..=[`MAX_GATE_SHARDS`]. Returns a human-readable message
+    /// in 1..=[`MAX_GATE_SHARDS`], `access` with its `draw` option
+    /// ([`super::draws::check_access`]). Returns a human-readable message
     /// for the first broken rule.
     pub fn validate(&self) -> Result<(), String> {
         if !is_valid_slug(&self.id) {
@@ -233,6 +242,12 @@ impl NewCampaign {
         if self.starts_at >= self.ends_at {
             return Err("starts_at must be before ends_at".into());
         }
+        super::draws::check_access(
+            self.access,
+            self.draw.as_ref(),
+            self.waiting_room.is_some(),
+            self.ends_at,
+        )?;
         match (self.kind, self.hold_seconds) {
             (CampaignKind::Giveaway, Some(_)) => {
                 Err("hold_seconds applies to sale campaigns only".into())
@@ -285,6 +300,8 @@ mod tests {
             hold_extension_seconds: None,
             gate_shards: None,
             waiting_room: None,
+            access: None,
+            draw: None,
         };
         assert_eq!((c.validate(), c.shards()), (Ok(()), 16));
         for (n, ok) in [

@@ -3,6 +3,7 @@
 //!
 //! - [`common`]: the request-error body and its result codes, field rules used by several areas;
 //! - [`campaigns`]: kind, state, public status, the creation body and its limits;
+//! - [`draws`]: draw campaigns (the `draw` option, entry receipts, the draw's status);
 //! - [`claims`]: the claim, its request and its answers;
 //! - [`holds`]: pay and release of a sale's hold;
 //! - [`giveaway`]: giveaway coupons (redeem, coupon view, QR payload);
@@ -82,6 +83,7 @@ pub mod admin;
 pub mod campaigns;
 pub mod claims;
 pub mod common;
+pub mod draws;
 pub mod feed;
 pub mod gifts;
 pub mod giveaway;
@@ -93,6 +95,7 @@ pub use admin::*;
 pub use campaigns::*;
 pub use claims::*;
 pub use common::*;
+pub use draws::*;
 pub use feed::*;
 pub use giveaway::*;
 pub use holds::*;

@@ -243,6 +243,8 @@ async fn create_campaign(
         hold_extension_seconds: None,
         gate_shards: args.gate_shards,
         waiting_room: waiting_room::option(args)?,
+        access: None,
+        draw: None,
     };
     let resp = http
         .post(format!("{}/admin/v1/campaigns", base(&args.origin)))

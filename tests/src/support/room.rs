@@ -49,6 +49,8 @@ pub async fn campaign(
         hold_extension_seconds: None,
         gate_shards: None,
         waiting_room: Some(w),
+        access: None,
+        draw: None,
     })
     .await;
     id

@@ -54,6 +54,7 @@ pub const ADMIN: &str = "admin_token";
         (name = "public", description = "No token: campaign status."),
         (name = "customer", description = "A customer's calls, with her token (a JWT)."),
         (name = "waiting room", description = "Joining a campaign's waiting room (docs/WAITING-ROOM.md)."),
+        (name = "draw", description = "Draw campaigns: entries, the commitment, the published draw (docs/DRAWS.md)."),
         (name = "service", description = "Server-to-server calls with the service token: holds, coupons, code uses, gifts."),
         (name = "admin", description = "The admin API (docs/ADMIN.md)."),
         (name = "gifts", description = "Gift fulfilment (docs/GIFTS.md)."),

@@ -1,0 +1,208 @@
+//! Draw campaigns: `POST /api/v1/campaigns/{id}/draw/entries` (enter),
+//! `GET /api/v1/campaigns/{id}/draw/entries/mine` (her entry and outcome),
+//! `GET /api/v1/campaigns/{id}/draw` (the draw's public status: the commitment, then the
+//! reveal) and `POST /admin/v1/campaigns/{id}/draw/run` (a manager closes the entries now and
+//! draws). The rules: docs/DRAWS.md and [`flashgate_shared::draw`].
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use flashgate_shared::api::{
+    DrawState, DrawStatus, EntryOutcome, EntryReceipt, ErrorBody, MyEntry,
+};
+
+use super::extract::{self, Path, Role};
+use crate::access::admit;
+use crate::access::run::{self, Ran};
+use crate::access::store::{self, DrawRow, Entered};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// The draw of campaign `id`: 404 when the id is not a slug or no campaign has it; 409
+/// `conflict` when the campaign is not a draw. Returns the draw and the campaign's stock.
+async fn draw_of(state: &AppState, id: &str) -> ApiResult<(DrawRow, i64)> {
+    let row = extract::campaign(state, id).await?;
+    let d = store::find(&state.db, id)
+        .await?
+        .ok_or_else(|| ApiError::Conflict(format!("campaign {id} is not a draw")))?;
+    Ok((d, row.stock))
+}
+
+/// Enters the customer of the token into the campaign's draw; no body needed (up to 4 KiB is
+/// read and ignored). Checks in order: edge signature when configured (403), customer token
+/// (401), campaign id (404), a draw campaign (409 `conflict`), then the entry: 201 with the
+/// receipt the first time, 200 with the same receipt after (one entry per customer, however
+/// often she enters, even after the window closed); without an entry, 409 `conflict` before
+/// `entries_open_at` or from `entries_close_at` on. Nothing changes on a refusal.
+#[utoipa::path(
+    post,
+    path = "/api/v1/campaigns/{id}/draw/entries",
+    tag = "draw",
+    security(("customer_token" = [])),
+    params(("id" = String, Path, description = "Campaign id.")),
+    responses(
+        (status = 201, description = "Entered: her receipt.", body = EntryReceipt),
+        (status = 200, description = "Entered before: the same receipt.", body = EntryReceipt),
+        (status = 401, description = "unauthorized: no valid customer token.", body = ErrorBody),
+        (status = 403, description = "forbidden: no valid edge signature on an origin with an \
+            edge secret.", body = ErrorBody),
+        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        (status = 409, description = "conflict: the campaign is not a draw, or its entry \
+            window is not open (not yet, or closed).", body = ErrorBody),
+        (status = 413, description = "payload_too_large: a body past 4 KiB.", body = ErrorBody),
+    ),
+)]
+pub async fn enter(
+    State(state): State<AppState>,
+    mut post: extract::ForwardedPost,
+) -> ApiResult<Response> {
+    post.signed_body(&state).await?;
+    let (campaign, headers) = (post.campaign, post.headers);
+    let customer = extract::customer(&headers, &state).await?;
+    let (d, _) = draw_of(&state, &campaign).await?;
+    match store::enter(&state.db, &d, &customer).await? {
+        Entered::New(r) => Ok((StatusCode::CREATED, axum::Json(r)).into_response()),
+        Entered::Again(r) => Ok((StatusCode::OK, axum::Json(r)).into_response()),
+        Entered::Closed(now) => Err(ApiError::Conflict(match now.state_at(chrono::Utc::now()) {
+            DrawState::Scheduled => format!(
+                "entries to {campaign} open at {}",
+                now.entries_open_at.to_rfc3339()
+            ),
+            _ => format!(
+                "entries to {campaign} closed at {}",
+                now.entries_close_at.to_rfc3339()
+            ),
+        })),
+    }
+}
+
+/// Her entry in the campaign's draw (customer token, 401): 200 with the receipt and, once
+/// drawn, her place and `outcome`: `won` (admitted: with her admission token and the end of her
+/// buying window), `waitlisted` or `lapsed`; 404 when she has not entered (or no such
+/// campaign); 409 `conflict` when the campaign is not a draw.
+#[utoipa::path(
+    get,
+    path = "/api/v1/campaigns/{id}/draw/entries/mine",
+    tag = "draw",
+    security(("customer_token" = [])),
+    params(("id" = String, Path, description = "Campaign id.")),
+    responses(
+        (status = 200, description = "Her entry and outcome.", body = MyEntry),
+        (status = 401, description = "unauthorized: no valid customer token.", body = ErrorBody),
+        (status = 404, description = "not_found: she has not entered, or no such campaign.",
+            body = ErrorBody),
+        (status = 409, description = "conflict: the campaign is not a draw.", body = ErrorBody),
+    ),
+)]
+pub async fn mine(
+    State(state): State<AppState>,
+    Path(campaign): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let customer = extract::customer(&headers, &state).await?;
+    let (d, _) = draw_of(&state, &campaign).await?;
+    let e = store::entry_of(&state.db, &campaign, &customer)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no entry of yours in {campaign}")))?;
+    let place = e.place.map(i64::from);
+    let (outcome, buying_until, admission) = match (e.place, e.admitted_at, e.lapsed_at) {
+        (None, _, _) => (EntryOutcome::Entered, None, None),
+        (Some(_), _, Some(_)) => (EntryOutcome::Lapsed, None, None),
+        (Some(_), None, None) => (EntryOutcome::Waitlisted, None, None),
+        (Some(p), Some(at), None) => {
+            let until = admit::window_end(at, d.buying_window_seconds);
+            let secret = crate::queue::secret(&state)?;
+            let token = admit::token(secret, &campaign, &customer, p, until);
+            (EntryOutcome::Won, Some(until), Some(token))
+        }
+    };
+    let receipt = EntryReceipt {
+        entry_id: e.entry_id,
+        campaign: campaign.clone(),
+        customer,
+        entered_at: e.entered_at,
+        commitment: d.commitment,
+        entries_close_at: d.entries_close_at,
+    };
+    Ok(axum::Json(MyEntry {
+        receipt,
+        outcome,
+        place,
+        buying_until,
+        admission,
+    })
+    .into_response())
+}
+
+/// The draw's public status: the windows and the commitment from creation on; once drawn,
+/// `result` with the seed, the entry list's digest, the winners and the waitlist in order
+/// (what `flashgate draw verify` checks). `Cache-Control: public, max-age=1`. 404 when no such
+/// campaign; 409 `conflict` when it is not a draw.
+#[utoipa::path(
+    get,
+    path = "/api/v1/campaigns/{id}/draw",
+    tag = "draw",
+    params(("id" = String, Path, description = "Campaign id.")),
+    responses(
+        (status = 200, description = "The draw's status; `result` once drawn.", body = DrawStatus),
+        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        (status = 409, description = "conflict: the campaign is not a draw.", body = ErrorBody),
+    ),
+)]
+pub async fn status(
+    State(state): State<AppState>,
+    Path(campaign): Path<String>,
+) -> ApiResult<Response> {
+    let (d, stock) = draw_of(&state, &campaign).await?;
+    let body = store::status(&state.db, &d, stock).await?;
+    Ok((
+        [(header::CACHE_CONTROL, "public, max-age=1")],
+        axum::Json(body),
+    )
+        .into_response())
+}
+
+/// Draws now (manager token): closes an open entry window at once and draws; a draw that ran
+/// already is answered with its status, unchanged. 200 with the draw's status (with its
+/// result); 404 no such campaign; 409 `conflict` when the campaign is not a draw or its
+/// entries have not opened; 401/403 without / with a wrong token.
+#[utoipa::path(
+    post,
+    path = "/admin/v1/campaigns/{id}/draw/run",
+    tag = "admin",
+    security(("admin_token" = [])),
+    params(("id" = String, Path, description = "Campaign id.")),
+    responses(
+        (status = 200, description = "Drawn (now or before): the status with the result.",
+            body = DrawStatus),
+        (status = 401, description = "unauthorized: no admin token.", body = ErrorBody),
+        (status = 403, description = "forbidden: not a manager token.", body = ErrorBody),
+        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        (status = 409, description = "conflict: not a draw, or its entries have not opened.",
+            body = ErrorBody),
+    ),
+)]
+pub async fn run(
+    State(state): State<AppState>,
+    Path(campaign): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    extract::admin(&headers, &state, Role::Manager)?;
+    draw_of(&state, &campaign).await?;
+    match run::draw(&state.db, &campaign, true).await? {
+        Ran::Drawn(_) | Ran::AlreadyDrawn => {}
+        Ran::NotOpen | Ran::NotClosed => {
+            return Err(ApiError::Conflict(format!(
+                "entries to {campaign} have not opened; nothing to draw"
+            )))
+        }
+        Ran::NoDraw => {
+            return Err(ApiError::Conflict(format!(
+                "campaign {campaign} is not a draw"
+            )))
+        }
+    }
+    let (d, stock) = draw_of(&state, &campaign).await?;
+    let body: DrawStatus = store::status(&state.db, &d, stock).await?;
+    Ok(axum::Json(body).into_response())
+}
