@@ -31,6 +31,7 @@ mod raw;
 mod redis_handle;
 pub mod room;
 pub mod scrape;
+pub mod variants;
 pub use bins::flashgate_bin;
 pub use databases::{drop_db, fresh_db};
 pub use edge::{ensure_edge_built, repo_root, EdgeRuntime, TestEdge};
@@ -352,6 +353,7 @@ impl TestOrigin {
             hold_extension_seconds: None,
             gate_shards: None,
             waiting_room: None,
+            variants: None,
         })
         .await
     }
@@ -389,6 +391,7 @@ impl TestOrigin {
             hold_extension_seconds: None,
             gate_shards: Some(shards),
             waiting_room: None,
+            variants: None,
         })
         .await;
         id

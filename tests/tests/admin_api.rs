@@ -116,6 +116,7 @@ async fn tokens_roles_and_unknown_campaigns() {
         hold_extension_seconds: None,
         gate_shards: None,
         waiting_room: None,
+        variants: None,
     };
     let (s, b) = o
         .admin(

@@ -57,6 +57,7 @@ async fn sale(o: &TestOrigin, stock: i64, hold_seconds: i64, shards: i64, room: 
         hold_extension_seconds: None,
         gate_shards: Some(shards),
         waiting_room: room.then(|| room::room(100)),
+        variants: None,
     })
     .await;
     id

@@ -100,7 +100,7 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
             &sale,
             Customer,
             true,
-            body(ClaimRequest {}),
+            body(ClaimRequest::default()),
         ),
         ep(
             "mine",
@@ -223,6 +223,7 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
                 hold_extension_seconds: Option::None,
                 gate_shards: Option::None,
                 waiting_room: Option::None,
+                variants: Option::None,
             }),
         ),
         ep(

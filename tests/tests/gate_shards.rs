@@ -60,6 +60,7 @@ async fn shard_caps_sum_to_the_stock_and_gate_shards_is_checked() {
                 hold_extension_seconds: None,
                 gate_shards: None,
                 waiting_room: None,
+                variants: None,
             })
             .await;
         assert_eq!(body["gate_shards"], shards, "stock {stock}: {body}");

@@ -31,6 +31,7 @@ async fn sale(o: &TestOrigin, stock: i64, hold_seconds: i64, extension_seconds: 
         hold_extension_seconds: Some(extension_seconds),
         gate_shards: None,
         waiting_room: None,
+        variants: None,
     })
     .await;
     id

@@ -22,6 +22,7 @@ async fn sale(o: &TestOrigin, hold_seconds: i64) -> String {
         hold_extension_seconds: Some(60),
         gate_shards: None,
         waiting_room: None,
+        variants: None,
     })
     .await;
     id

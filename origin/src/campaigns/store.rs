@@ -95,7 +95,11 @@ pub async fn live<'e>(db: impl sqlx::PgExecutor<'e>) -> sqlx::Result<Vec<Campaig
 /// Inserts a validated campaign with `remaining = stock`, and its `create` audit row (actor:
 /// the admin token's name; `before` is JSON `null`) in the same statement. Returns `None`
 /// when the id exists (nothing is written).
-pub async fn insert(db: &Db, c: &NewCampaign, actor: &str) -> sqlx::Result<Option<CampaignRow>> {
+pub async fn insert<'e>(
+    db: impl sqlx::PgExecutor<'e>,
+    c: &NewCampaign,
+    actor: &str,
+) -> sqlx::Result<Option<CampaignRow>> {
     let hold = match c.kind {
         CampaignKind::Sale => Some(
             c.hold_seconds
@@ -131,7 +135,7 @@ pub async fn insert(db: &Db, c: &NewCampaign, actor: &str) -> sqlx::Result<Optio
         c.id,
         c.name,
         c.kind.as_str(),
-        c.stock,
+        c.total_stock(),
         c.starts_at,
         c.ends_at,
         hold,
@@ -142,4 +146,23 @@ pub async fn insert(db: &Db, c: &NewCampaign, actor: &str) -> sqlx::Result<Optio
     )
     .fetch_optional(db)
     .await
+}
+
+/// [`insert`], and with `variants` their rows ([`super::variants::insert_all`]), in one
+/// transaction: the campaign's stock is the sum of theirs. `None` when the id exists.
+pub async fn insert_with_variants(
+    db: &Db,
+    c: &NewCampaign,
+    actor: &str,
+) -> sqlx::Result<Option<CampaignRow>> {
+    let Some(variants) = &c.variants else {
+        return insert(db, c, actor).await;
+    };
+    let mut tx = db.begin().await?;
+    let Some(row) = insert(&mut *tx, c, actor).await? else {
+        return Ok(None);
+    };
+    super::variants::insert_all(&mut tx, &row.id, variants).await?;
+    tx.commit().await?;
+    Ok(Some(row))
 }

@@ -17,6 +17,10 @@
 //!   script ([`begin_take`]) and the commit's confirmation and the record one more
 //!   ([`confirm`]).
 //!
+//! - `fg:{c}:v:<variant>:remaining` — on a campaign with variants, the units of that variant
+//!   on this shard (the campaign's `remaining` of the shard is the sum of its variants'), and
+//!   `fg:{c}:holder_variants`, hash customer → the variant of her holder ([`variants`]).
+//!
 //! PostgreSQL is the truth: every unit the gate hands out is only won once the claim commits
 //! under a conditional decrement of `campaigns.remaining`. When the two disagree, the gate is
 //! corrected toward PostgreSQL.
@@ -30,6 +34,7 @@ pub mod lua;
 pub mod readiness;
 mod shards;
 pub mod takes;
+pub mod variants;
 
 use lua::{BEGIN_TAKE, CONFIRM, FLAG, GIVE_BACK, TAKE, TAKE_UNIT};
 use rand::Rng;
@@ -65,6 +70,8 @@ pub struct Keys {
     /// counts (`lowered`, `raised`, `holders_dropped`, `holders_restored`) and
     /// `last_repair_at` (RFC 3339 UTC), read by reconciliation (`crate::repair::audit::repairs`).
     pub audit_repairs: String,
+    /// On a campaign with variants: hash customer → the variant of her holder.
+    pub holder_variants: String,
     /// `fg:{tag}:`, the prefix of every key of this shard.
     prefix: String,
 }
@@ -106,8 +113,14 @@ impl Keys {
             returned: k("returned"),
             audit_deficit: k("audit_deficit"),
             audit_repairs: k("audit_repairs"),
+            holder_variants: k("holder_variants"),
             prefix,
         }
+    }
+
+    /// The key of this shard's count of variant `v` (a campaign with variants).
+    pub fn variant(&self, v: &str) -> String {
+        format!("{}v:{v}:remaining", self.prefix)
     }
 
     /// The key of `customer`'s idempotency record for claims with `key`, in this shard's slot
@@ -132,6 +145,9 @@ pub enum Take {
     AlreadyHolds(String),
     /// The gate is not loaded (Redis lost its state); answer 503 and reload.
     NotLoaded,
+    /// The variant asked for has no unit left while others do (a campaign with variants); no
+    /// flag is set.
+    VariantSoldOut,
 }
 
 /// A fresh pending token for a take (`p:` + random hex).
@@ -190,7 +206,7 @@ pub async fn take(
         .arg(now_ms)
         .invoke_async(redis)
         .await?;
-    took(redis, c, n, &k, customer, token, now_ms, &out).await
+    took(redis, c, n, &k, customer, token, now_ms, &out, None).await
 }
 
 /// Adds the keys of a take on her own shard `k` (of `n`) to `inv`: loaded, remaining, holders,
@@ -246,14 +262,14 @@ pub async fn begin_take(
         return Ok(Begun::Existing(out.get(1).cloned().unwrap_or_default()));
     }
     Ok(Begun::Took(
-        took(redis, c, n, k, customer, token, now_ms, &out).await?,
+        took(redis, c, n, k, customer, token, now_ms, &out, None).await?,
     ))
 }
 
 /// The take's reply `out` on her own shard `k` (of `n`), finished on the other shards when
-/// hers was empty.
+/// hers was empty (of `variant`'s units, when given).
 #[allow(clippy::too_many_arguments)]
-async fn took(
+pub(crate) async fn took(
     redis: &mut Gate,
     c: &str,
     n: u16,
@@ -262,6 +278,7 @@ async fn took(
     token: &str,
     now_ms: i64,
     out: &[Vec<u8>],
+    variant: Option<&str>,
 ) -> redis::RedisResult<Take> {
     let text = |at: usize| {
         out.get(at)
@@ -274,7 +291,11 @@ async fn took(
             generation: text(1).parse().unwrap_or(0),
         },
         Some(b"holds") => Take::AlreadyHolds(text(1)),
-        Some(b"empty") => match take_elsewhere(redis, c, n).await? {
+        Some(b"variant_sold_out") => Take::VariantSoldOut,
+        Some(b"empty") => match match variant {
+            Some(v) => variants::take_elsewhere(redis, c, n, v).await?,
+            None => take_elsewhere(redis, c, n).await?,
+        } {
             Elsewhere::Taken => {
                 // Her pending entry now stands for a unit (see [`lua::TAKE`]).
                 let _: i64 = redis::cmd("ZADD")
@@ -294,15 +315,21 @@ async fn took(
                 undo_dedup(redis, k, customer, token).await?;
                 Take::SoldOut { generation }
             }
+            Elsewhere::VariantSoldOut => {
+                undo_dedup(redis, k, customer, token).await?;
+                Take::VariantSoldOut
+            }
         },
         _ => Take::NotLoaded,
     })
 }
 
-enum Elsewhere {
+pub(crate) enum Elsewhere {
     Taken,
     SoldOut(i64),
     NotLoaded,
+    /// Every shard was empty of the variant, not of the campaign.
+    VariantSoldOut,
 }
 
 /// The flag of a campaign of several shards: `(returns so far, generation when set)`.
@@ -319,7 +346,7 @@ async fn read_flag(redis: &mut Gate, c: &str) -> redis::RedisResult<(String, Opt
 
 /// Sets the flag of a campaign of several shards, if no unit came back since `returns` was
 /// read (`None`: whatever came back). Returns its generation, `None` when a unit came back.
-async fn set_flag(
+pub(crate) async fn set_flag(
     redis: &mut Gate,
     c: &str,
     returns: Option<&str>,
@@ -329,7 +356,7 @@ async fn set_flag(
 }
 
 /// Clears the flag of a campaign of several shards (a unit came back).
-async fn clear_flag(redis: &mut Gate, c: &str) -> redis::RedisResult<()> {
+pub(crate) async fn clear_flag(redis: &mut Gate, c: &str) -> redis::RedisResult<()> {
     flag_op(redis, c, "clear", "").await.map(|_| ())
 }
 
@@ -495,8 +522,28 @@ pub async fn give_back(
     let Some(OwnShard { count: n, keys: k }) = own_shard(redis, c, customer).await? else {
         return Ok(false);
     };
-    let mut inv = GIVE_BACK.key(&k.holders);
-    inv.key(&k.pending).key(&k.remaining).key(&k.loaded);
+    // A unit of a variant goes back to its variant ([`variants`]).
+    let variant: Option<String> = redis::cmd("HGET")
+        .arg(&k.holder_variants)
+        .arg(customer)
+        .query_async(redis)
+        .await?;
+    let mut inv = match &variant {
+        Some(v) => {
+            let mut inv = lua::GIVE_BACK_V.key(&k.holders);
+            inv.key(&k.pending)
+                .key(&k.remaining)
+                .key(&k.loaded)
+                .key(k.variant(v))
+                .key(&k.holder_variants);
+            inv
+        }
+        None => {
+            let mut inv = GIVE_BACK.key(&k.holders);
+            inv.key(&k.pending).key(&k.remaining).key(&k.loaded);
+            inv
+        }
+    };
     if n == 1 {
         inv.key(&k.sold_out).key(&k.sold_out_gen);
     }

@@ -26,9 +26,15 @@ struct StatusBody {
     /// The waiting room's figures; only with a waiting room.
     #[serde(skip_serializing_if = "Option::is_none")]
     queue: Option<QueueStatus>,
+    /// The campaign's variants (id, name, stock, remaining, state; a variant is `sold_out`
+    /// alone while others have units, the campaign only when every variant is); only on a
+    /// campaign with variants.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    variants: Option<Vec<flashgate_shared::api::VariantStatus>>,
 }
 
-/// 200 with the campaign's public status (with `queue` when it has a waiting room; 503 when
+/// 200 with the campaign's public status (with `variants` when it has variants, `queue` when
+/// it has a waiting room; 503 when
 /// Redis cannot tell the queue's figures), `Cache-Control: public, max-age=1`; 404 when unknown.
 /// The state is decided by the origin's clock. Counts may be up to `FLASHGATE_CAMPAIGN_CACHE_MS`
 /// old.
@@ -52,9 +58,14 @@ pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> Ap
     state.metrics.status_requests.inc();
     tracing::Span::current().record("campaign", id.as_str());
     let row = extract::campaign(&state, &id).await?;
+    let status = row.status_at(chrono::Utc::now());
+    let variants = state.campaigns.variants(&state.db, &id).await?;
+    let variants =
+        (!variants.is_empty()).then(|| variants.iter().map(|v| v.status(status.state)).collect());
     let body = StatusBody {
-        status: row.status_at(chrono::Utc::now()),
+        status,
         queue: crate::queue::status(&state, &row).await?,
+        variants,
     };
     Ok((
         [(header::CACHE_CONTROL, "public, max-age=1")],
@@ -89,7 +100,8 @@ pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> Ap
         (status = 415, description = "unsupported_media_type: not `application/json`.", body = ErrorBody),
         (status = 422, description = "validation_failed (a rule of the body, naming the field: \
             e.g. `ends_at` not in the future, nothing created; a waiting room on an origin \
-            without an edge secret) or idempotency_key_reused.",
+            without an edge secret; `variants`: more than 1,000, a duplicate id, a stock below \
+            0, or `stock` neither their sum nor 0) or idempotency_key_reused.",
             body = ErrorBody),
     ),
 )]
@@ -109,7 +121,7 @@ pub async fn create(
     if new.waiting_room.is_some() {
         crate::queue::require_secret(&state)?;
     }
-    let row = store::insert(&state.db, &new, &admin.name)
+    let row = store::insert_with_variants(&state.db, &new, &admin.name)
         .await?
         .ok_or_else(|| ApiError::Conflict(format!("campaign {} exists", new.id)))?;
     let mut gate = state.gate.clone();

@@ -243,6 +243,7 @@ async fn create_campaign(
         hold_extension_seconds: None,
         gate_shards: args.gate_shards,
         waiting_room: waiting_room::option(args)?,
+        variants: None,
     };
     let resp = http
         .post(format!("{}/admin/v1/campaigns", base(&args.origin)))

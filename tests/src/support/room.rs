@@ -49,6 +49,7 @@ pub async fn campaign(
         hold_extension_seconds: None,
         gate_shards: None,
         waiting_room: Some(w),
+        variants: None,
     })
     .await;
     id
