@@ -412,3 +412,19 @@ mod tests {
         .is_err());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_variant;
+
+    #[test]
+    fn a_variant_is_id_name_stock() {
+        let v = parse_variant("42:Size 42: wide:50").unwrap();
+        assert_eq!(
+            (v.id.as_str(), v.name.as_str(), v.stock),
+            ("42", "Size 42: wide", 50)
+        );
+        assert!(parse_variant("42:50").is_err());
+        assert!(parse_variant("42:Size:many").is_err());
+    }
+}
