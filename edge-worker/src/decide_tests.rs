@@ -457,7 +457,7 @@ fn an_unreadable_pass_through_body_is_the_origins_400() {
 
 /// A fresh entry of a campaign in `state` with variants `41` (1 left) and `42` (none left),
 /// read from an origin body as the edge reads it.
-fn with_variants(state: CampaignState) -> crate::status::StatusEntry {
+fn with_variants(state: CampaignState) -> StatusEntry {
     let mut body = serde_json::to_value(crate::status::tests::status(state)).unwrap();
     body["variants"] = serde_json::json!([
         {"id": "41", "name": "Size 41", "stock": 5, "remaining": 1, "state": "active"},

@@ -411,20 +411,56 @@ mod tests {
         ])
         .is_err());
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_variant;
 
     #[test]
-    fn a_variant_is_id_name_stock() {
-        let v = parse_variant("42:Size 42: wide:50").unwrap();
+    fn create_takes_variants_and_variant_sets_one() {
+        let (_, _, b) = req(&[
+            "create",
+            "--id",
+            "shoes",
+            "--name",
+            "Shoes",
+            "--kind",
+            "sale",
+            "--ends-at",
+            "2030-01-01T00:00:00Z",
+            "--variant",
+            "41:Size 41:2",
+            "--variant",
+            "42:Size 42: wide:3",
+        ]);
+        let b = b.unwrap();
+        assert_eq!(b["stock"], 0);
         assert_eq!(
-            (v.id.as_str(), v.name.as_str(), v.stock),
-            ("42", "Size 42: wide", 50)
+            b["variants"],
+            json!([{"id":"41","name":"Size 41","stock":2},
+                   {"id":"42","name":"Size 42: wide","stock":3}])
+        );
+        assert_eq!(
+            req(&["variant", "shoes", "43", "--name", "Size 43", "--stock", "4"]),
+            (
+                Method::PUT,
+                "/admin/v1/campaigns/shoes/variants/43".into(),
+                Some(json!({"name":"Size 43","stock":4}))
+            )
         );
         assert!(parse_variant("42:50").is_err());
         assert!(parse_variant("42:Size:many").is_err());
+        // Without --stock and without variants: a usage error.
+        assert!(T::try_parse_from([
+            "t",
+            "--token",
+            "x",
+            "create",
+            "--id",
+            "s",
+            "--name",
+            "S",
+            "--kind",
+            "sale",
+            "--ends-at",
+            "2030-01-01T00:00:00Z",
+        ])
+        .is_err());
     }
 }
