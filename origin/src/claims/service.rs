@@ -127,37 +127,15 @@ async fn claim_at_gate(
             let Some(own) = &own else {
                 return Ok(Begun::Took(Take::NotLoaded));
             };
-            let begin = async {
-                match req.variant.as_deref() {
-                    Some(v) => {
-                        gate::variants::begin_take(
-                            &mut gate,
-                            c,
-                            own,
-                            &req.customer,
-                            &token,
-                            &req.idempotency_key,
-                            &fp,
-                            idempotency::PENDING_TTL_SECONDS,
-                            v,
-                        )
-                        .await
-                    }
-                    None => {
-                        gate::begin_take(
-                            &mut gate,
-                            c,
-                            own,
-                            &req.customer,
-                            &token,
-                            &req.idempotency_key,
-                            &fp,
-                            idempotency::PENDING_TTL_SECONDS,
-                        )
-                        .await
-                    }
-                }
-            };
+            let begin = gate::begin_take_with(
+                &mut gate,
+                c,
+                own,
+                &req.customer,
+                &token,
+                (&req.idempotency_key, &fp, idempotency::PENDING_TTL_SECONDS),
+                req.variant.as_deref(),
+            );
             svc.metrics.gate_op("take", begin).await
         };
         let (owned, begun) = tokio::join!(
@@ -345,16 +323,8 @@ async fn decide(
             }
         }
         token = flight.renew().to_string();
-        taken = match req.variant.as_deref() {
-            Some(v) => {
-                let take = gate::variants::take(redis, c, &req.customer, &token, v);
-                svc.metrics.gate_op("take", take).await?
-            }
-            None => {
-                let take = gate::take(redis, c, &req.customer, &token);
-                svc.metrics.gate_op("take", take).await?
-            }
-        };
+        let take = gate::take_with(redis, c, &req.customer, &token, req.variant.as_deref());
+        taken = svc.metrics.gate_op("take", take).await?;
     }
 }
 

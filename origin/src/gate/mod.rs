@@ -27,6 +27,7 @@
 
 pub mod correct;
 pub mod flags;
+mod give_back;
 mod handle;
 pub mod load;
 pub mod loader;
@@ -36,14 +37,16 @@ mod shards;
 pub mod takes;
 pub mod variants;
 
-use lua::{BEGIN_TAKE, CONFIRM, FLAG, GIVE_BACK, TAKE, TAKE_UNIT};
+use lua::{BEGIN_TAKE, CONFIRM, FLAG, TAKE, TAKE_UNIT};
 use rand::Rng;
 
 pub use correct::{adjust, correct_down, lock_changes, pg_remaining, ChangeLock};
+pub(crate) use give_back::replace_holder;
+pub use give_back::{give_back, give_back_bounded};
 pub use handle::Gate;
 pub use shards::{
-    bucket, holders, holders_of, shard_count, shard_states, winners, Holders, ShardState,
-    MAX_GATE_SHARDS,
+    bucket, holder, holders, holders_of, shard_count, shard_states, split, winners, Holders,
+    ShardState, MAX_GATE_SHARDS,
 };
 
 /// The Redis keys of one shard of a campaign's gate.
@@ -194,19 +197,40 @@ pub async fn take(
     customer: &str,
     token: &str,
 ) -> redis::RedisResult<Take> {
+    take_with(redis, c, customer, token, None).await
+}
+
+/// [`take`], of a unit of `variant` when given (a campaign with variants, [`variants`]):
+/// [`Take::VariantSoldOut`] then when the variant has no unit left while the campaign has.
+pub async fn take_with(
+    redis: &mut Gate,
+    c: &str,
+    customer: &str,
+    token: &str,
+    variant: Option<&str>,
+) -> redis::RedisResult<Take> {
     let Some(OwnShard { count: n, keys: k }) = own_shard(redis, c, customer).await? else {
         return Ok(Take::NotLoaded);
     };
     let now_ms = chrono::Utc::now().timestamp_millis();
-    let mut inv = TAKE.prepare_invoke();
-    take_keys(&mut inv, &k, n);
-    let out: Vec<Vec<u8>> = inv
-        .arg(customer)
-        .arg(token)
-        .arg(now_ms)
-        .invoke_async(redis)
-        .await?;
-    took(redis, c, n, &k, customer, token, now_ms, &out, None).await
+    let mut inv = match variant {
+        Some(v) => {
+            let mut inv = lua::TAKE_V.prepare_invoke();
+            variants::take_keys(&mut inv, &k, n, v);
+            inv
+        }
+        None => {
+            let mut inv = TAKE.prepare_invoke();
+            take_keys(&mut inv, &k, n);
+            inv
+        }
+    };
+    inv.arg(customer).arg(token).arg(now_ms);
+    if let Some(v) = variant {
+        inv.arg(v);
+    }
+    let out: Vec<Vec<u8>> = inv.invoke_async(redis).await?;
+    took(redis, c, n, &k, customer, token, now_ms, &out, variant).await
 }
 
 /// Adds the keys of a take on her own shard `k` (of `n`) to `inv`: loaded, remaining, holders,
@@ -246,23 +270,50 @@ pub async fn begin_take(
     fingerprint: &str,
     pending_ttl_seconds: u64,
 ) -> redis::RedisResult<Begun> {
+    let begin = (key, fingerprint, pending_ttl_seconds);
+    begin_take_with(redis, c, own, customer, token, begin, None).await
+}
+
+/// [`begin_take`] (`begin`: the key, the fingerprint and the pending record's lifetime), of a
+/// unit of `variant` when given, as [`take_with`].
+pub async fn begin_take_with(
+    redis: &mut Gate,
+    c: &str,
+    own: &OwnShard,
+    customer: &str,
+    token: &str,
+    (key, fingerprint, pending_ttl_seconds): (&str, &str, u64),
+    variant: Option<&str>,
+) -> redis::RedisResult<Begun> {
     let (n, k) = (own.count, &own.keys);
     let now_ms = chrono::Utc::now().timestamp_millis();
-    let mut inv = BEGIN_TAKE.key(k.idempotency(customer, key));
-    take_keys(&mut inv, k, n);
-    let out: Vec<Vec<u8>> = inv
-        .arg(fingerprint)
+    let record = k.idempotency(customer, key);
+    let mut inv = match variant {
+        Some(v) => {
+            let mut inv = lua::BEGIN_TAKE_V.key(record);
+            variants::take_keys(&mut inv, k, n, v);
+            inv
+        }
+        None => {
+            let mut inv = BEGIN_TAKE.key(record);
+            take_keys(&mut inv, k, n);
+            inv
+        }
+    };
+    inv.arg(fingerprint)
         .arg(pending_ttl_seconds)
         .arg(customer)
         .arg(token)
-        .arg(now_ms)
-        .invoke_async(redis)
-        .await?;
+        .arg(now_ms);
+    if let Some(v) = variant {
+        inv.arg(v);
+    }
+    let out: Vec<Vec<u8>> = inv.invoke_async(redis).await?;
     if out.first().map(Vec::as_slice) == Some(b"existing".as_slice()) {
         return Ok(Begun::Existing(out.get(1).cloned().unwrap_or_default()));
     }
     Ok(Begun::Took(
-        took(redis, c, n, k, customer, token, now_ms, &out, None).await?,
+        took(redis, c, n, k, customer, token, now_ms, &out, variant).await?,
     ))
 }
 
@@ -427,30 +478,6 @@ async fn undo_dedup(
         .map(|_| ())
 }
 
-/// Replaces her holder on her own shard `k` by `replace_with` (`None` drops it) if it is still
-/// `expected`, returning no unit ([`lua::GIVE_BACK`] with no units). Returns whether it was.
-pub(crate) async fn replace_holder(
-    redis: &mut Gate,
-    k: &Keys,
-    customer: &str,
-    expected: &str,
-    replace_with: Option<&str>,
-) -> redis::RedisResult<bool> {
-    let (matched, _): (i64, i64) = GIVE_BACK
-        .key(&k.holders)
-        .key(&k.pending)
-        .key(&k.remaining)
-        .key(&k.loaded)
-        .arg(customer)
-        .arg(expected)
-        .arg(replace_with.unwrap_or(""))
-        .arg(0)
-        .arg(0)
-        .invoke_async(redis)
-        .await?;
-    Ok(matched == 1)
-}
-
 /// A value to write under a key of the same slot in the same script: the key, the value and
 /// its lifetime in seconds.
 pub type Record<'a> = (&'a str, &'a [u8], u64);
@@ -501,112 +528,4 @@ pub async fn record_key(
     Ok(own_shard(redis, c, customer)
         .await?
         .map(|own| own.keys.idempotency(customer, key)))
-}
-
-/// Returns her unit to the gate (to her own shard) if her holder value is still `expected` (a
-/// pending token or a claim id); `replace_with` = `Some(id)` keeps her as holder of claim `id`
-/// instead. Exactly once: a second call finds the holder changed and does nothing. The unit
-/// goes through the gate's one bounded step ([`lua::GIVE_BACK`]): her shard's `remaining` never
-/// rises above `ceiling`, PostgreSQL's `remaining` of the campaign read after the change that
-/// freed the unit ([`give_back_bounded`] reads it). The sold-out flag follows. Returns whether
-/// her holder matched (the unit went back unless the ceiling cut it: then the gate audit finds
-/// the unit missing and puts it back within its bound).
-pub async fn give_back(
-    redis: &mut Gate,
-    c: &str,
-    customer: &str,
-    expected: &str,
-    replace_with: Option<&str>,
-    ceiling: i64,
-) -> redis::RedisResult<bool> {
-    let Some(OwnShard { count: n, keys: k }) = own_shard(redis, c, customer).await? else {
-        return Ok(false);
-    };
-    // A unit of a variant goes back to its variant ([`variants`]).
-    let variant: Option<String> = redis::cmd("HGET")
-        .arg(&k.holder_variants)
-        .arg(customer)
-        .query_async(redis)
-        .await?;
-    let mut inv = match &variant {
-        Some(v) => {
-            let mut inv = lua::GIVE_BACK_V.key(&k.holders);
-            inv.key(&k.pending)
-                .key(&k.remaining)
-                .key(&k.loaded)
-                .key(k.variant(v))
-                .key(&k.holder_variants);
-            inv
-        }
-        None => {
-            let mut inv = GIVE_BACK.key(&k.holders);
-            inv.key(&k.pending).key(&k.remaining).key(&k.loaded);
-            inv
-        }
-    };
-    if n == 1 {
-        inv.key(&k.sold_out).key(&k.sold_out_gen);
-    }
-    let (matched, moved): (i64, i64) = inv
-        .arg(customer)
-        .arg(expected)
-        .arg(replace_with.unwrap_or(""))
-        .arg(1)
-        .arg(ceiling)
-        .invoke_async(redis)
-        .await?;
-    if matched == 1 && moved == 0 {
-        tracing::warn!(
-            campaign = c,
-            customer,
-            ceiling,
-            "give-back cut: the gate already holds what PostgreSQL has"
-        );
-    }
-    if moved > 0 && n > 1 {
-        clear_flag(redis, c).await?;
-    }
-    Ok(matched == 1)
-}
-
-/// [`give_back`] bounded by PostgreSQL's `remaining` of `c` as read now (after the change that
-/// freed the unit). Errors: PostgreSQL or Redis failing; nothing moved then (a pending holder
-/// is left to the settlement of orphaned takes, a released claim's unit to the drain of
-/// `gate_returns` or the gate audit).
-pub async fn give_back_bounded(
-    redis: &mut Gate,
-    db: &crate::db::Db,
-    c: &str,
-    customer: &str,
-    expected: &str,
-    replace_with: Option<&str>,
-) -> Result<bool, crate::error::StoreError> {
-    let Some(ceiling) = pg_remaining(db, c).await? else {
-        return Ok(false);
-    };
-    Ok(give_back(redis, c, customer, expected, replace_with, ceiling).await?)
-}
-
-/// Splits `total` units over `n` shards as evenly as possible: shard `s` gets
-/// `total / n`, plus one for the first `total % n` shards. The parts sum exactly to `total`.
-pub fn split(total: i64, n: u16) -> Vec<i64> {
-    let n64 = i64::from(n.max(1));
-    let (base, extra) = (total.max(0) / n64, total.max(0) % n64);
-    (0..n64).map(|s| base + i64::from(s < extra)).collect()
-}
-
-/// The holder value of `customer` (claim id or pending token), if any.
-pub async fn holder(
-    redis: &mut Gate,
-    c: &str,
-    customer: &str,
-) -> redis::RedisResult<Option<String>> {
-    let Some(OwnShard { keys: k, .. }) = own_shard(redis, c, customer).await? else {
-        return Ok(None);
-    };
-    redis::cmd("HGET")
-        .arg(k.holders)
-        .arg(customer)
-        .query_async(redis)
-        .await
 }

@@ -8,16 +8,17 @@
 //! customer holding a unit of any variant holds the campaign, so a second claim on another
 //! variant finds her holder and is `already_claimed`. Beside her holder, her variant is kept
 //! (`holder_variants`), so a give-back ([`super::give_back`]) returns the unit to its variant.
+//! The takes themselves are [`super::take_with`] and [`super::begin_take_with`].
 
 use rand::Rng;
 
-use super::lua::{BEGIN_TAKE_V, MOVE, TAKE_UNIT_V, TAKE_V};
-use super::{set_flag, took, Begun, Elsewhere, Gate, Keys, OwnShard, Take};
+use super::lua::{MOVE, TAKE_UNIT_V};
+use super::{set_flag, Elsewhere, Gate, Keys};
 
 /// Adds the keys of a variant take on her own shard `k` (of `n`) to `inv` (after the record,
 /// when there is one): loaded, remaining, holders, pending, the variant's count, her variant
 /// entry, and on a campaign of one shard the flag's two keys ([`super::lua::TAKE_V`]).
-fn take_keys(inv: &mut redis::ScriptInvocation<'_>, k: &Keys, n: u16, variant: &str) {
+pub(crate) fn take_keys(inv: &mut redis::ScriptInvocation<'_>, k: &Keys, n: u16, variant: &str) {
     inv.key(&k.loaded)
         .key(&k.remaining)
         .key(&k.holders)
@@ -27,78 +28,6 @@ fn take_keys(inv: &mut redis::ScriptInvocation<'_>, k: &Keys, n: u16, variant: &
     if n == 1 {
         inv.key(&k.sold_out).key(&k.sold_out_gen);
     }
-}
-
-/// [`super::begin_take`] of a unit of `variant`: her idempotency record for `key`, and when
-/// there is none, the take of one unit of the variant (on a campaign of several shards, on the
-/// others when hers has none left). Replies as it, with [`Take::VariantSoldOut`] when the
-/// variant has no unit left while the campaign has.
-#[allow(clippy::too_many_arguments)]
-pub async fn begin_take(
-    redis: &mut Gate,
-    c: &str,
-    own: &OwnShard,
-    customer: &str,
-    token: &str,
-    key: &str,
-    fingerprint: &str,
-    pending_ttl_seconds: u64,
-    variant: &str,
-) -> redis::RedisResult<Begun> {
-    let (n, k) = (own.count, &own.keys);
-    let now_ms = chrono::Utc::now().timestamp_millis();
-    let mut inv = BEGIN_TAKE_V.key(k.idempotency(customer, key));
-    take_keys(&mut inv, k, n, variant);
-    let out: Vec<Vec<u8>> = inv
-        .arg(fingerprint)
-        .arg(pending_ttl_seconds)
-        .arg(customer)
-        .arg(token)
-        .arg(now_ms)
-        .arg(variant)
-        .invoke_async(redis)
-        .await?;
-    if out.first().map(Vec::as_slice) == Some(b"existing".as_slice()) {
-        return Ok(Begun::Existing(out.get(1).cloned().unwrap_or_default()));
-    }
-    Ok(Begun::Took(
-        took(redis, c, n, k, customer, token, now_ms, &out, Some(variant)).await?,
-    ))
-}
-
-/// [`super::take`] of a unit of `variant` (no idempotency record).
-pub async fn take(
-    redis: &mut Gate,
-    c: &str,
-    customer: &str,
-    token: &str,
-    variant: &str,
-) -> redis::RedisResult<Take> {
-    let Some(OwnShard { count: n, keys: k }) = super::own_shard(redis, c, customer).await? else {
-        return Ok(Take::NotLoaded);
-    };
-    let now_ms = chrono::Utc::now().timestamp_millis();
-    let mut inv = TAKE_V.prepare_invoke();
-    take_keys(&mut inv, &k, n, variant);
-    let out: Vec<Vec<u8>> = inv
-        .arg(customer)
-        .arg(token)
-        .arg(now_ms)
-        .arg(variant)
-        .invoke_async(redis)
-        .await?;
-    took(
-        redis,
-        c,
-        n,
-        &k,
-        customer,
-        token,
-        now_ms,
-        &out,
-        Some(variant),
-    )
-    .await
 }
 
 /// Her own shard had no unit of `variant`: tries the others (a random shard, then a sweep from
