@@ -436,23 +436,8 @@ async fn take_elsewhere(redis: &mut Gate, c: &str, n: u16) -> redis::RedisResult
         return Ok(Elsewhere::SoldOut(generation));
     }
     for round in 0..2 {
-        let (first, second) = {
-            let mut rng = rand::rng();
-            (rng.random_range(0..n), rng.random_range(0..n))
-        };
-        let order = std::iter::once(first).chain((0..n).map(|i| (second + i) % n));
-        for s in order {
-            let k = Keys::shard(c, s);
-            let got: i64 = TAKE_UNIT
-                .key(&k.loaded)
-                .key(&k.remaining)
-                .invoke_async(redis)
-                .await?;
-            match got {
-                1 => return Ok(Elsewhere::Taken),
-                -1 => return Ok(Elsewhere::NotLoaded),
-                _ => {}
-            }
+        if let Some(found) = sweep(redis, c, n, None).await? {
+            return Ok(found);
         }
         // Every shard was empty: the flag, unless a unit came back during the sweep (then
         // sweep once more; after that, set it whatever came back).
@@ -464,6 +449,48 @@ async fn take_elsewhere(redis: &mut Gate, c: &str, n: u16) -> redis::RedisResult
     Ok(Elsewhere::SoldOut(
         set_flag(redis, c, None).await?.unwrap_or(0),
     ))
+}
+
+/// One try at a unit on the other shards of `c` (of `n`): a random shard, then a sweep of
+/// every shard from a second random start, of `variant`'s units when given ([`TAKE_UNIT`],
+/// [`lua::TAKE_UNIT_V`]). `None` when every shard was empty.
+pub(crate) async fn sweep(
+    redis: &mut Gate,
+    c: &str,
+    n: u16,
+    variant: Option<&str>,
+) -> redis::RedisResult<Option<Elsewhere>> {
+    let (first, second) = {
+        let mut rng = rand::rng();
+        (rng.random_range(0..n), rng.random_range(0..n))
+    };
+    let order = std::iter::once(first).chain((0..n).map(|i| (second + i) % n));
+    for s in order {
+        let k = Keys::shard(c, s);
+        let got: i64 = match variant {
+            Some(v) => {
+                lua::TAKE_UNIT_V
+                    .key(&k.loaded)
+                    .key(&k.remaining)
+                    .key(k.variant(v))
+                    .invoke_async(redis)
+                    .await?
+            }
+            None => {
+                TAKE_UNIT
+                    .key(&k.loaded)
+                    .key(&k.remaining)
+                    .invoke_async(redis)
+                    .await?
+            }
+        };
+        match got {
+            1 => return Ok(Some(Elsewhere::Taken)),
+            -1 => return Ok(Some(Elsewhere::NotLoaded)),
+            _ => {}
+        }
+    }
+    Ok(None)
 }
 
 /// Undoes her dedup entry (pending holder `token`) on her own shard, returning no unit.

@@ -10,9 +10,7 @@
 //! (`holder_variants`), so a give-back ([`super::give_back`]) returns the unit to its variant.
 //! The takes themselves are [`super::take_with`] and [`super::begin_take_with`].
 
-use rand::Rng;
-
-use super::lua::{MOVE, TAKE_UNIT_V};
+use super::lua::MOVE;
 use super::{set_flag, Elsewhere, Gate, Keys};
 
 /// Adds the keys of a variant take on her own shard `k` (of `n`) to `inv` (after the record,
@@ -40,24 +38,8 @@ pub(crate) async fn take_elsewhere(
     n: u16,
     variant: &str,
 ) -> redis::RedisResult<Elsewhere> {
-    let (first, second) = {
-        let mut rng = rand::rng();
-        (rng.random_range(0..n), rng.random_range(0..n))
-    };
-    let order = std::iter::once(first).chain((0..n).map(|i| (second + i) % n));
-    for s in order {
-        let k = Keys::shard(c, s);
-        let got: i64 = TAKE_UNIT_V
-            .key(&k.loaded)
-            .key(&k.remaining)
-            .key(k.variant(variant))
-            .invoke_async(redis)
-            .await?;
-        match got {
-            1 => return Ok(Elsewhere::Taken),
-            -1 => return Ok(Elsewhere::NotLoaded),
-            _ => {}
-        }
+    if let Some(found) = super::sweep(redis, c, n, Some(variant)).await? {
+        return Ok(found);
     }
     let mut left = 0i64;
     for s in 0..n {
