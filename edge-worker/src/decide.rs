@@ -496,6 +496,35 @@ pub fn gate(entry: Option<&StatusEntry>, fresh: bool, now_ms: i64, skew_ms: i64)
     }
 }
 
+/// The variant a checked claim body names (`{"variant": "42"}`); `None` for `{}` (or a body
+/// that is no claim body: [`check_claim`] refused it already).
+pub fn claimed_variant(body: &[u8]) -> Option<String> {
+    parse_claim_body(body).ok().and_then(|b| b.variant)
+}
+
+/// Decides a checked claim of variant `variant` that [`gate`] would forward: on a fresh entry
+/// of an active campaign whose cached variant has no unit left, the answer is 409
+/// `{"result":"sold_out","variant":"<id>"}` (the origin's body for it); otherwise (a variant
+/// with units, one the cache does not list, a stale entry) the origin decides.
+pub fn variant_gate(entry: Option<&StatusEntry>, fresh: bool, variant: &str) -> Gate {
+    let Some(Known::Found {
+        status, variants, ..
+    }) = entry.filter(|_| fresh).map(|e| &e.known)
+    else {
+        return Gate::Forward;
+    };
+    let sold_out = status.state == CampaignState::Active
+        && variants.iter().any(|v| v.id == variant && v.remaining <= 0);
+    if !sold_out {
+        return Gate::Forward;
+    }
+    Gate::Answer(Answer {
+        status: 409,
+        body: serde_json::json!({"result": "sold_out", "variant": variant}).to_string(),
+        retry_after_s: None,
+    })
+}
+
 #[cfg(test)]
 #[path = "decide_tests.rs"]
 mod tests;

@@ -454,3 +454,73 @@ fn an_unreadable_pass_through_body_is_the_origins_400() {
         a.body
     );
 }
+
+/// A fresh entry of a campaign in `state` with variants `41` (1 left) and `42` (none left),
+/// read from an origin body as the edge reads it.
+fn with_variants(state: CampaignState) -> StatusEntry {
+    let mut body = serde_json::to_value(crate::status::tests::status(state)).unwrap();
+    body["variants"] = serde_json::json!([
+        {"id": "41", "name": "Size 41", "stock": 5, "remaining": 1, "state": "active"},
+        {"id": "42", "name": "Size 42", "stock": 5, "remaining": 0, "state": "sold_out"},
+    ]);
+    crate::status::from_origin("spring", 200, body.to_string().as_bytes(), 0).unwrap()
+}
+
+#[test]
+fn a_sold_out_variant_is_answered_at_the_edge_while_the_others_sell() {
+    let e = with_variants(CampaignState::Active);
+    let Gate::Answer(a) = variant_gate(Some(&e), true, "42") else {
+        panic!("not answered");
+    };
+    assert_eq!(a.status, 409);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&a.body).unwrap(),
+        serde_json::json!({"result": "sold_out", "variant": "42"})
+    );
+    assert_eq!(variant_gate(Some(&e), true, "41"), Gate::Forward);
+    assert_eq!(
+        variant_gate(Some(&e), true, "43"),
+        Gate::Forward,
+        "unknown: the origin's 422"
+    );
+    assert_eq!(variant_gate(Some(&e), false, "42"), Gate::Forward, "stale");
+    let paused = with_variants(CampaignState::Paused);
+    assert_eq!(variant_gate(Some(&paused), true, "42"), Gate::Forward);
+    assert_eq!(
+        claimed_variant(br#"{"variant":"42"}"#).as_deref(),
+        Some("42")
+    );
+    assert_eq!(claimed_variant(b"{}"), None);
+}
+
+#[test]
+fn a_variant_sold_out_answer_is_learned_for_that_variant_only() {
+    use crate::status::{learn_from_claim, Decided, Known};
+    let e = with_variants(CampaignState::Active);
+    let answer = br#"{"result":"sold_out","variant":"41"}"#;
+    let learned = learn_from_claim(Some(&e), Decided::Now, 409, answer, 5).expect("learned");
+    let Known::Found {
+        status,
+        variants,
+        body,
+        ..
+    } = &learned.known
+    else {
+        panic!("not found");
+    };
+    assert_eq!(
+        status.state,
+        CampaignState::Active,
+        "the campaign stays live"
+    );
+    assert!(variants.iter().all(|v| v.remaining == 0));
+    assert!(body.contains("\"variants\""), "{body}");
+    assert!(matches!(
+        variant_gate(Some(&learned), true, "41"),
+        Gate::Answer(_)
+    ));
+    assert_eq!(
+        learn_from_claim(Some(&learned), Decided::Now, 409, answer, 6),
+        None
+    );
+}

@@ -7,9 +7,9 @@
 //! TTL in total: the staleness bound is the status TTL plus one origin round trip.
 
 use crate::reveal::Reveal;
-use flashgate_shared::api::{CampaignState, CampaignStatus, ClaimReply};
+use flashgate_shared::api::{CampaignState, CampaignStatus, ClaimReply, VariantStatus};
 use flashgate_shared::queue::{QueueStatus, StatusQueueFields};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What the origin said about a campaign.
 // One entry per campaign per isolate, almost all `Found`: boxing the larger variant would buy
@@ -26,6 +26,8 @@ pub enum Known {
         body: String,
         /// The waiting room's fields (`"queue"` in the body); `None`: no waiting room.
         queue: Option<QueueStatus>,
+        /// The campaign's variants (`"variants"` in the body); empty without variants.
+        variants: Vec<VariantStatus>,
     },
     /// 404: no such campaign; the origin's body.
     NotFound {
@@ -213,11 +215,14 @@ pub fn from_origin(
             }
             let StatusQueueFields { queue } =
                 serde_json::from_slice(body).map_err(|_| OriginStatusError::BadBody)?;
+            let StatusVariantFields { variants } =
+                serde_json::from_slice(body).map_err(|_| OriginStatusError::BadBody)?;
             let body = String::from_utf8(body.to_vec()).map_err(|_| OriginStatusError::BadBody)?;
             Known::Found {
                 status,
                 body,
                 queue,
+                variants,
             }
         }
         404 => Known::NotFound {
@@ -284,13 +289,30 @@ pub fn from_cache(
     (entry.freshness(now_ms, ttl_ms) == Freshness::Fresh).then_some(entry)
 }
 
-/// A status body as the origin writes it: the status plus its `queue` fields, if any.
+/// A status body as the origin writes it: the status plus its `queue` fields and its
+/// `variants`, if any.
 #[derive(Serialize)]
 struct WithQueue<'a> {
     #[serde(flatten)]
     status: &'a CampaignStatus,
     #[serde(flatten)]
     queue: StatusQueueFields,
+    #[serde(skip_serializing_if = "<[VariantStatus]>::is_empty")]
+    variants: &'a [VariantStatus],
+}
+
+/// The `variants` of a status body (absent: none).
+#[derive(Deserialize)]
+struct StatusVariantFields {
+    #[serde(default)]
+    variants: Vec<VariantStatus>,
+}
+
+/// A claim answer that names a variant: `{"result":"sold_out","variant":"42"}`.
+#[derive(Deserialize)]
+struct VariantAnswer {
+    result: String,
+    variant: Option<String>,
 }
 
 /// When the origin decided a claim answer it sent.
@@ -329,6 +351,15 @@ pub fn learn_from_claim(
     if http_status != 409 || decided == Decided::Earlier {
         return None;
     }
+    if let Ok(VariantAnswer {
+        result,
+        variant: Some(v),
+    }) = serde_json::from_slice::<VariantAnswer>(body)
+    {
+        return (result == "sold_out")
+            .then(|| learn_variant_sold_out(entry?, &v, now_ms))
+            .flatten();
+    }
     let new_state = match serde_json::from_slice::<ClaimReply>(body).ok()? {
         ClaimReply::SoldOut => CampaignState::SoldOut,
         ClaimReply::Ended => CampaignState::Ended,
@@ -336,7 +367,13 @@ pub fn learn_from_claim(
         _ => return None,
     };
     let entry = entry?;
-    let Known::Found { status, queue, .. } = &entry.known else {
+    let Known::Found {
+        status,
+        queue,
+        variants,
+        ..
+    } = &entry.known
+    else {
         return None;
     };
     if status.state == new_state {
@@ -344,25 +381,69 @@ pub fn learn_from_claim(
     }
     let mut status = status.clone();
     status.state = new_state;
+    let mut variants = variants.clone();
     if new_state == CampaignState::SoldOut {
         status.remaining = 0;
+        for v in &mut variants {
+            v.remaining = 0;
+        }
     }
+    for v in &mut variants {
+        v.state = flashgate_shared::api::variant_state(new_state, v.remaining);
+    }
+    rebuilt(entry, status, queue.clone(), variants, now_ms)
+}
+
+/// The entry `entry` with `status`, `queue` and `variants`, its body written anew, observed at
+/// `now_ms`.
+fn rebuilt(
+    entry: &StatusEntry,
+    status: CampaignStatus,
+    queue: Option<QueueStatus>,
+    variants: Vec<VariantStatus>,
+    now_ms: i64,
+) -> Option<StatusEntry> {
     let body = serde_json::to_string(&WithQueue {
         status: &status,
         queue: StatusQueueFields {
             queue: queue.clone(),
         },
+        variants: &variants,
     })
     .ok()?;
     Some(StatusEntry {
         known: Known::Found {
             status,
             body,
-            queue: queue.clone(),
+            queue,
+            variants,
         },
         fetched_at_ms: now_ms,
         reveal: entry.reveal,
     })
+}
+
+/// The origin answered a claim of variant `v` `sold_out` (decided now): that variant's cached
+/// `remaining` becomes 0 and its state `sold_out`; the campaign's state stays (it is sold out
+/// only when every variant is). `None` when nothing changes (no such variant, already so).
+pub fn learn_variant_sold_out(entry: &StatusEntry, v: &str, now_ms: i64) -> Option<StatusEntry> {
+    let Known::Found {
+        status,
+        queue,
+        variants,
+        ..
+    } = &entry.known
+    else {
+        return None;
+    };
+    let mut variants = variants.clone();
+    let found = variants.iter_mut().find(|x| x.id == v)?;
+    if found.remaining == 0 && found.state == CampaignState::SoldOut {
+        return None;
+    }
+    found.remaining = 0;
+    found.state = flashgate_shared::api::variant_state(status.state, 0);
+    rebuilt(entry, status.clone(), queue.clone(), variants, now_ms)
 }
 
 #[cfg(test)]
@@ -395,6 +476,7 @@ pub(crate) mod tests {
                 body: serde_json::to_string(&s).unwrap(),
                 status: s,
                 queue: None,
+                variants: Vec::new(),
             },
             fetched_at_ms: at,
             reveal: None,

@@ -32,6 +32,7 @@ mod raw;
 mod redis_handle;
 pub mod room;
 pub mod scrape;
+pub mod variants;
 pub use bins::flashgate_bin;
 pub use databases::{drop_db, fresh_db};
 pub use edge::{ensure_edge_built, repo_root, EdgeRuntime, TestEdge};
@@ -355,6 +356,7 @@ impl TestOrigin {
             waiting_room: None,
             access: None,
             draw: None,
+            variants: None,
         })
         .await
     }
@@ -394,6 +396,7 @@ impl TestOrigin {
             waiting_room: None,
             access: None,
             draw: None,
+            variants: None,
         })
         .await;
         id

@@ -118,6 +118,7 @@ async fn tokens_roles_and_unknown_campaigns() {
         waiting_room: None,
         access: None,
         draw: None,
+        variants: None,
     };
     let (s, b) = o
         .admin(

@@ -59,6 +59,7 @@ async fn sale(o: &TestOrigin, stock: i64, hold_seconds: i64, shards: i64, room: 
         waiting_room: room.then(|| room::room(100)),
         access: None,
         draw: None,
+        variants: None,
     })
     .await;
     id

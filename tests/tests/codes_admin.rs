@@ -276,6 +276,7 @@ async fn a_restock_sent_twice_with_one_key_adds_once_and_audits_once() {
         waiting_room: None,
         access: None,
         draw: None,
+        variants: None,
     };
     for write in [
         Write::new(Method::POST, "/admin/v1/codes", Some(&c1), new_code),

@@ -100,7 +100,7 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
             &sale,
             Customer,
             true,
-            body(ClaimRequest {}),
+            body(ClaimRequest::default()),
         ),
         ep(
             "mine",
@@ -225,6 +225,7 @@ async fn fixtures(o: &TestOrigin) -> (Fixtures, Vec<Endpoint>) {
                 waiting_room: Option::None,
                 access: Option::None,
                 draw: Option::None,
+                variants: Option::None,
             }),
         ),
         ep(

@@ -62,6 +62,7 @@ async fn shard_caps_sum_to_the_stock_and_gate_shards_is_checked() {
                 waiting_room: None,
                 access: None,
                 draw: None,
+                variants: None,
             })
             .await;
         assert_eq!(body["gate_shards"], shards, "stock {stock}: {body}");

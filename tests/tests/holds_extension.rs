@@ -33,6 +33,7 @@ async fn sale(o: &TestOrigin, stock: i64, hold_seconds: i64, extension_seconds: 
         waiting_room: None,
         access: None,
         draw: None,
+        variants: None,
     })
     .await;
     id

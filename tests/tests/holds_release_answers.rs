@@ -24,6 +24,7 @@ async fn sale(o: &TestOrigin, hold_seconds: i64) -> String {
         waiting_room: None,
         access: None,
         draw: None,
+        variants: None,
     })
     .await;
     id

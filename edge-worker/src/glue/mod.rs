@@ -511,6 +511,17 @@ async fn claim(
             Verdict::Unknown => return answer(&Answer::unavailable()),
         }
     }
+    // A claim of a variant the cached status says is sold out while the campaign is live
+    // ([`decide::variant_gate`]): answered here, except a possible winner's retry.
+    if sold_out_answer.is_none() {
+        if let Some(v) = decide::claimed_variant(&body) {
+            if let Gate::Answer(a) = decide::variant_gate(entry.as_deref(), fresh, &v) {
+                if winners::verdict(cfg, id, &customer).await == Verdict::Loser {
+                    return answer(&a);
+                }
+            }
+        }
+    }
     let admission = headers.get(ADMISSION_HEADER)?;
     if waiting_room {
         let checked = queue::queue_secret(cfg)

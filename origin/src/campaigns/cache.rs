@@ -16,6 +16,7 @@ use moka::future::Cache;
 
 use super::index::{build, BuiltIndex};
 use super::store::{self, CampaignRow};
+use super::variants::VariantRow;
 use super::winners::{self, BuildError, BuiltFilter};
 use crate::gate::Gate;
 
@@ -32,6 +33,9 @@ pub struct CampaignCache {
     /// Winners filters by campaign ([`super::winners`]), built single-flight, bounded by
     /// their bytes ([`winners::MAX_CACHED_BYTES`]).
     winners: Cache<String, Arc<BuiltFilter>>,
+    /// The variants of each campaign ([`super::variants`]), empty for one without, trusted
+    /// for `ttl` like the rows.
+    variants: Cache<String, Arc<Vec<VariantRow>>>,
 }
 
 impl CampaignCache {
@@ -51,6 +55,10 @@ impl CampaignCache {
                 .weigher(|_, f: &Arc<BuiltFilter>| u32::try_from(f.body.len()).unwrap_or(u32::MAX))
                 .time_to_live(ttl.max(winners::MIN_CACHE))
                 .build(),
+            variants: Cache::builder()
+                .max_capacity(MAX_ENTRIES)
+                .time_to_live(ttl)
+                .build(),
         }
     }
 
@@ -59,6 +67,13 @@ impl CampaignCache {
     pub async fn get(&self, db: &Db, id: &str) -> sqlx::Result<Cached> {
         let load = async { store::find(db, id).await.map(|row| row.map(Arc::new)) };
         crate::cache::get_or_load(&self.rows, id.to_string(), load).await
+    }
+
+    /// The variants of campaign `c` (empty without variants), from cache when fresh, else
+    /// from PostgreSQL. Errors: the PostgreSQL error of the read.
+    pub async fn variants(&self, db: &Db, c: &str) -> sqlx::Result<Arc<Vec<VariantRow>>> {
+        let load = async { super::variants::list(db, c).await.map(Arc::new) };
+        crate::cache::get_or_load(&self.variants, c.to_string(), load).await
     }
 
     /// The campaign index, from cache when fresh (`ttl`, at least [`super::index::MIN_CACHE`]),
@@ -91,5 +106,6 @@ impl CampaignCache {
     /// Drops the entry of `id`, so the next read goes to PostgreSQL.
     pub async fn invalidate(&self, id: &str) {
         self.rows.invalidate(id).await;
+        self.variants.invalidate(id).await;
     }
 }

@@ -1,9 +1,10 @@
-//! Campaigns: the stored row, its queries, this origin's short-lived cache of it, and the
+//! Campaigns: the stored row, its queries, its variants, this origin's short-lived cache of it, and the
 //! campaign index and winners filters served to the edge.
 
 pub mod cache;
 pub mod index;
 pub mod store;
+pub mod variants;
 pub mod winners;
 
 pub use cache::CampaignCache;

@@ -135,7 +135,7 @@ pub async fn insert<'e>(
         c.id,
         c.name,
         c.kind.as_str(),
-        c.stock,
+        c.total_stock(),
         c.starts_at,
         c.ends_at,
         hold,

@@ -8,8 +8,11 @@
 //!    active (campaign, customer) claims, and the unique coupon code, refuse duplicates;
 //! 2. `UPDATE campaigns SET remaining = remaining − n WHERE … remaining >= n AND NOT paused AND
 //!    starts_at <= now() AND ends_at > now()` — the record decides;
-//! 3. one ledger row per claim;
-//! 4. one `claim.held` (`coupon.issued`) event per claim, and `campaign.sold_out` when the
+//! 3. on a campaign with variants, the claims' `variant` and `UPDATE campaign_variants SET
+//!    remaining = remaining − n WHERE … remaining >= n` per variant ([`take_variants`]): a
+//!    variant short of units refuses the batch as step 2 does;
+//! 4. one ledger row per claim;
+//! 5. one `claim.held` (`coupon.issued`) event per claim, and `campaign.sold_out` when the
 //!    batch took the last unit ([`crate::webhooks::events`]).
 //!
 //! If step 2 refuses, the batch rolls back and each claim is retried in a transaction of its
@@ -44,6 +47,8 @@ pub struct NewClaim {
     pub code: Option<String>,
     pub idempotency_key: String,
     pub request_fp: String,
+    /// The variant claimed, on a campaign with variants.
+    pub variant: Option<String>,
 }
 
 /// What PostgreSQL decided for one claim.
@@ -163,6 +168,58 @@ async fn commit_group(db: &Db, jobs: Vec<Job>) {
     }
 }
 
+/// Step 3 of the module documentation: writes the variant of each claim `inserted` (from
+/// `claims`) and takes its units from its variant, in the batch's transaction. Returns false
+/// when a variant has fewer units than the batch takes of it (the caller rolls back). Nothing
+/// to do (true) on a campaign without variants.
+async fn take_variants(
+    conn: &mut crate::db::Conn<'_>,
+    c: &str,
+    claims: &[&NewClaim],
+    inserted: &[ClaimRow],
+) -> sqlx::Result<bool> {
+    let of: HashMap<&str, &str> = claims
+        .iter()
+        .filter_map(|x| x.variant.as_deref().map(|v| (x.id.as_str(), v)))
+        .collect();
+    if of.is_empty() {
+        return Ok(true);
+    }
+    let (mut ids, mut variants) = (Vec::new(), Vec::new());
+    let mut counts: HashMap<&str, i64> = HashMap::new();
+    for row in inserted {
+        if let Some(&v) = of.get(row.id.as_str()) {
+            ids.push(row.id.as_str());
+            variants.push(v);
+            *counts.entry(v).or_default() += 1;
+        }
+    }
+    if ids.is_empty() {
+        return Ok(true);
+    }
+    sqlx::query(
+        "UPDATE claims SET variant = t.v FROM UNNEST($1::text[], $2::text[]) AS t(id, v)
+          WHERE claims.id = t.id",
+    )
+    .bind(&ids)
+    .bind(&variants)
+    .execute(&mut *conn)
+    .await?;
+    let (names, takes): (Vec<&str>, Vec<i64>) = counts.into_iter().unzip();
+    let taken: Vec<(String,)> = sqlx::query_as(
+        "UPDATE campaign_variants v SET remaining = v.remaining - t.n, updated_at = now()
+           FROM UNNEST($2::text[], $3::bigint[]) AS t(id, n)
+          WHERE v.campaign_id = $1 AND v.id = t.id AND v.remaining >= t.n
+          RETURNING v.id",
+    )
+    .bind(c)
+    .bind(&names)
+    .bind(&takes)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(taken.len() == names.len())
+}
+
 async fn refused(db: &Db, c: &str) -> sqlx::Result<Outcome> {
     campaigns::find(db, c)
         .await?
@@ -228,6 +285,10 @@ async fn try_commit(db: &Db, claims: &[&NewClaim]) -> sqlx::Result<Option<Vec<Ou
             tx.rollback().await?;
             return Ok(None);
         };
+        if !take_variants(&mut tx, c, claims, &inserted).await? {
+            tx.rollback().await?;
+            return Ok(None);
+        }
         let won_ids: Vec<&str> = inserted.iter().map(|r| r.id.as_str()).collect();
         let won_customers: Vec<&str> = inserted.iter().map(|r| r.customer_id.as_str()).collect();
         let event = if kind == CampaignKind::Sale {

@@ -54,6 +54,8 @@ pub struct ClaimRequest {
     pub idempotency_key: String,
     /// The body bytes as sent (already checked to be `{}`-shaped).
     pub body: Vec<u8>,
+    /// The variant asked for, on a campaign with variants (checked to be one of its own).
+    pub variant: Option<String>,
 }
 
 /// How long a second tab waits for the first tab's claim to commit, in total.
@@ -125,15 +127,14 @@ async fn claim_at_gate(
             let Some(own) = &own else {
                 return Ok(Begun::Took(Take::NotLoaded));
             };
-            let begin = gate::begin_take(
+            let begin = gate::begin_take_with(
                 &mut gate,
                 c,
                 own,
                 &req.customer,
                 &token,
-                &req.idempotency_key,
-                &fp,
-                idempotency::PENDING_TTL_SECONDS,
+                (&req.idempotency_key, &fp, idempotency::PENDING_TTL_SECONDS),
+                req.variant.as_deref(),
             );
             svc.metrics.gate_op("take", begin).await
         };
@@ -283,6 +284,10 @@ async fn decide(
                 }
                 return no(Reply::sold_out());
             }
+            Take::VariantSoldOut => {
+                svc.metrics.claim(Outcome::SoldOut, AnsweredFrom::Gate);
+                return no(variant_sold_out(req.variant.as_deref().unwrap_or_default()));
+            }
             Take::AlreadyHolds(holder) if holder.starts_with(gate::PENDING_PREFIX) => {
                 // Her other tab is committing: wait for its outcome, then answer with it.
                 if tokio::time::Instant::now() >= deadline {
@@ -294,7 +299,7 @@ async fn decide(
                 let row = store::find(&svc.db, &claim_id).await?;
                 match row {
                     Some(row) if row.is_active() && row.customer_id == req.customer => {
-                        return no(existing_claim_reply(svc, row, req, fp));
+                        return no(existing_claim_reply(svc, row, req, fp).await?);
                     }
                     Some(row) if row.customer_id == req.customer => {
                         // Her claim was released or expired, and its give-back to the gate
@@ -318,16 +323,35 @@ async fn decide(
             }
         }
         token = flight.renew().to_string();
-        let take = gate::take(redis, c, &req.customer, &token);
+        let take = gate::take_with(redis, c, &req.customer, &token, req.variant.as_deref());
         taken = svc.metrics.gate_op("take", take).await?;
     }
 }
 
+/// The answer to a claim on a variant with no unit left while the campaign has others:
+/// 409 `{"result":"sold_out","variant":"<id>"}`.
+pub fn variant_sold_out(variant: &str) -> Reply {
+    Reply::json(
+        axum::http::StatusCode::CONFLICT,
+        Outcome::SoldOut,
+        &serde_json::json!({"result": "sold_out", "variant": variant}),
+    )
+}
+
 /// Her existing active claim: the first reply again when it was made with this very key and
-/// request (Redis lost the idempotency record), else `already_claimed`.
-fn existing_claim_reply(svc: &ClaimService, row: ClaimRow, req: &ClaimRequest, fp: &str) -> Reply {
+/// request (Redis lost the idempotency record), else `already_claimed`. On a campaign with
+/// variants the claim carries its variant (read from PostgreSQL).
+async fn existing_claim_reply(
+    svc: &ClaimService,
+    row: ClaimRow,
+    req: &ClaimRequest,
+    fp: &str,
+) -> ApiResult<Reply> {
     let same_request = row.idempotency_key == req.idempotency_key && row.request_fp == fp;
-    let claim = row.to_claim();
+    let mut claim = row.to_claim();
+    if req.variant.is_some() {
+        claim.variant = crate::campaigns::variants::of_claim(&svc.db, &row.id).await?;
+    }
     let reply = if same_request {
         // A replay: marked so (`Idempotent-Replayed`), as a replay from the record would be.
         Reply {
@@ -338,7 +362,7 @@ fn existing_claim_reply(svc: &ClaimService, row: ClaimRow, req: &ClaimRequest, f
         Reply::claim(&ClaimReply::AlreadyClaimed { claim })
     };
     svc.metrics.claim(reply.outcome, AnsweredFrom::Store);
-    reply
+    Ok(reply)
 }
 
 async fn commit_taken(
@@ -361,6 +385,7 @@ async fn commit_taken(
         code: None,
         idempotency_key: req.idempotency_key.clone(),
         request_fp: fp.to_string(),
+        variant: req.variant.clone(),
     };
     for _ in 0..MAX_CODE_DRAWS {
         if kind == CampaignKind::Giveaway {
@@ -377,9 +402,9 @@ async fn commit_taken(
         match outcome {
             Committed::Committed(row) => {
                 svc.metrics.claim(Outcome::Claimed, AnsweredFrom::Store);
-                let reply = Reply::claim(&ClaimReply::Claimed {
-                    claim: row.to_claim(),
-                });
+                let mut claim = row.to_claim();
+                claim.variant = req.variant.clone();
+                let reply = Reply::claim(&ClaimReply::Claimed { claim });
                 // The confirmation and her record in one script (one slot).
                 let value = idempotency::record_value(fp, &reply);
                 let record = Some((ticket.record, value.as_slice(), ticket.ttl_seconds));
@@ -401,7 +426,7 @@ async fn commit_taken(
                 // The gate had lost her: give the unit back and remember her claim.
                 gate::give_back_bounded(redis, &svc.db, c, &req.customer, token, Some(&row.id))
                     .await?;
-                return Ok((existing_claim_reply(svc, row, req, fp), Recorded::No));
+                return Ok((existing_claim_reply(svc, row, req, fp).await?, Recorded::No));
             }
             Committed::Refused(now) => {
                 // PostgreSQL's answer stands whatever the correction does; a correction that
@@ -411,8 +436,14 @@ async fn commit_taken(
                 }
                 svc.campaigns.invalidate(c).await;
                 let at = chrono::Utc::now();
-                let reply = ClaimReply::for_state(now.state_at(at), now.starts_at)
-                    .unwrap_or(ClaimReply::SoldOut);
+                let decided = ClaimReply::for_state(now.state_at(at), now.starts_at);
+                if let (None, Some(v)) = (&decided, req.variant.as_deref()) {
+                    // The campaign is live: her variant is what ran out.
+                    correct_variant(svc, redis, c, v).await;
+                    svc.metrics.claim(Outcome::SoldOut, AnsweredFrom::Store);
+                    return Ok((variant_sold_out(v), Recorded::No));
+                }
+                let reply = decided.unwrap_or(ClaimReply::SoldOut);
                 svc.metrics
                     .claim(Outcome::of_claim(&reply), AnsweredFrom::Store);
                 return Ok((Reply::claim(&reply), Recorded::No));
@@ -424,4 +455,26 @@ async fn commit_taken(
     Err(ApiError::Unavailable(
         "no free coupon code after several draws".into(),
     ))
+}
+
+/// PostgreSQL refused a take of variant `v` the gate allowed: the gate's counts of the variant
+/// go to zero when PostgreSQL has none of it left ([`gate::variants::correct_variant`]). A
+/// failure is logged: PostgreSQL's refusals stand meanwhile.
+async fn correct_variant(svc: &ClaimService, redis: &mut gate::Gate, c: &str, v: &str) {
+    let left: sqlx::Result<Option<(i64,)>> = sqlx::query_as(
+        "SELECT remaining FROM campaign_variants WHERE campaign_id = $1 AND id = $2",
+    )
+    .bind(c)
+    .bind(v)
+    .fetch_optional(&svc.db)
+    .await;
+    match left {
+        Ok(Some((left,))) => {
+            if let Err(e) = gate::variants::correct_variant(redis, c, v, left).await {
+                tracing::warn!(campaign = %c, variant = %v, error = %e, "variant correction failed");
+            }
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!(campaign = %c, variant = %v, error = %e, "variant not read"),
+    }
 }

@@ -29,6 +29,7 @@ impl ClaimRow {
             held_until: self.held_until,
             code: self.code.clone(),
             created_at: self.created_at,
+            variant: None,
         }
     }
 

@@ -12,7 +12,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use flashgate_shared::api::promo::CodeChange;
-use flashgate_shared::api::{CampaignKind, ChangeAction, ChangeRequest, NewCampaign};
+use flashgate_shared::api::{
+    CampaignKind, ChangeAction, ChangeRequest, NewCampaign, NewVariant, SetVariant,
+};
 use reqwest::Method;
 use serde_json::Value;
 
@@ -64,9 +66,9 @@ pub enum AdminCommand {
         /// `sale` or `giveaway`.
         #[arg(long, value_parser = parse_kind)]
         kind: CampaignKind,
-        /// Total units (1..=10,000,000).
-        #[arg(long)]
-        stock: i64,
+        /// Total units (1..=10,000,000). With `--variant`, the sum of theirs (leave it out).
+        #[arg(long, required_unless_present = "variants")]
+        stock: Option<i64>,
         /// Start (default: now): RFC 3339, or a local time in an IANA zone
         /// (`"2026-03-29T23:59 Europe/Paris"`, `"Sunday 23:59 Europe/Paris"`).
         #[arg(long, value_parser = parse_cli_time)]
@@ -80,6 +82,21 @@ pub enum AdminCommand {
         /// Shards of the Redis gate, 1..=1024 (default: chosen from the stock).
         #[arg(long)]
         gate_shards: Option<i64>,
+        /// A variant `ID:NAME:STOCK` (e.g. `42:Size 42:50`); repeat for each, at most 1,000.
+        /// The campaign's stock is the sum of theirs.
+        #[arg(long = "variant", value_parser = parse_variant)]
+        variants: Vec<NewVariant>,
+    },
+    /// Add a variant to a campaign with variants, or change one's name and stock (never below
+    /// its units already claimed).
+    Variant {
+        campaign: String,
+        /// The variant id, a slug.
+        variant: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        stock: i64,
     },
     /// Pause: claims are answered `paused` until resumed.
     Pause { campaign: String },
@@ -126,6 +143,19 @@ fn parse_kind(s: &str) -> Result<CampaignKind, String> {
     CampaignKind::parse(s).ok_or_else(|| format!("unknown kind '{s}' (sale, giveaway)"))
 }
 
+/// Parses `--variant ID:NAME:STOCK` (the name may hold colons: the id is before the first,
+/// the stock after the last).
+fn parse_variant(s: &str) -> Result<NewVariant, String> {
+    let usage = || format!("'{s}' is not ID:NAME:STOCK");
+    let (id, rest) = s.split_once(':').ok_or_else(usage)?;
+    let (name, stock) = rest.rsplit_once(':').ok_or_else(usage)?;
+    Ok(NewVariant {
+        id: id.to_string(),
+        name: name.to_string(),
+        stock: stock.trim().parse().map_err(|_| usage())?,
+    })
+}
+
 /// A typed body as the JSON sent.
 fn body(b: impl serde::Serialize) -> Option<Value> {
     Some(serde_json::to_value(b).expect("request bodies serialise"))
@@ -154,12 +184,13 @@ impl AdminCommand {
                 ends_at,
                 hold_seconds,
                 gate_shards,
+                variants,
             } => {
                 let new = NewCampaign {
                     id: id.clone(),
                     name: name.clone(),
                     kind: *kind,
-                    stock: *stock,
+                    stock: stock.unwrap_or(0),
                     starts_at: starts_at.unwrap_or_else(Utc::now),
                     ends_at: *ends_at,
                     hold_seconds: *hold_seconds,
@@ -168,8 +199,25 @@ impl AdminCommand {
                     waiting_room: None,
                     access: None,
                     draw: None,
+                    variants: (!variants.is_empty()).then(|| variants.clone()),
                 };
                 (Method::POST, "/admin/v1/campaigns".into(), body(new))
+            }
+            AdminCommand::Variant {
+                campaign,
+                variant,
+                name,
+                stock,
+            } => {
+                let set = SetVariant {
+                    name: name.clone(),
+                    stock: *stock,
+                };
+                (
+                    Method::PUT,
+                    format!("{}/variants/{variant}", one(campaign)),
+                    body(set),
+                )
             }
             AdminCommand::Pause { campaign } => {
                 change(campaign, ChangeRequest::action(ChangeAction::Pause))
@@ -360,6 +408,58 @@ mod tests {
             "raffle",
             "--stock",
             "1",
+            "--ends-at",
+            "2030-01-01T00:00:00Z",
+        ])
+        .is_err());
+    }
+
+    #[test]
+    fn create_takes_variants_and_variant_sets_one() {
+        let (_, _, b) = req(&[
+            "create",
+            "--id",
+            "shoes",
+            "--name",
+            "Shoes",
+            "--kind",
+            "sale",
+            "--ends-at",
+            "2030-01-01T00:00:00Z",
+            "--variant",
+            "41:Size 41:2",
+            "--variant",
+            "42:Size 42: wide:3",
+        ]);
+        let b = b.unwrap();
+        assert_eq!(b["stock"], 0);
+        assert_eq!(
+            b["variants"],
+            json!([{"id":"41","name":"Size 41","stock":2},
+                   {"id":"42","name":"Size 42: wide","stock":3}])
+        );
+        assert_eq!(
+            req(&["variant", "shoes", "43", "--name", "Size 43", "--stock", "4"]),
+            (
+                Method::PUT,
+                "/admin/v1/campaigns/shoes/variants/43".into(),
+                Some(json!({"name":"Size 43","stock":4}))
+            )
+        );
+        assert!(parse_variant("42:50").is_err());
+        assert!(parse_variant("42:Size:many").is_err());
+        // Without --stock and without variants: a usage error.
+        assert!(T::try_parse_from([
+            "t",
+            "--token",
+            "x",
+            "create",
+            "--id",
+            "s",
+            "--name",
+            "S",
+            "--kind",
+            "sale",
             "--ends-at",
             "2030-01-01T00:00:00Z",
         ])

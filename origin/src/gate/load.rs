@@ -78,6 +78,10 @@ async fn load_locked(db: &Db, redis: &mut Gate, c: &str, k: &Keys) -> Result<boo
     // transaction, so that behind a transaction pooler its parse and execution stay on one
     // server connection.
     let mut tx = db.begin().await?;
+    // One snapshot for every statement below (the variants' counts and holders too).
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        .execute(&mut *tx)
+        .await?;
     let rows = sqlx::query!(
         r#"SELECT c.remaining, c.gate_shards, a.customer_id AS "customer_id?", a.id AS "id?"
              FROM campaigns c
@@ -88,6 +92,7 @@ async fn load_locked(db: &Db, redis: &mut Gate, c: &str, k: &Keys) -> Result<boo
     )
     .fetch_all(&mut *tx)
     .await?;
+    let variants = load_variants(&mut tx, c).await?;
     tx.commit().await?;
     let Some((remaining, n)) = rows.first().map(|r| (r.remaining, r.gate_shards)) else {
         return Ok(false);
@@ -108,7 +113,13 @@ async fn load_locked(db: &Db, redis: &mut Gate, c: &str, k: &Keys) -> Result<boo
             holders[usize::from(super::bucket(cust, n))].push((cust, id));
         }
     }
-    for ((s, part), mine) in (0..n).zip(super::split(remaining, n)).zip(&holders) {
+    // A campaign with variants: each shard's count is the sum of its parts of the variants'.
+    let (variant_parts, parts) = match &variants {
+        Some(v) => super::variants::spread(&v.remaining, n),
+        None => (Vec::new(), super::split(remaining, n)),
+    };
+    let remaining = parts.iter().sum::<i64>();
+    for ((s, part), mine) in (0..n).zip(parts).zip(&holders) {
         let ks = Keys::shard(c, s);
         let mut pipe = redis::pipe();
         // Its part of PostgreSQL's remaining, through the gate's one bounded step (the part is
@@ -124,6 +135,21 @@ async fn load_locked(db: &Db, redis: &mut Gate, c: &str, k: &Keys) -> Result<boo
             .ignore();
         for chunk in mine.chunks(CHUNK) {
             pipe.hset_multiple(&ks.holders, chunk);
+        }
+        if let Some(v) = &variants {
+            pipe.del(&ks.holder_variants);
+            for (id, units) in &variant_parts[usize::from(s)] {
+                pipe.set(ks.variant(id), *units).ignore();
+            }
+            let theirs: Vec<(&str, &str)> = v
+                .holders
+                .iter()
+                .filter(|(cust, _)| super::bucket(cust, n) == s)
+                .map(|(cust, id)| (cust.as_str(), id.as_str()))
+                .collect();
+            for chunk in theirs.chunks(CHUNK) {
+                pipe.hset_multiple(&ks.holder_variants, chunk);
+            }
         }
         pipe.query_async::<()>(redis).await?;
     }
@@ -155,6 +181,38 @@ async fn load_locked(db: &Db, redis: &mut Gate, c: &str, k: &Keys) -> Result<boo
         "gate loaded from PostgreSQL"
     );
     Ok(true)
+}
+
+/// A campaign's variants as a load reads them: each one's id and PostgreSQL's `remaining`,
+/// and the variant of each active claim (customer, variant).
+struct LoadedVariants {
+    remaining: Vec<(String, i64)>,
+    holders: Vec<(String, String)>,
+}
+
+/// The variants of `c` in the load's snapshot; `None` for a campaign without variants.
+async fn load_variants(
+    tx: &mut crate::db::Conn<'_>,
+    c: &str,
+) -> Result<Option<LoadedVariants>, StoreError> {
+    let remaining: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT id, remaining FROM campaign_variants WHERE campaign_id = $1 ORDER BY id",
+    )
+    .bind(c)
+    .fetch_all(&mut *tx)
+    .await?;
+    if remaining.is_empty() {
+        return Ok(None);
+    }
+    let holders: Vec<(String, String)> = sqlx::query_as(
+        "SELECT customer_id, variant FROM claims
+          WHERE campaign_id = $1 AND variant IS NOT NULL AND status = ANY($2)",
+    )
+    .bind(c)
+    .bind(&ClaimStatus::active_names()[..])
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok(Some(LoadedVariants { remaining, holders }))
 }
 
 /// True when every shard of the gate of `c` is loaded.

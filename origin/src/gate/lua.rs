@@ -246,3 +246,118 @@ pub static UNLOCK: LazyLock<Script> = LazyLock::new(|| {
 /// Sets the sold-out flag unless set (for `EVAL` in a pipeline). KEYS: sold_out,
 /// sold_out_gen. Replies the generation.
 pub const SET_SOLD_OUT: &str = concat!(sold_out_fn!(), "return sold_out(KEYS[1], KEYS[2])");
+
+/// The Lua function `take_v(loaded, remaining, vremaining, vholders, holders, pending, flag,
+/// gen, customer, token, now, variant)`: the take of one unit of a variant on the customer's
+/// own shard (a campaign with variants). As `take` above, with the variant's counter
+/// `vremaining` of this shard taken together with the campaign's `remaining` (a unit is taken
+/// only when both have one), and her variant written to `vholders` (customer → variant) beside
+/// her holder, so a give-back returns the unit to its variant.
+///
+/// Returns as `take`, and `{'variant_sold_out'}` on a campaign of one shard whose variant is
+/// empty while other variants still have units (no flag is set then).
+macro_rules! take_v_fn {
+    () => {
+        r"
+local function take_v(loaded, remaining, vremaining, vholders, holders, pending, flag, gen, customer, token, now, variant)
+  if redis.call('EXISTS', loaded) == 0 then return {'not_loaded'} end
+  local h = redis.call('HGET', holders, customer)
+  if h then return {'holds', h} end
+  local r = tonumber(redis.call('GET', remaining) or '0')
+  local v = tonumber(redis.call('GET', vremaining) or '0')
+  if r <= 0 or v <= 0 then
+    if flag then
+      if r <= 0 then return {'sold_out', sold_out(flag, gen)} end
+      return {'variant_sold_out'}
+    end
+    redis.call('HSET', holders, customer, token)
+    redis.call('HSET', vholders, customer, variant)
+    redis.call('ZADD', pending, now .. '.5', customer)
+    return {'empty'}
+  end
+  redis.call('HSET', holders, customer, token)
+  redis.call('HSET', vholders, customer, variant)
+  redis.call('ZADD', pending, now, customer)
+  redis.call('DECR', vremaining)
+  r = redis.call('DECR', remaining)
+  if r == 0 and flag then sold_out(flag, gen) end
+  return {'taken'}
+end
+"
+    };
+}
+
+/// A claim's first step on a campaign with variants: [`BEGIN_TAKE`] with `take_v` (above).
+///
+/// KEYS: the record, loaded, remaining, holders, pending, the variant's remaining, vholders,
+/// and on a campaign of one shard sold_out, sold_out_gen. ARGV: request fingerprint, pending
+/// record lifetime (s), customer, pending token, take time (ms), variant id.
+pub static BEGIN_TAKE_V: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        sold_out_fn!(),
+        take_v_fn!(),
+        r"
+local v = redis.call('GET', KEYS[1])
+if v then return {'existing', v} end
+local out = take_v(KEYS[2], KEYS[3], KEYS[6], KEYS[7], KEYS[4], KEYS[5], KEYS[8], KEYS[9], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
+if out[1] ~= 'not_loaded' then
+  redis.call('SET', KEYS[1], ARGV[1] .. '\npending', 'EX', ARGV[2])
+end
+return out
+"
+    ))
+});
+
+/// The take of a variant's unit without a record ([`TAKE`] with `take_v`). KEYS: loaded,
+/// remaining, holders, pending, the variant's remaining, vholders, and on a campaign of one
+/// shard sold_out, sold_out_gen. ARGV: customer, pending token, take time (ms), variant id.
+pub static TAKE_V: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        sold_out_fn!(),
+        take_v_fn!(),
+        "return take_v(KEYS[1], KEYS[2], KEYS[5], KEYS[6], KEYS[3], KEYS[4], KEYS[7], KEYS[8], ARGV[1], ARGV[2], ARGV[3], ARGV[4])"
+    ))
+});
+
+/// Takes one unit of a variant from another shard ([`TAKE_UNIT`] for a variant). KEYS: loaded,
+/// remaining, the variant's remaining. Replies 1 (taken), 0 (empty), -1 (not loaded).
+pub static TAKE_UNIT_V: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local r = tonumber(redis.call('GET', KEYS[2]) or '0')
+local v = tonumber(redis.call('GET', KEYS[3]) or '0')
+if r <= 0 or v <= 0 then return 0 end
+redis.call('DECR', KEYS[2])
+redis.call('DECR', KEYS[3])
+return 1
+",
+    )
+});
+
+/// [`GIVE_BACK`] for a unit of a variant: the campaign's count and the variant's both move
+/// (each through `move`, bounded by ARGV[5]), and her variant entry goes with her holder.
+/// KEYS: holders, pending, remaining, loaded, the variant's remaining, vholders, and on a
+/// campaign of one shard sold_out, sold_out_gen. ARGV as [`GIVE_BACK`]. Replies as it.
+pub static GIVE_BACK_V: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        sold_out_fn!(),
+        move_fn!(),
+        r"
+if redis.call('EXISTS', KEYS[4]) == 0 then return {0, 0} end
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return {0, 0} end
+if ARGV[3] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('HDEL', KEYS[6], ARGV[1])
+else
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+end
+redis.call('ZREM', KEYS[2], ARGV[1])
+local n = tonumber(ARGV[4])
+if n <= 0 then return {1, 0} end
+move(KEYS[4], KEYS[5], nil, nil, n, tonumber(ARGV[5]))
+local out = move(KEYS[4], KEYS[3], KEYS[7], KEYS[8], n, tonumber(ARGV[5]))
+return {1, out[2]}
+"
+    ))
+});

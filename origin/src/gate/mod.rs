@@ -17,12 +17,17 @@
 //!   script ([`begin_take`]) and the commit's confirmation and the record one more
 //!   ([`confirm`]).
 //!
+//! - `fg:{c}:v:<variant>:remaining` — on a campaign with variants, the units of that variant
+//!   on this shard (the campaign's `remaining` of the shard is the sum of its variants'), and
+//!   `fg:{c}:holder_variants`, hash customer → the variant of her holder ([`variants`]).
+//!
 //! PostgreSQL is the truth: every unit the gate hands out is only won once the claim commits
 //! under a conditional decrement of `campaigns.remaining`. When the two disagree, the gate is
 //! corrected toward PostgreSQL.
 
 pub mod correct;
 pub mod flags;
+mod give_back;
 mod handle;
 pub mod load;
 pub mod loader;
@@ -30,15 +35,18 @@ pub mod lua;
 pub mod readiness;
 mod shards;
 pub mod takes;
+pub mod variants;
 
-use lua::{BEGIN_TAKE, CONFIRM, FLAG, GIVE_BACK, TAKE, TAKE_UNIT};
+use lua::{BEGIN_TAKE, CONFIRM, FLAG, TAKE, TAKE_UNIT};
 use rand::Rng;
 
 pub use correct::{adjust, correct_down, lock_changes, pg_remaining, ChangeLock};
+pub(crate) use give_back::replace_holder;
+pub use give_back::{give_back, give_back_bounded};
 pub use handle::Gate;
 pub use shards::{
-    bucket, holders, holders_of, shard_count, shard_states, winners, Holders, ShardState,
-    MAX_GATE_SHARDS,
+    bucket, holder, holders, holders_of, shard_count, shard_states, split, winners, Holders,
+    ShardState, MAX_GATE_SHARDS,
 };
 
 /// The Redis keys of one shard of a campaign's gate.
@@ -65,6 +73,8 @@ pub struct Keys {
     /// counts (`lowered`, `raised`, `holders_dropped`, `holders_restored`) and
     /// `last_repair_at` (RFC 3339 UTC), read by reconciliation (`crate::repair::audit::repairs`).
     pub audit_repairs: String,
+    /// On a campaign with variants: hash customer → the variant of her holder.
+    pub holder_variants: String,
     /// `fg:{tag}:`, the prefix of every key of this shard.
     prefix: String,
 }
@@ -106,8 +116,14 @@ impl Keys {
             returned: k("returned"),
             audit_deficit: k("audit_deficit"),
             audit_repairs: k("audit_repairs"),
+            holder_variants: k("holder_variants"),
             prefix,
         }
+    }
+
+    /// The key of this shard's count of variant `v` (a campaign with variants).
+    pub fn variant(&self, v: &str) -> String {
+        format!("{}v:{v}:remaining", self.prefix)
     }
 
     /// The key of `customer`'s idempotency record for claims with `key`, in this shard's slot
@@ -132,6 +148,9 @@ pub enum Take {
     AlreadyHolds(String),
     /// The gate is not loaded (Redis lost its state); answer 503 and reload.
     NotLoaded,
+    /// The variant asked for has no unit left while others do (a campaign with variants); no
+    /// flag is set.
+    VariantSoldOut,
 }
 
 /// A fresh pending token for a take (`p:` + random hex).
@@ -178,19 +197,40 @@ pub async fn take(
     customer: &str,
     token: &str,
 ) -> redis::RedisResult<Take> {
+    take_with(redis, c, customer, token, None).await
+}
+
+/// [`take`], of a unit of `variant` when given (a campaign with variants, [`variants`]):
+/// [`Take::VariantSoldOut`] then when the variant has no unit left while the campaign has.
+pub async fn take_with(
+    redis: &mut Gate,
+    c: &str,
+    customer: &str,
+    token: &str,
+    variant: Option<&str>,
+) -> redis::RedisResult<Take> {
     let Some(OwnShard { count: n, keys: k }) = own_shard(redis, c, customer).await? else {
         return Ok(Take::NotLoaded);
     };
     let now_ms = chrono::Utc::now().timestamp_millis();
-    let mut inv = TAKE.prepare_invoke();
-    take_keys(&mut inv, &k, n);
-    let out: Vec<Vec<u8>> = inv
-        .arg(customer)
-        .arg(token)
-        .arg(now_ms)
-        .invoke_async(redis)
-        .await?;
-    took(redis, c, n, &k, customer, token, now_ms, &out).await
+    let mut inv = match variant {
+        Some(v) => {
+            let mut inv = lua::TAKE_V.prepare_invoke();
+            variants::take_keys(&mut inv, &k, n, v);
+            inv
+        }
+        None => {
+            let mut inv = TAKE.prepare_invoke();
+            take_keys(&mut inv, &k, n);
+            inv
+        }
+    };
+    inv.arg(customer).arg(token).arg(now_ms);
+    if let Some(v) = variant {
+        inv.arg(v);
+    }
+    let out: Vec<Vec<u8>> = inv.invoke_async(redis).await?;
+    took(redis, c, n, &k, customer, token, now_ms, &out, variant).await
 }
 
 /// Adds the keys of a take on her own shard `k` (of `n`) to `inv`: loaded, remaining, holders,
@@ -230,30 +270,57 @@ pub async fn begin_take(
     fingerprint: &str,
     pending_ttl_seconds: u64,
 ) -> redis::RedisResult<Begun> {
+    let begin = (key, fingerprint, pending_ttl_seconds);
+    begin_take_with(redis, c, own, customer, token, begin, None).await
+}
+
+/// [`begin_take`] (`begin`: the key, the fingerprint and the pending record's lifetime), of a
+/// unit of `variant` when given, as [`take_with`].
+pub async fn begin_take_with(
+    redis: &mut Gate,
+    c: &str,
+    own: &OwnShard,
+    customer: &str,
+    token: &str,
+    (key, fingerprint, pending_ttl_seconds): (&str, &str, u64),
+    variant: Option<&str>,
+) -> redis::RedisResult<Begun> {
     let (n, k) = (own.count, &own.keys);
     let now_ms = chrono::Utc::now().timestamp_millis();
-    let mut inv = BEGIN_TAKE.key(k.idempotency(customer, key));
-    take_keys(&mut inv, k, n);
-    let out: Vec<Vec<u8>> = inv
-        .arg(fingerprint)
+    let record = k.idempotency(customer, key);
+    let mut inv = match variant {
+        Some(v) => {
+            let mut inv = lua::BEGIN_TAKE_V.key(record);
+            variants::take_keys(&mut inv, k, n, v);
+            inv
+        }
+        None => {
+            let mut inv = BEGIN_TAKE.key(record);
+            take_keys(&mut inv, k, n);
+            inv
+        }
+    };
+    inv.arg(fingerprint)
         .arg(pending_ttl_seconds)
         .arg(customer)
         .arg(token)
-        .arg(now_ms)
-        .invoke_async(redis)
-        .await?;
+        .arg(now_ms);
+    if let Some(v) = variant {
+        inv.arg(v);
+    }
+    let out: Vec<Vec<u8>> = inv.invoke_async(redis).await?;
     if out.first().map(Vec::as_slice) == Some(b"existing".as_slice()) {
         return Ok(Begun::Existing(out.get(1).cloned().unwrap_or_default()));
     }
     Ok(Begun::Took(
-        took(redis, c, n, k, customer, token, now_ms, &out).await?,
+        took(redis, c, n, k, customer, token, now_ms, &out, variant).await?,
     ))
 }
 
 /// The take's reply `out` on her own shard `k` (of `n`), finished on the other shards when
-/// hers was empty.
+/// hers was empty (of `variant`'s units, when given).
 #[allow(clippy::too_many_arguments)]
-async fn took(
+pub(crate) async fn took(
     redis: &mut Gate,
     c: &str,
     n: u16,
@@ -262,6 +329,7 @@ async fn took(
     token: &str,
     now_ms: i64,
     out: &[Vec<u8>],
+    variant: Option<&str>,
 ) -> redis::RedisResult<Take> {
     let text = |at: usize| {
         out.get(at)
@@ -274,7 +342,11 @@ async fn took(
             generation: text(1).parse().unwrap_or(0),
         },
         Some(b"holds") => Take::AlreadyHolds(text(1)),
-        Some(b"empty") => match take_elsewhere(redis, c, n).await? {
+        Some(b"variant_sold_out") => Take::VariantSoldOut,
+        Some(b"empty") => match match variant {
+            Some(v) => variants::take_elsewhere(redis, c, n, v).await?,
+            None => take_elsewhere(redis, c, n).await?,
+        } {
             Elsewhere::Taken => {
                 // Her pending entry now stands for a unit (see [`lua::TAKE`]).
                 let _: i64 = redis::cmd("ZADD")
@@ -294,15 +366,21 @@ async fn took(
                 undo_dedup(redis, k, customer, token).await?;
                 Take::SoldOut { generation }
             }
+            Elsewhere::VariantSoldOut => {
+                undo_dedup(redis, k, customer, token).await?;
+                Take::VariantSoldOut
+            }
         },
         _ => Take::NotLoaded,
     })
 }
 
-enum Elsewhere {
+pub(crate) enum Elsewhere {
     Taken,
     SoldOut(i64),
     NotLoaded,
+    /// Every shard was empty of the variant, not of the campaign.
+    VariantSoldOut,
 }
 
 /// The flag of a campaign of several shards: `(returns so far, generation when set)`.
@@ -319,7 +397,7 @@ async fn read_flag(redis: &mut Gate, c: &str) -> redis::RedisResult<(String, Opt
 
 /// Sets the flag of a campaign of several shards, if no unit came back since `returns` was
 /// read (`None`: whatever came back). Returns its generation, `None` when a unit came back.
-async fn set_flag(
+pub(crate) async fn set_flag(
     redis: &mut Gate,
     c: &str,
     returns: Option<&str>,
@@ -329,7 +407,7 @@ async fn set_flag(
 }
 
 /// Clears the flag of a campaign of several shards (a unit came back).
-async fn clear_flag(redis: &mut Gate, c: &str) -> redis::RedisResult<()> {
+pub(crate) async fn clear_flag(redis: &mut Gate, c: &str) -> redis::RedisResult<()> {
     flag_op(redis, c, "clear", "").await.map(|_| ())
 }
 
@@ -358,23 +436,8 @@ async fn take_elsewhere(redis: &mut Gate, c: &str, n: u16) -> redis::RedisResult
         return Ok(Elsewhere::SoldOut(generation));
     }
     for round in 0..2 {
-        let (first, second) = {
-            let mut rng = rand::rng();
-            (rng.random_range(0..n), rng.random_range(0..n))
-        };
-        let order = std::iter::once(first).chain((0..n).map(|i| (second + i) % n));
-        for s in order {
-            let k = Keys::shard(c, s);
-            let got: i64 = TAKE_UNIT
-                .key(&k.loaded)
-                .key(&k.remaining)
-                .invoke_async(redis)
-                .await?;
-            match got {
-                1 => return Ok(Elsewhere::Taken),
-                -1 => return Ok(Elsewhere::NotLoaded),
-                _ => {}
-            }
+        if let Some(found) = sweep(redis, c, n, None).await? {
+            return Ok(found);
         }
         // Every shard was empty: the flag, unless a unit came back during the sweep (then
         // sweep once more; after that, set it whatever came back).
@@ -388,6 +451,48 @@ async fn take_elsewhere(redis: &mut Gate, c: &str, n: u16) -> redis::RedisResult
     ))
 }
 
+/// One try at a unit on the other shards of `c` (of `n`): a random shard, then a sweep of
+/// every shard from a second random start, of `variant`'s units when given ([`TAKE_UNIT`],
+/// [`lua::TAKE_UNIT_V`]). `None` when every shard was empty.
+pub(crate) async fn sweep(
+    redis: &mut Gate,
+    c: &str,
+    n: u16,
+    variant: Option<&str>,
+) -> redis::RedisResult<Option<Elsewhere>> {
+    let (first, second) = {
+        let mut rng = rand::rng();
+        (rng.random_range(0..n), rng.random_range(0..n))
+    };
+    let order = std::iter::once(first).chain((0..n).map(|i| (second + i) % n));
+    for s in order {
+        let k = Keys::shard(c, s);
+        let got: i64 = match variant {
+            Some(v) => {
+                lua::TAKE_UNIT_V
+                    .key(&k.loaded)
+                    .key(&k.remaining)
+                    .key(k.variant(v))
+                    .invoke_async(redis)
+                    .await?
+            }
+            None => {
+                TAKE_UNIT
+                    .key(&k.loaded)
+                    .key(&k.remaining)
+                    .invoke_async(redis)
+                    .await?
+            }
+        };
+        match got {
+            1 => return Ok(Some(Elsewhere::Taken)),
+            -1 => return Ok(Some(Elsewhere::NotLoaded)),
+            _ => {}
+        }
+    }
+    Ok(None)
+}
+
 /// Undoes her dedup entry (pending holder `token`) on her own shard, returning no unit.
 async fn undo_dedup(
     redis: &mut Gate,
@@ -398,30 +503,6 @@ async fn undo_dedup(
     replace_holder(redis, k, customer, token, None)
         .await
         .map(|_| ())
-}
-
-/// Replaces her holder on her own shard `k` by `replace_with` (`None` drops it) if it is still
-/// `expected`, returning no unit ([`lua::GIVE_BACK`] with no units). Returns whether it was.
-pub(crate) async fn replace_holder(
-    redis: &mut Gate,
-    k: &Keys,
-    customer: &str,
-    expected: &str,
-    replace_with: Option<&str>,
-) -> redis::RedisResult<bool> {
-    let (matched, _): (i64, i64) = GIVE_BACK
-        .key(&k.holders)
-        .key(&k.pending)
-        .key(&k.remaining)
-        .key(&k.loaded)
-        .arg(customer)
-        .arg(expected)
-        .arg(replace_with.unwrap_or(""))
-        .arg(0)
-        .arg(0)
-        .invoke_async(redis)
-        .await?;
-    Ok(matched == 1)
 }
 
 /// A value to write under a key of the same slot in the same script: the key, the value and
@@ -474,92 +555,4 @@ pub async fn record_key(
     Ok(own_shard(redis, c, customer)
         .await?
         .map(|own| own.keys.idempotency(customer, key)))
-}
-
-/// Returns her unit to the gate (to her own shard) if her holder value is still `expected` (a
-/// pending token or a claim id); `replace_with` = `Some(id)` keeps her as holder of claim `id`
-/// instead. Exactly once: a second call finds the holder changed and does nothing. The unit
-/// goes through the gate's one bounded step ([`lua::GIVE_BACK`]): her shard's `remaining` never
-/// rises above `ceiling`, PostgreSQL's `remaining` of the campaign read after the change that
-/// freed the unit ([`give_back_bounded`] reads it). The sold-out flag follows. Returns whether
-/// her holder matched (the unit went back unless the ceiling cut it: then the gate audit finds
-/// the unit missing and puts it back within its bound).
-pub async fn give_back(
-    redis: &mut Gate,
-    c: &str,
-    customer: &str,
-    expected: &str,
-    replace_with: Option<&str>,
-    ceiling: i64,
-) -> redis::RedisResult<bool> {
-    let Some(OwnShard { count: n, keys: k }) = own_shard(redis, c, customer).await? else {
-        return Ok(false);
-    };
-    let mut inv = GIVE_BACK.key(&k.holders);
-    inv.key(&k.pending).key(&k.remaining).key(&k.loaded);
-    if n == 1 {
-        inv.key(&k.sold_out).key(&k.sold_out_gen);
-    }
-    let (matched, moved): (i64, i64) = inv
-        .arg(customer)
-        .arg(expected)
-        .arg(replace_with.unwrap_or(""))
-        .arg(1)
-        .arg(ceiling)
-        .invoke_async(redis)
-        .await?;
-    if matched == 1 && moved == 0 {
-        tracing::warn!(
-            campaign = c,
-            customer,
-            ceiling,
-            "give-back cut: the gate already holds what PostgreSQL has"
-        );
-    }
-    if moved > 0 && n > 1 {
-        clear_flag(redis, c).await?;
-    }
-    Ok(matched == 1)
-}
-
-/// [`give_back`] bounded by PostgreSQL's `remaining` of `c` as read now (after the change that
-/// freed the unit). Errors: PostgreSQL or Redis failing; nothing moved then (a pending holder
-/// is left to the settlement of orphaned takes, a released claim's unit to the drain of
-/// `gate_returns` or the gate audit).
-pub async fn give_back_bounded(
-    redis: &mut Gate,
-    db: &crate::db::Db,
-    c: &str,
-    customer: &str,
-    expected: &str,
-    replace_with: Option<&str>,
-) -> Result<bool, crate::error::StoreError> {
-    let Some(ceiling) = pg_remaining(db, c).await? else {
-        return Ok(false);
-    };
-    Ok(give_back(redis, c, customer, expected, replace_with, ceiling).await?)
-}
-
-/// Splits `total` units over `n` shards as evenly as possible: shard `s` gets
-/// `total / n`, plus one for the first `total % n` shards. The parts sum exactly to `total`.
-pub fn split(total: i64, n: u16) -> Vec<i64> {
-    let n64 = i64::from(n.max(1));
-    let (base, extra) = (total.max(0) / n64, total.max(0) % n64);
-    (0..n64).map(|s| base + i64::from(s < extra)).collect()
-}
-
-/// The holder value of `customer` (claim id or pending token), if any.
-pub async fn holder(
-    redis: &mut Gate,
-    c: &str,
-    customer: &str,
-) -> redis::RedisResult<Option<String>> {
-    let Some(OwnShard { keys: k, .. }) = own_shard(redis, c, customer).await? else {
-        return Ok(None);
-    };
-    redis::cmd("HGET")
-        .arg(k.holders)
-        .arg(customer)
-        .query_async(redis)
-        .await
 }

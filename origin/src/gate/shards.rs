@@ -170,3 +170,27 @@ pub async fn holders_of(
         cursor = next;
     }
 }
+
+/// Splits `total` units over `n` shards as evenly as possible: shard `s` gets
+/// `total / n`, plus one for the first `total % n` shards. The parts sum exactly to `total`.
+pub fn split(total: i64, n: u16) -> Vec<i64> {
+    let n64 = i64::from(n.max(1));
+    let (base, extra) = (total.max(0) / n64, total.max(0) % n64);
+    (0..n64).map(|s| base + i64::from(s < extra)).collect()
+}
+
+/// The holder value of `customer` (claim id or pending token), if any.
+pub async fn holder(
+    redis: &mut Gate,
+    c: &str,
+    customer: &str,
+) -> redis::RedisResult<Option<String>> {
+    let Some(super::OwnShard { keys: k, .. }) = super::own_shard(redis, c, customer).await? else {
+        return Ok(None);
+    };
+    redis::cmd("HGET")
+        .arg(k.holders)
+        .arg(customer)
+        .query_async(redis)
+        .await
+}

@@ -174,7 +174,8 @@ pub async fn series_of(
 
 /// Applies one change (manager token). 200 with [`ChangeReply`]; 404 unknown campaign; 409
 /// `conflict` when the campaign's facts forbid it (stock below the units claimed, stock above
-/// the maximum); 422 `validation_failed` for a bad body, an end before the start or an end that
+/// the maximum, a restock or stock change of a campaign with variants: their stock changes per
+/// variant, [`super::variants::put`]); 422 `validation_failed` for a bad body, an end before the start or an end that
 /// is not in the future (`close` ends a campaign now); 400, 413,
 /// 415 for malformed requests. Nothing is written on any refusal.
 #[utoipa::path(
@@ -193,7 +194,8 @@ pub async fn series_of(
         (status = 400, description = "invalid_json.", body = ErrorBody),
         (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
         (status = 409, description = "conflict: the campaign's facts forbid it (stock below the \
-            units claimed); in_progress (+ `Retry-After`) for a running request with this key.",
+            units claimed; a restock or `set_stock` of a campaign with variants, whose stock \
+            changes per variant); in_progress (+ `Retry-After`) for a running request with this key.",
             body = ErrorBody, headers(("Retry-After" = u32))),
         (status = 413, description = "payload_too_large.", body = ErrorBody),
         (status = 415, description = "unsupported_media_type.", body = ErrorBody),
@@ -217,6 +219,14 @@ pub async fn change(
     }
     if matches!(change, Change::SetWaitingRoom { .. }) {
         crate::queue::require_secret(&state)?;
+    }
+    // A campaign with variants has the stock of its variants: it changes per variant.
+    if change.moves_stock() && !state.campaigns.variants(&state.db, &id).await?.is_empty() {
+        return Err(ApiError::Conflict(
+            "this campaign has variants: change a variant's stock \
+             (PUT /admin/v1/campaigns/{id}/variants/{variant})"
+                .into(),
+        ));
     }
     // A stock change holds the gate's change lock from before its commit until the gate has
     // followed it, so a correction of the gate never sees it in PostgreSQL only (it would take

@@ -30,10 +30,16 @@ struct StatusBody {
     /// reveal is `GET /api/v1/campaigns/{id}/draw`); only on a draw.
     #[serde(skip_serializing_if = "Option::is_none")]
     draw: Option<flashgate_shared::api::DrawStatus>,
+    /// The campaign's variants (id, name, stock, remaining, state; a variant is `sold_out`
+    /// alone while others have units, the campaign only when every variant is); only on a
+    /// campaign with variants.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    variants: Option<Vec<flashgate_shared::api::VariantStatus>>,
 }
 
-/// 200 with the campaign's public status (with `queue` when it has a waiting room; 503 when
-/// Redis cannot tell the queue's figures; with `draw`, its commitment, on a draw campaign), `Cache-Control: public, max-age=1`; 404 when unknown.
+/// 200 with the campaign's public status (with `variants` when it has variants, `queue` when
+/// it has a waiting room, `draw` and its commitment on a draw campaign; 503 when Redis cannot
+/// tell the queue's figures), `Cache-Control: public, max-age=1`; 404 when unknown.
 /// The state is decided by the origin's clock. Counts may be up to `FLASHGATE_CAMPAIGN_CACHE_MS`
 /// old.
 #[utoipa::path(
@@ -62,10 +68,15 @@ pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> Ap
             .map(|d| crate::access::store::brief(&d)),
         false => None,
     };
+    let status = row.status_at(chrono::Utc::now());
+    let variants = state.campaigns.variants(&state.db, &id).await?;
+    let variants =
+        (!variants.is_empty()).then(|| variants.iter().map(|v| v.status(status.state)).collect());
     let body = StatusBody {
-        status: row.status_at(chrono::Utc::now()),
+        status,
         queue: crate::queue::status(&state, &row).await?,
         draw,
+        variants,
     };
     Ok((
         [(header::CACHE_CONTROL, "public, max-age=1")],
@@ -101,7 +112,8 @@ pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> Ap
         (status = 415, description = "unsupported_media_type: not `application/json`.", body = ErrorBody),
         (status = 422, description = "validation_failed (a rule of the body, naming the field: \
             e.g. `ends_at` not in the future, nothing created; a waiting room on an origin \
-            without an edge secret) or idempotency_key_reused.",
+            without an edge secret; `variants`: more than 1,000, a duplicate id, a stock below \
+            0, or `stock` neither their sum nor 0) or idempotency_key_reused.",
             body = ErrorBody),
     ),
 )]
@@ -121,11 +133,15 @@ pub async fn create(
     if new.waiting_room.is_some() || new.draw.is_some() {
         crate::queue::require_secret(&state)?;
     }
-    // A draw's row (its seed and commitment) is written with the campaign, or neither is.
+    // The campaign, its variants and a draw's row (its seed and commitment) are written
+    // together, or none is.
     let mut tx = state.db.begin().await?;
     let row = store::insert(&mut *tx, &new, &admin.name)
         .await?
         .ok_or_else(|| ApiError::Conflict(format!("campaign {} exists", new.id)))?;
+    if let Some(variants) = &new.variants {
+        crate::campaigns::variants::insert_all(&mut tx, &row.id, variants).await?;
+    }
     if let Some(d) = &new.draw {
         crate::access::store::create(&mut *tx, &row.id, d).await?;
     }

@@ -18,7 +18,9 @@ use crate::state::AppState;
 /// Claims one unit for the customer of the token. Checks, in the order the code runs them: the
 /// body is read with its size bound (413 past 4 KiB), then edge signature over that body (403,
 /// when configured), `Content-Type` (415), customer token (401), `Idempotency-Key` (400), body
-/// `{}` (400), campaign id shape (404, without a query), the admission token on a campaign
+/// `{}` or `{"variant": …}` (400), campaign id shape (404, without a query), the variant (on a
+/// campaign with variants: 422 `validation_failed` without one or with an unknown one; on one
+/// without: 400 `invalid_json` with one), the admission token on a campaign
 /// with a waiting room or a draw's ([`crate::queue::check_claim`]: 429 `queued`, 400, 403; a genuine
 /// expired token gets the recorded answer of a retried key instead, see
 /// [`crate::queue::replay`]), then the pace of admitted claims ([`crate::queue::pace`]: 429
@@ -34,7 +36,8 @@ use crate::state::AppState;
         IdempotencyKey,
         Admission,
     ),
-    request_body(content = ClaimRequest, description = "The empty JSON object `{}` (at most 4 KiB).",
+    request_body(content = ClaimRequest, description = "The empty JSON object `{}`, or on a \
+        campaign with variants `{\"variant\": \"<id>\"}` (at most 4 KiB).",
         example = json!({})),
     responses(
         (status = 201, description = "claimed: she won a unit; a sale's claim is a hold until \
@@ -49,6 +52,7 @@ use crate::state::AppState;
             body = ClaimReply, headers(("Retry-After" = u32, description = "With in_progress.")),
             examples(
                 ("sold_out" = (value = json!({"result": "sold_out"}))),
+                ("variant_sold_out" = (value = json!({"result": "sold_out", "variant": "42"}))),
                 ("not_started" = (value = json!({"result": "not_started", "starts_at": "2026-01-01T12:00:00Z"}))),
                 ("in_progress" = (value = json!({"result": "in_progress"}))),
             )),
@@ -63,7 +67,8 @@ use crate::state::AppState;
         (status = 413, description = "payload_too_large: a body past 4 KiB.", body = ErrorBody),
         (status = 415, description = "unsupported_media_type: not `application/json`.", body = ErrorBody),
         (status = 422, description = "idempotency_key_reused: this key was sent with another \
-            body or campaign.", body = ErrorBody),
+            body or campaign; validation_failed naming `variant`: a campaign with variants \
+            claimed without one, or with one it does not have.", body = ErrorBody),
         (status = 429, description = "With a waiting room: `{\"result\":\"queued\"}` without an \
             admission token, or past the admit rate; claim again after `Retry-After`. At the \
             edge, `rate_limited` past 5 claims per second per customer.",
@@ -80,8 +85,10 @@ pub async fn create(
     extract::require_json(&headers)?;
     let customer = extract::customer(&headers, &state).await?;
     let key = extract::idempotency_key(&headers)?;
-    parse_claim_body(&body).map_err(|e| ApiError::BadRequest(codes::INVALID_JSON, e.message))?;
+    let asked = parse_claim_body(&body)
+        .map_err(|e| ApiError::BadRequest(codes::INVALID_JSON, e.message))?;
     let row = extract::campaign(&state, &campaign).await?;
+    let variant = check_variant(&state, &campaign, asked.variant).await?;
     // A campaign with a waiting room, or a draw, needs the admission token.
     let draw = row.waiting_room.is_none()
         && crate::access::admit::is_draw(&state.draw_kinds, &state.db, &row.id).await?;
@@ -126,6 +133,7 @@ pub async fn create(
             customer,
             idempotency_key: key,
             body: body.to_vec(),
+            variant,
         },
     )
     .await?;
@@ -137,6 +145,31 @@ pub async fn create(
         }
     }
     Ok(reply.into_response())
+}
+
+/// The variant of a claim body on campaign `c`: on a campaign with variants it must name one
+/// of them (422 `validation_failed` naming `variant` otherwise); on one without, a body with
+/// `variant` is refused as any unknown field is (400 `invalid_json`).
+async fn check_variant(
+    state: &AppState,
+    c: &str,
+    asked: Option<String>,
+) -> ApiResult<Option<String>> {
+    let variants = state.campaigns.variants(&state.db, c).await?;
+    match asked {
+        None if variants.is_empty() => Ok(None),
+        Some(_) if variants.is_empty() => Err(ApiError::invalid_json(
+            "claim body must be a JSON object without unknown fields: unknown field `variant`, \
+             this campaign has no variants",
+        )),
+        None => Err(ApiError::validation(
+            "variant: this campaign has variants; name one ({\"variant\": \"<id>\"})",
+        )),
+        Some(v) if variants.iter().any(|x| x.id == v) => Ok(Some(v)),
+        Some(_) => Err(ApiError::validation(
+            "variant: no such variant in this campaign",
+        )),
+    }
 }
 
 /// Records the outcome of a claim's answer in the request span and counts a `sold_out` in the
@@ -179,8 +212,15 @@ pub async fn mine(
     let row = store::find_latest(&state.db, &campaign, &customer)
         .await?
         .ok_or_else(none)?;
-    let body = ClaimReply::Claimed {
-        claim: row.to_claim(),
-    };
+    let mut claim = row.to_claim();
+    if !state
+        .campaigns
+        .variants(&state.db, &campaign)
+        .await?
+        .is_empty()
+    {
+        claim.variant = crate::campaigns::variants::of_claim(&state.db, &row.id).await?;
+    }
+    let body = ClaimReply::Claimed { claim };
     Ok((StatusCode::OK, axum::Json(body)).into_response())
 }

@@ -19,6 +19,7 @@ pub mod purge;
 pub mod queue;
 pub mod reconcile;
 pub mod request_id;
+pub mod variants;
 pub mod webhooks;
 
 use std::time::Duration;
@@ -114,6 +115,7 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(campaigns::create).layer(once()))
         .routes(routes!(admin::list))
         .routes(routes!(admin::show, admin::change).layer(once()))
+        .routes(routes!(variants::put).layer(once()))
         .routes(routes!(admin::audit_trail))
         .routes(routes!(admin::series_of))
         .routes(routes!(admin::feed::claims))

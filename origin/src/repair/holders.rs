@@ -116,6 +116,16 @@ pub(super) async fn check_holders(
             .query_async(gate)
             .await?;
         if written {
+            // On a campaign with variants, her variant goes with her holder, so the unit of
+            // a later give-back returns to its variant.
+            if let Some(v) = crate::campaigns::variants::of_claim(db, id).await? {
+                let _: () = redis::cmd("HSET")
+                    .arg(Keys::shard(c, bucket(customer, n)).holder_variants)
+                    .arg(customer)
+                    .arg(v)
+                    .query_async(gate)
+                    .await?;
+            }
             out.restored += 1;
             tracing::warn!(campaign = c, %customer, claim = %id,
                 "gate audit: the missing holder of an active claim was written");

@@ -250,7 +250,8 @@ pub struct AuditEntry {
     /// Name of the admin token that made the change.
     pub actor: String,
     /// `create`, `pause`, `resume`, `close`, `restock`, `set_stock`, `set_ends_at`,
-    /// `set_waiting_room`, `pause_admission`, `resume_admission`, `set_hold_extension` or
+    /// `set_waiting_room`, `pause_admission`, `resume_admission`, `set_hold_extension`, `set_variant`
+    /// (a variant added or changed) or
     /// `export` (the claims feed as CSV) (campaigns); `disable`, `enable` (codes); `export` (a
     /// batch of one-time codes as CSV).
     pub action: String,

@@ -132,6 +132,10 @@ pub struct NewCampaign {
     /// ([`super::draws::DrawSettings`]); rejected otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draw: Option<super::draws::DrawSettings>,
+    /// The campaign's variants (sizes, colours), at most [`super::variants::MAX_VARIANTS`],
+    /// ids unique; absent = none, the campaign behaves as without variants. With variants,
+    /// `stock` is the sum of theirs: give that sum, or 0.
+    pub variants: Option<Vec<super::variants::NewVariant>>,
 }
 
 /// The most shards a campaign's Redis gate may have.
@@ -233,7 +237,19 @@ impl NewCampaign {
             return Err("id must match [a-z0-9-]{1,64}".into());
         }
         crate::text::check_free_text("name", &self.name, MAX_NAME_LEN)?;
-        check_stock("stock", self.stock)?;
+        match &self.variants {
+            Some(variants) => {
+                let sum = super::variants::check_variants(variants)?;
+                if self.stock != 0 && self.stock != sum {
+                    return Err(format!(
+                        "stock must be the sum of the variants' stock ({sum}) or 0"
+                    ));
+                }
+            }
+            None => {
+                check_stock("stock", self.stock)?;
+            }
+        }
         check_year("starts_at", self.starts_at)?;
         check_year("ends_at", self.ends_at)?;
         if let Some(w) = &self.waiting_room {
@@ -275,7 +291,15 @@ impl NewCampaign {
     /// The gate's shard count: `gate_shards`, else [`default_gate_shards`] of the stock.
     pub fn shards(&self) -> i64 {
         self.gate_shards
-            .unwrap_or_else(|| default_gate_shards(self.stock))
+            .unwrap_or_else(|| default_gate_shards(self.total_stock()))
+    }
+
+    /// The campaign's stock: the sum of the variants' stock when it has variants, else `stock`.
+    pub fn total_stock(&self) -> i64 {
+        match &self.variants {
+            Some(v) => v.iter().map(|v| v.stock).sum(),
+            None => self.stock,
+        }
     }
 }
 
@@ -302,6 +326,7 @@ mod tests {
             waiting_room: None,
             access: None,
             draw: None,
+            variants: None,
         };
         assert_eq!((c.validate(), c.shards()), (Ok(()), 16));
         for (n, ok) in [

@@ -63,33 +63,49 @@ pub struct Claim {
     pub code: Option<String>,
     /// RFC 3339 UTC, on the origin's clock.
     pub created_at: DateTime<Utc>,
+    /// The variant she claimed, on a campaign with variants; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
 }
 
-/// `POST /api/v1/campaigns/{id}/claims` request body: the empty JSON object `{}`. Any field
-/// is unknown and rejected; so is any other JSON value (an array, a string, `null`).
+/// `POST /api/v1/campaigns/{id}/claims` request body: the empty JSON object `{}`, or on a
+/// campaign with variants `{"variant": "<variant id>"}`. Any other field is unknown and
+/// rejected; so is any other JSON value (an array, a string, `null`).
 #[derive(Debug, Clone, Default, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct ClaimRequest {}
+pub struct ClaimRequest {
+    /// The variant to claim: required on a campaign with variants, refused (400) on one
+    /// without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+}
 
 impl<'de> Deserialize<'de> for ClaimRequest {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct EmptyObject;
-        impl<'de> serde::de::Visitor<'de> for EmptyObject {
+        struct Body;
+        impl<'de> serde::de::Visitor<'de> for Body {
             type Value = ClaimRequest;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("the empty JSON object {}")
+                f.write_str("the JSON object {} or {\"variant\": \"<id>\"}")
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
                 mut map: A,
             ) -> Result<Self::Value, A::Error> {
-                match map.next_key::<String>()? {
-                    None => Ok(ClaimRequest {}),
-                    Some(k) => Err(serde::de::Error::unknown_field(&k, &[])),
+                let mut variant: Option<String> = None;
+                while let Some(k) = map.next_key::<String>()? {
+                    if k != "variant" {
+                        return Err(serde::de::Error::unknown_field(&k, &["variant"]));
+                    }
+                    if variant.is_some() {
+                        return Err(serde::de::Error::duplicate_field("variant"));
+                    }
+                    variant = Some(map.next_value::<String>()?);
                 }
+                Ok(ClaimRequest { variant })
             }
         }
-        d.deserialize_map(EmptyObject)
+        d.deserialize_map(Body)
     }
 }
 
@@ -208,6 +224,10 @@ mod tests {
         assert!(parse_claim_body(b"{\"x\":1,\"x\":1}").is_err());
         assert!(parse_claim_body(b"not json").is_err());
         assert!(parse_claim_body(b"[]").is_err());
+        let v = parse_claim_body(br#"{"variant":"42"}"#).unwrap();
+        assert_eq!(v.variant.as_deref(), Some("42"));
+        assert!(parse_claim_body(br#"{"variant":"42","variant":"43"}"#).is_err());
+        assert!(parse_claim_body(br#"{"variant":42}"#).is_err());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! - [`giveaway`]: giveaway coupons (redeem, coupon view, QR payload);
 //! - [`gifts`]: gift fulfilment (gift campaigns, segments, caps, eligibility, fulfilments);
 //! - [`promo`]: the coupon-code service (promo codes: check, use, confirm, release, batches);
+//! - [`variants`]: a campaign's variants (sizes, colours) and their rules;
 //! - [`webhooks`]: signed lifecycle webhooks (event types, event bodies, endpoints);
 //! - [`admin`]: the admin bodies (campaign views, change request and reply, audit, reconcile).
 //!
@@ -89,6 +90,7 @@ pub mod gifts;
 pub mod giveaway;
 pub mod holds;
 pub mod promo;
+pub mod variants;
 pub mod webhooks;
 
 pub use admin::*;
@@ -99,6 +101,7 @@ pub use draws::*;
 pub use feed::*;
 pub use giveaway::*;
 pub use holds::*;
+pub use variants::*;
 
 #[cfg(test)]
 mod stored_enum_tests {

@@ -245,6 +245,7 @@ async fn create_campaign(
         waiting_room: waiting_room::option(args)?,
         access: None,
         draw: None,
+        variants: None,
     };
     let resp = http
         .post(format!("{}/admin/v1/campaigns", base(&args.origin)))

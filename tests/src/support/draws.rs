@@ -65,6 +65,7 @@ pub fn draw_campaign(
             entries_close_at: close,
             buying_window_seconds: Some(3_600),
         }),
+        variants: None,
     }
 }
 

@@ -51,6 +51,7 @@ pub async fn campaign(
         waiting_room: Some(w),
         access: None,
         draw: None,
+        variants: None,
     })
     .await;
     id

@@ -140,6 +140,7 @@ async fn grouped(db: &Db, campaign: &str, clients: usize, secs: u64) -> Leg {
             code: None,
             idempotency_key: "k".into(),
             request_fp: "fp".into(),
+            variant: None,
         };
         let committer = committer.clone();
         async move {
