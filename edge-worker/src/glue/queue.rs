@@ -1,5 +1,5 @@
 //! Workers glue of the waiting room (wasm32 only): queue polls answered at the edge, joins
-//! passed to the origin, and the rate limits and admission check of claims. The decisions are
+//! answered at the edge ([`super::joins`]), and the rate limits and admission check of claims. The decisions are
 //! in [`crate::queue`], [`crate::limit`] and [`crate::page`].
 
 use super::respond::{edge_json_headers, respond};
@@ -39,7 +39,7 @@ thread_local! {
 }
 
 /// A random name for this isolate's report ids.
-fn isolate_tag() -> String {
+pub(super) fn isolate_tag() -> String {
     let a = (js_sys::Math::random() * 1e15) as u64;
     let b = (js_sys::Math::random() * 1e15) as u64;
     format!("{a:x}{b:x}")
@@ -216,7 +216,7 @@ async fn poll_answer(
 }
 
 /// `POST /api/v1/campaigns/{id}/queue`: rate limited per IP and per customer (when the
-/// customer token verifies; the origin answers a bad one), then sent to the origin in a group
+/// customer token verifies; the origin answers a bad one), then answered here
 /// ([`super::joins`]) when the token verified here, else passed through.
 pub(super) async fn join(
     mut req: Request,
@@ -239,15 +239,15 @@ pub(super) async fn join(
     if let Err(a) = limit(cfg, Action::Join, customer.as_deref(), ip.as_deref()) {
         return answer(&a);
     }
-    // A verified customer's join goes in this isolate's next group; the origin answers any
-    // other (a bad token's 401) on its own, as without an edge secret to sign groups with.
+    // A verified customer's join is answered here; the origin answers any other (a bad
+    // token's 401) on its own, as without an edge secret to sign tickets with.
     match (customer, &cfg.edge_secret) {
         (Some(customer), Some(_)) if is_valid_slug(id) => {
             // Read whole (the runtime resets a client whose body is left unread); the join has
             // no body to speak of, and one past the bound is refused as the origin would.
             match req.bytes().await {
                 Ok(body) if body.len() > MAX_CLAIM_BODY_BYTES => answer(&decide::too_large()),
-                Ok(_) => super::joins::join(cfg, id, &customer).await,
+                Ok(_) => super::joins::join(&req, cfg, id, &customer, url).await,
                 Err(_) => answer(&decide::unreadable_body()),
             }
         }
