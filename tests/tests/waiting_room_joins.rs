@@ -170,7 +170,7 @@ async fn joins_are_answered_at_the_edge_and_reach_the_origin_in_reports() {
     );
     // Another customer's ticket is no ticket of hers.
     let (st, _, other) = join_at(&http, &edge, &id, c, Some(&tickets[&customers[8]])).await;
-    assert_eq!(st, 201, "{other}");
+    assert_eq!(st, 201, "{st}: {other}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

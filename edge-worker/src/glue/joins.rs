@@ -4,8 +4,9 @@
 //! (`POST /edge/v1/campaigns/{id}/joins`, edge-signed), sent by a reporter that runs after the
 //! answers (`waitUntil`).
 
+use super::origin::post_signed;
 use super::respond::{answer, edge_json_headers, respond};
-use super::{now_ms, send, sign_forwarded, status_for};
+use super::{now_ms, status_for};
 use crate::config::EdgeConfig;
 use crate::decide::Answer;
 use crate::joins::{Issued, Next};
@@ -16,7 +17,7 @@ use flashgate_shared::queue::{JoinReply, TICKET_HEADER};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
-use worker::{js_sys, Delay, Headers, Method, Request, RequestInit, Response, Result};
+use worker::{js_sys, Delay, Request, Response, Result};
 
 /// Tries of one report (the same report id each time: the origin counts it once).
 const REPORT_TRIES: u32 = 3;
@@ -138,18 +139,7 @@ async fn send_report(cfg: &EdgeConfig, id: &str, r: &IssuedReport) -> bool {
         if attempt > 0 {
             Delay::from(Duration::from_millis(500 * u64::from(attempt))).await;
         }
-        let sent = async {
-            let headers = Headers::new();
-            headers.set("content-type", "application/json")?;
-            sign_forwarded(cfg, &headers, None, "POST", &path, &body)?;
-            let mut init = RequestInit::new();
-            init.with_method(Method::Post)
-                .with_headers(headers)
-                .with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
-            let req = Request::new_with_init(&format!("{}{path}", cfg.origin_url), &init)?;
-            send(req, cfg.origin_timeout_ms).await
-        }
-        .await;
+        let sent = post_signed(cfg, &path, &body).await;
         match sent {
             Ok((code, _, _)) if code < 500 => {
                 if code != 200 {

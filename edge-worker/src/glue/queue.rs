@@ -2,8 +2,9 @@
 //! answered at the edge ([`super::joins`]), and the rate limits and admission check of claims. The decisions are
 //! in [`crate::queue`], [`crate::limit`] and [`crate::page`].
 
+use super::origin::post_signed;
 use super::respond::{edge_json_headers, respond};
-use super::{answer, now_ms, pass_through, send, sign_forwarded, status_for, TOKENS};
+use super::{answer, now_ms, pass_through, status_for, TOKENS};
 use crate::config::EdgeConfig;
 use crate::decide::{self, Answer};
 use crate::limit::{self, Action, Limiter};
@@ -16,7 +17,7 @@ use flashgate_shared::queue::TICKET_HEADER;
 use flashgate_shared::{token, MAX_CLAIM_BODY_BYTES};
 use std::cell::RefCell;
 use std::rc::Rc;
-use worker::{js_sys, Headers, Method, Request, RequestInit, Response, Result};
+use worker::{js_sys, Headers, Request, Response, Result};
 
 /// Rate-limit buckets kept per isolate.
 const LIMITER_CAPACITY: usize = 50_000;
@@ -57,18 +58,7 @@ pub(super) async fn send_report(cfg: Rc<EdgeConfig>, id: String, report: Presenc
     let path = presence_path(&id);
     let body = serde_json::to_vec(&report).unwrap_or_default();
     for _ in 0..2 {
-        let sent = async {
-            let headers = Headers::new();
-            headers.set("content-type", "application/json")?;
-            sign_forwarded(&cfg, &headers, None, "POST", &path, &body)?;
-            let mut init = RequestInit::new();
-            init.with_method(Method::Post)
-                .with_headers(headers)
-                .with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
-            let req = Request::new_with_init(&format!("{}{path}", cfg.origin_url), &init)?;
-            send(req, cfg.origin_timeout_ms).await
-        }
-        .await;
+        let sent = post_signed(&cfg, &path, &body).await;
         match sent {
             Ok((code, _, _)) if code < 500 => {
                 if code != 200 {

@@ -4,7 +4,6 @@
 //! origin nothing per customer. The report's tickets join the line that admission walks in
 //! order ([`super::store::issued`]).
 
-use flashgate_shared::admission::{self, AdmissionError};
 use flashgate_shared::api::codes;
 use flashgate_shared::queue::joins::IssuedReport;
 use flashgate_shared::queue::keys::arrival_ms;
@@ -31,13 +30,7 @@ pub async fn record(
     let secret = super::secret(state)?;
     let mut tickets = Vec::with_capacity(r.tickets.len());
     for t in &r.tickets {
-        let ticket = admission::open_ticket(secret, t, c).map_err(|e| {
-            let message = format!("a reported {}", e.message("ticket"));
-            match e {
-                AdmissionError::Malformed => ApiError::BadRequest(codes::INVALID_REQUEST, message),
-                _ => ApiError::Forbidden(message),
-            }
-        })?;
+        let ticket = super::presence::open_reported(secret, t, c)?;
         let seq = ticket.place.sequence;
         if !issued::is_edge_issued(seq) {
             return Err(ApiError::BadRequest(

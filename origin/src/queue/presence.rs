@@ -61,20 +61,25 @@ pub async fn record(
     let secret = super::secret(state)?;
     let mut seqs = BTreeSet::new();
     for t in &r.tickets {
-        let ticket = admission::open_ticket(secret, t, c).map_err(|e| {
-            let message = format!("a reported {}", e.message("ticket"));
-            match e {
-                AdmissionError::Malformed => ApiError::BadRequest(codes::INVALID_REQUEST, message),
-                _ => ApiError::Forbidden(message),
-            }
-        })?;
-        seqs.insert(ticket.place.sequence);
+        seqs.insert(open_reported(secret, t, c)?.place.sequence);
     }
     let mut redis = state.redis.clone();
     let n = store_report(&mut redis, c, &r.report_id, &seqs, now_ms).await?;
     Ok(PresenceReceipt {
         counted: n.max(0) as u64,
         duplicate: n < 0,
+    })
+}
+
+/// Opens ticket `t` of a report for campaign `c`: 400 `invalid_request` when malformed, 403
+/// `forbidden` when forged or another campaign's.
+pub fn open_reported(secret: &[u8], t: &str, c: &str) -> Result<admission::Ticket, ApiError> {
+    admission::open_ticket(secret, t, c).map_err(|e| {
+        let message = format!("a reported {}", e.message("ticket"));
+        match e {
+            AdmissionError::Malformed => ApiError::BadRequest(codes::INVALID_REQUEST, message),
+            _ => ApiError::Forbidden(message),
+        }
     })
 }
 
