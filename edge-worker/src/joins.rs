@@ -87,12 +87,17 @@ pub enum Next {
     Stop,
 }
 
+/// How long one reporter runs at most, ms: a task carried by `waitUntil` may be cut off after
+/// about 30 s, so a join after this starts a new reporter (the old one stops at its next step).
+pub const REPORTER_LIFE_MS: i64 = 20_000;
+
 /// One campaign's tickets not reported yet.
 #[derive(Debug, Default)]
 struct Batch {
     tickets: Vec<String>,
     last_sent_ms: Option<i64>,
-    reporting: bool,
+    /// The running reporter's number and when it started; `None` when none runs.
+    reporter: Option<(u64, i64)>,
 }
 
 /// The isolate's batches. Report ids are `<isolate tag>-j<counter>`, unique per isolate run.
@@ -102,6 +107,7 @@ pub struct Issued {
     sent: u64,
     batches: HashMap<String, Batch>,
     last_key: u64,
+    reporters: u64,
 }
 
 impl Issued {
@@ -112,6 +118,7 @@ impl Issued {
             sent: 0,
             batches: HashMap::new(),
             last_key: 0,
+            reporters: 0,
         }
     }
 
@@ -133,15 +140,23 @@ impl Issued {
             .is_none_or(|b| b.tickets.len() < MAX_PENDING)
     }
 
-    /// Keeps signed ticket `ticket` of `campaign` for its next report. Returns true when no
-    /// reporter runs for the campaign: the caller starts one (which calls [`Self::next`]).
-    pub fn add(&mut self, campaign: &str, ticket: String) -> bool {
+    /// Keeps signed ticket `ticket` of `campaign` for its next report at `now_ms`. Returns the
+    /// number of a reporter to start when none runs for the campaign (or the one running is
+    /// older than [`REPORTER_LIFE_MS`]): the caller starts it, and it calls [`Self::next`].
+    pub fn add(&mut self, campaign: &str, ticket: String, now_ms: i64) -> Option<u64> {
         if !self.batches.contains_key(campaign) && self.batches.len() >= MAX_CAMPAIGNS {
-            self.batches.retain(|_, b| b.reporting);
+            self.batches.retain(|_, b| b.reporter.is_some());
         }
         let b = self.batches.entry(campaign.to_string()).or_default();
         b.tickets.push(ticket);
-        !std::mem::replace(&mut b.reporting, true)
+        if b.reporter
+            .is_some_and(|(_, since)| now_ms.saturating_sub(since) < REPORTER_LIFE_MS)
+        {
+            return None;
+        }
+        self.reporters += 1;
+        b.reporter = Some((self.reporters, now_ms));
+        Some(self.reporters)
     }
 
     /// Puts back the tickets of a report that could not be delivered (sent again in the next).
@@ -151,15 +166,19 @@ impl Issued {
         b.tickets = tickets;
     }
 
-    /// The reporter's next step at `now_ms`: a report of up to [`MAX_ISSUED_TICKETS`] (oldest
+    /// Reporter `reporter`'s next step at `now_ms` ([`Next::Stop`] when another has taken
+    /// over): a report of up to [`MAX_ISSUED_TICKETS`] (oldest
     /// first) once the last went [`REPORT_EVERY_MS`] ago, else the wait; [`Next::Stop`] (and the
     /// reporter is marked stopped) when nothing is pending.
-    pub fn next(&mut self, campaign: &str, now_ms: i64) -> Next {
+    pub fn next(&mut self, campaign: &str, reporter: u64, now_ms: i64) -> Next {
         let Some(b) = self.batches.get_mut(campaign) else {
             return Next::Stop;
         };
+        if b.reporter.map(|(n, _)| n) != Some(reporter) {
+            return Next::Stop;
+        }
         if b.tickets.is_empty() {
-            b.reporting = false;
+            b.reporter = None;
             return Next::Stop;
         }
         if let Some(at) = b.last_sent_ms {
@@ -230,40 +249,57 @@ mod tests {
     #[test]
     fn one_report_per_second_and_campaign_with_every_ticket() {
         let mut i = Issued::new("iso");
-        assert!(i.add("c", "t1".into()), "the first starts a reporter");
-        assert!(!i.add("c", "t2".into()));
-        let Next::Send(r) = i.next("c", 1_000) else {
+        let r1 = i
+            .add("c", "t1".into(), 0)
+            .expect("the first starts a reporter");
+        assert_eq!(i.add("c", "t2".into(), 0), None);
+        let Next::Send(r) = i.next("c", r1, 1_000) else {
             panic!("due at once")
         };
         assert_eq!((r.report_id.as_str(), r.tickets.len()), ("iso-j1", 2));
-        assert!(!i.add("c", "t3".into()), "the reporter still runs");
-        assert_eq!(i.next("c", 1_400), Next::Wait(600));
-        assert!(i.add("d", "x".into()), "another campaign has its own");
-        let Next::Send(r) = i.next("c", 2_000) else {
+        assert_eq!(
+            i.add("c", "t3".into(), 1_000),
+            None,
+            "the reporter still runs"
+        );
+        assert_eq!(i.next("c", r1, 1_400), Next::Wait(600));
+        assert!(
+            i.add("d", "x".into(), 1_400).is_some(),
+            "another campaign has its own"
+        );
+        let Next::Send(r) = i.next("c", r1, 2_000) else {
             panic!("a second later")
         };
         assert_eq!(r.tickets, vec!["t3".to_string()]);
-        assert_eq!(i.next("c", 2_500), Next::Stop);
-        assert!(i.add("c", "t4".into()), "stopped: the next join starts one");
-        assert_eq!(i.next("c", 2_500), Next::Wait(500));
+        assert_eq!(i.next("c", r1, 2_500), Next::Stop);
+        let r2 = i
+            .add("c", "t4".into(), 2_500)
+            .expect("stopped: the next join starts one");
+        assert_eq!(i.next("c", r2, 2_500), Next::Wait(500));
         i.put_back("c", vec!["t0".into()]);
-        let Next::Send(r) = i.next("c", 3_000) else {
+        let Next::Send(r) = i.next("c", r2, 3_000) else {
             panic!("due")
         };
         assert_eq!(r.tickets, vec!["t0".to_string(), "t4".to_string()]);
+        // A reporter past its life is replaced; the old one stops at its next step.
+        let r3 = i
+            .add("c", "t5".into(), 2_500 + REPORTER_LIFE_MS)
+            .expect("a new one");
+        assert_eq!(i.next("c", r2, 30_000), Next::Stop);
+        assert!(matches!(i.next("c", r3, 30_000), Next::Send(_)));
     }
 
     #[test]
     fn a_report_holds_at_most_the_bound() {
         let mut i = Issued::new("iso");
         for n in 0..MAX_ISSUED_TICKETS + 3 {
-            i.add("c", format!("t{n}"));
+            i.add("c", format!("t{n}"), 0);
         }
-        let Next::Send(r) = i.next("c", 0) else {
+        let Next::Send(r) = i.next("c", 1, 0) else {
             panic!()
         };
         assert_eq!(r.tickets.len(), MAX_ISSUED_TICKETS);
-        let Next::Send(r) = i.next("c", 1_000) else {
+        let Next::Send(r) = i.next("c", 1, 1_000) else {
             panic!()
         };
         assert_eq!(r.tickets.len(), 3);

@@ -25,11 +25,11 @@ const REPORT_TRIES: u32 = 3;
 thread_local! {
     static ISSUED: RefCell<Issued> = RefCell::new(Issued::new(&super::queue::isolate_tag()));
     /// Campaigns whose reporter is to start after this request's answer (`waitUntil`).
-    static STARTS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    static STARTS: RefCell<Vec<(String, u64)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The campaigns whose reporter must start, taken out.
-pub(super) fn take_starts() -> Vec<String> {
+/// The reporters to start (campaign id, reporter number), taken out.
+pub(super) fn take_starts() -> Vec<(String, u64)> {
     STARTS.with(|s| std::mem::take(&mut *s.borrow_mut()))
 }
 
@@ -76,8 +76,8 @@ pub(super) async fn join(
     };
     ticket.place.sequence = ISSUED.with(|i| i.borrow_mut().monotonic(ticket.place.sequence));
     let raw = sign_ticket(secret, &ticket);
-    if ISSUED.with(|i| i.borrow_mut().add(id, raw.clone())) {
-        STARTS.with(|s| s.borrow_mut().push(id.to_string()));
+    if let Some(reporter) = ISSUED.with(|i| i.borrow_mut().add(id, raw.clone(), now)) {
+        STARTS.with(|s| s.borrow_mut().push((id.to_string(), reporter)));
     }
     reply(201, raw, &ticket, &entry, secret, now)
 }
@@ -109,13 +109,13 @@ fn reply(
     ))
 }
 
-/// The reporter of campaign `id` at this isolate: sends its issued tickets, one report at most
-/// every second, until none is pending. Runs after the answers (`waitUntil`). A report that
+/// Reporter `reporter` of campaign `id` at this isolate: sends its issued tickets, one report
+/// at most every second, until none is pending or a newer reporter took over. Runs after the answers (`waitUntil`). A report that
 /// got no answer or a 5xx is tried again with the same id; one that never got through is put
 /// back for the next report.
-pub(super) async fn report(cfg: Rc<EdgeConfig>, id: String) {
+pub(super) async fn report(cfg: Rc<EdgeConfig>, id: String, reporter: u64) {
     loop {
-        let next = ISSUED.with(|i| i.borrow_mut().next(&id, now_ms()));
+        let next = ISSUED.with(|i| i.borrow_mut().next(&id, reporter, now_ms()));
         match next {
             Next::Stop => return,
             Next::Wait(ms) => {

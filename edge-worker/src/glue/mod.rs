@@ -145,8 +145,8 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
         ctx.wait_until(queue::send_report(cfg.clone(), id, report));
     }
     // So do the reports of the tickets issued here (one reporter per campaign and isolate).
-    for id in joins::take_starts() {
-        ctx.wait_until(joins::report(cfg.clone(), id));
+    for (id, reporter) in joins::take_starts() {
+        ctx.wait_until(joins::report(cfg.clone(), id, reporter));
     }
     // The origin sends the id back on its answers; the edge's own answers echo the caller's.
     if let Some(id) = request_id {
