@@ -6,12 +6,16 @@
 // true every request (the probe too) goes to the URL's path plus a random suffix, e.g. a made-up
 // campaign id per request. With "tokensFile" (a file of customer tokens, one a line) the requests
 // take the tokens in turn as `Authorization: Bearer <token>` (the probe the first): one customer
-// per token. Those requests are built once, before the load, like the single request of the
+// per token. With "mintSecret" (the HS256 customer-token secret) and "mintPrefix", every request
+// (the probe too) carries a token of its own, minted in autocannon's setupRequest for customer
+// `<mintPrefix><n>`, n = 1, 2, ...: a new customer per request (autocannon would otherwise send
+// the very same request each time). Those requests are built once, before the load, like the single request of the
 // other phases, so the load generator's own cost per request stays the same. Before the load, one request checks that the answer has the expected status,
 // body and `flashgate-answered-by: edge`; the phase fails (exit 1) when it does not, or when
 // any answer under load has another status.
 import autocannon from "autocannon";
 import { readFileSync } from "node:fs";
+import { createHmac } from "node:crypto";
 
 const phase = JSON.parse(process.argv[2]);
 const init = { method: phase.method || "GET", headers: phase.headers || {}, body: phase.body };
@@ -20,6 +24,17 @@ const tokens = phase.tokensFile
   : [];
 const withToken = (token) => ({ ...init.headers, authorization: `Bearer ${token}` });
 if (tokens.length > 0) init.headers = withToken(tokens[0]);
+
+const b64url = (b) => Buffer.from(b).toString("base64url");
+const jwtHead = b64url(JSON.stringify({ alg: "HS256", typ: "JWT" }));
+const exp = Math.floor(Date.now() / 1000) + 3600;
+let minted = 0;
+const mint = () => {
+  minted += 1;
+  const body = `${jwtHead}.${b64url(JSON.stringify({ sub: `${phase.mintPrefix}${minted}`, exp }))}`;
+  return `${body}.${createHmac("sha256", phase.mintSecret).update(body).digest("base64url")}`;
+};
+if (phase.mintSecret) init.headers = withToken(mint());
 
 const suffix = () => `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
 const probe = await fetch(phase.randomSuffix ? phase.url + suffix() : phase.url, init);
@@ -43,6 +58,9 @@ const result = await autocannon({
   ...(tokens.length > 0 && {
     requests: tokens.map((token) => ({ method: init.method, headers: withToken(token), body: init.body })),
   }),
+  ...(phase.mintSecret && {
+    requests: [{ setupRequest: (req) => ({ ...req, headers: withToken(mint()) }) }],
+  }),
 });
 const total = result.requests.total;
 const expected = phase.expectStatus >= 400 && phase.expectStatus < 500 ? result["4xx"] : result["2xx"];
@@ -51,6 +69,7 @@ const out = {
   name: phase.name,
   requests: total,
   ...(tokens.length > 0 && { customers: tokens.length }),
+  ...(phase.mintSecret && { customers: minted }),
   rps: Math.round(result.requests.average),
   p50_ms: result.latency.p50,
   p99_ms: result.latency.p99,

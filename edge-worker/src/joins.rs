@@ -1,197 +1,311 @@
-//! Joins grouped at the edge, in plain Rust: the joins that arrive at an isolate while its
-//! previous group of a campaign is with the origin wait for it, then go as one group
-//! ([`flashgate_shared::queue::joins::JoinGroup`]): one origin request and one Redis step for
-//! many joins, with one group in flight per campaign and isolate (as a grouped commit does for
-//! writes). A join waits at most for the group in flight plus its own.
-//!
-//! The glue drives it: each join [`JoinGroups::enqueue`]s, then either
-//! [`JoinGroups::lead`]s a group (sends it, [`JoinGroups::settle`]s every answer) or waits on
-//! a short timer until [`JoinGroups::take`] has its answer or no group is in flight.
+//! Joins answered at the edge, in plain Rust: [`issue`] makes a customer's ticket (its
+//! sequence number is its order key, [`flashgate_shared::queue::keys`]), and [`Issued`] keeps
+//! the tickets an isolate issued until they are reported to the origin in one batch per
+//! campaign at most every [`REPORT_EVERY_MS`] ([`IssuedReport`]). The glue sends each report
+//! after the answers (`waitUntil`), so no customer waits for it; a join costs the origin
+//! nothing of its own.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
-use flashgate_shared::queue::joins::MAX_GROUP_JOINS;
+use chrono::{DateTime, Utc};
+use flashgate_shared::admission::{Place, Ticket};
+use flashgate_shared::api::codes;
+use flashgate_shared::queue::joins::{IssuedReport, MAX_ISSUED_TICKETS};
+use flashgate_shared::queue::keys::{arrival_key, drawn_key, EDGE_BLOCK};
+use flashgate_shared::queue::presence::REPORT_EVERY_MS;
+use flashgate_shared::queue::{QueueStatus, Queueing};
 
-/// A join's answer, as the glue relays it.
+use crate::decide::Answer;
+
+/// Campaigns whose batch an isolate keeps at most (beyond, the batches start over; a report
+/// due is sent first).
+pub const MAX_CAMPAIGNS: usize = 1_000;
+
+/// Tickets kept per campaign between reports at most; a join past it is answered 503
+/// `unavailable` (the origin is not taking the reports).
+pub const MAX_PENDING: usize = 4 * MAX_ISSUED_TICKETS;
+
+/// The ticket of `customer` joining campaign `campaign` (starting at `starts_at`) at `now_ms`,
+/// from the waiting room `queue` as this isolate knows it: an arrival key after the start of a
+/// `fifo` queue, else (the `prequeue_seconds` before the start, a `random` queue) her draw,
+/// a keyed hash under `secret`. `salt` tells apart two isolates' joins of one millisecond.
+/// Error: 409 `conflict` before the prequeue opens.
+pub fn issue(
+    secret: &[u8],
+    campaign: &str,
+    customer: &str,
+    queue: &QueueStatus,
+    starts_at: DateTime<Utc>,
+    now_ms: i64,
+    salt: u32,
+) -> Result<Ticket, Answer> {
+    let start_ms = starts_at.timestamp_millis();
+    let opens_ms = start_ms.saturating_sub(i64::from(queue.prequeue_seconds) * 1000);
+    let drawn = if now_ms >= start_ms {
+        queue.queueing == Queueing::Random
+    } else if now_ms >= opens_ms && queue.prequeue_seconds > 0 {
+        true
+    } else {
+        let opens = DateTime::from_timestamp_millis(opens_ms).unwrap_or(starts_at);
+        return Err(Answer::error(
+            409,
+            codes::CONFLICT,
+            &format!(
+                "the waiting room opens at {}",
+                opens.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            ),
+        ));
+    };
+    let (sequence, w) = if drawn {
+        let waiting = queue.drawn.saturating_sub(queue.admitted);
+        (
+            drawn_key(secret, campaign, customer, queue.now_serving),
+            waiting.saturating_add(1),
+        )
+    } else {
+        (arrival_key(now_ms, salt), 0)
+    };
+    Ok(Ticket {
+        place: Place {
+            campaign: campaign.to_string(),
+            customer: customer.to_string(),
+            sequence,
+        },
+        issued_at_s: now_ms.div_euclid(1000),
+        drawn_waiting_at_issue: w,
+    })
+}
+
+/// What the reporter of one campaign does next ([`Issued::next`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
-    /// HTTP status: 201/200 with her ticket, else the group's error.
-    pub status: u16,
-    /// The JSON body.
-    pub body: Vec<u8>,
-    /// `Retry-After` to relay, seconds.
-    pub retry_after: Option<String>,
-    /// True when the origin gave it (her place, or its refusal of the group); false when the
-    /// edge made it (the origin could not be reached).
-    pub from_origin: bool,
+pub enum Next {
+    /// Send this report now.
+    Send(IssuedReport),
+    /// Wait this many ms, then ask again.
+    Wait(i64),
+    /// Nothing pending: the reporter stops (the next join starts another).
+    Stop,
 }
 
-/// One campaign's joins at this isolate.
+/// How long one reporter runs at most, ms: a task carried by `waitUntil` may be cut off after
+/// about 30 s, so a join after this starts a new reporter (the old one stops at its next step).
+pub const REPORTER_LIFE_MS: i64 = 20_000;
+
+/// One campaign's tickets not reported yet.
 #[derive(Debug, Default)]
-struct Campaign {
-    /// Waiting to be sent: (join id, customer), in arrival order.
-    pending: VecDeque<(u64, String)>,
-    /// When the group in flight was sent (epoch ms); `None` when none is.
-    leading_since_ms: Option<i64>,
-    /// Answers not taken yet, by join id.
-    done: HashMap<u64, Outcome>,
+struct Batch {
+    tickets: Vec<String>,
+    last_sent_ms: Option<i64>,
+    /// The running reporter's number and when it started; `None` when none runs.
+    reporter: Option<(u64, i64)>,
 }
 
-/// The isolate's joins, per campaign.
-#[derive(Debug, Default)]
-pub struct JoinGroups {
-    next_id: u64,
-    campaigns: HashMap<String, Campaign>,
+/// The isolate's batches. Report ids are `<isolate tag>-j<counter>`, unique per isolate run.
+#[derive(Debug)]
+pub struct Issued {
+    tag: String,
+    sent: u64,
+    batches: HashMap<String, Batch>,
+    last_key: u64,
+    reporters: u64,
 }
 
-impl JoinGroups {
-    /// No joins yet.
-    pub fn new() -> Self {
-        Self::default()
+impl Issued {
+    /// Batches of an isolate named `tag` (`[A-Za-z0-9_-]`, up to 40 bytes).
+    pub fn new(tag: &str) -> Self {
+        Issued {
+            tag: tag.chars().take(40).collect(),
+            sent: 0,
+            batches: HashMap::new(),
+            last_key: 0,
+            reporters: 0,
+        }
     }
 
-    /// Queues a join of `customer` (whose token the edge verified) on `campaign`; returns its id.
-    pub fn enqueue(&mut self, campaign: &str, customer: &str) -> u64 {
-        self.next_id = self.next_id.wrapping_add(1);
-        let id = self.next_id;
-        self.campaigns
-            .entry(campaign.to_string())
-            .or_default()
-            .pending
-            .push_back((id, customer.to_string()));
-        id
+    /// `seq`, or one past the last arrival key this isolate issued when that is not below it:
+    /// an isolate's arrival keys increase strictly, so a join answered before another is sent
+    /// is ahead of it. Drawn numbers are returned as they are.
+    pub fn monotonic(&mut self, seq: u64) -> u64 {
+        if seq < EDGE_BLOCK {
+            return seq;
+        }
+        self.last_key = seq.max(self.last_key.saturating_add(1));
+        self.last_key
     }
 
-    /// The next group of `campaign` to send, when none is in flight (or the one in flight was
-    /// sent more than `stale_ms` ago: its leader gave up) and joins are pending: up to
-    /// [`MAX_GROUP_JOINS`] of them, oldest first. The caller sends it and then calls
-    /// [`Self::settle`].
-    pub fn lead(
-        &mut self,
-        campaign: &str,
-        now_ms: i64,
-        stale_ms: i64,
-    ) -> Option<Vec<(u64, String)>> {
-        let c = self.campaigns.get_mut(campaign)?;
-        if c.leading_since_ms.is_some_and(|t| now_ms - t < stale_ms) || c.pending.is_empty() {
+    /// True when campaign `campaign` has room for another ticket ([`MAX_PENDING`]).
+    pub fn has_room(&self, campaign: &str) -> bool {
+        self.batches
+            .get(campaign)
+            .is_none_or(|b| b.tickets.len() < MAX_PENDING)
+    }
+
+    /// Keeps signed ticket `ticket` of `campaign` for its next report at `now_ms`. Returns the
+    /// number of a reporter to start when none runs for the campaign (or the one running is
+    /// older than [`REPORTER_LIFE_MS`]): the caller starts it, and it calls [`Self::next`].
+    pub fn add(&mut self, campaign: &str, ticket: String, now_ms: i64) -> Option<u64> {
+        if !self.batches.contains_key(campaign) && self.batches.len() >= MAX_CAMPAIGNS {
+            self.batches.retain(|_, b| b.reporter.is_some());
+        }
+        let b = self.batches.entry(campaign.to_string()).or_default();
+        b.tickets.push(ticket);
+        if b.reporter
+            .is_some_and(|(_, since)| now_ms.saturating_sub(since) < REPORTER_LIFE_MS)
+        {
             return None;
         }
-        let n = c.pending.len().min(MAX_GROUP_JOINS);
-        c.leading_since_ms = Some(now_ms);
-        Some(c.pending.drain(..n).collect())
+        self.reporters += 1;
+        b.reporter = Some((self.reporters, now_ms));
+        Some(self.reporters)
     }
 
-    /// Files the answers of a group of `campaign` (`answers[i]` for `ids[i]`) and ends its flight.
-    pub fn settle(&mut self, campaign: &str, ids: &[u64], answers: Vec<Outcome>) {
-        let c = self.campaigns.entry(campaign.to_string()).or_default();
-        c.leading_since_ms = None;
-        c.done.extend(ids.iter().copied().zip(answers));
+    /// Puts back the tickets of a report that could not be delivered (sent again in the next).
+    pub fn put_back(&mut self, campaign: &str, mut tickets: Vec<String>) {
+        let b = self.batches.entry(campaign.to_string()).or_default();
+        tickets.append(&mut b.tickets);
+        b.tickets = tickets;
     }
 
-    /// Takes join `id`'s answer, once it has one.
-    pub fn take(&mut self, campaign: &str, id: u64) -> Option<Outcome> {
-        let c = self.campaigns.get_mut(campaign)?;
-        let answer = c.done.remove(&id);
-        self.forget_if_idle(campaign);
-        answer
-    }
-
-    /// True while join `id` of `campaign` has no answer and a group is in flight (so it waits).
-    pub fn should_wait(&self, campaign: &str, id: u64, now_ms: i64, stale_ms: i64) -> bool {
-        self.campaigns.get(campaign).is_some_and(|c| {
-            !c.done.contains_key(&id) && c.leading_since_ms.is_some_and(|t| now_ms - t < stale_ms)
+    /// Reporter `reporter`'s next step at `now_ms` ([`Next::Stop`] when another has taken
+    /// over): a report of up to [`MAX_ISSUED_TICKETS`] (oldest
+    /// first) once the last went [`REPORT_EVERY_MS`] ago, else the wait; [`Next::Stop`] (and the
+    /// reporter is marked stopped) when nothing is pending.
+    pub fn next(&mut self, campaign: &str, reporter: u64, now_ms: i64) -> Next {
+        let Some(b) = self.batches.get_mut(campaign) else {
+            return Next::Stop;
+        };
+        if b.reporter.map(|(n, _)| n) != Some(reporter) {
+            return Next::Stop;
+        }
+        if b.tickets.is_empty() {
+            b.reporter = None;
+            return Next::Stop;
+        }
+        if let Some(at) = b.last_sent_ms {
+            let wait = at.saturating_add(REPORT_EVERY_MS).saturating_sub(now_ms);
+            if wait > 0 {
+                return Next::Wait(wait);
+            }
+        }
+        b.last_sent_ms = Some(now_ms);
+        let n = b.tickets.len().min(MAX_ISSUED_TICKETS);
+        let tickets: Vec<String> = b.tickets.drain(..n).collect();
+        self.sent += 1;
+        Next::Send(IssuedReport {
+            report_id: format!("{}-j{}", self.tag, self.sent),
+            tickets,
         })
-    }
-
-    /// Drops join `id` (its request gave up): not sent if still pending, its answer not kept.
-    pub fn abandon(&mut self, campaign: &str, id: u64) {
-        if let Some(c) = self.campaigns.get_mut(campaign) {
-            c.pending.retain(|(i, _)| *i != id);
-            c.done.remove(&id);
-        }
-        self.forget_if_idle(campaign);
-    }
-
-    /// Campaigns with anything pending, in flight or unanswered (the isolate keeps no more).
-    pub fn campaigns(&self) -> usize {
-        self.campaigns.len()
-    }
-
-    fn forget_if_idle(&mut self, campaign: &str) {
-        if self.campaigns.get(campaign).is_some_and(|c| {
-            c.pending.is_empty() && c.done.is_empty() && c.leading_since_ms.is_none()
-        }) {
-            self.campaigns.remove(campaign);
-        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flashgate_shared::queue::keys::arrival_ms;
+    use flashgate_shared::queue::RANDOM_BLOCK;
 
-    fn ok(n: u8) -> Outcome {
-        Outcome {
-            status: 201,
-            body: vec![n],
-            retry_after: None,
-            from_origin: true,
+    fn room(queueing: Queueing) -> QueueStatus {
+        QueueStatus {
+            admit_per_second: 10,
+            admission_ttl_seconds: 60,
+            queueing,
+            prequeue_seconds: 600,
+            drawn: 5,
+            admitted: 2,
+            ..Default::default()
         }
     }
 
     #[test]
-    fn joins_during_a_flight_go_in_the_next_group() {
-        let mut g = JoinGroups::new();
-        let a = g.enqueue("c", "alice");
-        let group = g.lead("c", 0, 5_000).unwrap();
-        assert_eq!(group, vec![(a, "alice".to_string())]);
-        // Arrivals while the group is in flight wait; nobody else may lead.
-        let b = g.enqueue("c", "bob");
-        let b2 = g.enqueue("c", "bob");
-        assert!(g.lead("c", 10, 5_000).is_none());
-        assert!(g.should_wait("c", b, 10, 5_000));
-        g.settle("c", &[a], vec![ok(1)]);
-        assert_eq!(g.take("c", a), Some(ok(1)));
-        assert!(!g.should_wait("c", b, 20, 5_000));
-        // The next leader sends both of bob's joins in one group, in arrival order.
-        let next = g.lead("c", 20, 5_000).unwrap();
-        assert_eq!(next, vec![(b, "bob".into()), (b2, "bob".into())]);
-        g.settle("c", &[b, b2], vec![ok(2), ok(3)]);
-        assert_eq!(g.take("c", b2), Some(ok(3)));
-        assert_eq!(g.take("c", b), Some(ok(2)));
-        assert_eq!(g.take("c", b), None);
-        assert_eq!(g.campaigns(), 0, "an idle campaign is forgotten");
-    }
-
-    #[test]
-    fn a_group_holds_at_most_the_bound_and_campaigns_are_apart() {
-        let mut g = JoinGroups::new();
-        for i in 0..MAX_GROUP_JOINS + 3 {
-            g.enqueue("c", &format!("u{i}"));
-        }
-        g.enqueue("d", "x");
-        assert_eq!(g.lead("c", 0, 5_000).unwrap().len(), MAX_GROUP_JOINS);
+    fn tickets_by_time_and_order() {
+        let start = DateTime::from_timestamp(2_000_000_000, 0).unwrap();
+        let at = start.timestamp_millis();
+        let fifo = room(Queueing::Fifo);
+        let t = issue(b"k", "c", "alice", &fifo, start, at + 5, 7).unwrap();
+        assert!(t.place.sequence > EDGE_BLOCK);
+        assert_eq!(arrival_ms(t.place.sequence), Some(at + 5));
         assert_eq!(
-            g.lead("d", 0, 5_000).unwrap().len(),
-            1,
-            "d does not wait for c"
+            (t.issued_at_s, t.drawn_waiting_at_issue),
+            (2_000_000_000, 0)
         );
-        assert!(g.lead("c", 1, 5_000).is_none());
+        // The prequeue and a random queue draw: the same number for the same customer.
+        let pre = issue(b"k", "c", "alice", &fifo, start, at - 1_000, 7).unwrap();
+        let again = issue(b"k", "c", "alice", &fifo, start, at - 10, 9).unwrap();
+        assert!(pre.place.sequence < RANDOM_BLOCK);
+        assert_eq!(pre.place.sequence, again.place.sequence);
+        assert_eq!(pre.drawn_waiting_at_issue, 4);
+        let random = issue(b"k", "c", "alice", &room(Queueing::Random), start, at, 1).unwrap();
+        assert_eq!(random.place.sequence, pre.place.sequence);
+        // Before the prequeue opens: 409.
+        let early = issue(b"k", "c", "alice", &fifo, start, at - 600_001, 0).unwrap_err();
+        assert_eq!(early.status, 409);
+        assert!(
+            early.body.contains("2033-05-18T03:23:20Z"),
+            "{}",
+            early.body
+        );
     }
 
     #[test]
-    fn a_stale_flight_lets_another_lead_and_an_abandoned_join_is_not_sent() {
-        let mut g = JoinGroups::new();
-        g.enqueue("c", "a");
-        g.lead("c", 0, 5_000).unwrap();
-        let b = g.enqueue("c", "b");
-        let c = g.enqueue("c", "c");
-        g.abandon("c", b);
-        assert!(g.should_wait("c", c, 4_999, 5_000));
-        assert!(!g.should_wait("c", c, 5_000, 5_000));
-        assert_eq!(g.lead("c", 5_000, 5_000).unwrap(), vec![(c, "c".into())]);
-        g.settle("c", &[c], vec![ok(9)]);
-        g.abandon("c", c);
-        assert_eq!(g.take("c", c), None, "an abandoned answer is not kept");
+    fn one_report_per_second_and_campaign_with_every_ticket() {
+        let mut i = Issued::new("iso");
+        let r1 = i
+            .add("c", "t1".into(), 0)
+            .expect("the first starts a reporter");
+        assert_eq!(i.add("c", "t2".into(), 0), None);
+        let Next::Send(r) = i.next("c", r1, 1_000) else {
+            panic!("due at once")
+        };
+        assert_eq!((r.report_id.as_str(), r.tickets.len()), ("iso-j1", 2));
+        assert_eq!(
+            i.add("c", "t3".into(), 1_000),
+            None,
+            "the reporter still runs"
+        );
+        assert_eq!(i.next("c", r1, 1_400), Next::Wait(600));
+        assert!(
+            i.add("d", "x".into(), 1_400).is_some(),
+            "another campaign has its own"
+        );
+        let Next::Send(r) = i.next("c", r1, 2_000) else {
+            panic!("a second later")
+        };
+        assert_eq!(r.tickets, vec!["t3".to_string()]);
+        assert_eq!(i.next("c", r1, 2_500), Next::Stop);
+        let r2 = i
+            .add("c", "t4".into(), 2_500)
+            .expect("stopped: the next join starts one");
+        assert_eq!(i.next("c", r2, 2_500), Next::Wait(500));
+        i.put_back("c", vec!["t0".into()]);
+        let Next::Send(r) = i.next("c", r2, 3_000) else {
+            panic!("due")
+        };
+        assert_eq!(r.tickets, vec!["t0".to_string(), "t4".to_string()]);
+        // A reporter past its life is replaced; the old one stops at its next step.
+        let r3 = i
+            .add("c", "t5".into(), 2_500 + REPORTER_LIFE_MS)
+            .expect("a new one");
+        assert_eq!(i.next("c", r2, 30_000), Next::Stop);
+        assert!(matches!(i.next("c", r3, 30_000), Next::Send(_)));
+    }
+
+    #[test]
+    fn a_report_holds_at_most_the_bound() {
+        let mut i = Issued::new("iso");
+        for n in 0..MAX_ISSUED_TICKETS + 3 {
+            i.add("c", format!("t{n}"), 0);
+        }
+        let Next::Send(r) = i.next("c", 1, 0) else {
+            panic!()
+        };
+        assert_eq!(r.tickets.len(), MAX_ISSUED_TICKETS);
+        let Next::Send(r) = i.next("c", 1, 1_000) else {
+            panic!()
+        };
+        assert_eq!(r.tickets.len(), 3);
+        assert!(i.has_room("c"));
+        assert_eq!(i.monotonic(EDGE_BLOCK + 10), EDGE_BLOCK + 10);
+        assert_eq!(i.monotonic(EDGE_BLOCK + 5), EDGE_BLOCK + 11);
+        assert_eq!(i.monotonic(7), 7);
     }
 }

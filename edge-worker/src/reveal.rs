@@ -24,8 +24,11 @@
 //! Counts map to sequence numbers exactly for arrival numbers (`RANDOM_BLOCK + 1, + 2, …`, one
 //! per customer); for numbers drawn at random, which the edge cannot list, linearly between the
 //! two nearest known points (drawn numbers are spread uniformly, so this reveals about
-//! `admit_per_second` of them per second).
+//! `admit_per_second` of them per second). Arrival keys issued by the edge (times) likewise,
+//! from the first key on: the numbers before them are revealed at once when the cursor has
+//! moved on to the keys.
 
+use flashgate_shared::queue::keys::EDGE_BLOCK;
 use flashgate_shared::queue::{QueueStatus, RANDOM_BLOCK};
 
 /// Where an isolate's reveal of one campaign's admissions stands.
@@ -130,15 +133,21 @@ fn seq_at(lo: (u64, u64), queue: &QueueStatus, count: u64) -> u64 {
     if count >= queue.admitted {
         return queue.now_serving;
     }
-    let hi = if queue.now_serving > RANDOM_BLOCK {
+    // Arrival keys (the edge's arrival times): linearly in time, from the first key on.
+    let (lo, hi) = if queue.now_serving >= EDGE_BLOCK {
+        (
+            (lo.0, lo.1.max(EDGE_BLOCK)),
+            (queue.admitted, queue.now_serving),
+        )
+    } else if queue.now_serving > RANDOM_BLOCK {
         let arrivals = queue.now_serving - RANDOM_BLOCK;
         let drawn_done = queue.admitted.saturating_sub(arrivals);
         if count >= drawn_done {
             return RANDOM_BLOCK + (count - drawn_done);
         }
-        (drawn_done, RANDOM_BLOCK - 1)
+        (lo, (drawn_done, RANDOM_BLOCK - 1))
     } else {
-        (queue.admitted, queue.now_serving)
+        (lo, (queue.admitted, queue.now_serving))
     };
     let seq = if count <= lo.0 || hi.0 <= lo.0 || hi.1 <= lo.1 {
         lo.1

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 mod grants;
 pub mod joins;
+pub mod keys;
 pub mod presence;
 mod wave;
 pub use grants::{coarsen_grants, Grant, MAX_GRANTS};
@@ -270,6 +271,22 @@ pub struct QueueStatus {
     /// may come back until then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_until: Option<chrono::DateTime<chrono::Utc>>,
+    /// Tickets in line (issued, reported, not passed by admission yet); absent = 0.
+    #[serde(default)]
+    pub line: u64,
+    /// Of `line`, those before the edge's arrival keys (drawn numbers, origin arrivals).
+    #[serde(default)]
+    pub line_before_keys: u64,
+    /// Points of the line of arrival keys ([`keys::LineMark`], increasing, at most
+    /// [`keys::MAX_LINE_MARKS`]), from which the edge reckons their positions; absent = none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub line_marks: Vec<keys::LineMark>,
+    /// How joins after the start are ordered (the edge issues their tickets).
+    #[serde(default)]
+    pub queueing: Queueing,
+    /// Joins this many seconds before `starts_at` draw their numbers; earlier ones are refused.
+    #[serde(default)]
+    pub prequeue_seconds: u32,
 }
 
 /// Sequence numbers below this are drawn at random (the prequeue, and every join of a `random`
@@ -289,6 +306,9 @@ impl QueueStatus {
     pub fn position(&self, seq: u64) -> u64 {
         if seq <= self.now_serving {
             return 0;
+        }
+        if seq >= keys::EDGE_BLOCK {
+            return self.keyed_position(seq);
         }
         let drawn_waiting = self.drawn.saturating_sub(self.admitted);
         if self.now_serving >= RANDOM_BLOCK || (seq < RANDOM_BLOCK && self.drawn == 0) {

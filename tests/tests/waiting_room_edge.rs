@@ -153,8 +153,8 @@ async fn polls_are_answered_at_the_edge_and_admission_reaches_the_origin() {
     assert_eq!(retry, "5");
     assert_eq!(fake.lock().unwrap().claims.len(), 1);
 
-    // A join goes to the origin (in the edge's group), which answers with a ticket the edge
-    // then honours.
+    // A join is answered at the edge with a ticket it then honours; the origin learns of it
+    // from the edge's report, sent after the answer.
     let res = http
         .post(format!("{}/api/v1/campaigns/drop/queue", edge.url))
         .bearer_auth(token_for(&test_config(), "joiner"))
@@ -166,11 +166,21 @@ async fn polls_are_answered_at_the_edge_and_admission_reaches_the_origin() {
     let p = poll(&http, &edge.url, "drop", joined["ticket"].as_str()).await;
     assert_eq!(
         (p.status, p.json()["state"].clone()),
-        (200, json!("admitted"))
+        (200, json!("waiting"))
     );
-    // It reached the origin in a group of its own (no other join was waiting).
+    reported(&fake, 1).await;
     let f = fake.lock().unwrap();
-    assert_eq!((f.joins, f.groups), (1, 1));
+    assert_eq!((f.joins, f.issued_reports, f.groups), (1, 1, 0));
+}
+
+/// Waits (at most 10 s) until the fake origin has counted `joins` joins.
+async fn reported(fake: &Shared, joins: usize) {
+    for _ in 0..100 {
+        if fake.lock().unwrap().joins >= joins {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -422,6 +432,7 @@ async fn customers_faster_than_a_person_get_429_at_the_edge() {
         .filter(|r| r.as_ref().unwrap().status() == 201)
         .count();
     assert!(joined <= 3, "{joined} joins passed");
+    reported(&fake, joined).await;
     assert_eq!(fake.lock().unwrap().joins, joined);
 
     let t = sign_ticket(K, &ticket("drop", "dee", 9));

@@ -1,16 +1,20 @@
-//! Joins grouped at the edge: the built worker in workerd in front of a real origin
-//! (PostgreSQL, Redis). Joins whose customer token verifies at the edge reach the origin in
-//! groups (`POST /edge/v1/campaigns/{id}/joins`), never one by one, and every customer gets
-//! the place her own join would have given: one place each, a double tap the same ticket,
-//! arrival numbers unique and contiguous. The group route refuses bad input whole and changes
-//! nothing.
+//! Joins answered at the edge: the built worker in workerd in front of a real origin
+//! (PostgreSQL, Redis). The edge issues every ticket itself and reports the tickets it issued
+//! to the origin in batches (`POST /edge/v1/campaigns/{id}/joins`, at most one per isolate,
+//! campaign and second), so no join reaches the origin on its own; every ticket verifies, a
+//! re-join with the ticket gets it back, admission follows the order keys. The report route
+//! refuses forged, replayed and bad reports and changes nothing; it still places a group of
+//! joins from an older edge.
 
 use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
 
 use flashgate_shared::admission::open_ticket;
 use flashgate_shared::api::ChangeAction;
 use flashgate_shared::queue::joins::joins_path;
+use flashgate_shared::queue::keys::EDGE_BLOCK;
 use flashgate_shared::queue::RANDOM_BLOCK;
+use flashgate_shared::queue::TICKET_HEADER;
 use flashgate_shared::signature::{sign, Signed};
 use flashgate_shared::{ANSWERED_BY_HEADER, EDGE_SIGNATURE_HEADER};
 use flashgate_tests::support::room::{admission, campaign, room};
@@ -18,12 +22,12 @@ use flashgate_tests::support::scrape::Scrape;
 use flashgate_tests::support::{
     queue_config, test_config, token_for, unique, TestEdge, TestOrigin, TEST_EDGE_SECRET,
 };
-use futures::future::join_all;
+use futures::stream::{self, StreamExt};
 use serde_json::{json, Value};
 
 const K: &[u8] = TEST_EDGE_SECRET.as_bytes();
 
-/// The origin's join counters: (join steps run, joins placed).
+/// The origin's join counters: (join steps run: reports and groups, joins placed).
 async fn join_counts(o: &TestOrigin) -> (u64, u64) {
     let s = Scrape::of(&o.http, &o.url).await;
     (
@@ -32,93 +36,188 @@ async fn join_counts(o: &TestOrigin) -> (u64, u64) {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn joins_through_the_edge_reach_the_origin_in_groups_with_one_place_each() {
-    let o = TestOrigin::start_with(queue_config()).await;
-    let id = campaign(&o, 50, chrono::Duration::minutes(-1), None, room(1)).await;
-    // Nobody is admitted during the test: positions and states stay those of the join.
-    admission(&o, &id, ChangeAction::PauseAdmission).await;
-    let edge = TestEdge::start(
+/// Waits (at most 30 s) until the origin's status of `id` says `line` tickets in line.
+async fn line_reaches(o: &TestOrigin, id: &str, line: u64) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let q = o.status(id).await["queue"].clone();
+        if q["line"].as_u64() == Some(line) || Instant::now() > deadline {
+            return q;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn edge(o: &TestOrigin) -> TestEdge {
+    TestEdge::start(
         &o.url,
         &[
             ("FLASHGATE_EDGE_SECRET", TEST_EDGE_SECRET.to_string()),
             ("FLASHGATE_LIMIT_IP_PER_S", "0".to_string()),
             ("FLASHGATE_LIMIT_JOINS_PER_S", "0".to_string()),
         ],
-    );
+    )
+}
+
+/// Joins `customer` at the edge, presenting `ticket` when given: (status, answered by, body).
+async fn join_at(
+    http: &reqwest::Client,
+    edge: &TestEdge,
+    id: &str,
+    customer: &str,
+    ticket: Option<&str>,
+) -> (u16, String, Value) {
+    let config = test_config();
+    let mut req = http
+        .post(format!("{}/api/v1/campaigns/{id}/queue", edge.url))
+        .bearer_auth(token_for(&config, customer));
+    if let Some(t) = ticket {
+        req = req.header(TICKET_HEADER, t);
+    }
+    let res = req
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{customer}: the join got no answer: {e}"));
+    let st = res.status().as_u16();
+    let by = res
+        .headers()
+        .get(ANSWERED_BY_HEADER)
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    (st, by, res.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn joins_are_answered_at_the_edge_and_reach_the_origin_in_reports() {
+    let o = TestOrigin::start_with(queue_config()).await;
+    let id = campaign(&o, 50, chrono::Duration::minutes(-1), None, room(1)).await;
+    // Nobody is admitted during the run: positions and states stay those of the join.
+    admission(&o, &id, ChangeAction::PauseAdmission).await;
+    let edge = edge(&o);
     let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(1024)
+        .pool_max_idle_per_host(256)
         .build()
         .unwrap();
-    let config = test_config();
-    let run = unique("g");
-    let customers: Vec<String> = (0..600).map(|i| format!("{run}-{i}")).collect();
+    let run = unique("e");
+    let n = 20_000;
+    let customers: Vec<String> = (0..n).map(|i| format!("{run}-{i}")).collect();
     let before = join_counts(&o).await;
-    // Every customer taps twice, all at once.
-    let sent = customers.iter().chain(customers.iter()).map(|c| {
-        let req = http
-            .post(format!("{}/api/v1/campaigns/{id}/queue", edge.url))
-            .bearer_auth(token_for(&config, c));
-        async move {
-            let res = req.send().await.unwrap();
-            let st = res.status().as_u16();
-            let by = res.headers()[ANSWERED_BY_HEADER]
-                .to_str()
-                .unwrap()
-                .to_string();
-            let body: Value = res.json().await.unwrap();
-            (c.clone(), st, by, body)
-        }
-    });
-    let answers = join_all(sent).await;
+    let started = Instant::now();
+    let answers: Vec<(String, u16, String, Value)> = stream::iter(customers.iter())
+        .map(|c| {
+            let (http, edge, id) = (&http, &edge, &id);
+            async move {
+                let (st, by, body) = join_at(http, edge, id, c, None).await;
+                (c.clone(), st, by, body)
+            }
+        })
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    let joined_s = started.elapsed().as_secs_f64();
+    let q = line_reaches(&o, &id, n as u64).await;
+    let reported_s = started.elapsed().as_secs_f64();
     let after = join_counts(&o).await;
 
     let mut tickets: HashMap<String, String> = HashMap::new();
-    let mut created = 0;
     for (c, st, by, body) in &answers {
-        assert!(matches!(st, 200 | 201), "{c}: {st} {body}");
-        assert_eq!(by, "origin", "{c}: the origin gave the place");
-        created += usize::from(*st == 201);
-        let t = body["ticket"].as_str().unwrap().to_string();
+        assert_eq!((*st, by.as_str()), (201, "edge"), "{c}: {body}");
         assert_eq!(body["state"], "paused", "{c}: {body}");
-        let had = tickets.insert(c.clone(), t.clone());
-        assert!(had.is_none_or(|h| h == t), "{c}: two tickets");
+        tickets.insert(c.clone(), body["ticket"].as_str().unwrap().to_string());
     }
-    assert_eq!(created, customers.len(), "one new place per customer");
     let seqs: BTreeSet<u64> = tickets
         .iter()
         .map(|(c, t)| {
             let ticket = open_ticket(K, t, &id).unwrap();
             assert_eq!(&ticket.place.customer, c);
+            assert!(ticket.place.sequence > EDGE_BLOCK, "an arrival key");
             ticket.place.sequence
         })
         .collect();
-    let n = customers.len() as u64;
+    assert_eq!(seqs.len(), n, "one order key per ticket");
     assert_eq!(
-        seqs,
-        (RANDOM_BLOCK + 1..=RANDOM_BLOCK + n).collect::<BTreeSet<_>>(),
-        "arrival numbers unique and contiguous"
+        q["line"].as_u64(),
+        Some(n as u64),
+        "every ticket reported: {q}"
     );
-    let (groups, placed) = (after.0 - before.0, after.1 - before.1);
+    let (reports, placed) = (after.0 - before.0, after.1 - before.1);
     println!(
-        "{} joins through the edge: {groups} requests to the origin ({:.1} joins each)",
-        answers.len(),
-        answers.len() as f64 / groups as f64
+        "{n} joins through the edge in {joined_s:.1} s ({:.0}/s); all reported after \
+         {reported_s:.1} s in {reports} reports ({:.0} tickets each)",
+        n as f64 / joined_s,
+        n as f64 / reports as f64
     );
-    assert_eq!(placed, answers.len() as u64, "every join placed once");
+    assert_eq!(placed, n as u64, "every ticket counted once");
+    // workerd runs the worker in one isolate: at most one report per second of the run.
     assert!(
-        groups * 2 <= answers.len() as u64,
-        "{groups} origin requests for {} joins",
-        answers.len()
+        reports as f64 <= reported_s.ceil() + 1.0,
+        "{reports} reports in {reported_s:.1} s"
     );
     let own = Scrape::of(&o.http, &o.url).await.count(
         "flashgate_http_request_duration_seconds_count",
         &[("route", "/api/v1/campaigns/{id}/queue")],
     );
     assert_eq!(own, 0, "no join reached the origin on its own");
+
+    // Her ticket again when she presents it; a later place when she lost it. (A new client:
+    // the runtime may have closed the pooled connections while the reports came in.)
+    let http = reqwest::Client::new();
+    let c = &customers[7];
+    let (st, by, again) = join_at(&http, &edge, &id, c, Some(&tickets[c])).await;
+    assert_eq!((st, by.as_str()), (200, "edge"), "{again}");
+    assert_eq!(again["ticket"].as_str(), Some(tickets[c].as_str()));
+    let (st, _, lost) = join_at(&http, &edge, &id, c, None).await;
+    assert_eq!(st, 201, "{lost}");
+    let later = open_ticket(K, lost["ticket"].as_str().unwrap(), &id).unwrap();
+    assert!(
+        later.place.sequence > *seqs.last().unwrap(),
+        "a later place"
+    );
+    // Another customer's ticket is no ticket of hers.
+    let (st, _, other) = join_at(&http, &edge, &id, c, Some(&tickets[&customers[8]])).await;
+    assert_eq!(st, 201, "{st}: {other}");
 }
 
-/// Posts `body` to campaign `id`'s group route, signed at `t` with `secret` (unsigned when
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admission_follows_the_order_keys_of_the_reported_tickets() {
+    let o = TestOrigin::start_with(queue_config()).await;
+    let id = campaign(&o, 50, chrono::Duration::minutes(-1), None, room(100)).await;
+    admission(&o, &id, ChangeAction::PauseAdmission).await;
+    let edge = edge(&o);
+    let http = reqwest::Client::new();
+    let run = unique("k");
+    let mut tickets = Vec::new();
+    for i in 0..30 {
+        let (st, _, body) = join_at(&http, &edge, &id, &format!("{run}-{i}"), None).await;
+        assert_eq!(st, 201, "{body}");
+        tickets.push(body["ticket"].as_str().unwrap().to_string());
+    }
+    let q = line_reaches(&o, &id, 30).await;
+    assert_eq!(q["line"], 30, "{q}");
+    assert!(
+        q["line_marks"].as_array().is_some_and(|m| !m.is_empty()),
+        "{q}"
+    );
+    admission(&o, &id, ChangeAction::ResumeAdmission).await;
+    // Every one is admitted (once her key is older than the admitting lag), in key order.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let q = loop {
+        let q = o.status(&id).await["queue"].clone();
+        if q["admitted"] == 30 || Instant::now() > deadline {
+            break q;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        (q["admitted"].as_u64(), q["line"].as_u64()),
+        (Some(30), Some(0)),
+        "{q}"
+    );
+    let last = open_ticket(K, tickets.last().unwrap(), &id).unwrap();
+    assert_eq!(q["now_serving"].as_u64(), Some(last.place.sequence), "{q}");
+}
+
+/// Posts `body` to campaign `id`'s report route, signed at `t` with `secret` (unsigned when
 /// `None`). Returns status and JSON body.
 async fn group(
     o: &TestOrigin,
@@ -147,6 +246,167 @@ async fn group(
         res.status().as_u16(),
         res.json().await.unwrap_or(Value::Null),
     )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_or_replayed_report_changes_nothing() {
+    let o = TestOrigin::start_with(queue_config()).await;
+    let id = campaign(&o, 5, chrono::Duration::minutes(-1), None, room(1)).await;
+    admission(&o, &id, ChangeAction::PauseAdmission).await;
+    let now = chrono::Utc::now();
+    let ticket = |key: &[u8], campaign: &str, who: &str, salt: u32| {
+        let t = flashgate_shared::admission::Ticket {
+            place: flashgate_shared::admission::Place {
+                campaign: campaign.to_string(),
+                customer: who.to_string(),
+                sequence: flashgate_shared::queue::keys::arrival_key(now.timestamp_millis(), salt),
+            },
+            issued_at_s: now.timestamp(),
+            drawn_waiting_at_issue: 0,
+        };
+        flashgate_shared::admission::sign_ticket(key, &t)
+    };
+    let report = |rid: &str, tickets: Vec<String>| {
+        serde_json::to_vec(&json!({"report_id": rid, "tickets": tickets})).unwrap()
+    };
+    let good = report(
+        "iso-j1",
+        vec![ticket(K, &id, "ann", 1), ticket(K, &id, "bob", 2)],
+    );
+    let t = now.timestamp();
+    let arrival = flashgate_shared::admission::sign_ticket(
+        K,
+        &flashgate_shared::admission::Ticket {
+            place: flashgate_shared::admission::Place {
+                campaign: id.clone(),
+                customer: "cy".into(),
+                sequence: RANDOM_BLOCK + 1,
+            },
+            issued_at_s: t,
+            drawn_waiting_at_issue: 0,
+        },
+    );
+    type Case<'a> = (&'a str, Vec<u8>, Option<&'a [u8]>, i64, u16, &'a str);
+    let cases: Vec<Case<'_>> = vec![
+        ("unsigned", good.clone(), None, t, 403, "forbidden"),
+        (
+            "another key",
+            good.clone(),
+            Some(b"wrong-secret"),
+            t,
+            403,
+            "forbidden",
+        ),
+        (
+            "replayed after the skew",
+            good.clone(),
+            Some(K),
+            t - 120,
+            403,
+            "forbidden",
+        ),
+        (
+            "a forged ticket",
+            report(
+                "iso-j2",
+                vec![ticket(K, &id, "ann", 1), ticket(b"x", &id, "eve", 3)],
+            ),
+            Some(K),
+            t,
+            403,
+            "forbidden",
+        ),
+        (
+            "another campaign's ticket",
+            report("iso-j3", vec![ticket(K, "other", "eve", 3)]),
+            Some(K),
+            t,
+            403,
+            "forbidden",
+        ),
+        (
+            "a malformed ticket",
+            report("iso-j4", vec!["nope".into()]),
+            Some(K),
+            t,
+            400,
+            "invalid_request",
+        ),
+        (
+            "a number the edge does not issue",
+            report("iso-j5", vec![arrival]),
+            Some(K),
+            t,
+            400,
+            "invalid_request",
+        ),
+        (
+            "no tickets",
+            report("iso-j6", vec![]),
+            Some(K),
+            t,
+            400,
+            "invalid_request",
+        ),
+        (
+            "a bad report id",
+            report("a b", vec![ticket(K, &id, "ann", 1)]),
+            Some(K),
+            t,
+            400,
+            "invalid_request",
+        ),
+    ];
+    for (what, body, secret, at, want, code) in cases {
+        let (st, reply) = group(&o, &id, &body, secret, at).await;
+        assert_eq!(
+            (st, reply["result"].as_str()),
+            (want, Some(code)),
+            "{what}: {reply}"
+        );
+    }
+    assert_eq!(join_counts(&o).await.1, 0, "nothing was counted");
+    assert_eq!(o.status(&id).await["queue"]["line"], 0);
+    // A good report counts both; the same report again (a retry) counts nothing more.
+    let (st, first) = group(&o, &id, &good, Some(K), t).await;
+    assert_eq!(
+        (st, &first),
+        (200, &json!({"counted": 2, "duplicate": false}))
+    );
+    let (st, again) = group(&o, &id, &good, Some(K), t).await;
+    assert_eq!(
+        (st, &again),
+        (200, &json!({"counted": 0, "duplicate": true}))
+    );
+    assert_eq!(o.status(&id).await["queue"]["line"], 2);
+    assert_eq!(join_counts(&o).await.1, 2);
+
+    // An arrival key whose report of joins was lost joins the line when it is reported
+    // present; one already in line is not counted twice.
+    let lost = ticket(K, &id, "dee", 4);
+    let presence = serde_json::to_vec(
+        &json!({"report_id": "iso-p1", "tickets": [lost, ticket(K, &id, "ann", 1)]}),
+    )
+    .unwrap();
+    let path = flashgate_shared::queue::presence::presence_path(&id);
+    let signed = Signed {
+        method: "POST",
+        path: &path,
+        body: &presence,
+        ..Signed::default()
+    };
+    let res = o
+        .http
+        .post(format!("{}{path}", o.url))
+        .header("content-type", "application/json")
+        .header(EDGE_SIGNATURE_HEADER, sign(K, t, &signed))
+        .body(presence.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let q = o.status(&id).await["queue"].clone();
+    assert_eq!(q["line"], 3, "{q}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,140 +1,155 @@
-//! Workers glue of grouped joins (wasm32 only): a join whose customer token verified here waits
-//! for its campaign's group in flight at this isolate, then goes to the origin in the next
-//! group (`POST /edge/v1/campaigns/{id}/joins`, edge-signed); each join gets its own answer out
-//! of the group's. The decisions are in [`crate::joins`].
+//! Workers glue of joins answered at the edge (wasm32 only): a join whose customer token
+//! verified here gets her ticket from this isolate ([`crate::joins::issue`]), or the one she
+//! presents again; the tickets issued go to the origin in one report per campaign and second
+//! (`POST /edge/v1/campaigns/{id}/joins`, edge-signed), sent by a reporter that runs after the
+//! answers (`waitUntil`).
 
-use super::respond::respond;
-use super::{now_ms, send_bounded, sign_forwarded, wait_until};
+use super::origin::post_signed;
+use super::respond::{answer, edge_json_headers, respond};
+use super::{now_ms, status_for};
 use crate::config::EdgeConfig;
 use crate::decide::Answer;
-use crate::joins::{JoinGroups, Outcome};
-use flashgate_shared::queue::joins::{joins_path, JoinGroup, JoinGroupReply};
-use flashgate_shared::ANSWERED_BY_HEADER;
+use crate::joins::{Issued, Next};
+use crate::queue;
+use flashgate_shared::admission::{open_ticket, sign_ticket, Ticket};
+use flashgate_shared::queue::joins::{joins_path, IssuedReport};
+use flashgate_shared::queue::{JoinReply, TICKET_HEADER};
 use std::cell::RefCell;
-use worker::{js_sys, Headers, Method, Request, RequestInit, Response, Result};
+use std::rc::Rc;
+use std::time::Duration;
+use worker::{js_sys, Delay, Request, Response, Result};
 
-/// Largest answer to a group read from the origin, bytes (500 replies of about 400 bytes,
-/// with room).
-const MAX_GROUP_REPLY_BYTES: usize = 1 << 20;
+/// Tries of one report (the same report id each time: the origin counts it once).
+const REPORT_TRIES: u32 = 3;
 
 thread_local! {
-    static GROUPS: RefCell<JoinGroups> = RefCell::new(JoinGroups::new());
+    static ISSUED: RefCell<Issued> = RefCell::new(Issued::new(&super::queue::isolate_tag()));
+    /// Campaigns whose reporter is to start after this request's answer (`waitUntil`).
+    static STARTS: RefCell<Vec<(String, u64)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Joins `customer` (verified here) to campaign `id`'s queue through this isolate's groups and
-/// answers her as her own join would have been answered: 201 or 200 with her ticket, or the
-/// group's error (404, 409, 503 with `Retry-After`, …). 503 `unavailable` when no answer came
-/// within two origin timeouts.
-pub(super) async fn join(cfg: &EdgeConfig, id: &str, customer: &str) -> Result<Response> {
-    let stale_ms = cfg.origin_timeout_ms.saturating_add(1_000);
-    let deadline = now_ms().saturating_add(stale_ms.saturating_mul(2));
-    let me = GROUPS.with(|g| g.borrow_mut().enqueue(id, customer));
+/// The reporters to start (campaign id, reporter number), taken out.
+pub(super) fn take_starts() -> Vec<(String, u64)> {
+    STARTS.with(|s| std::mem::take(&mut *s.borrow_mut()))
+}
+
+/// Answers the join of `customer` (verified here) to campaign `id`: 200 with the ticket she
+/// presents again (`Flashgate-Ticket`, hers and this campaign's), else 201 with a new one,
+/// issued here. Errors as a poll's (404, 409 `no_waiting_room`, 503 without a status), 409
+/// `conflict` before the prequeue opens, 503 when this isolate holds too many tickets not
+/// reported yet.
+pub(super) async fn join(
+    req: &Request,
+    cfg: &EdgeConfig,
+    id: &str,
+    customer: &str,
+    url: &worker::Url,
+) -> Result<Response> {
+    let Some(secret) = cfg.edge_secret.as_deref() else {
+        return answer(&Answer::unavailable());
+    };
+    let (entry, _fresh) = status_for(cfg, id, url).await;
+    let Some(entry) = entry else {
+        return answer(&Answer::unavailable());
+    };
+    let (status, known) = match queue::waiting_room(&entry) {
+        Ok(found) => found,
+        Err(a) => return answer(&a),
+    };
+    let now = now_ms();
+    let presented = req.headers().get(TICKET_HEADER).ok().flatten();
+    let hers = presented
+        .as_deref()
+        .and_then(|raw| open_ticket(secret, raw, id).ok().map(|t| (raw, t)))
+        .filter(|(_, t)| t.place.customer == customer);
+    if let Some((raw, ticket)) = hers {
+        return reply(200, raw.to_string(), &ticket, &entry, secret, now);
+    }
+    if !ISSUED.with(|i| i.borrow().has_room(id)) {
+        return answer(&Answer::unavailable());
+    }
+    let salt = (js_sys::Math::random() * 1024.0) as u32;
+    let issued = crate::joins::issue(secret, id, customer, known, status.starts_at, now, salt);
+    let mut ticket = match issued {
+        Ok(t) => t,
+        Err(a) => return answer(&a),
+    };
+    ticket.place.sequence = ISSUED.with(|i| i.borrow_mut().monotonic(ticket.place.sequence));
+    let raw = sign_ticket(secret, &ticket);
+    if let Some(reporter) = ISSUED.with(|i| i.borrow_mut().add(id, raw.clone(), now)) {
+        STARTS.with(|s| s.borrow_mut().push((id.to_string(), reporter)));
+    }
+    reply(201, raw, &ticket, &entry, secret, now)
+}
+
+/// The join's answer: her ticket, position, ETA and state as a poll would show them now.
+fn reply(
+    code: u16,
+    raw: String,
+    ticket: &Ticket,
+    entry: &crate::status::StatusEntry,
+    secret: &[u8],
+    now: i64,
+) -> Result<Response> {
+    let poll = match queue::poll(entry, ticket, secret, now) {
+        Ok(p) => p,
+        Err(a) => return answer(&a),
+    };
+    let body = JoinReply {
+        ticket: raw,
+        position: poll.reply.position,
+        eta_seconds: poll.reply.eta_seconds,
+        state: poll.reply.state,
+    };
+    let headers = edge_json_headers()?;
+    Ok(respond(
+        code,
+        headers,
+        serde_json::to_vec(&body).unwrap_or_default(),
+    ))
+}
+
+/// Reporter `reporter` of campaign `id` at this isolate: sends its issued tickets, one report
+/// at most every second, until none is pending or a newer reporter took over. Runs after the answers (`waitUntil`). A report that
+/// got no answer or a 5xx is tried again with the same id; one that never got through is put
+/// back for the next report.
+pub(super) async fn report(cfg: Rc<EdgeConfig>, id: String, reporter: u64) {
     loop {
-        if let Some(outcome) = GROUPS.with(|g| g.borrow_mut().take(id, me)) {
-            return reply(outcome);
-        }
-        if now_ms() >= deadline {
-            GROUPS.with(|g| g.borrow_mut().abandon(id, me));
-            return reply(outcome_of(&Answer::unavailable()));
-        }
-        let group = GROUPS.with(|g| g.borrow_mut().lead(id, now_ms(), stale_ms));
-        match group {
-            Some(group) => {
-                let (ids, customers): (Vec<u64>, Vec<String>) = group.into_iter().unzip();
-                let answers = send_group(cfg, id, customers).await;
-                GROUPS.with(|g| g.borrow_mut().settle(id, &ids, answers));
+        let next = ISSUED.with(|i| i.borrow_mut().next(&id, reporter, now_ms()));
+        match next {
+            Next::Stop => return,
+            Next::Wait(ms) => {
+                Delay::from(Duration::from_millis(u64::try_from(ms).unwrap_or(0))).await;
             }
-            // A waiter is never woken from the leader's I/O context: it looks again on short
-            // timers of its own.
-            None => {
-                wait_until(deadline, || {
-                    GROUPS.with(|g| !g.borrow().should_wait(id, me, now_ms(), stale_ms))
-                })
-                .await
+            Next::Send(r) => {
+                if !send_report(&cfg, &id, &r).await {
+                    ISSUED.with(|i| i.borrow_mut().put_back(&id, r.tickets));
+                }
             }
         }
     }
 }
 
-/// Sends one group and returns an answer per customer, in order: each her own on a 200, the
-/// origin's error for all on a refusal, 503 for all when the origin could not be reached or
-/// answered something else.
-async fn send_group(cfg: &EdgeConfig, id: &str, customers: Vec<String>) -> Vec<Outcome> {
-    let n = customers.len();
+/// Sends report `r` of campaign `id`, up to [`REPORT_TRIES`] times; true once the origin
+/// answered it (a 4xx refusal included: sending it again would not help; logged).
+async fn send_report(cfg: &EdgeConfig, id: &str, r: &IssuedReport) -> bool {
     let path = joins_path(id);
-    let body = serde_json::to_vec(&JoinGroup { customers }).unwrap_or_default();
-    let sent = async {
-        let headers = Headers::new();
-        headers.set("content-type", "application/json")?;
-        sign_forwarded(cfg, &headers, None, "POST", &path, &body)?;
-        let mut init = RequestInit::new();
-        init.with_method(Method::Post)
-            .with_headers(headers)
-            .with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
-        let req = Request::new_with_init(&format!("{}{path}", cfg.origin_url), &init)?;
-        send_bounded(req, cfg.origin_timeout_ms, Some(MAX_GROUP_REPLY_BYTES)).await
-    }
-    .await;
-    let unavailable = || vec![outcome_of(&Answer::unavailable()); n];
-    match sent {
-        Ok((200, _, body)) => match serde_json::from_slice::<JoinGroupReply>(&body) {
-            Ok(r) if r.joins.len() == n => r
-                .joins
-                .into_iter()
-                .map(|j| Outcome {
-                    status: j.status,
-                    body: serde_json::to_vec(&j.reply).unwrap_or_default(),
-                    retry_after: None,
-                    from_origin: true,
-                })
-                .collect(),
-            _ => {
-                worker::console_error!("joins of {id}: the origin's answer is not the group's");
-                unavailable()
+    let body = serde_json::to_vec(r).unwrap_or_default();
+    for attempt in 0..REPORT_TRIES {
+        if attempt > 0 {
+            Delay::from(Duration::from_millis(500 * u64::from(attempt))).await;
+        }
+        let sent = post_signed(cfg, &path, &body).await;
+        match sent {
+            Ok((code, _, _)) if code < 500 => {
+                if code != 200 {
+                    worker::console_error!("joins report for {id} refused: {code}");
+                }
+                return true;
             }
-        },
-        Ok((code, headers, body)) if (400..500).contains(&code) || code == 503 => {
-            let retry_after = headers.get("retry-after").ok().flatten();
-            vec![
-                Outcome {
-                    status: code,
-                    body,
-                    retry_after,
-                    from_origin: true,
-                };
-                n
-            ]
-        }
-        Ok((code, _, _)) => {
-            worker::console_error!("joins of {id}: the origin answered {code}");
-            unavailable()
-        }
-        Err(e) => {
-            worker::console_error!("joins of {id}: {e}");
-            unavailable()
+            Ok((code, _, _)) => worker::console_error!("joins report for {id}: {code}"),
+            Err(e) => worker::console_error!("joins report for {id}: {e}"),
         }
     }
-}
-
-/// An answer the edge made itself, as an [`Outcome`].
-fn outcome_of(a: &Answer) -> Outcome {
-    Outcome {
-        status: a.status,
-        body: a.body.clone().into_bytes(),
-        retry_after: a.retry_after_s.map(|s| s.to_string()),
-        from_origin: false,
-    }
-}
-
-/// The response for one join: JSON, `Cache-Control: private, no-store`, answered by the origin
-/// (it gave the place or the refusal) unless the edge made the answer.
-fn reply(o: Outcome) -> Result<Response> {
-    let headers = super::respond::edge_json_headers()?;
-    if o.from_origin {
-        headers.set(ANSWERED_BY_HEADER, "origin")?;
-    }
-    if let Some(s) = &o.retry_after {
-        headers.set("retry-after", s)?;
-    }
-    Ok(respond(o.status, headers, o.body))
+    false
 }

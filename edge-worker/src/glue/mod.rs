@@ -144,6 +144,10 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     for (id, report) in queue::take_reports() {
         ctx.wait_until(queue::send_report(cfg.clone(), id, report));
     }
+    // So do the reports of the tickets issued here (one reporter per campaign and isolate).
+    for (id, reporter) in joins::take_starts() {
+        ctx.wait_until(joins::report(cfg.clone(), id, reporter));
+    }
     // The origin sends the id back on its answers; the edge's own answers echo the caller's.
     if let Some(id) = request_id {
         let h = resp.headers_mut();

@@ -23,6 +23,24 @@ pub(super) async fn send(req: Request, timeout_ms: i64) -> Result<(u16, Headers,
     send_bounded(req, timeout_ms, None).await
 }
 
+/// Posts JSON `body` to the origin's edge-only `path`, signed with the edge secret, with the
+/// origin timeout ([`send`]).
+pub(super) async fn post_signed(
+    cfg: &EdgeConfig,
+    path: &str,
+    body: &[u8],
+) -> Result<(u16, Headers, Vec<u8>)> {
+    let headers = Headers::new();
+    headers.set("content-type", "application/json")?;
+    sign_forwarded(cfg, &headers, None, "POST", path, body)?;
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_body(Some(js_sys::Uint8Array::from(body).into()));
+    let req = Request::new_with_init(&format!("{}{path}", cfg.origin_url), &init)?;
+    send(req, cfg.origin_timeout_ms).await
+}
+
 /// [`send`], reading at most `max_body` bytes of the body when set: a longer body (with or
 /// without `Content-Length`) is an error and the rest is never read.
 pub(super) async fn send_bounded(

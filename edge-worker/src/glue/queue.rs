@@ -1,9 +1,10 @@
 //! Workers glue of the waiting room (wasm32 only): queue polls answered at the edge, joins
-//! passed to the origin, and the rate limits and admission check of claims. The decisions are
+//! answered at the edge ([`super::joins`]), and the rate limits and admission check of claims. The decisions are
 //! in [`crate::queue`], [`crate::limit`] and [`crate::page`].
 
+use super::origin::post_signed;
 use super::respond::{edge_json_headers, respond};
-use super::{answer, now_ms, pass_through, send, sign_forwarded, status_for, TOKENS};
+use super::{answer, now_ms, pass_through, status_for, TOKENS};
 use crate::config::EdgeConfig;
 use crate::decide::{self, Answer};
 use crate::limit::{self, Action, Limiter};
@@ -16,7 +17,7 @@ use flashgate_shared::queue::TICKET_HEADER;
 use flashgate_shared::{token, MAX_CLAIM_BODY_BYTES};
 use std::cell::RefCell;
 use std::rc::Rc;
-use worker::{js_sys, Headers, Method, Request, RequestInit, Response, Result};
+use worker::{js_sys, Headers, Request, Response, Result};
 
 /// Rate-limit buckets kept per isolate.
 const LIMITER_CAPACITY: usize = 50_000;
@@ -39,7 +40,7 @@ thread_local! {
 }
 
 /// A random name for this isolate's report ids.
-fn isolate_tag() -> String {
+pub(super) fn isolate_tag() -> String {
     let a = (js_sys::Math::random() * 1e15) as u64;
     let b = (js_sys::Math::random() * 1e15) as u64;
     format!("{a:x}{b:x}")
@@ -57,18 +58,7 @@ pub(super) async fn send_report(cfg: Rc<EdgeConfig>, id: String, report: Presenc
     let path = presence_path(&id);
     let body = serde_json::to_vec(&report).unwrap_or_default();
     for _ in 0..2 {
-        let sent = async {
-            let headers = Headers::new();
-            headers.set("content-type", "application/json")?;
-            sign_forwarded(&cfg, &headers, None, "POST", &path, &body)?;
-            let mut init = RequestInit::new();
-            init.with_method(Method::Post)
-                .with_headers(headers)
-                .with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
-            let req = Request::new_with_init(&format!("{}{path}", cfg.origin_url), &init)?;
-            send(req, cfg.origin_timeout_ms).await
-        }
-        .await;
+        let sent = post_signed(&cfg, &path, &body).await;
         match sent {
             Ok((code, _, _)) if code < 500 => {
                 if code != 200 {
@@ -216,7 +206,7 @@ async fn poll_answer(
 }
 
 /// `POST /api/v1/campaigns/{id}/queue`: rate limited per IP and per customer (when the
-/// customer token verifies; the origin answers a bad one), then sent to the origin in a group
+/// customer token verifies; the origin answers a bad one), then answered here
 /// ([`super::joins`]) when the token verified here, else passed through.
 pub(super) async fn join(
     mut req: Request,
@@ -239,15 +229,15 @@ pub(super) async fn join(
     if let Err(a) = limit(cfg, Action::Join, customer.as_deref(), ip.as_deref()) {
         return answer(&a);
     }
-    // A verified customer's join goes in this isolate's next group; the origin answers any
-    // other (a bad token's 401) on its own, as without an edge secret to sign groups with.
+    // A verified customer's join is answered here; the origin answers any other (a bad
+    // token's 401) on its own, as without an edge secret to sign tickets with.
     match (customer, &cfg.edge_secret) {
         (Some(customer), Some(_)) if is_valid_slug(id) => {
             // Read whole (the runtime resets a client whose body is left unread); the join has
             // no body to speak of, and one past the bound is refused as the origin would.
             match req.bytes().await {
                 Ok(body) if body.len() > MAX_CLAIM_BODY_BYTES => answer(&decide::too_large()),
-                Ok(_) => super::joins::join(cfg, id, &customer).await,
+                Ok(_) => super::joins::join(&req, cfg, id, &customer, url).await,
                 Err(_) => answer(&decide::unreadable_body()),
             }
         }

@@ -1,14 +1,14 @@
 //! `POST /api/v1/campaigns/{id}/queue`: join a campaign's waiting room (the poll,
 //! `GET …/queue`, is answered by the edge), and `POST /edge/v1/campaigns/{id}/presence`: the
 //! edge's batched report of the tickets that polled, and `POST /edge/v1/campaigns/{id}/joins`:
-//! the joins an isolate grouped.
+//! the tickets an isolate issued (or, from older edges, the joins it grouped).
 
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{codes, ErrorBody};
-use flashgate_shared::queue::joins::{GroupedJoin, JoinGroup, JoinGroupReply};
+use flashgate_shared::queue::joins::{GroupedJoin, JoinGroupReply, JoinsBody};
 use flashgate_shared::queue::presence::{PresenceReceipt, PresenceReport};
 use flashgate_shared::queue::{JoinReply, NO_WAITING_ROOM};
 
@@ -133,36 +133,39 @@ pub async fn presence(
     Ok((StatusCode::OK, axum::Json(receipt)).into_response())
 }
 
-/// Largest body of a group of joins, bytes (500 customer ids of up to 128 bytes, quoted, with
-/// room).
-pub const MAX_GROUP_BODY_BYTES: usize = 128 * 1024;
-
-/// A group of joins from the edge for campaign `id` ([`JoinGroup`]): the customers whose tokens
-/// an isolate verified while its previous group was with the origin, placed in one Redis step
-/// ([`crate::queue::join::join_group`]). Needs a valid edge signature over `POST`, the path and
-/// the body (403 without one, with a stale one, or when this origin has no
-/// `FLASHGATE_EDGE_SECRET`). 200 with each customer's answer in order: 201 and her new ticket,
-/// or 200 and the one she had (a retried group gets the same places). Errors are the whole
-/// group's and change nothing: 400 for a bad shape, 404, 409 `no_waiting_room`, 409 `conflict`
-/// before the prequeue opens, 503 as for a join.
+/// The tickets one isolate issued for campaign `id` ([`JoinsBody::Issued`]: `{"report_id",
+/// "tickets"}`): each edge-signed ticket is checked again and joins the line in order of its
+/// sequence number (its order key), in one Redis step ([`crate::queue::issued::record`]); a
+/// report id counted before is answered 200 `duplicate: true` and changes nothing. Or, from
+/// older edges, a group of joins to place ([`JoinsBody::Group`]: `{"customers"}`,
+/// [`crate::queue::join::join_group`]): 200 with each customer's answer in order, 201 and her
+/// new ticket or 200 and the one she had. Needs a valid edge signature over `POST`, the path
+/// and the body (403 without one, with a stale one, or when this origin has no
+/// `FLASHGATE_EDGE_SECRET`). Errors are the whole body's and change nothing: 400 for a bad
+/// shape, a malformed ticket or a customer id that is not one, 403 for a forged ticket or
+/// another campaign's, 404, 409 `no_waiting_room`, 409 `conflict` (a group before the prequeue
+/// opens), 503 as for a join.
 #[utoipa::path(
     post,
     path = "/edge/v1/campaigns/{id}/joins",
     tag = "edge",
     params(("id" = String, Path, description = "Campaign id.")),
-    request_body(content = JoinGroup, description = "Joins verified at one isolate."),
+    request_body(content = JoinsBody, description = "Tickets issued at one isolate, or joins \
+        verified there."),
     responses(
-        (status = 200, description = "Each customer's place, in order.", body = JoinGroupReply),
-        (status = 400, description = "invalid_json, invalid_request: a bad shape or a customer \
-            id that is not one.", body = ErrorBody),
+        (status = 200, description = "A report: counted (or counted before: `duplicate`). A \
+            group: each customer's place, in order.", body = PresenceReceipt),
+        (status = 400, description = "invalid_json, invalid_request: a bad shape, a malformed \
+            ticket, or a customer id that is not one.", body = ErrorBody),
         (status = 403, description = "forbidden: no valid edge signature (or no edge secret \
-            on this origin to check one).", body = ErrorBody),
+            on this origin to check one), or a forged ticket or another campaign's.",
+            body = ErrorBody),
         (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
         (status = 409, description = "no_waiting_room: the campaign has none; conflict: the \
-            prequeue has not opened yet.", body = ErrorBody),
-        (status = 413, description = "payload_too_large: a body past 128 KiB.", body = ErrorBody),
-        (status = 422, description = "validation_failed: the body is not a group.",
-            body = ErrorBody),
+            prequeue has not opened yet (a group).", body = ErrorBody),
+        (status = 413, description = "payload_too_large: a body past 1 MiB.", body = ErrorBody),
+        (status = 422, description = "validation_failed: the body is neither a report nor a \
+            group.", body = ErrorBody),
         (status = 503, description = "unavailable: Redis failed, the queue is being reopened, \
             or no join turn came in time; retry after `Retry-After`.", body = ErrorBody,
             headers(("Retry-After" = u32))),
@@ -180,15 +183,21 @@ pub async fn joins(
         &uri,
         &headers,
         body,
-        MAX_GROUP_BODY_BYTES,
-        "a group of joins",
+        MAX_REPORT_BODY_BYTES,
+        "a report of joins",
     )
     .await?;
     let row = extract::campaign(&state, &id).await?;
     let Some(w) = row.waiting_room() else {
         return Ok(no_waiting_room(&id));
     };
-    let group: JoinGroup = extract::parse_json(&body)?;
+    let group = match extract::parse_json::<JoinsBody>(&body)? {
+        JoinsBody::Issued(report) => {
+            let receipt = crate::queue::issued::record(&state, &id, &report).await?;
+            return Ok((StatusCode::OK, axum::Json(receipt)).into_response());
+        }
+        JoinsBody::Group(group) => group,
+    };
     group
         .validate()
         .map_err(|m| ApiError::BadRequest(codes::INVALID_REQUEST, m))?;

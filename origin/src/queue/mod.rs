@@ -4,6 +4,7 @@
 //! docs/WAITING-ROOM.md.
 
 pub mod admit;
+pub mod issued;
 pub mod join;
 pub mod presence;
 pub mod replay;

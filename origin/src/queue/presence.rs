@@ -12,6 +12,8 @@
 //!   the queue, or with no edge reporting at all).
 //! - `fg:{c}:q:skipped`  — sorted set of the sequence numbers admission passed while away.
 //! - `fg:{c}:q:back`     — the skipped ones seen again, to be admitted at the next step first.
+//! - An arrival key reported here that is not in line yet (its report of joins was lost) and
+//!   is still ahead of `now_serving` joins the line (`fg:{c}:q:keys`).
 //! - `fg:{c}:q:report:{id}` — a report id already counted (kept [`REPORT_ID_KEPT_S`]).
 
 use std::collections::BTreeSet;
@@ -19,6 +21,7 @@ use std::sync::LazyLock;
 
 use flashgate_shared::admission::{self, AdmissionError};
 use flashgate_shared::api::codes;
+use flashgate_shared::queue::keys::EDGE_BLOCK;
 use flashgate_shared::queue::presence::{PresenceReceipt, PresenceReport, REPORT_ID_KEPT_S};
 use redis::Script;
 
@@ -27,21 +30,29 @@ use crate::error::ApiError;
 use crate::redis_conn::RedisConn;
 use crate::state::AppState;
 
-// KEYS: report id key, present, reported, skipped, back. ARGV: now ms, report id kept s, then
-// the sequence numbers. Returns -1 for a report id counted before (nothing changed), else the
-// tickets counted.
+// KEYS: report id key, present, reported, skipped, back, serving, keys, issued. ARGV: now ms,
+// report id kept s, EDGE_BLOCK, then the sequence numbers. Returns -1 for
+// a report id counted before (nothing changed), else the tickets counted.
+//
+// An arrival key not in line yet and still ahead of `serving` (its join report was lost: a
+// reporter cut off, or Redis lost the line) joins the line here.
 static RECORD: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 if not redis.call('SET', KEYS[1], 1, 'NX', 'EX', ARGV[2]) then return -1 end
 local now = ARGV[1]
 redis.call('SET', KEYS[3], now, 'NX')
-for i = 3, #ARGV do
+local serving = tonumber(redis.call('GET', KEYS[6]) or '0')
+local E = tonumber(ARGV[3])
+for i = 4, #ARGV do
   local s = ARGV[i]
   redis.call('ZADD', KEYS[2], 'GT', now, s)
   if redis.call('ZSCORE', KEYS[4], s) then redis.call('ZADD', KEYS[5], s, s) end
+  if tonumber(s) >= E and tonumber(s) > serving then
+    if redis.call('ZADD', KEYS[7], 'NX', s, s) == 1 then redis.call('INCR', KEYS[8]) end
+  end
 end
-return #ARGV - 2
+return #ARGV - 3
 ",
     )
 });
@@ -61,20 +72,25 @@ pub async fn record(
     let secret = super::secret(state)?;
     let mut seqs = BTreeSet::new();
     for t in &r.tickets {
-        let ticket = admission::open_ticket(secret, t, c).map_err(|e| {
-            let message = format!("a reported {}", e.message("ticket"));
-            match e {
-                AdmissionError::Malformed => ApiError::BadRequest(codes::INVALID_REQUEST, message),
-                _ => ApiError::Forbidden(message),
-            }
-        })?;
-        seqs.insert(ticket.place.sequence);
+        seqs.insert(open_reported(secret, t, c)?.place.sequence);
     }
     let mut redis = state.redis.clone();
     let n = store_report(&mut redis, c, &r.report_id, &seqs, now_ms).await?;
     Ok(PresenceReceipt {
         counted: n.max(0) as u64,
         duplicate: n < 0,
+    })
+}
+
+/// Opens ticket `t` of a report for campaign `c`: 400 `invalid_request` when malformed, 403
+/// `forbidden` when forged or another campaign's.
+pub fn open_reported(secret: &[u8], t: &str, c: &str) -> Result<admission::Ticket, ApiError> {
+    admission::open_ticket(secret, t, c).map_err(|e| {
+        let message = format!("a reported {}", e.message("ticket"));
+        match e {
+            AdmissionError::Malformed => ApiError::BadRequest(codes::INVALID_REQUEST, message),
+            _ => ApiError::Forbidden(message),
+        }
     })
 }
 
@@ -93,8 +109,12 @@ async fn store_report(
         .key(&k.reported)
         .key(&k.skipped)
         .key(&k.back)
+        .key(&k.serving)
+        .key(&k.keys)
+        .key(&k.issued)
         .arg(now_ms)
-        .arg(REPORT_ID_KEPT_S);
+        .arg(REPORT_ID_KEPT_S)
+        .arg(EDGE_BLOCK);
     for s in seqs {
         inv.arg(*s);
     }

@@ -200,11 +200,12 @@ pub struct Metrics {
     /// `flashgate_queue_restores_total`: queues reopened from their PostgreSQL checkpoint after
     /// Redis lost them ([`crate::queue::restore`]).
     pub queue_restores: Counter,
-    /// `flashgate_queue_join_requests_total`: join steps run (a customer's own join, or one
-    /// group of joins from the edge), counted past the campaign's checks.
+    /// `flashgate_queue_join_requests_total`: join steps run (a customer's own join, one report
+    /// of the tickets an isolate issued, or one group of joins from an older edge), counted
+    /// past the campaign's checks.
     pub queue_join_requests: Counter,
     /// `flashgate_queue_joins_total`: joins the origin placed (one per customer and request,
-    /// grouped or not).
+    /// grouped or not), and reported tickets new to the line.
     pub queue_joins: Counter,
     /// `flashgate_redis_campaign_keys{state}`: Redis keys of campaigns by campaign state, as
     /// the last clean-up pass of this origin counted them ([`crate::repair::cleanup`]).
@@ -423,12 +424,12 @@ impl Metrics {
         );
         r.register(
             "queue_join_requests",
-            "Join steps run by the origin: a customer's own join, or one group of joins from the edge",
+            "Join steps run by the origin: a customer's own join, one report of the tickets an isolate issued, or one group of joins from an older edge",
             m.queue_join_requests.clone(),
         );
         r.register(
             "queue_joins",
-            "Joins placed by the origin, grouped or not",
+            "Joins placed by the origin, grouped or not, and tickets issued at the edge that were new to the line",
             m.queue_joins.clone(),
         );
         r.register(

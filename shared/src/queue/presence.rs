@@ -56,17 +56,20 @@ pub struct PresenceReceipt {
     pub duplicate: bool,
 }
 
+/// True for a report id of 1..=[`MAX_REPORT_ID_LEN`] characters `[A-Za-z0-9_-]`.
+pub fn is_valid_report_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_REPORT_ID_LEN
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
 impl PresenceReport {
     /// Checks the shape: a valid `report_id`, 1..=[`MAX_REPORT_TICKETS`] tickets, no `joins`.
     /// The message of the first broken rule (400 `invalid_request`).
     pub fn validate(&self) -> Result<(), String> {
-        let id_ok = !self.report_id.is_empty()
-            && self.report_id.len() <= MAX_REPORT_ID_LEN
-            && self
-                .report_id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-        if !id_ok {
+        if !is_valid_report_id(&self.report_id) {
             return Err("report_id must be 1 to 64 characters [A-Za-z0-9_-]".into());
         }
         if self.tickets.is_empty() || self.tickets.len() > MAX_REPORT_TICKETS {

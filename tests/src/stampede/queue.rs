@@ -104,15 +104,24 @@ struct Ctx {
 impl Ctx {
     /// Joins, retrying 5xx, transport errors and 429 after `Retry-After` (capped), up to
     /// `max_attempts`. The final answer, or the last error.
-    async fn join(&self, customer: u32, v: &mut Visit) -> Result<Answer, String> {
+    /// A re-join presents her `ticket` (she gets it back).
+    async fn join(
+        &self,
+        customer: u32,
+        v: &mut Visit,
+        ticket: Option<&str>,
+    ) -> Result<Answer, String> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let req = self
+            let mut req = self
                 .client
                 .post(&self.room.queue_url)
                 .header(CF_CONNECTING_IP, client_ip(customer))
                 .header(AUTHORIZATION, &self.auth[customer as usize]);
+            if let Some(t) = ticket {
+                req = req.header(TICKET_HEADER, t);
+            }
             let got = send(req, &self.sem).await;
             let retry_after = match &got {
                 Ok(a) if a.status == 429 => {
@@ -147,7 +156,7 @@ impl Ctx {
             ..Visit::default()
         };
         v.join_sent_us = Some(us_since(self.t0));
-        let joined = self.join(c, &mut v).await;
+        let joined = self.join(c, &mut v, None).await;
         v.join_answered_us = Some(us_since(self.t0));
         let (ticket, reply) = match &joined {
             Ok(a) => {
@@ -173,7 +182,7 @@ impl Ctx {
         };
         if let Some(at) = rejoin_at_us {
             sleep_until(self.t0 + Duration::from_micros(at)).await;
-            v.rejoin = Some(match self.join(c, &mut v).await {
+            v.rejoin = Some(match self.join(c, &mut v, Some(&ticket)).await {
                 Ok(a) => (
                     a.status,
                     self.read_join(c, &a).is_some_and(|(t, _, _)| t == ticket),

@@ -1,5 +1,6 @@
 //! A small fake origin for the waiting room's edge tests (axum): it serves campaign statuses
-//! with the `queue` fields, signs join tickets (one by one, or in the edge's groups) and counts
+//! with the `queue` fields, signs join tickets (one by one, or in the edge's groups), takes the
+//! edge's reports of the tickets it issued and counts
 //! every request it gets, so that a test pins down what the edge alone does.
 
 use std::collections::HashMap;
@@ -27,6 +28,8 @@ pub struct Fake {
     pub joins: usize,
     /// The edge's groups of joins.
     pub groups: usize,
+    /// The edge's reports of the tickets it issued (each ticket counted in `joins`).
+    pub issued_reports: usize,
     pub next_sequence: u64,
     /// Campaign-index fetches: answered 404 like an origin without the route, so the edge
     /// lets every id through to the status (the fake's statuses change during a test).
@@ -87,9 +90,17 @@ pub async fn start_fake(fake: Shared) -> String {
             "eta_seconds": 0, "state": "waiting"});
         (StatusCode::CREATED, Json(body))
     }
-    // The edge's grouped joins: one ticket per customer, as the join above.
+    // The edge's report of the tickets it issued (counted), or its grouped joins: one ticket
+    // per customer, as the join above.
     async fn group(State(f): State<Shared>, Path(id): Path<String>, body: String) -> Json<Value> {
-        let customers: Vec<String> = serde_json::from_str::<Value>(&body).unwrap()["customers"]
+        let body: Value = serde_json::from_str(&body).unwrap();
+        if let Some(tickets) = body["tickets"].as_array() {
+            let mut f = f.lock().unwrap();
+            f.issued_reports += 1;
+            f.joins += tickets.len();
+            return Json(json!({"counted": tickets.len(), "duplicate": false}));
+        }
+        let customers: Vec<String> = body["customers"]
             .as_array()
             .unwrap()
             .iter()

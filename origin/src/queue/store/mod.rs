@@ -25,6 +25,9 @@
 //!   (Unix ms) of the skipped tickets admitted after they came back, within the TTL;
 //!   `fg:{c}:q:wave` — set once the gate was seen sold out: admissions from then on live
 //!   `second_wave_admission_ttl_seconds` (when shorter).
+//! - `fg:{c}:q:keys`     — sorted set of the arrival keys the edge issued (score = member = the
+//!   key, above `EDGE_BLOCK`), walked in order after the arrivals ([`issued`]);
+//!   `fg:{c}:q:issued` — how many tickets the edge reported issuing.
 //! - `fg:{c}:q:lease`    — the admitting origin's lease (`SET NX PX`).
 //! - `fg:{c}:q:pace`     — the claims' pace: a token bucket (`milli` tokens in thousandths,
 //!   `at` Redis time in ms) of `admit_per_second` tokens per second and one second's burst,
@@ -32,6 +35,7 @@
 
 use std::sync::LazyLock;
 
+use flashgate_shared::queue::keys::{ADMIT_LAG_MS, EDGE_BLOCK};
 use flashgate_shared::queue::{
     coarsen_grants, sorted_returned, Grant, QueueStatus, WaitingRoom, MAX_GRANTS,
     MAX_SKIPPED_LISTED, RANDOM_BLOCK,
@@ -59,6 +63,8 @@ pub struct Keys {
     pub back: String,
     pub returned: String,
     pub wave: String,
+    pub keys: String,
+    pub issued: String,
 }
 
 impl Keys {
@@ -82,6 +88,8 @@ impl Keys {
             back: k("back"),
             returned: k("returned"),
             wave: k("wave"),
+            keys: k("keys"),
+            issued: k("issued"),
         }
     }
 }
@@ -95,6 +103,7 @@ pub enum Draw {
     Random,
 }
 
+pub mod issued;
 mod places;
 pub use places::{join, Joined, Place};
 
@@ -105,13 +114,15 @@ pub async fn open(redis: &mut RedisConn, c: &str) -> redis::RedisResult<()> {
 }
 
 // KEYS: open, lease, serving, admitted, drawn, arrivals, unclaimed, gate loaded, grants,
-// present, reported, skipped, back, returned, wave. ARGV: lease holder, lease ms, budget, now
-// ms, ttl ms, RANDOM_BLOCK, units left in the gate (all shards), presence window ms, second-wave
-// ttl ms, most tickets the cursor may pass. Returns the number admitted (>= 0), -1 queue not
+// present, reported, skipped, back, returned, wave, keys. ARGV: lease holder, lease ms, budget,
+// now ms, ttl ms, RANDOM_BLOCK, units left in the gate (all shards), presence window ms,
+// second-wave ttl ms, most tickets the cursor may pass, EDGE_BLOCK, the newest arrival time
+// (ms) the cursor may pass. Returns the number admitted (>= 0), -1 queue not
 // open, -2 another origin holds the lease, -3 gate not loaded.
 //
 // `admitted` counts the tickets the cursor passed (admitted, or skipped while away), so it
-// still maps to sequence numbers (the k-th drawn number, then the arrivals).
+// still maps to sequence numbers (the k-th drawn number, then the arrivals, then the k-th
+// arrival key: the join and the report of issued tickets never add below `serving`).
 static ADVANCE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -151,11 +162,18 @@ local p = redis.call('ZCARD', KEYS[5])
 local a = tonumber(redis.call('GET', KEYS[6]) or '0')
 local B = tonumber(ARGV[6])
 local scan = tonumber(ARGV[10])
+local e = redis.call('ZCARD', KEYS[16])
+local E = tonumber(ARGV[11])
+local newest = tonumber(ARGV[12])
 local last
-while done < n and k < p + a and scan > 0 do
+while done < n and k < p + a + e and scan > 0 do
   local s
   if k < p then s = redis.call('ZRANGE', KEYS[5], k, k)[1]
-  else s = string.format('%.0f', B + (k - p) + 1) end
+  elseif k < p + a then s = string.format('%.0f', B + (k - p) + 1)
+  else
+    s = redis.call('ZRANGE', KEYS[16], k - p - a, k - p - a)[1]
+    if math.floor((tonumber(s) - E) / 1024) > newest then break end
+  end
   k = k + 1
   scan = scan - 1
   last = s
@@ -169,10 +187,10 @@ end
 if not last then return done end
 redis.call('SET', KEYS[3], last)
 redis.call('SET', KEYS[4], k)
-local newest = redis.call('ZRANGE', KEYS[9], -1, -1, 'WITHSCORES')
-if newest[2] and now - tonumber(newest[2]) < ttl / 64 then
-  redis.call('ZREM', KEYS[9], newest[1])
-  redis.call('ZADD', KEYS[9], newest[2], last)
+local top = redis.call('ZRANGE', KEYS[9], -1, -1, 'WITHSCORES')
+if top[2] and now - tonumber(top[2]) < ttl / 64 then
+  redis.call('ZREM', KEYS[9], top[1])
+  redis.call('ZADD', KEYS[9], top[2], last)
 else
   redis.call('ZADD', KEYS[9], now, last)
 end
@@ -261,6 +279,7 @@ pub async fn advance(
         .key(&k.back)
         .key(&k.returned)
         .key(&k.wave)
+        .key(&k.keys)
         .arg(holder)
         .arg(lease_ms)
         .arg(budget)
@@ -271,6 +290,8 @@ pub async fn advance(
         .arg(rules.window_ms)
         .arg(rules.second_wave_ttl_ms)
         .arg(MAX_PASSED_PER_STEP)
+        .arg(EDGE_BLOCK)
+        .arg(now_ms.saturating_sub(ADMIT_LAG_MS))
         .invoke_async(redis)
         .await?;
     Ok(match n {
@@ -327,7 +348,7 @@ pub struct Figures {
     pub now_serving: u64,
     pub admitted: u64,
     pub drawn: u64,
-    /// Customers who joined.
+    /// Customers who joined (at the origin, and as the edge reported).
     pub joined: u64,
     /// Admitted within the admission TTL and not yet claimed (entries older than the TTL are
     /// dropped by the next admission step, so this may count a few stale ones).
@@ -342,6 +363,8 @@ pub struct Figures {
     pub returned: Vec<Grant>,
     /// True once the campaign was seen sold out (the second wave's TTL applies).
     pub second_wave: bool,
+    /// The line: tickets waiting, and the marks of the edge's arrival keys.
+    pub line: issued::Line,
 }
 
 /// Reads campaign `c`'s figures (one transaction on one slot: `now_serving` and `admitted`
@@ -402,11 +425,12 @@ pub async fn figures(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Figur
         .collect();
     // Steps of one millisecond tie on the score; `n` orders them.
     grants.sort_by_key(|g| (g.n, g.at_ms));
+    let line = issued::line(redis, c).await?;
     Ok(Figures {
         now_serving: serving.unwrap_or(0),
         admitted: admitted.unwrap_or(0),
         drawn,
-        joined,
+        joined: joined + line.issued,
         unclaimed,
         unclaimed_since_ms: (at(&oldest), at(&newest)),
         grants,
@@ -421,6 +445,7 @@ pub async fn figures(redis: &mut RedisConn, c: &str) -> redis::RedisResult<Figur
                 .collect(),
         ),
         second_wave,
+        line,
     })
 }
 
@@ -441,6 +466,11 @@ impl Figures {
             skipped: self.skipped.clone(),
             returned: self.returned.clone(),
             held_until: None,
+            line: self.line.waiting,
+            line_before_keys: self.line.before_keys,
+            line_marks: self.line.marks.clone(),
+            queueing: w.queueing,
+            prequeue_seconds: w.prequeue_seconds,
         }
     }
 

@@ -14,7 +14,8 @@ use crate::redis_conn::RedisConn;
 const CANDIDATES: usize = 8;
 
 // KEYS: open, seq, drawn, arrivals, serving, admitted, unclaimed, present (a new place counts
-// as seen at its join: the grace of a fresh ticket). ARGV: 'arrival' | 'random', RANDOM_BLOCK,
+// as seen at its join: the grace of a fresh ticket), keys (once the edge has issued arrival
+// keys, an arrival here gets one too, by the second, so the cursor's ranks never shift). ARGV: 'arrival' | 'random', RANDOM_BLOCK,
 // now (Unix s), then per customer her id and CANDIDATES fractions in [0, 1). The hash keeps
 // '<seq>:<issued at>:<drawn waiting at issue>' (the last 0 for arrival numbers; absent in
 // places written before it existed), so a re-join gets the same ticket. Returns -1 when the
@@ -43,7 +44,13 @@ local function join(customer, c0)
     return figures(tonumber(s), 0, tonumber(t), tonumber(w) or 0)
   end
   local seq
-  if arrival then
+  if arrival and redis.call('EXISTS', KEYS[9]) == 1 then
+    local E = 2 * B
+    local sv = tonumber(redis.call('GET', KEYS[5]) or '0')
+    local n = math.max(E + tonumber(now) * 1024000, sv + 1) + math.floor(tonumber(ARGV[c0]) * 1024)
+    seq = string.format('%.0f', n)
+    redis.call('ZADD', KEYS[9], seq, seq)
+  elseif arrival then
     seq = string.format('%.0f', B + redis.call('INCR', KEYS[4]))
   else
     local lo = math.min(tonumber(redis.call('GET', KEYS[5]) or '0'), B - 2)
@@ -127,6 +134,7 @@ pub async fn join(
             .key(&k.admitted)
             .key(&k.unclaimed)
             .key(&k.present)
+            .key(&k.keys)
             .arg(match draw {
                 Draw::Arrival => "arrival",
                 Draw::Random => "random",

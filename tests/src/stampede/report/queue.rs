@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use flashgate_shared::queue::keys::EDGE_BLOCK;
 use flashgate_shared::queue::RANDOM_BLOCK;
 
 use super::{hist, latency_of, Answerer, Latency, TryOutcome};
@@ -302,7 +303,12 @@ pub fn compute(opt: &RoomOption, visits: &[Visit], claims: &[TryOutcome]) -> Que
     seqs.sort_unstable();
     seqs.dedup();
     q.distinct_sequences = seqs.len() as u64;
-    let arrivals: Vec<u64> = seqs.iter().copied().filter(|&s| s > RANDOM_BLOCK).collect();
+    // Arrival numbers the origin gives; the edge's arrival keys (times) are only unique.
+    let arrivals: Vec<u64> = seqs
+        .iter()
+        .copied()
+        .filter(|&s| s > RANDOM_BLOCK && s < EDGE_BLOCK)
+        .collect();
     q.arrival_sequences = arrivals.len() as u64;
     q.arrivals_contiguous = arrivals
         .iter()
