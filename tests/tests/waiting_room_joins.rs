@@ -67,6 +67,19 @@ async fn join_at(
     customer: &str,
     ticket: Option<&str>,
 ) -> (u16, String, Value) {
+    try_join_at(http, edge, id, customer, ticket)
+        .await
+        .unwrap_or_else(|e| panic!("{customer}: the join got no answer: {e:?}"))
+}
+
+/// [`join_at`], with the transport error when no answer came.
+async fn try_join_at(
+    http: &reqwest::Client,
+    edge: &TestEdge,
+    id: &str,
+    customer: &str,
+    ticket: Option<&str>,
+) -> Result<(u16, String, Value), reqwest::Error> {
     let config = test_config();
     let mut req = http
         .post(format!("{}/api/v1/campaigns/{id}/queue", edge.url))
@@ -74,17 +87,14 @@ async fn join_at(
     if let Some(t) = ticket {
         req = req.header(TICKET_HEADER, t);
     }
-    let res = req
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{customer}: the join got no answer: {e}"));
+    let res = req.send().await?;
     let st = res.status().as_u16();
     let by = res
         .headers()
         .get(ANSWERED_BY_HEADER)
         .map(|v| v.to_str().unwrap().to_string())
         .unwrap_or_default();
-    (st, by, res.json().await.unwrap_or(Value::Null))
+    Ok((st, by, res.json().await.unwrap_or(Value::Null)))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -103,10 +113,23 @@ async fn joins_are_answered_at_the_edge_and_reach_the_origin_in_reports() {
     let customers: Vec<String> = (0..n).map(|i| format!("{run}-{i}")).collect();
     let before = join_counts(&o).await;
     let started = Instant::now();
+    // A join that got no answer (on a loaded machine the runtime may close a pooled
+    // connection under a request) is sent again, as a customer would: if the edge had issued
+    // its ticket, she has two, and the line counts both.
+    let unanswered = std::sync::atomic::AtomicU64::new(0);
     let answers: Vec<(String, u16, String, Value)> = stream::iter(customers.iter())
         .map(|c| {
-            let (http, edge, id) = (&http, &edge, &id);
+            let (http, edge, id, unanswered) = (&http, &edge, &id, &unanswered);
             async move {
+                for _ in 0..3 {
+                    match try_join_at(http, edge, id, c, None).await {
+                        Ok((st, by, body)) => return (c.clone(), st, by, body),
+                        Err(e) => {
+                            unanswered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            eprintln!("{c}: the join got no answer, sent again: {e:?}");
+                        }
+                    }
+                }
                 let (st, by, body) = join_at(http, edge, id, c, None).await;
                 (c.clone(), st, by, body)
             }
@@ -115,6 +138,7 @@ async fn joins_are_answered_at_the_edge_and_reach_the_origin_in_reports() {
         .collect()
         .await;
     let joined_s = started.elapsed().as_secs_f64();
+    let unanswered = unanswered.into_inner();
     let q = line_reaches(&o, &id, n as u64).await;
     let reported_s = started.elapsed().as_secs_f64();
     let after = join_counts(&o).await;
@@ -135,10 +159,10 @@ async fn joins_are_answered_at_the_edge_and_reach_the_origin_in_reports() {
         })
         .collect();
     assert_eq!(seqs.len(), n, "one order key per ticket");
-    assert_eq!(
-        q["line"].as_u64(),
-        Some(n as u64),
-        "every ticket reported: {q}"
+    let line = q["line"].as_u64().unwrap_or(0);
+    assert!(
+        (n as u64..=n as u64 + unanswered).contains(&line),
+        "every ticket reported ({unanswered} joins sent again): {q}"
     );
     let (reports, placed) = (after.0 - before.0, after.1 - before.1);
     println!(
@@ -147,7 +171,11 @@ async fn joins_are_answered_at_the_edge_and_reach_the_origin_in_reports() {
         n as f64 / joined_s,
         n as f64 / reports as f64
     );
-    assert_eq!(placed, n as u64, "every ticket counted once");
+    // Exactly n when every join was answered the first time.
+    assert!(
+        (line..=n as u64 + unanswered).contains(&placed),
+        "every ticket counted once: {placed} placed, line {line}"
+    );
     // workerd runs the worker in one isolate: at most one report per second of the run.
     assert!(
         reports as f64 <= reported_s.ceil() + 1.0,
