@@ -296,6 +296,34 @@ async fn the_edge_passes_the_document_through() {
     // The claim's 429 is either the waiting room's `queued` or the edge's `rate_limited`.
     let claim429 = &doc["components"]["schemas"]["Claim429"]["oneOf"];
     assert_eq!(claim429.as_array().map(Vec::len), Some(2), "{claim429}");
+
+    // Every customer operation of the document (under /api/v1/) is routed by the edge: its
+    // route table answers neither "no such route" nor "wrong method" for any of them (a draw's
+    // routes were once missing there, and customers could not enter a draw).
+    let mut routed = 0;
+    for (path, m) in operations(&doc).keys() {
+        if !path.starts_with("/api/v1/") {
+            continue;
+        }
+        let res = o
+            .http
+            .request(
+                m.to_uppercase().parse().unwrap(),
+                format!("{}{}", e.url, concrete(path)),
+            )
+            .send()
+            .await
+            .unwrap();
+        let status = res.status().as_u16();
+        let body: Value = res.json().await.unwrap_or(Value::Null);
+        assert_eq!(
+            router_refused(status, &body),
+            None,
+            "{m} {path} is documented; the edge refused it: {status} {body}"
+        );
+        routed += 1;
+    }
+    assert!(routed >= 20, "only {routed} customer operations");
     drop(e);
     o.stop().await;
 }
