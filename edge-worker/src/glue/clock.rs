@@ -12,8 +12,15 @@ thread_local! {
     static SETTINGS: RefCell<Option<Rc<EdgeConfig>>> = const { RefCell::new(None) };
 }
 
-/// Makes [`now_ms`] apply `cfg`'s clock offset (called once the isolate has read its settings).
+/// Makes [`now_ms`] apply `cfg`'s clock offset (called once the isolate has read its
+/// settings); logs a warning when that offset is not 0.
 pub(super) fn use_settings(cfg: Rc<EdgeConfig>) {
+    if cfg.test_clock_offset_ms != 0 {
+        worker::console_warn!(
+            "flashgate edge: clock shifted by {} ms (FLASHGATE_TEST_CLOCK_OFFSET_MS, fault injection only)",
+            cfg.test_clock_offset_ms
+        );
+    }
     SETTINGS.with(|s| *s.borrow_mut() = Some(cfg));
 }
 
