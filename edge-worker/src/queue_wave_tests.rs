@@ -76,3 +76,38 @@ fn sold_out_may_return_while_holds_are_outstanding_then_final() {
         (Some(Outlook::Final), None, MAX_RETRY_AFTER_S)
     );
 }
+
+#[test]
+fn an_edge_clock_off_by_seconds_never_lengthens_an_admission_past_its_grant() {
+    // The origin granted sequence 100 at `granted` on its clock; the edge polls half a second
+    // later on a clock up to 4 s off either way (the chaos clock-skew fault: edge and origin 2
+    // two seconds off in opposite directions).
+    let granted = now() - 10_000;
+    let e = entry(
+        CampaignState::Active,
+        5,
+        serde_json::json!({"now_serving": 100, "admit_per_second": 10,
+            "admission_ttl_seconds": 60, "grants": [{"n": 100, "at_ms": granted}]}),
+    );
+    let origin_expiry_s = granted / 1000 + 60;
+    for offset_ms in [-4_000, -2_000, 0, 2_000, 4_000] {
+        let edge_now = granted + 500 + offset_ms;
+        let p = poll(&e, &ticket(100), K, edge_now).unwrap();
+        assert_eq!(p.reply.state, QueueState::Admitted, "{offset_ms}");
+        let token = p.reply.admission_token.unwrap();
+        let a = admission::check_admission(K, &token, "spring", "ana", edge_now / 1000).unwrap();
+        // Never later than the origin's grant + TTL; earlier by at most the edge's lag.
+        let lag_s = ((-offset_ms).max(0) + 999) / 1000;
+        assert!(
+            (origin_expiry_s - lag_s..=origin_expiry_s).contains(&a.expires_at_s),
+            "{offset_ms}: {} vs {origin_expiry_s}",
+            a.expires_at_s
+        );
+    }
+    // Polls lapse it at the grant's expiry on the edge's clock: an edge ahead lapses it early
+    // by its lead, never late.
+    let before = poll(&e, &ticket(100), K, origin_expiry_s * 1000 - 1).unwrap();
+    assert_eq!(before.reply.state, QueueState::Admitted);
+    let at_expiry = poll(&e, &ticket(100), K, origin_expiry_s * 1000).unwrap();
+    assert_eq!(at_expiry.reply.state, QueueState::Lapsed);
+}

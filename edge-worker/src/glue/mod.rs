@@ -25,10 +25,11 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 use worker::{
-    event, js_sys, Cache, Context, Date, Delay, Env, Headers, Method, Request, RequestInit,
-    Response, Result,
+    event, js_sys, Cache, Context, Delay, Env, Headers, Method, Request, RequestInit, Response,
+    Result,
 };
 
+mod clock;
 mod index;
 mod joins;
 mod jwks;
@@ -38,6 +39,7 @@ mod respond;
 mod telemetry;
 mod winners;
 
+use clock::now_ms;
 use origin::{origin_target, pass_through, relay, send, send_bounded, sign_forwarded};
 use respond::{answer, respond};
 
@@ -67,10 +69,6 @@ thread_local! {
     static CONFIG: RefCell<Option<Rc<EdgeConfig>>> = const { RefCell::new(None) };
 }
 
-fn now_ms() -> i64 {
-    i64::try_from(Date::now().as_millis()).unwrap_or(i64::MAX)
-}
-
 /// Waits on short timers of its own ([`status::wait_poll_ms`]) until `done()` or until
 /// `deadline_ms` (epoch ms) has passed: how a request waits for the one that leads a refresh
 /// (a waiter is never woken from the leader's I/O context).
@@ -94,6 +92,7 @@ fn config(env: &Env) -> std::result::Result<Rc<EdgeConfig>, String> {
             .or_else(|| list_var(env, name))
     })?);
     CONFIG.with(|c| *c.borrow_mut() = Some(cfg.clone()));
+    clock::use_settings(cfg.clone());
     Ok(cfg)
 }
 
