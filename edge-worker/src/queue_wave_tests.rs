@@ -92,7 +92,7 @@ fn an_edge_clock_off_by_seconds_never_lengthens_an_admission_past_its_grant() {
     let origin_expiry_s = granted / 1000 + 60;
     for offset_ms in [-4_000, -2_000, 0, 2_000, 4_000] {
         let edge_now = granted + 500 + offset_ms;
-        let p = poll(&e, &ticket(100), K, edge_now).unwrap();
+        let p = poll(&e, &ticket(100), K, edge_now, &[]).unwrap();
         assert_eq!(p.reply.state, QueueState::Admitted, "{offset_ms}");
         let token = p.reply.admission_token.unwrap();
         let a = admission::check_admission(K, &token, "spring", "ana", edge_now / 1000).unwrap();
@@ -106,8 +106,8 @@ fn an_edge_clock_off_by_seconds_never_lengthens_an_admission_past_its_grant() {
     }
     // Polls lapse it at the grant's expiry on the edge's clock: an edge ahead lapses it early
     // by its lead, never late.
-    let before = poll(&e, &ticket(100), K, origin_expiry_s * 1000 - 1).unwrap();
+    let before = poll(&e, &ticket(100), K, origin_expiry_s * 1000 - 1, &[]).unwrap();
     assert_eq!(before.reply.state, QueueState::Admitted);
-    let at_expiry = poll(&e, &ticket(100), K, origin_expiry_s * 1000).unwrap();
+    let at_expiry = poll(&e, &ticket(100), K, origin_expiry_s * 1000, &[]).unwrap();
     assert_eq!(at_expiry.reply.state, QueueState::Lapsed);
 }
