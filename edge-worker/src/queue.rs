@@ -186,10 +186,13 @@ pub fn poll(
     };
     let to_start_ms = status.starts_at.timestamp_millis().saturating_sub(now_ms);
     let remaining = u64::try_from(status.remaining).unwrap_or(0);
-    // Admission does not pass an arrival key until its report is in (`ADMIT_LAG_MS`).
+    // Admission does not pass an arrival key until its report is in (`ADMIT_LAG_MS`): on a
+    // line of arrival keys it starts once the first one's lag is over.
     let eta_seconds = match queue.eta_seconds(state, position, remaining, to_start_ms, now_ms) {
         0 => 0,
-        eta => eta.max(admit_lag_left_seconds(seq, now_ms)),
+        eta => eta
+            .saturating_add(queue.front_lag_seconds(seq, now_ms))
+            .max(admit_lag_left_seconds(seq, now_ms)),
     };
     let outlook = match state {
         QueueState::Waiting if position > remaining.saturating_mul(UNLIKELY_FACTOR) => {

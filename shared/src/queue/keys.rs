@@ -149,6 +149,24 @@ impl QueueStatus {
     }
 }
 
+impl QueueStatus {
+    /// Seconds at `now_ms` (Unix ms) before admission can start on the arrival keys ahead of
+    /// key `seq`, when it has not reached any yet and nothing waits before them: the admission
+    /// lag left on the first key this status shows (its first mark, else `seq`). Admission then
+    /// goes on at `admit_per_second`, so an arrival key's wait is this plus its place's share.
+    pub fn front_lag_seconds(&self, seq: u64, now_ms: i64) -> u64 {
+        if seq < EDGE_BLOCK || self.now_serving >= EDGE_BLOCK || self.line_before_keys > 0 {
+            return 0;
+        }
+        let front = self
+            .line_marks
+            .iter()
+            .find(|m| m.n > self.now_serving)
+            .map_or(seq, |m| m.n.min(seq));
+        admit_lag_left_seconds(front, now_ms)
+    }
+}
+
 /// Seconds until admission may pass arrival key `seq` at `now_ms` (Unix ms): admission waits
 /// [`ADMIT_LAG_MS`] after a key's issue for its report; 0 for other numbers or once passed.
 pub fn admit_lag_left_seconds(seq: u64, now_ms: i64) -> u64 {
@@ -261,6 +279,41 @@ mod tests {
             ..q.clone()
         };
         assert_eq!(one.unreported_ahead(t(2_500), 2_500), 0);
+    }
+
+    #[test]
+    fn the_front_of_the_line_waits_for_its_lag() {
+        let k = |ms| arrival_key(ms, 0);
+        let q = QueueStatus {
+            line: 30,
+            line_marks: vec![
+                LineMark {
+                    n: k(10_000),
+                    ahead: 10,
+                },
+                LineMark {
+                    n: k(12_000),
+                    ahead: 30,
+                },
+            ],
+            ..Default::default()
+        };
+        // At 11 s the first key shown (10 s) has 2 s of its lag left.
+        assert_eq!(q.front_lag_seconds(k(12_500), 11_000), 2);
+        // Once admission reached the keys, or with tickets before them: none.
+        let on = QueueStatus {
+            now_serving: k(10_000),
+            ..q.clone()
+        };
+        assert_eq!(on.front_lag_seconds(k(12_500), 11_000), 0);
+        let before = QueueStatus {
+            line_before_keys: 5,
+            ..q.clone()
+        };
+        assert_eq!(before.front_lag_seconds(k(12_500), 11_000), 0);
+        assert_eq!(q.front_lag_seconds(RANDOM_BLOCK + 1, 11_000), 0);
+        // No marks: her own key is the front.
+        assert_eq!(QueueStatus::default().front_lag_seconds(k(11_000), 11_000), 3);
     }
 
     #[test]
