@@ -29,6 +29,7 @@ use worker::{
     Response, Result,
 };
 
+mod access;
 mod index;
 mod joins;
 mod jwks;
@@ -187,7 +188,10 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Re
     // Unknown campaigns are answered here, before anything asks the origin (claims after
     // their request checks, in `claim`).
     let campaign = match &route {
-        Route::Status { id } | Route::QueuePoll { id } | Route::QueueJoin { id } => Some(*id),
+        Route::Status { id }
+        | Route::QueuePoll { id }
+        | Route::QueueJoin { id }
+        | Route::QueueChallenge { id } => Some(*id),
         Route::CampaignPassThrough { id } => Some(id.as_ref()),
         _ => None,
     };
@@ -202,6 +206,7 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Re
         Route::Claim { id } => telemetry::counted(claim(req, &cfg, id, &url).await?),
         Route::QueuePoll { id } => queue::poll(req, &cfg, id, &url).await,
         Route::QueueJoin { id } => queue::join(req, &cfg, id, &url).await,
+        Route::QueueChallenge { id } => access::challenge(req, &cfg, id, &url).await,
         Route::PassThrough | Route::CampaignPassThrough { .. } => {
             pass_through(req, &cfg, &url).await
         }

@@ -17,6 +17,7 @@ pub mod openapi;
 pub mod promo;
 pub mod purge;
 pub mod queue;
+pub mod invite;
 pub mod reconcile;
 pub mod request_id;
 pub mod variants;
@@ -111,6 +112,7 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(giveaway::show))
         .routes(routes!(giveaway::redeem))
         .routes(routes!(reconcile::report))
+        .routes(routes!(invite::invite_key))
         .routes(routes!(purge::purge).layer(once()))
         .routes(routes!(campaigns::create).layer(once()))
         .routes(routes!(admin::list))
