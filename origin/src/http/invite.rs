@@ -43,8 +43,6 @@ pub struct InviteKey {
         (status = 403, description = "forbidden: an unknown token or a viewer's.",
             body = ErrorBody),
         (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
-        (status = 503, description = "unavailable: no edge secret is configured.",
-            body = ErrorBody),
     ),
 )]
 pub async fn invite_key(

@@ -75,8 +75,6 @@ pub fn queue_poll() {}
             waiting room has no `pow` challenge.", body = ErrorBody),
         (status = 429, description = "rate_limited: too many requests from this customer or \
             address.", body = ErrorBody, headers(("Retry-After" = u32))),
-        (status = 503, description = "unavailable: the edge has no secret or no status yet.",
-            body = ErrorBody),
     ),
 )]
 pub fn queue_challenge() {}
