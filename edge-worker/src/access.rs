@@ -15,10 +15,10 @@ use flashgate_shared::admission::Ticket;
 use flashgate_shared::api::codes;
 use flashgate_shared::invite::{self, InviteError};
 use flashgate_shared::pow::{self, PowError};
+pub use flashgate_shared::queue::access::shadow_secret;
 use flashgate_shared::queue::access::{
     ChallengeFailure, ChallengeKind, ChallengeReply, JoinAccess, JoinBody,
 };
-pub use flashgate_shared::queue::access::shadow_secret;
 use flashgate_shared::queue::{Outlook, QueueState};
 
 use crate::decide::Answer;
@@ -182,8 +182,7 @@ pub fn turnstile_verdict(outcome: &Siteverify) -> Result<(), Failure> {
     let Siteverify::Answered(200, body) = outcome else {
         return Err(Failure::ProviderError);
     };
-    let v: serde_json::Value =
-        serde_json::from_slice(body).map_err(|_| Failure::ProviderError)?;
+    let v: serde_json::Value = serde_json::from_slice(body).map_err(|_| Failure::ProviderError)?;
     match v.get("success").and_then(serde_json::Value::as_bool) {
         Some(true) => Ok(()),
         Some(false) => Err(Failure::Rejected),

@@ -34,18 +34,33 @@ fn a_solved_challenge_passes_and_every_bad_answer_fails_by_reason() {
         solution: Some(s.into()),
         ..JoinBody::default()
     };
-    assert_eq!(check_pow(K, &body(&c.challenge, &n), "spring", "ana", now_s()), Ok(()));
+    assert_eq!(
+        check_pow(K, &body(&c.challenge, &n), "spring", "ana", now_s()),
+        Ok(())
+    );
     let cases = [
         (JoinBody::default(), "ana", now_s(), Failure::Missing),
         (body(&c.challenge, &n), "bo", now_s(), Failure::Foreign),
-        (body(&c.challenge, &n), "ana", now_s() + 300, Failure::Expired),
+        (
+            body(&c.challenge, &n),
+            "ana",
+            now_s() + 300,
+            Failure::Expired,
+        ),
         (body("x.y", &n), "ana", now_s(), Failure::Malformed),
     ];
     for (b, who, at, want) in cases {
         assert_eq!(check_pow(K, &b, "spring", who, at), Err(want));
     }
-    let forged = challenge(b"another edge secret of 32 bytes!!!", &a, "spring", "ana", [3; 16], now_s())
-        .unwrap();
+    let forged = challenge(
+        b"another edge secret of 32 bytes!!!",
+        &a,
+        "spring",
+        "ana",
+        [3; 16],
+        now_s(),
+    )
+    .unwrap();
     assert_eq!(
         check_pow(K, &body(&forged.challenge, &n), "spring", "ana", now_s()),
         Err(Failure::Forged)
@@ -54,7 +69,13 @@ fn a_solved_challenge_passes_and_every_bad_answer_fails_by_reason() {
         .find(|&m| pow::leading_zero_bits(&pow::work_hash(&c.challenge, m)) < 8)
         .unwrap();
     assert_eq!(
-        check_pow(K, &body(&c.challenge, &unsolved.to_string()), "spring", "ana", now_s()),
+        check_pow(
+            K,
+            &body(&c.challenge, &unsolved.to_string()),
+            "spring",
+            "ana",
+            now_s()
+        ),
         Err(Failure::Unsolved)
     );
     // No `pow` challenge on the campaign: 409.
@@ -84,7 +105,10 @@ fn failures_go_to_the_infinite_queue_or_403_and_fail_open_passes_provider_errors
     };
     assert_eq!(gate(&open, Err(Failure::ProviderError)), Ok(Gate::Pass));
     assert_eq!(gate(&open, Err(Failure::Rejected)).unwrap_err().status, 403);
-    assert_eq!(gate(&fb, Err(Failure::ProviderError)).unwrap_err().status, 403);
+    assert_eq!(
+        gate(&fb, Err(Failure::ProviderError)).unwrap_err().status,
+        403
+    );
 }
 
 #[test]
@@ -95,7 +119,9 @@ fn siteverify_answers_as_documented() {
         Ok(())
     );
     assert_eq!(
-        turnstile_verdict(&ok(r#"{"success":false,"error-codes":["invalid-input-response"]}"#)),
+        turnstile_verdict(&ok(
+            r#"{"success":false,"error-codes":["invalid-input-response"]}"#
+        )),
         Err(Failure::Rejected)
     );
     for bad in [
@@ -105,12 +131,20 @@ fn siteverify_answers_as_documented() {
         Siteverify::TimedOut,
         Siteverify::Failed,
     ] {
-        assert_eq!(turnstile_verdict(&bad), Err(Failure::ProviderError), "{bad:?}");
+        assert_eq!(
+            turnstile_verdict(&bad),
+            Err(Failure::ProviderError),
+            "{bad:?}"
+        );
     }
     let b: serde_json::Value =
         serde_json::from_str(&siteverify_body("sec", "tok", Some("192.0.2.1"))).unwrap();
     assert_eq!(
-        (b["secret"].as_str(), b["response"].as_str(), b["remoteip"].as_str()),
+        (
+            b["secret"].as_str(),
+            b["response"].as_str(),
+            b["remoteip"].as_str()
+        ),
         (Some("sec"), Some("tok"), Some("192.0.2.1"))
     );
 }
@@ -138,7 +172,14 @@ fn invites_are_checked_only_when_needed_and_refused_403() {
         Ok(Some("i1".into()))
     );
     assert_eq!(
-        check_invite(K, &JoinAccess::default(), &JoinBody::default(), "spring", "ana", 0),
+        check_invite(
+            K,
+            &JoinAccess::default(),
+            &JoinBody::default(),
+            "spring",
+            "ana",
+            0
+        ),
         Ok(None)
     );
     let other_campaign = body(sign(&invite_key(K, "fall"), &inv("fall", "ana")));
@@ -179,7 +220,11 @@ fn an_infinite_queue_ticket_waits_where_it_would_be_admitted() {
     let now = t("2026-03-01T11:00:00Z").timestamp_millis();
     let admitted = shadow_poll(&e, &ticket(90), &shadow, now).unwrap();
     assert_eq!(
-        (admitted.reply.state, admitted.reply.position, admitted.reply.admitted),
+        (
+            admitted.reply.state,
+            admitted.reply.position,
+            admitted.reply.admitted
+        ),
         (QueueState::Waiting, 1, false)
     );
     assert_eq!(admitted.reply.admission_token, None);

@@ -445,7 +445,9 @@ mod tests {
             .starts_with("FLASHGATE_TURNSTILE_SITEVERIFY_URL"));
         let mut p = base.to_vec();
         p.push(("FLASHGATE_TURNSTILE_TIMEOUT_MS", "0"));
-        assert!(cfg(&p).unwrap_err().starts_with("FLASHGATE_TURNSTILE_TIMEOUT_MS"));
+        assert!(cfg(&p)
+            .unwrap_err()
+            .starts_with("FLASHGATE_TURNSTILE_TIMEOUT_MS"));
     }
 
     #[test]

@@ -106,8 +106,7 @@ pub fn sign(key: &[u8], i: &Invite) -> String {
 
 fn valid_jti(j: &str) -> bool {
     (1..=64).contains(&j.len())
-        && j
-            .bytes()
+        && j.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 

@@ -74,7 +74,10 @@ async fn get_challenge(
     id: &str,
     customer: Option<&str>,
 ) -> (u16, Value) {
-    let mut req = http.get(format!("{}/api/v1/campaigns/{id}/queue/challenge", edge.url));
+    let mut req = http.get(format!(
+        "{}/api/v1/campaigns/{id}/queue/challenge",
+        edge.url
+    ));
     if let Some(c) = customer {
         req = req.bearer_auth(token_for(&queue_config(), c));
     }
@@ -142,6 +145,33 @@ async fn pow_solved_joins_are_admitted_and_failed_ones_wait_forever() {
     )
     .await;
     let plain = sale(&o, 20, room(5)).await;
+    // The options are public in the status the edge caches; a bad one is 422 naming it.
+    let status = o.status(&id).await;
+    assert_eq!(
+        status["queue"]["access"],
+        json!({"challenge": "pow", "pow_difficulty": 10, "challenge_fail_open": false,
+            "challenge_failure": "infinite_queue", "invite_only": false})
+    );
+    assert!(o.status(&plain).await["queue"].get("access").is_none());
+    let mut bad = serde_json::to_value(w).unwrap();
+    bad["pow_difficulty"] = 33.into();
+    let (st, body) = o.change(&id, json!({"waiting_room": bad})).await;
+    assert_eq!(st, 422, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("waiting_room.pow_difficulty"),
+        "{body}"
+    );
+    bad["pow_difficulty"] = 10.into();
+    bad["challenge"] = "captcha".into();
+    assert_eq!(o.change(&id, json!({"waiting_room": bad})).await.0, 422);
+    assert_eq!(
+        o.status(&id).await["queue"]["access"]["challenge"],
+        "pow",
+        "unchanged"
+    );
     let edge = edge(&o, None);
     let http = reqwest::Client::new();
     let run = unique("pow");
@@ -186,7 +216,10 @@ async fn pow_solved_joins_are_admitted_and_failed_ones_wait_forever() {
         assert_eq!(st, 201, "an infinite-queue ticket looks normal: {j}");
         assert_eq!(j["state"], "waiting");
         let t = j["ticket"].as_str().unwrap().to_string();
-        assert!(open_ticket(K, &t, &id).is_err(), "not a ticket the origin opens");
+        assert!(
+            open_ticket(K, &t, &id).is_err(),
+            "not a ticket the origin opens"
+        );
         // Joining again with it gives it back, as for anyone.
         let (st, again) = join(&http, &edge, &id, &who, None, Some(&t)).await;
         assert_eq!((st, again["ticket"].as_str()), (200, Some(t.as_str())));
@@ -196,7 +229,15 @@ async fn pow_solved_joins_are_admitted_and_failed_ones_wait_forever() {
         assert_eq!((st, j["result"].as_str()), (403, Some("forbidden")), "{j}");
     }
     let body = solved(&http, &edge, &forbidding, &format!("{run}-good0")).await;
-    let (st, _) = join(&http, &edge, &forbidding, &format!("{run}-good0"), Some(body), None).await;
+    let (st, _) = join(
+        &http,
+        &edge,
+        &forbidding,
+        &format!("{run}-good0"),
+        Some(body),
+        None,
+    )
+    .await;
     assert_eq!(st, 201);
     // A body that is not the JSON object: 400, nothing issued.
     let (st, j) = join(&http, &edge, &id, "x", Some(json!({"nonce": 1})), None).await;
@@ -230,7 +271,11 @@ async fn pow_solved_joins_are_admitted_and_failed_ones_wait_forever() {
     while Instant::now() < until {
         for t in &shadows {
             let p = poll(&http, &edge, &id, t).await;
-            assert_eq!((p["state"].as_str(), p["admitted"].as_bool()), (Some("waiting"), Some(false)), "{p}");
+            assert_eq!(
+                (p["state"].as_str(), p["admitted"].as_bool()),
+                (Some("waiting"), Some(false)),
+                "{p}"
+            );
             assert!(p.get("admission_token").is_none());
             polls += 1;
         }
@@ -240,7 +285,11 @@ async fn pow_solved_joins_are_admitted_and_failed_ones_wait_forever() {
     assert_eq!(status["remaining"], 20, "stock remains");
     assert!(status["queue"]["now_serving"].as_u64().unwrap() > 0);
     println!("pow: 3 solved admitted; 5 failed joins polled {polls} times, never admitted");
-    assert_eq!(joins_at_origin(&o).await, 4, "the origin never saw a failed join");
+    assert_eq!(
+        joins_at_origin(&o).await,
+        4,
+        "the origin never saw a failed join"
+    );
 }
 
 /// What the fake siteverify was asked: (secret, response) per call.
@@ -263,14 +312,11 @@ async fn fake_siteverify() -> (String, Calls) {
                 let ok = json!({"success": true, "challenge_ts": "2026-01-01T00:00:00.000Z",
                     "hostname": "localhost", "error-codes": [], "action": "", "cdata": ""});
                 let no = json!({"success": false, "error-codes": ["invalid-input-response"]});
-                let json = |v: Value| {
-                    (
-                        [("content-type", "application/json")],
-                        v.to_string(),
-                    )
-                };
+                let json = |v: Value| ([("content-type", "application/json")], v.to_string());
                 if secret != TURNSTILE_SECRET {
-                    return json(json!({"success": false, "error-codes": ["invalid-input-secret"]}));
+                    return json(
+                        json!({"success": false, "error-codes": ["invalid-input-secret"]}),
+                    );
                 }
                 match token.as_str() {
                     "pass" => json(ok),
@@ -331,7 +377,10 @@ async fn turnstile_is_checked_with_siteverify_and_fails_open_or_closed() {
         let t = j["ticket"].as_str().unwrap();
         assert_eq!(open_ticket(K, t, &closed_id).is_ok(), passes, "{token:?}");
         if token == Some("slow") {
-            assert!(took < Duration::from_millis(2_900), "bounded by the timeout: {took:?}");
+            assert!(
+                took < Duration::from_millis(2_900),
+                "bounded by the timeout: {took:?}"
+            );
             println!("turnstile timeout answered in {} ms", took.as_millis());
         }
         let (st, j) = join(&http, &edge, &open_id, &who, body, None).await;
@@ -351,11 +400,14 @@ async fn turnstile_is_checked_with_siteverify_and_fails_open_or_closed() {
 /// The shop's invite example of docs/ACCESS.md (the first `python` block), run with
 /// `python3 - KEY CAMPAIGN CUSTOMER`: the invite it prints.
 fn python_invite(key: &str, campaign: &str, customer: &str) -> Option<String> {
-    let doc = std::fs::read_to_string(
-        flashgate_tests::support::repo_root().join("docs/ACCESS.md"),
-    )
-    .expect("docs/ACCESS.md");
-    let code = doc.split("```python\n").nth(1)?.split("```").next()?.to_string();
+    let doc = std::fs::read_to_string(flashgate_tests::support::repo_root().join("docs/ACCESS.md"))
+        .expect("docs/ACCESS.md");
+    let code = doc
+        .split("```python\n")
+        .nth(1)?
+        .split("```")
+        .next()?
+        .to_string();
     let mut child = std::process::Command::new("python3")
         .args(["-", key, campaign, customer])
         .stdin(std::process::Stdio::piped())
@@ -385,9 +437,14 @@ async fn only_invited_customers_join_and_a_replayed_invite_gets_its_ticket() {
     let (st, _) = o.admin(reqwest::Method::GET, &path, None, None).await;
     assert_eq!(st, 401);
     let token = o.manager_token().to_string();
-    let (st, k) = o.admin(reqwest::Method::GET, &path, Some(&token), None).await;
+    let (st, k) = o
+        .admin(reqwest::Method::GET, &path, Some(&token), None)
+        .await;
     assert_eq!(st, 200, "{k}");
-    assert_eq!((k["algorithm"].as_str(), k["invite_only"].as_bool()), (Some("HS256"), Some(true)));
+    assert_eq!(
+        (k["algorithm"].as_str(), k["invite_only"].as_bool()),
+        (Some("HS256"), Some(true))
+    );
     let key_hex = k["invite_key"].as_str().unwrap().to_string();
     let key: Vec<u8> = (0..32)
         .map(|i| u8::from_str_radix(&key_hex[2 * i..2 * i + 2], 16).unwrap())
@@ -429,7 +486,11 @@ async fn only_invited_customers_join_and_a_replayed_invite_gets_its_ticket() {
     // 10 replays: the first ticket again.
     for (who, inv, ticket) in tickets.iter().take(10) {
         let (st, j) = join(&http, &edge, &id, who, Some(json!({"invite": inv})), None).await;
-        assert_eq!((st, j["ticket"].as_str()), (200, Some(ticket.as_str())), "{who}");
+        assert_eq!(
+            (st, j["ticket"].as_str()),
+            (200, Some(ticket.as_str())),
+            "{who}"
+        );
     }
     // 10 forged or foreign: 403, nothing issued.
     let stranger = format!("{run}-stranger");
@@ -441,12 +502,23 @@ async fn only_invited_customers_join_and_a_replayed_invite_gets_its_ticket() {
             2 => invite_of(&other, &stranger, &invite::invite_key(K, &other)),
             _ => format!("{}x", invite_of(&id, &stranger, &key)),
         };
-        let (st, j) = join(&http, &edge, &id, &stranger, Some(json!({"invite": inv})), None).await;
+        let (st, j) = join(
+            &http,
+            &edge,
+            &id,
+            &stranger,
+            Some(json!({"invite": inv})),
+            None,
+        )
+        .await;
         refused.push((st, j["result"].as_str().unwrap_or_default().to_string()));
     }
     let (st, _) = join(&http, &edge, &id, &stranger, None, None).await;
     refused.push((st, "forbidden".into()));
-    assert!(refused.iter().all(|(st, r)| *st == 403 && r == "forbidden"), "{refused:?}");
+    assert!(
+        refused.iter().all(|(st, r)| *st == 403 && r == "forbidden"),
+        "{refused:?}"
+    );
     // The shop's Python example makes an invite the edge takes.
     let who = format!("{run}-py");
     if let Some(inv) = python_invite(&key_hex, &id, &who) {
@@ -461,7 +533,9 @@ async fn only_invited_customers_join_and_a_replayed_invite_gets_its_ticket() {
     let deadline = Instant::now() + Duration::from_secs(40);
     let mut admitted = 0;
     while Instant::now() < deadline {
-        admitted = o.status(&id).await["queue"]["admitted"].as_u64().unwrap_or(0);
+        admitted = o.status(&id).await["queue"]["admitted"]
+            .as_u64()
+            .unwrap_or(0);
         if admitted >= want {
             break;
         }
@@ -469,7 +543,11 @@ async fn only_invited_customers_join_and_a_replayed_invite_gets_its_ticket() {
     }
     assert_eq!(admitted, want, "every invited customer admitted");
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(o.status(&id).await["queue"]["admitted"].as_u64(), Some(want), "nobody else");
+    assert_eq!(
+        o.status(&id).await["queue"]["admitted"].as_u64(),
+        Some(want),
+        "nobody else"
+    );
     // And the edge admits them (its cached status may lag the origin's by a few seconds).
     let deadline = Instant::now() + Duration::from_secs(15);
     let mut p = Value::Null;

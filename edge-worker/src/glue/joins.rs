@@ -7,9 +7,9 @@
 use super::origin::post_signed;
 use super::respond::{answer, edge_json_headers, respond};
 use super::{now_ms, status_for};
+use crate::access::{self, InviteMemo, INVITE_MEMO_CAPACITY};
 use crate::config::EdgeConfig;
 use crate::decide::Answer;
-use crate::access::{self, InviteMemo, INVITE_MEMO_CAPACITY};
 use crate::joins::{Issued, Next};
 use crate::queue;
 use flashgate_shared::admission::{open_ticket, sign_ticket, Ticket};

@@ -8,9 +8,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{codes, ErrorBody};
+use flashgate_shared::queue::access::JoinBody;
 use flashgate_shared::queue::joins::{GroupedJoin, JoinGroupReply, JoinsBody};
 use flashgate_shared::queue::presence::{PresenceReceipt, PresenceReport};
-use flashgate_shared::queue::access::JoinBody;
 use flashgate_shared::queue::{JoinReply, NO_WAITING_ROOM};
 
 use super::extract::{self, Path};

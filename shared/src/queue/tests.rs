@@ -34,8 +34,7 @@ fn option_defaults_and_bounds() {
     };
     assert!(bad.validate().is_err());
     assert!(
-        serde_json::from_str::<WaitingRoom>(r#"{"admit_per_second":1,"queueing":"lifo"}"#)
-            .is_err()
+        serde_json::from_str::<WaitingRoom>(r#"{"admit_per_second":1,"queueing":"lifo"}"#).is_err()
     );
     assert!(serde_json::from_str::<WaitingRoom>(r#"{"admit_per_second":1,"x":1}"#).is_err());
 }
@@ -125,8 +124,7 @@ fn eta_counts_the_admitted_but_unclaimed_line() {
 
 #[test]
 fn status_fields_are_optional() {
-    let none: StatusQueueFields =
-        serde_json::from_str(r#"{"id":"a","state":"active"}"#).unwrap();
+    let none: StatusQueueFields = serde_json::from_str(r#"{"id":"a","state":"active"}"#).unwrap();
     assert_eq!(none.queue, None);
     let some: StatusQueueFields = serde_json::from_str(
         r#"{"id":"a","queue":{"now_serving":7,"admit_per_second":2,"admission_ttl_seconds":60}}"#,
