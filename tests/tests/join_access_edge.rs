@@ -495,10 +495,10 @@ async fn only_invited_customers_join_and_a_replayed_invite_gets_its_ticket() {
     // 10 forged or foreign: 403, nothing issued.
     let stranger = format!("{run}-stranger");
     let mut refused = Vec::new();
-    for i in 0..10 {
+    for (i, (_, theirs, _)) in tickets.iter().enumerate().take(10) {
         let inv = match i % 4 {
             0 => invite_of(&id, &stranger, b"a key the shop does not have!!!"),
-            1 => tickets[i].1.clone(),
+            1 => theirs.clone(),
             2 => invite_of(&other, &stranger, &invite::invite_key(K, &other)),
             _ => format!("{}x", invite_of(&id, &stranger, &key)),
         };
