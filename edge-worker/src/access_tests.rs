@@ -1,9 +1,10 @@
 //! Host unit tests of [`crate::access`].
 
 use super::*;
+use crate::queue::tests::ticket;
 use crate::status::from_origin;
 use crate::status::tests::{status, t};
-use flashgate_shared::admission::{sign_ticket, Place};
+use flashgate_shared::admission::sign_ticket;
 use flashgate_shared::api::CampaignState;
 use flashgate_shared::invite::{invite_key, sign, Invite};
 
@@ -207,15 +208,6 @@ fn an_infinite_queue_ticket_waits_where_it_would_be_admitted() {
     v["queue"] = serde_json::json!({"now_serving": 100, "admit_per_second": 10,
         "admission_ttl_seconds": 120});
     let e = from_origin("spring", 200, v.to_string().as_bytes(), 0).unwrap();
-    let ticket = |seq| Ticket {
-        place: Place {
-            campaign: "spring".into(),
-            customer: "ana".into(),
-            sequence: seq,
-        },
-        issued_at_s: 0,
-        drawn_waiting_at_issue: 0,
-    };
     let shadow = shadow_secret(K);
     let now = t("2026-03-01T11:00:00Z").timestamp_millis();
     let admitted = shadow_poll(&e, &ticket(90), &shadow, now).unwrap();

@@ -292,7 +292,7 @@ pub fn check_claim_admission(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::status::from_origin;
     use crate::status::tests::{status, t};
@@ -309,7 +309,7 @@ mod tests {
         from_origin("spring", 200, v.to_string().as_bytes(), 0).unwrap()
     }
 
-    pub(super) fn ticket(seq: u64) -> Ticket {
+    pub(crate) fn ticket(seq: u64) -> Ticket {
         Ticket {
             place: Place {
                 campaign: "spring".into(),

@@ -12,11 +12,10 @@
 //! check an invite, no secret is stored with the campaign, and a key opens one campaign only.
 //! Rotating the edge secret rotates every campaign's invite key.
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
-use base64::Engine;
 use hmac::Mac;
 use serde::{Deserialize, Serialize};
 
+use crate::admission::{self, AdmissionError};
 use crate::signature::keyed_mac;
 
 const KEY_LABEL: &str = "flashgate-invite-key-v1";
@@ -89,19 +88,9 @@ pub fn invite_key_hex(edge_secret: &[u8], campaign: &str) -> String {
         .collect()
 }
 
-fn tag(key: &[u8], payload: &str) -> impl Mac {
-    let mut mac = keyed_mac(key);
-    mac.update(LABEL.as_bytes());
-    mac.update(b".");
-    mac.update(payload.as_bytes());
-    mac
-}
-
 /// Signs invite `i` with invite key `key` (what the shop does; see docs/ACCESS.md).
 pub fn sign(key: &[u8], i: &Invite) -> String {
-    let payload = B64.encode(serde_json::to_vec(i).expect("payload serialises"));
-    let sig = B64.encode(tag(key, &payload).finalize().into_bytes());
-    format!("{payload}.{sig}")
+    admission::seal(key, LABEL, i)
 }
 
 fn valid_jti(j: &str) -> bool {
@@ -126,13 +115,10 @@ pub fn check(
     if s.len() > MAX_INVITE_LEN {
         return Err(InviteError::Malformed);
     }
-    let (payload, sig) = s.split_once('.').ok_or(InviteError::Malformed)?;
-    let sig = B64.decode(sig).map_err(|_| InviteError::Malformed)?;
-    let bytes = B64.decode(payload).map_err(|_| InviteError::Malformed)?;
-    tag(key, payload)
-        .verify_slice(&sig)
-        .map_err(|_| InviteError::Forged)?;
-    let i: Invite = serde_json::from_slice(&bytes).map_err(|_| InviteError::Malformed)?;
+    let i: Invite = admission::open(key, LABEL, s).map_err(|e| match e {
+        AdmissionError::Forged => InviteError::Forged,
+        _ => InviteError::Malformed,
+    })?;
     if !valid_jti(&i.jti) {
         return Err(InviteError::Malformed);
     }
