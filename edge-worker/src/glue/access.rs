@@ -78,7 +78,11 @@ pub(super) async fn turnstile(
         Some(secret) => match siteverify(cfg, secret, token, ip).await {
             Ok((code, body)) => Siteverify::Answered(code, body),
             Err(e) => {
-                worker::console_error!("turnstile siteverify: {e}");
+                // `e` is the request helper's ("origin timed out" on a timeout).
+                worker::console_error!(
+                    "turnstile siteverify failed or passed {} ms: {e}",
+                    cfg.turnstile.timeout_ms
+                );
                 Siteverify::Failed
             }
         },

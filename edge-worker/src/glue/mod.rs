@@ -188,10 +188,8 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Re
     // Unknown campaigns are answered here, before anything asks the origin (claims after
     // their request checks, in `claim`).
     let campaign = match &route {
-        Route::Status { id }
-        | Route::QueuePoll { id }
-        | Route::QueueJoin { id }
-        | Route::QueueChallenge { id } => Some(*id),
+        Route::Status { id } | Route::QueuePoll { id } | Route::QueueJoin { id } => Some(*id),
+        Route::QueueChallenge { id } => Some(*id),
         Route::CampaignPassThrough { id } => Some(id.as_ref()),
         _ => None,
     };
