@@ -81,6 +81,39 @@ impl From<PowError> for Failure {
     }
 }
 
+/// Joins that failed their challenge at this isolate, by outcome (`infinite_queue` or
+/// `forbidden`) and [`Failure::label`]; served with the edge's metrics
+/// (`flashgate_edge_join_challenge_failures_total{outcome,reason}`).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct FailureCounts(std::collections::BTreeMap<(&'static str, Failure), u64>);
+
+impl FailureCounts {
+    /// Counts one failure `f` answered with the infinite queue (`forbidden` false) or a 403.
+    pub fn add(&mut self, f: Failure, forbidden: bool) {
+        let outcome = if forbidden {
+            "forbidden"
+        } else {
+            "infinite_queue"
+        };
+        *self.0.entry((outcome, f)).or_default() += 1;
+    }
+
+    /// The counts in the Prometheus text format (nothing when none).
+    pub fn render(&self) -> String {
+        let name = "flashgate_edge_join_challenge_failures_total";
+        let mut out = format!(
+            "# HELP {name} Joins of this isolate that failed their challenge, by outcome and reason.\n# TYPE {name} counter\n"
+        );
+        for ((outcome, f), n) in &self.0 {
+            out.push_str(&format!(
+                "{name}{{outcome=\"{outcome}\",reason=\"{}\"}} {n}\n",
+                f.label()
+            ));
+        }
+        out
+    }
+}
+
 /// What a join that passed the invite check gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Gate {

@@ -227,3 +227,16 @@ fn an_infinite_queue_ticket_waits_where_it_would_be_admitted() {
     let raw = sign_ticket(&shadow, &ticket(150));
     assert!(flashgate_shared::admission::open_ticket(K, &raw, "spring").is_err());
 }
+
+#[test]
+fn failures_are_counted_by_outcome_and_reason() {
+    let mut c = FailureCounts::default();
+    c.add(Failure::Forged, false);
+    c.add(Failure::Forged, false);
+    c.add(Failure::ProviderError, true);
+    let text = c.render();
+    assert!(text.contains(
+        "flashgate_edge_join_challenge_failures_total{outcome=\"infinite_queue\",reason=\"forged\"} 2\n"
+    ));
+    assert!(text.contains("{outcome=\"forbidden\",reason=\"provider_error\"} 1\n"));
+}

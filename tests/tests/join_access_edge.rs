@@ -24,6 +24,7 @@ use serde_json::{json, Value};
 
 const K: &[u8] = TEST_EDGE_SECRET.as_bytes();
 const TURNSTILE_SECRET: &str = "test-turnstile-secret";
+const METRICS_TOKEN: &str = "join-access-metrics";
 
 fn edge(o: &TestOrigin, siteverify: Option<&str>) -> TestEdge {
     let mut env = vec![
@@ -31,6 +32,7 @@ fn edge(o: &TestOrigin, siteverify: Option<&str>) -> TestEdge {
         ("FLASHGATE_LIMIT_IP_PER_S", "0".to_string()),
         ("FLASHGATE_LIMIT_JOINS_PER_S", "0".to_string()),
         ("FLASHGATE_LIMIT_POLLS_PER_S", "0".to_string()),
+        ("FLASHGATE_EDGE_METRICS_TOKEN", METRICS_TOKEN.to_string()),
     ];
     if let Some(url) = siteverify {
         env.push(("FLASHGATE_TURNSTILE_SECRET", TURNSTILE_SECRET.to_string()));
@@ -239,6 +241,39 @@ async fn pow_solved_joins_are_admitted_and_failed_ones_wait_forever() {
     )
     .await;
     assert_eq!(st, 201);
+    // The edge counts the failures by outcome and reason.
+    let metrics = http
+        .get(format!("{}/__flashgate/metrics", edge.url))
+        .bearer_auth(METRICS_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    // On the forbidding campaign the challenges of the other one are foreign, unsolved or not.
+    let expected = [
+        ("infinite_queue", "missing", 1),
+        ("infinite_queue", "forged", 1),
+        ("infinite_queue", "foreign", 1),
+        ("infinite_queue", "unsolved", 1),
+        ("infinite_queue", "malformed", 1),
+        ("forbidden", "missing", 1),
+        ("forbidden", "forged", 1),
+        ("forbidden", "foreign", 2),
+        ("forbidden", "malformed", 1),
+    ];
+    for (outcome, reason, n) in expected {
+        let line = format!(
+            "flashgate_edge_join_challenge_failures_total{{outcome=\"{outcome}\",reason=\"{reason}\"}} {n}\n"
+        );
+        assert!(metrics.contains(&line), "{line} in {metrics}");
+    }
+    assert_eq!(
+        metrics.matches("failures_total{").count(),
+        expected.len(),
+        "{metrics}"
+    );
     // A body that is not the JSON object: 400, nothing issued.
     let (st, j) = join(&http, &edge, &id, "x", Some(json!({"nonce": 1})), None).await;
     assert_eq!((st, j["result"].as_str()), (400, Some("invalid_json")));

@@ -7,7 +7,7 @@
 use super::origin::post_signed;
 use super::respond::{answer, edge_json_headers, respond};
 use super::{now_ms, status_for};
-use crate::access::{self, InviteMemo, INVITE_MEMO_CAPACITY};
+use crate::access::{self, FailureCounts, InviteMemo, INVITE_MEMO_CAPACITY};
 use crate::config::EdgeConfig;
 use crate::decide::Answer;
 use crate::joins::{Issued, Next};
@@ -28,8 +28,15 @@ thread_local! {
     static ISSUED: RefCell<Issued> = RefCell::new(Issued::new(&super::queue::isolate_tag()));
     /// The tickets issued for invites at this isolate (a replay gets the first again).
     static INVITES: RefCell<InviteMemo> = RefCell::new(InviteMemo::new(INVITE_MEMO_CAPACITY));
+    /// Joins that failed their challenge here, by outcome and reason.
+    static FAILURES: RefCell<FailureCounts> = RefCell::new(FailureCounts::default());
     /// Campaigns whose reporter is to start after this request's answer (`waitUntil`).
     static STARTS: RefCell<Vec<(String, u64)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// This isolate's challenge failures in the Prometheus text format (the metrics route).
+pub(super) fn failures_rendered() -> String {
+    FAILURES.with(|f| f.borrow().render())
 }
 
 /// The reporters to start (campaign id, reporter number), taken out.
@@ -130,7 +137,9 @@ pub(super) async fn join(
         gate = match access::gate(&acc, check) {
             Ok(g) => g,
             Err(a) => {
-                worker::console_log!("join of {id} refused: challenge failed");
+                if let Err(f) = check {
+                    FAILURES.with(|c| c.borrow_mut().add(f, true));
+                }
                 return answer(&a);
             }
         };
@@ -146,7 +155,7 @@ pub(super) async fn join(
     };
     if let access::Gate::InfiniteQueue(f) = gate {
         // Signed with the shadow key, kept out of the reports: the origin never sees it.
-        worker::console_log!("join of {id} to the infinite queue: {}", f.label());
+        FAILURES.with(|c| c.borrow_mut().add(f, false));
         let key = access::shadow_secret(secret);
         let raw = sign_ticket(&key, &ticket);
         return reply(201, raw, &ticket, &entry, secret, Some(&key), now);
