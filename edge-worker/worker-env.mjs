@@ -35,6 +35,9 @@ const FROM_ENVIRONMENT_ONLY = [
   "FLASHGATE_JWKS_MIN_REFRESH_SECONDS",
   // Fault injection only (scripts/chaos clock-skew): the worker's clock shifted, ms.
   "FLASHGATE_TEST_CLOCK_OFFSET_MS",
+  "FLASHGATE_TURNSTILE_SECRET",
+  "FLASHGATE_TURNSTILE_SITEVERIFY_URL",
+  "FLASHGATE_TURNSTILE_TIMEOUT_MS",
 ];
 
 /**

@@ -43,6 +43,11 @@ pub const DEFAULT_STATUS_MAX_STALE_MS: i64 = 30_000;
 pub const DEFAULT_NOT_STARTED_SKEW_MS: i64 = 2_000;
 /// Default origin timeout, ms.
 pub const DEFAULT_ORIGIN_TIMEOUT_MS: i64 = 5_000;
+/// Default `FLASHGATE_TURNSTILE_SITEVERIFY_URL`: Cloudflare's siteverify endpoint.
+pub const DEFAULT_TURNSTILE_SITEVERIFY_URL: &str =
+    "https://challenges.cloudflare.com/turnstile/v0/siteverify";
+/// Default `FLASHGATE_TURNSTILE_TIMEOUT_MS`.
+pub const DEFAULT_TURNSTILE_TIMEOUT_MS: i64 = 2_000;
 /// Largest accepted value of any of the millisecond settings (one day).
 pub const MAX_SETTING_MS: i64 = 86_400_000;
 /// Default claims per second per customer on a campaign with a waiting room.
@@ -121,6 +126,22 @@ pub struct EdgeConfig {
     /// libfaketime; `scripts/chaos clock-skew` sets it to run the edge ahead of or behind the
     /// origins.
     pub test_clock_offset_ms: i64,
+    /// The Turnstile provider of `challenge: "turnstile"` waiting rooms.
+    pub turnstile: Turnstile,
+}
+
+/// Where the edge checks Turnstile widget tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turnstile {
+    /// `FLASHGATE_TURNSTILE_SITEVERIFY_URL` (`http(s)://...`), default
+    /// [`DEFAULT_TURNSTILE_SITEVERIFY_URL`].
+    pub siteverify_url: String,
+    /// `FLASHGATE_TURNSTILE_SECRET`; `None`: every check is a provider error (the campaign's
+    /// `challenge_fail_open` decides).
+    pub secret: Option<String>,
+    /// `FLASHGATE_TURNSTILE_TIMEOUT_MS`: the longest wait for siteverify, ms (default
+    /// [`DEFAULT_TURNSTILE_TIMEOUT_MS`]).
+    pub timeout_ms: i64,
 }
 
 impl EdgeConfig {
@@ -163,7 +184,25 @@ impl EdgeConfig {
         if let Some(s) = &edge_secret {
             flashgate_shared::check_secret("FLASHGATE_EDGE_SECRET", s)?;
         }
+        let siteverify_url = get("FLASHGATE_TURNSTILE_SITEVERIFY_URL")
+            .map(|u| u.trim().to_string())
+            .unwrap_or_else(|| DEFAULT_TURNSTILE_SITEVERIFY_URL.into());
+        if !(siteverify_url.starts_with("http://") || siteverify_url.starts_with("https://")) {
+            return Err(
+                "FLASHGATE_TURNSTILE_SITEVERIFY_URL must start with http:// or https://".into(),
+            );
+        }
+        let turnstile = Turnstile {
+            siteverify_url,
+            secret: get("FLASHGATE_TURNSTILE_SECRET").map(|s| s.trim().to_string()),
+            timeout_ms: ms(
+                "FLASHGATE_TURNSTILE_TIMEOUT_MS",
+                DEFAULT_TURNSTILE_TIMEOUT_MS,
+                1,
+            )?,
+        };
         Ok(EdgeConfig {
+            turnstile,
             origin_url,
             status_ttl_ms: ms("FLASHGATE_STATUS_TTL_MS", DEFAULT_STATUS_TTL_MS, 1)?,
             status_max_stale_ms: ms(
@@ -411,6 +450,27 @@ mod tests {
         let mut p = base.to_vec();
         p.push(("FLASHGATE_CORS_ORIGINS", "https://shop.example/cart"));
         assert!(cfg(&p).unwrap_err().starts_with("FLASHGATE_CORS_ORIGINS: "));
+    }
+
+    #[test]
+    fn turnstile_settings_have_defaults_and_are_checked() {
+        let base = [
+            ("FLASHGATE_ORIGIN_URL", "http://o"),
+            ("FLASHGATE_CUSTOMER_TOKEN_SECRET", SECRET),
+        ];
+        let c = cfg(&base).unwrap();
+        assert_eq!(c.turnstile.siteverify_url, DEFAULT_TURNSTILE_SITEVERIFY_URL);
+        assert_eq!((c.turnstile.secret, c.turnstile.timeout_ms), (None, 2_000));
+        let mut p = base.to_vec();
+        p.push(("FLASHGATE_TURNSTILE_SITEVERIFY_URL", "ftp://x"));
+        assert!(cfg(&p)
+            .unwrap_err()
+            .starts_with("FLASHGATE_TURNSTILE_SITEVERIFY_URL"));
+        let mut p = base.to_vec();
+        p.push(("FLASHGATE_TURNSTILE_TIMEOUT_MS", "0"));
+        assert!(cfg(&p)
+            .unwrap_err()
+            .starts_with("FLASHGATE_TURNSTILE_TIMEOUT_MS"));
     }
 
     #[test]

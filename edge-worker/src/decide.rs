@@ -38,6 +38,12 @@ pub enum Route<'a> {
         /// Campaign id (a valid slug).
         id: &'a str,
     },
+    /// `GET /api/v1/campaigns/{id}/queue/challenge`: a proof-of-work challenge, answered at
+    /// the edge ([`crate::access`]).
+    QueueChallenge {
+        /// Campaign id (a valid slug).
+        id: &'a str,
+    },
     /// Another per-campaign route (`claims/mine`, `HEAD` of the queue), or any of them with a
     /// percent-encoded id in a path not made canonical first ([`canonical_path`]): passed to
     /// the origin unchanged once the index lets the id through.
@@ -75,6 +81,7 @@ pub const API_ROUTES: &[(&[&str], &str)] = &[
     (&["campaigns", "*", "claims"], "POST"),
     (&["campaigns", "*", "claims", "mine"], "GET, HEAD"),
     (&["campaigns", "*", "queue"], "GET, HEAD, POST"),
+    (&["campaigns", "*", "queue", "challenge"], "GET"),
     (&["campaigns", "*", "draw"], "GET, HEAD"),
     (&["campaigns", "*", "draw", "entries"], "POST"),
     (&["campaigns", "*", "draw", "entries", "mine"], "GET, HEAD"),
@@ -164,6 +171,7 @@ pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
         ("GET" | "HEAD", None) => Route::Status { id: raw },
         ("GET", Some("queue")) => Route::QueuePoll { id: raw },
         ("POST", Some("queue")) => Route::QueueJoin { id: raw },
+        ("GET", Some("queue/challenge")) => Route::QueueChallenge { id: raw },
         ("POST", Some("claims")) => Route::Claim { id: raw },
         _ => Route::CampaignPassThrough { id },
     }

@@ -158,6 +158,14 @@ fn routes() {
         route("POST", "/api/v1/campaigns/spring/queue"),
         Route::QueueJoin { id: "spring" }
     );
+    assert_eq!(
+        route("GET", "/api/v1/campaigns/spring/queue/challenge"),
+        Route::QueueChallenge { id: "spring" }
+    );
+    assert_eq!(
+        route("POST", "/api/v1/campaigns/spring/queue/challenge"),
+        Route::WrongMethod { allow: "GET" }
+    );
     assert_eq!(route("GET", "/admin/v1/campaigns"), Route::NoSuchRoute);
     assert_eq!(route("GET", "/metrics"), Route::NoSuchRoute);
     assert_eq!(route("GET", ""), Route::NoSuchRoute);

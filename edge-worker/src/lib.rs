@@ -25,6 +25,7 @@
 
 #![warn(missing_docs)]
 
+pub mod access;
 pub mod config;
 pub mod cors;
 pub mod decide;

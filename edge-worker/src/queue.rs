@@ -321,7 +321,7 @@ pub fn check_claim_admission(
 
 #[cfg(test)]
 #[path = "queue_tests.rs"]
-mod tests;
+pub(crate) mod tests;
 
 #[cfg(test)]
 #[path = "queue_wave_tests.rs"]

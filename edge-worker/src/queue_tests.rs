@@ -16,7 +16,7 @@ fn entry(state: CampaignState, remaining: i64, now_serving: u64, paused: bool) -
     from_origin("spring", 200, v.to_string().as_bytes(), 0).unwrap()
 }
 
-pub(super) fn ticket(seq: u64) -> Ticket {
+pub(crate) fn ticket(seq: u64) -> Ticket {
     Ticket {
         place: Place {
             campaign: "spring".into(),

@@ -114,13 +114,20 @@ fn tag(secret: &[u8], label: &str, payload: &str) -> impl Mac {
     mac
 }
 
-fn seal<T: Serialize>(secret: &[u8], label: &str, value: &T) -> String {
+/// `<payload>.<tag>`: base64url JSON of `value`, HMAC-SHA256 under `secret` over
+/// `<label>.<payload>` (the one shape of flashgate's signed strings).
+pub(crate) fn seal<T: Serialize>(secret: &[u8], label: &str, value: &T) -> String {
     let payload = B64.encode(serde_json::to_vec(value).expect("payload serialises"));
     let sig = B64.encode(tag(secret, label, &payload).finalize().into_bytes());
     format!("{payload}.{sig}")
 }
 
-fn open<T: DeserializeOwned>(secret: &[u8], label: &str, s: &str) -> Result<T, AdmissionError> {
+/// Opens a string [`seal`]ed with `label`: `Malformed` or `Forged` on failure.
+pub(crate) fn open<T: DeserializeOwned>(
+    secret: &[u8],
+    label: &str,
+    s: &str,
+) -> Result<T, AdmissionError> {
     if s.len() > MAX_LEN {
         return Err(AdmissionError::Malformed);
     }

@@ -21,6 +21,7 @@
 //! - [`winners_filter`]: the compact set of a sold-out campaign's winners the edge keeps.
 //! - [`draw`]: the pure rules of a draw campaign (commitment, order, winners, digest, verify).
 //! - [`pow`]: proof-of-work challenges of a join (signed challenge, one-hash check).
+//! - [`invite`]: the shop's signed invites to an invite-only waiting room.
 //! - [`cors`]: the allowed shop origins and the CORS header lists of both halves.
 //! - [`ip_limit`]: the bucket key of every per-client-IP limit (IPv6 per prefix, IPv4-mapped
 //!   addresses with their IPv4 address).
@@ -34,6 +35,7 @@ pub mod code;
 pub mod cors;
 pub mod draw;
 pub mod idempotency;
+pub mod invite;
 pub mod ip_limit;
 pub mod money;
 pub mod pow;

@@ -7,11 +7,13 @@
 use super::origin::post_signed;
 use super::respond::{answer, edge_json_headers, respond};
 use super::{now_ms, status_for};
+use crate::access::{self, FailureCounts, InviteMemo, INVITE_MEMO_CAPACITY};
 use crate::config::EdgeConfig;
 use crate::decide::Answer;
 use crate::joins::{Issued, Next};
 use crate::queue;
 use flashgate_shared::admission::{open_ticket, sign_ticket, Ticket};
+use flashgate_shared::queue::access::ChallengeKind;
 use flashgate_shared::queue::joins::{joins_path, IssuedReport};
 use flashgate_shared::queue::{JoinReply, TICKET_HEADER};
 use std::cell::RefCell;
@@ -24,6 +26,10 @@ const REPORT_TRIES: u32 = 3;
 
 thread_local! {
     static ISSUED: RefCell<Issued> = RefCell::new(Issued::new(&super::queue::isolate_tag()));
+    /// The tickets issued for invites at this isolate (a replay gets the first again).
+    static INVITES: RefCell<InviteMemo> = RefCell::new(InviteMemo::new(INVITE_MEMO_CAPACITY));
+    /// Joins that failed their challenge here, by outcome and reason.
+    static FAILURES: RefCell<FailureCounts> = RefCell::new(FailureCounts::default());
     /// Campaigns whose reporter is to start after this request's answer (`waitUntil`).
     static STARTS: RefCell<Vec<(String, u64)>> = const { RefCell::new(Vec::new()) };
 }
@@ -34,23 +40,51 @@ pub(super) fn with_recent_keys<R>(id: &str, f: impl FnOnce(&[u64]) -> R) -> R {
     ISSUED.with(|i| f(i.borrow().recent_keys(id)))
 }
 
+/// This isolate's challenge failures in the Prometheus text format (the metrics route).
+pub(super) fn failures_rendered() -> String {
+    FAILURES.with(|f| f.borrow().render())
+}
+
 /// The reporters to start (campaign id, reporter number), taken out.
 pub(super) fn take_starts() -> Vec<(String, u64)> {
     STARTS.with(|s| std::mem::take(&mut *s.borrow_mut()))
 }
 
-/// Answers the join of `customer` (verified here) to campaign `id`: 200 with the ticket she
-/// presents again (`Flashgate-Ticket`, hers and this campaign's), else 201 with a new one,
-/// issued here. Errors as a poll's (404, 409 `no_waiting_room`, 503 without a status), 409
-/// `conflict` before the prequeue opens, 503 when this isolate holds too many tickets not
-/// reported yet.
+/// A join whose customer token verified here.
+pub(super) struct Join<'a> {
+    /// Campaign id.
+    pub id: &'a str,
+    /// The customer (the token's `sub`).
+    pub customer: &'a str,
+    /// The request body, read whole (a [`flashgate_shared::queue::access::JoinBody`] when the
+    /// waiting room has a challenge or invites; ignored otherwise).
+    pub body: &'a [u8],
+    /// The client's IP, when known.
+    pub ip: Option<&'a str>,
+}
+
+/// Opens `raw` as an infinite-queue ticket of campaign `id` ([`crate::access::shadow_secret`]):
+/// the ticket and the shadow key, or `None`.
+pub(super) fn open_shadow(secret: &[u8], raw: &str, id: &str) -> Option<(Ticket, [u8; 32])> {
+    let key = access::shadow_secret(secret);
+    open_ticket(&key, raw, id).ok().map(|t| (t, key))
+}
+
+/// Answers join `j` to campaign `j.id`: 200 with the ticket she presents again
+/// (`Flashgate-Ticket`, hers and this campaign's), or the one her invite got at this isolate,
+/// else 201 with a new one, issued here, once her invite and challenge pass
+/// ([`crate::access`]); a failed challenge gets an infinite-queue ticket (never reported) or
+/// 403. Errors as a poll's (404, 409 `no_waiting_room`, 503 without a status), 400
+/// `invalid_json` for a bad body on a waiting room with access options, 403 `forbidden` for a
+/// bad invite, 409 `conflict` before the prequeue opens, 503 when this isolate holds too many
+/// tickets not reported yet.
 pub(super) async fn join(
     req: &Request,
     cfg: &EdgeConfig,
-    id: &str,
-    customer: &str,
+    j: &Join<'_>,
     url: &worker::Url,
 ) -> Result<Response> {
+    let (id, customer) = (j.id, j.customer);
     let Some(secret) = cfg.edge_secret.as_deref() else {
         return answer(&Answer::unavailable());
     };
@@ -64,12 +98,57 @@ pub(super) async fn join(
     };
     let now = now_ms();
     let presented = req.headers().get(TICKET_HEADER).ok().flatten();
-    let hers = presented
-        .as_deref()
-        .and_then(|raw| open_ticket(secret, raw, id).ok().map(|t| (raw, t)))
-        .filter(|(_, t)| t.place.customer == customer);
-    if let Some((raw, ticket)) = hers {
-        return reply(200, raw.to_string(), &ticket, &entry, secret, now);
+    if let Some(raw) = presented.as_deref() {
+        if let Some(t) = open_ticket(secret, raw, id)
+            .ok()
+            .filter(|t| t.place.customer == customer)
+        {
+            return reply(200, raw.to_string(), &t, &entry, secret, None, now);
+        }
+        if let Some((t, key)) =
+            open_shadow(secret, raw, id).filter(|(t, _)| t.place.customer == customer)
+        {
+            return reply(200, raw.to_string(), &t, &entry, secret, Some(&key), now);
+        }
+    }
+    let acc = known.access;
+    let mut invite = None;
+    let mut gate = access::Gate::Pass;
+    if !acc.is_open() {
+        let now_s = now.div_euclid(1000);
+        let checked = access::parse_body(j.body).and_then(|body| {
+            let jti = access::check_invite(secret, &acc, &body, id, customer, now_s)?;
+            Ok((body, jti))
+        });
+        let (body, jti) = match checked {
+            Ok(found) => found,
+            Err(a) => return answer(&a),
+        };
+        if let Some(jti) = &jti {
+            let first = INVITES.with(|m| m.borrow().get(id, customer, jti).map(str::to_string));
+            if let Some(raw) = first {
+                if let Ok(t) = open_ticket(secret, &raw, id) {
+                    return reply(200, raw, &t, &entry, secret, None, now);
+                }
+            }
+        }
+        invite = jti;
+        let check = match acc.challenge {
+            ChallengeKind::None => Ok(()),
+            ChallengeKind::Pow => access::check_pow(secret, &body, id, customer, now_s),
+            ChallengeKind::Turnstile => {
+                super::access::turnstile(cfg, body.turnstile_token.as_deref(), j.ip).await
+            }
+        };
+        gate = match access::gate(&acc, check) {
+            Ok(g) => g,
+            Err(a) => {
+                if let Err(f) = check {
+                    FAILURES.with(|c| c.borrow_mut().add(f, true));
+                }
+                return answer(&a);
+            }
+        };
     }
     if !ISSUED.with(|i| i.borrow().has_room(id)) {
         return answer(&Answer::unavailable());
@@ -80,6 +159,13 @@ pub(super) async fn join(
         Ok(t) => t,
         Err(a) => return answer(&a),
     };
+    if let access::Gate::InfiniteQueue(f) = gate {
+        // Signed with the shadow key, kept out of the reports: the origin never sees it.
+        FAILURES.with(|c| c.borrow_mut().add(f, false));
+        let key = access::shadow_secret(secret);
+        let raw = sign_ticket(&key, &ticket);
+        return reply(201, raw, &ticket, &entry, secret, Some(&key), now);
+    }
     ticket.place.sequence = ISSUED.with(|i| {
         let mut i = i.borrow_mut();
         let seq = i.monotonic(ticket.place.sequence);
@@ -87,23 +173,32 @@ pub(super) async fn join(
         seq
     });
     let raw = sign_ticket(secret, &ticket);
+    if let Some(jti) = &invite {
+        INVITES.with(|m| m.borrow_mut().put(id, customer, jti, raw.clone()));
+    }
     if let Some(reporter) = ISSUED.with(|i| i.borrow_mut().add(id, raw.clone(), now)) {
         STARTS.with(|s| s.borrow_mut().push((id.to_string(), reporter)));
     }
-    reply(201, raw, &ticket, &entry, secret, now)
+    reply(201, raw, &ticket, &entry, secret, None, now)
 }
 
-/// The join's answer: her ticket, position, ETA and state as a poll would show them now.
+/// The join's answer: her ticket, position, ETA and state as a poll would show them now (an
+/// infinite-queue ticket's as [`access::shadow_poll`] shows them, with `shadow` its key).
 fn reply(
     code: u16,
     raw: String,
     ticket: &Ticket,
     entry: &crate::status::StatusEntry,
     secret: &[u8],
+    shadow: Option<&[u8]>,
     now: i64,
 ) -> Result<Response> {
     let id = &ticket.place.campaign;
-    let poll = match with_recent_keys(id, |own| queue::poll(entry, ticket, secret, now, own)) {
+    let polled = match shadow {
+        Some(key) => access::shadow_poll(entry, ticket, key, now),
+        None => with_recent_keys(id, |own| queue::poll(entry, ticket, secret, now, own)),
+    };
+    let poll = match polled {
         Ok(p) => p,
         Err(a) => return answer(&a),
     };

@@ -29,6 +29,7 @@ use worker::{
     Result,
 };
 
+mod access;
 mod clock;
 mod index;
 mod joins;
@@ -187,6 +188,7 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Re
     // their request checks, in `claim`).
     let campaign = match &route {
         Route::Status { id } | Route::QueuePoll { id } | Route::QueueJoin { id } => Some(*id),
+        Route::QueueChallenge { id } => Some(*id),
         Route::CampaignPassThrough { id } => Some(id.as_ref()),
         _ => None,
     };
@@ -201,6 +203,7 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Re
         Route::Claim { id } => telemetry::counted(claim(req, &cfg, id, &url).await?),
         Route::QueuePoll { id } => queue::poll(req, &cfg, id, &url).await,
         Route::QueueJoin { id } => queue::join(req, &cfg, id, &url).await,
+        Route::QueueChallenge { id } => access::challenge(req, &cfg, id, &url).await,
         Route::PassThrough | Route::CampaignPassThrough { .. } => {
             pass_through(req, &cfg, &url).await
         }

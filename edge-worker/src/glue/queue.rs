@@ -176,17 +176,32 @@ async fn poll_answer(
     });
     // An unknown campaign or one without a waiting room is said before the ticket is looked at.
     queue::waiting_room(&entry)?;
-    let ticket = TICKETS.with(|t| t.borrow_mut().check(secret, raw.as_deref(), id))?;
+    let checked = TICKETS.with(|t| t.borrow_mut().check(secret, raw.as_deref(), id));
+    // A ticket of the infinite queue opens with the shadow key: polled as any other, never
+    // admitted, never reported.
+    let shadow = match checked {
+        Ok(_) => None,
+        Err(_) => raw
+            .as_deref()
+            .and_then(|r| super::joins::open_shadow(secret, r, id)),
+    };
+    let ticket = match (&shadow, checked) {
+        (Some((t, _)), _) => t.clone(),
+        (None, checked) => checked?,
+    };
     limit(cfg, Action::Poll, Some(&ticket.place.customer), None)?;
-    if let Some(raw) = raw.as_deref() {
+    if let (Some(raw), None) = (raw.as_deref(), &shadow) {
         let due = PRESENCE.with(|p| p.borrow_mut().seen(id, raw, now_ms()));
         if let Some(report) = due {
             OUTBOX.with(|o| o.borrow_mut().push((id.to_string(), report)));
         }
     }
-    let poll = super::joins::with_recent_keys(id, |own| {
-        queue::poll(&entry, &ticket, secret, now_ms(), own)
-    })?;
+    let poll = match &shadow {
+        Some((_, key)) => crate::access::shadow_poll(&entry, &ticket, key, now_ms())?,
+        None => super::joins::with_recent_keys(id, |own| {
+            queue::poll(&entry, &ticket, secret, now_ms(), own)
+        })?,
+    };
     let html = page::wants_html(req_headers.get("accept").ok().flatten().as_deref());
     let built = (|| {
         let headers = edge_json_headers()?;
@@ -207,6 +222,21 @@ async fn poll_answer(
     built.map_err(|_| Answer::unavailable())
 }
 
+/// The customer of the request's bearer token when it verifies here, else `None`.
+pub(super) async fn verified_customer(req: &Request, cfg: &EdgeConfig) -> Result<Option<String>> {
+    let auth = req.headers().get("authorization")?;
+    let bearer = auth.as_deref().and_then(token::bearer);
+    let verifier = super::jwks::verifier(cfg, bearer).await;
+    let now = now_ms();
+    Ok(bearer.and_then(|t| {
+        TOKENS.with(|c| {
+            c.borrow_mut()
+                .verify(t, &verifier, token::NumericDate::from_unix_ms(now))
+                .ok()
+        })
+    }))
+}
+
 /// `POST /api/v1/campaigns/{id}/queue`: rate limited per IP and per customer (when the
 /// customer token verifies; the origin answers a bad one), then answered here
 /// ([`super::joins`]) when the token verified here, else passed through.
@@ -217,17 +247,7 @@ pub(super) async fn join(
     url: &worker::Url,
 ) -> Result<Response> {
     let ip = client_ip(&req);
-    let auth = req.headers().get("authorization")?;
-    let bearer = auth.as_deref().and_then(token::bearer);
-    let verifier = super::jwks::verifier(cfg, bearer).await;
-    let now = now_ms();
-    let customer = bearer.and_then(|t| {
-        TOKENS.with(|c| {
-            c.borrow_mut()
-                .verify(t, &verifier, token::NumericDate::from_unix_ms(now))
-                .ok()
-        })
-    });
+    let customer = verified_customer(&req, cfg).await?;
     if let Err(a) = limit(cfg, Action::Join, customer.as_deref(), ip.as_deref()) {
         return answer(&a);
     }
@@ -239,7 +259,15 @@ pub(super) async fn join(
             // no body to speak of, and one past the bound is refused as the origin would.
             match req.bytes().await {
                 Ok(body) if body.len() > MAX_CLAIM_BODY_BYTES => answer(&decide::too_large()),
-                Ok(_) => super::joins::join(&req, cfg, id, &customer, url).await,
+                Ok(body) => {
+                    let join = super::joins::Join {
+                        id,
+                        customer: &customer,
+                        body: &body,
+                        ip: ip.as_deref(),
+                    };
+                    super::joins::join(&req, cfg, &join, url).await
+                }
                 Err(_) => answer(&decide::unreadable_body()),
             }
         }

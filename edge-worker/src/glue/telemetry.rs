@@ -39,7 +39,8 @@ pub(super) fn serve(req: &Request, cfg: &EdgeConfig) -> Result<Response> {
     headers.set("content-type", "text/plain; version=0.0.4")?;
     headers.set("cache-control", flashgate_shared::PRIVATE_CACHE_CONTROL)?;
     headers.set(ANSWERED_BY_HEADER, "edge")?;
-    let text = COUNTS.with(|c| c.borrow().render());
+    let mut text = COUNTS.with(|c| c.borrow().render());
+    text.push_str(&super::joins::failures_rendered());
     Ok(Response::ok(text)?.with_headers(headers))
 }
 

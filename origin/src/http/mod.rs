@@ -13,6 +13,7 @@ pub mod gifts;
 pub mod giveaway;
 pub mod health;
 pub mod holds;
+pub mod invite;
 pub mod openapi;
 pub mod promo;
 pub mod purge;
@@ -111,6 +112,7 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(giveaway::show))
         .routes(routes!(giveaway::redeem))
         .routes(routes!(reconcile::report))
+        .routes(routes!(invite::invite_key))
         .routes(routes!(purge::purge).layer(once()))
         .routes(routes!(campaigns::create).layer(once()))
         .routes(routes!(admin::list))

@@ -8,6 +8,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{codes, ErrorBody};
+use flashgate_shared::queue::access::JoinBody;
 use flashgate_shared::queue::joins::{GroupedJoin, JoinGroupReply, JoinsBody};
 use flashgate_shared::queue::presence::{PresenceReceipt, PresenceReport};
 use flashgate_shared::queue::{JoinReply, NO_WAITING_ROOM};
@@ -32,7 +33,9 @@ fn no_waiting_room(id: &str) -> Response {
 
 /// Joins the queue with the customer token; no body needed (up to 4 KiB is read and ignored).
 /// Checks in order: edge signature when configured (403), customer token (401), campaign id
-/// (404), a waiting room (409 `no_waiting_room`), then [`crate::queue::join::join`]: 201 with
+/// (404), a waiting room (409 `no_waiting_room`), a waiting room without a challenge or
+/// invites (403 `forbidden`: those joins are answered by the edge only, which checks them),
+/// then [`crate::queue::join::join`]: 201 with
 /// [`flashgate_shared::queue::JoinReply`] the first time, 200 with the same ticket after; 409
 /// `conflict` before the prequeue opens; 503 without the edge secret or when Redis fails.
 /// Nothing changes on a refusal.
@@ -42,11 +45,21 @@ fn no_waiting_room(id: &str) -> Response {
     tag = "waiting room",
     security(("customer_token" = [])),
     params(("id" = String, Path, description = "Campaign id.")),
+    request_body(content = JoinBody, description = "Only for a waiting room with a \
+        `challenge` or `invite_only` (docs/ACCESS.md): the `pow` challenge and its solution, \
+        the Turnstile widget's token, the shop's invite. Checked by the edge."),
     responses(
-        (status = 201, description = "Joined: her ticket and place.", body = JoinReply),
-        (status = 200, description = "Joined before: the same ticket again.", body = JoinReply),
+        (status = 201, description = "Joined: her ticket and place. A join that failed its \
+            challenge on a campaign with `challenge_failure: infinite_queue` gets a ticket \
+            too, which is never admitted.", body = JoinReply),
+        (status = 200, description = "Joined before: the same ticket again (also for an \
+            invite used again at the same edge).", body = JoinReply),
+        (status = 400, description = "invalid_json: a body that is not the JSON object.",
+            body = ErrorBody),
         (status = 403, description = "forbidden: no valid edge signature on an origin with an \
-            edge secret.", body = ErrorBody),
+            edge secret; a failed challenge with `challenge_failure: forbidden`; a missing, \
+            forged, expired or another customer's or campaign's invite; at the origin, any \
+            join of a campaign with a challenge or invites.", body = ErrorBody),
         (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
         (status = 409, description = "no_waiting_room: the campaign has none; conflict: the \
             prequeue has not opened yet.", body = ErrorBody),
@@ -67,6 +80,11 @@ pub async fn join(
     let Some(w) = row.waiting_room() else {
         return Ok(no_waiting_room(&campaign));
     };
+    if !w.access().is_open() {
+        return Err(ApiError::Forbidden(format!(
+            "joins of campaign {campaign} are answered by the edge only (challenge or invites)"
+        )));
+    }
     let (reply, created) = crate::queue::join::join(&state, &row, &w, &customer).await?;
     let status = if created {
         StatusCode::CREATED

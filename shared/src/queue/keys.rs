@@ -313,7 +313,10 @@ mod tests {
         assert_eq!(before.front_lag_seconds(k(12_500), 11_000), 0);
         assert_eq!(q.front_lag_seconds(RANDOM_BLOCK + 1, 11_000), 0);
         // No marks: her own key is the front.
-        assert_eq!(QueueStatus::default().front_lag_seconds(k(11_000), 11_000), 3);
+        assert_eq!(
+            QueueStatus::default().front_lag_seconds(k(11_000), 11_000),
+            3
+        );
     }
 
     #[test]

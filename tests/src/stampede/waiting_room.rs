@@ -27,6 +27,11 @@ pub(super) fn option(args: &Args) -> anyhow::Result<Option<WaitingRoom>> {
         admission_ttl_seconds: args.admission_ttl_seconds,
         presence_window_seconds: flashgate_shared::queue::DEFAULT_PRESENCE_WINDOW_SECONDS,
         second_wave_admission_ttl_seconds: flashgate_shared::queue::DEFAULT_SECOND_WAVE_TTL_SECONDS,
+        challenge: Default::default(),
+        pow_difficulty: flashgate_shared::pow::DEFAULT_DIFFICULTY,
+        challenge_fail_open: false,
+        challenge_failure: Default::default(),
+        invite_only: false,
     };
     room.validate()
         .map_err(|m| anyhow!("--waiting-room: {m}"))?;

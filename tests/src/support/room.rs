@@ -24,6 +24,11 @@ pub fn room(admit_per_second: u32) -> WaitingRoom {
         admission_ttl_seconds: 10,
         presence_window_seconds: flashgate_shared::queue::DEFAULT_PRESENCE_WINDOW_SECONDS,
         second_wave_admission_ttl_seconds: flashgate_shared::queue::DEFAULT_SECOND_WAVE_TTL_SECONDS,
+        challenge: Default::default(),
+        pow_difficulty: flashgate_shared::pow::DEFAULT_DIFFICULTY,
+        challenge_fail_open: false,
+        challenge_failure: Default::default(),
+        invite_only: false,
     }
 }
 

@@ -5,10 +5,14 @@
 #![allow(dead_code)]
 
 use flashgate_shared::api::ErrorBody;
+use flashgate_shared::queue::access::ChallengeReply;
 use flashgate_shared::queue::StatusReply;
 
 /// `(method, path)` of every operation only the edge answers.
-pub const EDGE_ONLY: &[(&str, &str)] = &[("get", "/api/v1/campaigns/{id}/queue")];
+pub const EDGE_ONLY: &[(&str, &str)] = &[
+    ("get", "/api/v1/campaigns/{id}/queue"),
+    ("get", "/api/v1/campaigns/{id}/queue/challenge"),
+];
 
 /// `Flashgate-Ticket` of a waiting-room poll (or `?ticket=`): the ticket the join gave.
 #[derive(serde::Deserialize, utoipa::IntoParams)]
@@ -51,3 +55,26 @@ pub struct Ticket {
     ),
 )]
 pub fn queue_poll() {}
+
+/// A proof-of-work challenge for the customer of a waiting room with `challenge: "pow"`,
+/// answered by the edge (docs/ACCESS.md).
+#[utoipa::path(
+    get,
+    path = "/api/v1/campaigns/{id}/queue/challenge",
+    tag = "waiting room",
+    security(("customer_token" = [])),
+    params(("id" = String, Path, description = "Campaign id.")),
+    responses(
+        (status = 200, description = "A challenge bound to this campaign and customer, valid \
+            for a few minutes: find a decimal `solution` such that SHA-256 of \
+            `challenge + \":\" + solution` starts with `difficulty` zero bits, then join \
+            with both.", body = ChallengeReply),
+        (status = 401, description = "unauthorized: no valid customer token.", body = ErrorBody),
+        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        (status = 409, description = "no_waiting_room: the campaign has none; conflict: its \
+            waiting room has no `pow` challenge.", body = ErrorBody),
+        (status = 429, description = "rate_limited: too many requests from this customer or \
+            address.", body = ErrorBody, headers(("Retry-After" = u32))),
+    ),
+)]
+pub fn queue_challenge() {}

@@ -63,7 +63,7 @@ pub const ADMIN: &str = "admin_token";
         (name = "edge", description = "What the edge fetches from the origin (docs/EDGE.md); never served through the edge."),
         (name = "operations", description = "Health, readiness, metrics, the dashboard and this document."),
     ),
-    paths(edge_only::queue_poll),
+    paths(edge_only::queue_poll, edge_only::queue_challenge),
     components(schemas(
         flashgate_shared::api::ErrorBody,
         flashgate_shared::api::webhooks::Event,

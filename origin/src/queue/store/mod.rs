@@ -471,6 +471,7 @@ impl Figures {
             line_marks: self.line.marks.clone(),
             queueing: w.queueing,
             prequeue_seconds: w.prequeue_seconds,
+            access: w.access(),
         }
     }
 
