@@ -151,7 +151,10 @@ pub async fn audit_campaign(gate: &mut Gate, db: &Db, c: &str) -> Result<Repaire
         return Ok(Repaired::default());
     };
     let result = async {
-        let mut r = check(gate, db, c, n).await?;
+        let mut r = match super::variant_audit::check(gate, db, c, n).await? {
+            Some(r) => r,
+            None => check(gate, db, c, n).await?,
+        };
         let h = super::holders::check_holders(gate, db, c, n).await?;
         r.holders_dropped = h.dropped;
         r.holders_restored = h.restored;
