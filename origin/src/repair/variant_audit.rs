@@ -13,7 +13,7 @@
 //!   takes not yet committed) in both reads is lowered at once, with the campaign count of the
 //!   same shards ([`crate::gate::variants::adjust`]).
 //! - **A variant promising less** in both reads is raised only when the previous audit, at most
-//!   [`DEFICIT_KEPT_MS`] earlier, saw a shortfall of it too, by the smaller of the two (a unit
+//!   [`super::audit::DEFICIT_KEPT_MS`] earlier, saw a shortfall of it too, by the smaller of the two (a unit
 //!   on its way back looks like a shortfall once), with the campaign count of the same shard.
 //!
 //! The campaign's own check is not run on such a campaign: its counts are the sums of the
@@ -23,7 +23,7 @@ use std::collections::HashMap;
 
 use flashgate_shared::api::ClaimStatus;
 
-use super::audit::{Repaired, DEFICIT_KEPT_MS};
+use super::audit::{forget_deficit, to_raise, Repaired};
 use crate::db::Db;
 use crate::error::StoreError;
 use crate::gate::correct::move_shard;
@@ -139,7 +139,7 @@ pub(crate) async fn check(
         let (a, b) = (promised(&before, done_b), promised(&after, done_a));
         let deficit_key = format!("{}:v:{id}", Keys::of(c).audit_deficit);
         if a.min(b) > pg_v {
-            forget(gate, &deficit_key).await?;
+            forget_deficit(gate, &deficit_key).await?;
             let excess = a.min(b) - pg_v;
             adjust(gate, c, id, -excess, pg_v, pg.campaign).await?;
             tracing::warn!(campaign = c, variant = %id, excess, pg_v, "gate audit: variant lowered");
@@ -148,23 +148,14 @@ pub(crate) async fn check(
         }
         let deficit = pg_v - a.max(b);
         if deficit <= 0 {
-            forget(gate, &deficit_key).await?;
+            forget_deficit(gate, &deficit_key).await?;
             continue;
         }
-        let seen: Option<i64> = redis::cmd("SET")
-            .arg(&deficit_key)
-            .arg(deficit)
-            .arg("PX")
-            .arg(DEFICIT_KEPT_MS)
-            .arg("GET")
-            .query_async(gate)
-            .await?;
-        let Some(seen) = seen.filter(|d| *d > 0) else {
+        let Some(raised) = to_raise(gate, &deficit_key, deficit).await? else {
             continue;
         };
-        let raised = seen.min(deficit);
         adjust(gate, c, id, raised, pg_v, pg.campaign).await?;
-        forget(gate, &deficit_key).await?;
+        forget_deficit(gate, &deficit_key).await?;
         tracing::warn!(campaign = c, variant = %id, raised, pg_v, "gate audit: variant raised");
         r.raised += raised;
     }
@@ -211,9 +202,4 @@ async fn shards_apart(
         clear_flag(gate, c).await?;
     }
     Ok(r)
-}
-
-/// Forgets the shortfall of a variant the last audit saw.
-async fn forget(gate: &mut Gate, key: &str) -> redis::RedisResult<()> {
-    redis::cmd("DEL").arg(key).query_async(gate).await
 }
