@@ -4,7 +4,12 @@
 //! back to `<meta http-equiv="refresh">` without JavaScript. Once admitted it shows a claim
 //! button that sends the claim with the admission token and the customer token taken from the
 //! page's fragment (`#token=<customer token>`; a fragment never reaches any server).
+//!
+//! On a campaign with variants the page lists them ([`variant_choices`]), marks the sold-out
+//! ones (kept up to date by the polls), lets the customer pick one, and its claim names it
+//! (`{"variant":"42"}`): one admission token serves any variant.
 
+use flashgate_shared::api::{CampaignState, VariantStatus};
 use flashgate_shared::queue::{Outlook, QueueState, StatusReply};
 
 /// True when the client prefers HTML: an `Accept` header naming `text/html`.
@@ -43,6 +48,27 @@ fn state_text(s: QueueState) -> &'static str {
         QueueState::Paused => "paused",
         QueueState::Lapsed => "lapsed",
     }
+}
+
+/// The variant picker: one radio button per variant (id as value, name as label), a sold-out
+/// one disabled and marked; empty without variants. Ids are slugs; names are escaped.
+fn variant_choices(variants: &[VariantStatus]) -> String {
+    if variants.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(r#"<fieldset id="variants"><legend>Choose one</legend>"#);
+    for v in variants {
+        let sold = v.state == CampaignState::SoldOut || v.remaining <= 0;
+        let id = esc(&v.id);
+        out.push_str(&format!(
+            r#"<label><input type="radio" name="variant" value="{id}"{dis}> {name} <span class="muted" data-left="{id}">{left}</span></label><br>"#,
+            dis = if sold { " disabled" } else { "" },
+            name = esc(&v.name),
+            left = if sold { "sold out" } else { "" },
+        ));
+    }
+    out.push_str("</fieldset>");
+    out
 }
 
 /// The page for campaign `id` with the checked `ticket` and the edge's `reply`; refreshes
@@ -100,6 +126,7 @@ body{{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:
 <p>Estimated wait: <b id="eta">{eta}</b> s</p>
 <p>State: <b id="state">{state}</b> <span id="outlook" class="muted">{outlook}</span></p>
  <p id="note">{note}</p>
+{choices}
 <button id="claim" data-admission="{admission}">Claim</button>
 <p id="result"></p>
 </div>
@@ -119,6 +146,14 @@ body{{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:
         ". Keep this page open: it keeps checking."
       : (s.outlook === "final" ? "Sold out: nothing will come back." : "");
     admission = s.admission_token || admission;
+    for (const v of s.variants || []) {{
+      const input = document.querySelector('input[name="variant"][value="' + v.id + '"]');
+      if (!input) continue;
+      const sold = v.state === "sold_out" || v.remaining <= 0;
+      input.disabled = sold;
+      if (sold) input.checked = false;
+      document.querySelector('[data-left="' + v.id + '"]').textContent = sold ? "sold out" : "";
+    }}
     $("claim").style.display = s.admitted ? "inline-block" : "none";
   }}
   async function poll() {{
@@ -138,13 +173,19 @@ body{{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:
   $("claim").addEventListener("click", async () => {{
     const token = new URLSearchParams(location.hash.slice(1)).get("token");
     if (!token) {{ $("result").textContent = "open this page from the shop to claim"; return; }}
+    const picker = $("variants");
+    const picked = picker && document.querySelector('input[name="variant"]:checked');
+    if (picker && !picked) {{ $("result").textContent = "choose one first"; return; }}
+    // One key per variant: a retry of the same choice replays, another choice is a new claim.
+    const key = "page-" + ticket.slice(-16) + (picked ? "-" + picked.value : "");
     const r = await fetch("/api/v1/campaigns/{id}/claims", {{
       method: "POST",
       headers: {{ "content-type": "application/json", authorization: "Bearer " + token,
-        "idempotency-key": "page-" + ticket.slice(-16), "flashgate-admission": admission }},
-      body: "{{}}",
+        "idempotency-key": key, "flashgate-admission": admission }},
+      body: picked ? JSON.stringify({{ variant: picked.value }}) : "{{}}",
     }});
-    $("result").textContent = (await r.json()).result;
+    const a = await r.json();
+    $("result").textContent = a.result + (a.variant ? " (" + a.variant + ")" : "");
   }});
   show({{ position: {position}, eta_seconds: {eta}, state: "{state}", outlook: "{outlook}",
     held_until: "{held_until}", admitted: {admitted} }});
@@ -160,6 +201,7 @@ body{{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:
         self_url_js = self_url,
         note = esc(&note),
         ticket_js = ticket,
+        choices = variant_choices(&reply.variants),
     )
 }
 
@@ -198,6 +240,7 @@ mod tests {
             admission_token: None,
             outlook: Some(Outlook::Likely),
             held_until: None,
+            variants: Vec::new(),
         };
         let html = render("drop", "abc.def", &reply, 3);
         assert!(html.contains(r#"<p class="big" id="position">42</p>"#));
@@ -233,5 +276,41 @@ mod tests {
             esc(r#"<a href="x">&'"#),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
+        assert!(
+            !html.contains(r#"id="variants""#),
+            "no picker without variants"
+        );
+    }
+
+    #[test]
+    fn the_page_offers_the_variants_and_marks_the_sold_out_ones() {
+        let v = |id: &str, name: &str, remaining, state| VariantStatus {
+            id: id.into(),
+            name: name.into(),
+            stock: 5,
+            remaining,
+            state,
+        };
+        let reply = StatusReply {
+            position: 0,
+            eta_seconds: 0,
+            state: QueueState::Admitted,
+            admitted: true,
+            admission_token: Some("adm".into()),
+            outlook: None,
+            held_until: None,
+            variants: vec![
+                v("41", "Size 41 <b>", 3, CampaignState::Active),
+                v("42", "Size 42", 0, CampaignState::SoldOut),
+            ],
+        };
+        let html = render("drop", "t", &reply, 3);
+        assert!(html.contains(
+            r#"<input type="radio" name="variant" value="41"> Size 41 &lt;b&gt; <span class="muted" data-left="41"></span>"#
+        ));
+        assert!(html.contains(
+            r#"<input type="radio" name="variant" value="42" disabled> Size 42 <span class="muted" data-left="42">sold out</span>"#
+        ));
+        assert!(html.contains("JSON.stringify({ variant: picked.value })"));
     }
 }

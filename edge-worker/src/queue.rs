@@ -228,6 +228,7 @@ pub fn poll(
             admission_token,
             outlook,
             held_until,
+            variants: entry.variants().to_vec(),
         },
         retry_after_s,
     })

@@ -112,6 +112,14 @@ impl StatusEntry {
         }
     }
 
+    /// The campaign's variants as cached (empty without variants, or for an unknown campaign).
+    pub fn variants(&self) -> &[VariantStatus] {
+        match &self.known {
+            Known::Found { variants, .. } => variants,
+            Known::NotFound { .. } => &[],
+        }
+    }
+
     /// The campaign status and its waiting room, when the campaign exists.
     pub fn found(&self) -> Option<(&CampaignStatus, Option<&QueueStatus>)> {
         match &self.known {

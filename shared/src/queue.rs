@@ -248,6 +248,12 @@ pub struct StatusReply {
     /// outstanding holds (RFC 3339 UTC), by when units may come back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_until: Option<chrono::DateTime<chrono::Utc>>,
+    /// On a campaign with variants, each one as the edge's cached status has it (`remaining`
+    /// approximate within the status's staleness bound; `state` `sold_out` when none is left),
+    /// so the waiting page can say "size 42 sold out" and offer the others; the admission token
+    /// lets its holder claim any of them. Absent on a campaign without variants.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<crate::api::VariantStatus>,
 }
 
 /// The queue fields of the public campaign status (`GET /api/v1/campaigns/{id}`), carried

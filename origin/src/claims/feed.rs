@@ -44,7 +44,7 @@ pub async fn page(db: &Db, q: &FeedQuery) -> sqlx::Result<(Vec<FeedClaim>, bool)
     };
     let mut rows = sqlx::query!(
         r#"SELECT c.id, c.customer_id, c.status AS "status: ClaimStatus", c.held_until,
-                  c.payment_ref, c.created_at,
+                  c.payment_ref, c.created_at, c.variant,
                   CASE WHEN c.status = 'paid' THEN
                       (SELECT min(l.at) FROM ledger l
                         WHERE l.claim_id = c.id AND l.event = 'paid') END AS paid_at
@@ -87,6 +87,7 @@ pub async fn page(db: &Db, q: &FeedQuery) -> sqlx::Result<(Vec<FeedClaim>, bool)
             status: r.status,
             held_until: r.held_until,
             created_at: r.created_at,
+            variant: r.variant,
         })
         .collect();
     Ok((claims, more))

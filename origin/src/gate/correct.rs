@@ -241,7 +241,7 @@ pub(crate) async fn lower(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<i
 /// Moves shard `s`'s remaining by `delta` through the gate's one bounded step ([`MOVE`]: never
 /// below zero, never raised above `ceiling`; on a campaign of one shard the flag follows).
 /// Returns `(remaining, moved)`, `remaining` -1 when the shard is not loaded.
-async fn move_shard(
+pub(crate) async fn move_shard(
     gate: &mut Gate,
     c: &str,
     s: u16,

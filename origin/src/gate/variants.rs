@@ -165,6 +165,76 @@ pub fn spread(variants: &[(String, i64)], n: u16) -> (Vec<Vec<(String, i64)>>, V
     (parts, sums)
 }
 
+/// Reads one shard's counts at once: KEYS remaining, pending, holder_variants, then each
+/// variant's remaining. Replies `{campaign count, {variant counts in KEYS order}, {customer,
+/// variant, …}}`, the pairs being the takes not yet committed that hold a unit (an integer
+/// score; a fraction is a take still looking for a unit on another shard, see
+/// [`super::lua::TAKE`]), with her variant (`''` when none is kept).
+static READ_SHARD: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
+    redis::Script::new(
+        r"
+local r = tonumber(redis.call('GET', KEYS[1]) or '0')
+local counts = {}
+for i = 4, #KEYS do counts[#counts + 1] = tonumber(redis.call('GET', KEYS[i]) or '0') end
+local p = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+local pend = {}
+for i = 1, #p, 2 do
+  local t = tonumber(p[i + 1])
+  if math.floor(t) == t then
+    pend[#pend + 1] = p[i]
+    pend[#pend + 1] = redis.call('HGET', KEYS[3], p[i]) or ''
+  end
+end
+return {r, counts, pend}
+",
+    )
+});
+
+/// One shard of a campaign with variants as read at once ([`read_shard`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShardRead {
+    /// The shard's campaign count.
+    pub campaign: i64,
+    /// The shard's count of each variant, in the order asked.
+    pub variants: Vec<i64>,
+    /// Takes not yet committed holding a unit of this shard: (customer, variant).
+    pub pending: Vec<(String, String)>,
+}
+
+impl ShardRead {
+    /// The shard's campaign count less the sum of its variants' counts: 0 on a sound gate
+    /// (every take, give-back and change moves both together).
+    pub fn apart(&self) -> i64 {
+        self.campaign - self.variants.iter().sum::<i64>()
+    }
+}
+
+/// Reads shard `s` of campaign `c` for variants `ids` in one script, so a take or give-back on
+/// it is seen whole, never half.
+pub async fn read_shard(
+    redis: &mut Gate,
+    c: &str,
+    s: u16,
+    ids: &[String],
+) -> redis::RedisResult<ShardRead> {
+    let k = Keys::shard(c, s);
+    let mut inv = READ_SHARD.key(&k.remaining);
+    inv.key(&k.pending).key(&k.holder_variants);
+    for v in ids {
+        inv.key(k.variant(v));
+    }
+    let (campaign, variants, flat): (i64, Vec<i64>, Vec<String>) = inv.invoke_async(redis).await?;
+    let pending = flat
+        .chunks_exact(2)
+        .map(|p| (p[0].clone(), p[1].clone()))
+        .collect();
+    Ok(ShardRead {
+        campaign,
+        variants,
+        pending,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

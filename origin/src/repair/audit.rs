@@ -151,7 +151,10 @@ pub async fn audit_campaign(gate: &mut Gate, db: &Db, c: &str) -> Result<Repaire
         return Ok(Repaired::default());
     };
     let result = async {
-        let mut r = check(gate, db, c, n).await?;
+        let mut r = match super::variant_audit::check(gate, db, c, n).await? {
+            Some(r) => r,
+            None => check(gate, db, c, n).await?,
+        };
         let h = super::holders::check_holders(gate, db, c, n).await?;
         r.holders_dropped = h.dropped;
         r.holders_restored = h.restored;
@@ -238,18 +241,9 @@ async fn check(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<Repaired, St
         forget_deficit(gate, &deficit_key).await?;
         return Ok(none);
     }
-    let seen: Option<i64> = redis::cmd("SET")
-        .arg(&deficit_key)
-        .arg(deficit)
-        .arg("PX")
-        .arg(DEFICIT_KEPT_MS)
-        .arg("GET")
-        .query_async(gate)
-        .await?;
-    let Some(seen) = seen.filter(|d| *d > 0) else {
+    let Some(raised) = to_raise(gate, &deficit_key, deficit).await? else {
         return Ok(none);
     };
-    let raised = seen.min(deficit);
     adjust(gate, c, raised, pg_remaining).await?;
     forget_deficit(gate, &deficit_key).await?;
     tracing::warn!(
@@ -261,7 +255,26 @@ async fn check(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<Repaired, St
     Ok(Repaired { raised, ..none })
 }
 
+/// Remembers a `deficit` seen now under `key` (for [`DEFICIT_KEPT_MS`]) and returns the units
+/// to raise: the smaller of it and the one the previous audit saw, `None` when that audit saw
+/// none (a unit on its way back looks like a shortfall once).
+pub(crate) async fn to_raise(
+    gate: &mut Gate,
+    key: &str,
+    deficit: i64,
+) -> redis::RedisResult<Option<i64>> {
+    let seen: Option<i64> = redis::cmd("SET")
+        .arg(key)
+        .arg(deficit)
+        .arg("PX")
+        .arg(DEFICIT_KEPT_MS)
+        .arg("GET")
+        .query_async(gate)
+        .await?;
+    Ok(seen.filter(|d| *d > 0).map(|seen| seen.min(deficit)))
+}
+
 /// Forgets the shortfall the last audit saw (the gate agrees again, or it was repaired).
-async fn forget_deficit(gate: &mut Gate, key: &str) -> redis::RedisResult<()> {
+pub(crate) async fn forget_deficit(gate: &mut Gate, key: &str) -> redis::RedisResult<()> {
     redis::cmd("DEL").arg(key).query_async(gate).await
 }

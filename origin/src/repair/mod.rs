@@ -3,6 +3,8 @@
 //! - [`settle`]: takes whose origin never confirmed them, settled against PostgreSQL;
 //! - [`audit`]: the gate audit, every second on one origin, lowering a gate that promises more
 //!   than PostgreSQL has and repairing holders ([`holders`]) and the codes' cached state;
+//! - [`variant_audit`], [`variant_reconcile`]: the same, per variant, for a campaign with
+//!   variants;
 //! - [`reconcile`]: the read-only report of the gate against the record (`GET
 //!   …/reconcile`, `flashgate reconcile`);
 //! - [`cleanup`]: the Redis keys of ended, settled campaigns expire after a grace period, or
@@ -14,3 +16,5 @@ pub mod holders;
 pub mod keys;
 pub mod reconcile;
 pub mod settle;
+pub mod variant_audit;
+pub mod variant_reconcile;

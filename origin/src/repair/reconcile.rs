@@ -14,6 +14,9 @@
 //!   and every active claim has its holder (checked up to [`HOLDER_CHECK_MAX`] claims), and no
 //!   sold-out flag is set while units remain.
 //!
+//! On a campaign with variants each variant is checked too ([`per_variant`]), and the report
+//! lists them (`variants`).
+//!
 //! The report also carries the drift the gate audit found and repaired ([`DriftView`], from
 //! [`super::audit::drift`]): repaired drift is history, not a fault.
 //!
@@ -32,6 +35,9 @@ use crate::db::Db;
 
 use crate::gate::{self, Gate, Keys, PENDING_PREFIX};
 
+use super::variant_audit::VariantSnapshot;
+use super::variant_reconcile::{self as per_variant, CampaignUnits, VariantFacts};
+
 /// Largest number of active claims whose gate holders are compared one by one.
 pub const HOLDER_CHECK_MAX: i64 = 1_000_000;
 
@@ -44,6 +50,8 @@ struct PgFacts {
     ledger_orphans: i64,
     /// customer → active claim id, when there are at most [`HOLDER_CHECK_MAX`].
     active_holders: Option<HashMap<String, String>>,
+    /// The variants, by id (empty: a campaign without variants).
+    variants: Vec<VariantFacts>,
 }
 
 /// Reconciles campaign `c`. `Ok(None)`: no such campaign.
@@ -56,8 +64,15 @@ pub async fn reconcile(
         return Ok(None);
     };
     let gate = gate_view(redis, c, pg.active_holders.as_ref()).await?;
+    let by_variant = match &gate {
+        Some(g) => {
+            let n = u16::try_from(g.shards.len()).unwrap_or(u16::MAX);
+            per_variant::gate_read(redis, c, n, &pg.variants).await?
+        }
+        None => None,
+    };
     let drift = super::audit::drift(redis, c).await?;
-    Ok(Some(report(c, pg, gate, drift)))
+    Ok(Some(report(c, pg, gate, by_variant, drift)))
 }
 
 async fn pg_facts(db: &Db, c: &str) -> sqlx::Result<Option<PgFacts>> {
@@ -112,6 +127,7 @@ async fn pg_facts(db: &Db, c: &str) -> sqlx::Result<Option<PgFacts>> {
     } else {
         None
     };
+    let variants = per_variant::pg_facts(&mut *tx, c).await?;
     tx.commit().await?;
     Ok(Some(PgFacts {
         kind,
@@ -121,6 +137,7 @@ async fn pg_facts(db: &Db, c: &str) -> sqlx::Result<Option<PgFacts>> {
         ledger_active,
         ledger_orphans,
         active_holders,
+        variants,
     }))
 }
 
@@ -177,7 +194,13 @@ async fn gate_view(
     Ok(Some(view))
 }
 
-fn report(c: &str, pg: PgFacts, gate: Option<GateView>, drift: DriftView) -> ReconcileReport {
+fn report(
+    c: &str,
+    pg: PgFacts,
+    gate: Option<GateView>,
+    by_variant: Option<VariantSnapshot>,
+    drift: DriftView,
+) -> ReconcileReport {
     let active = match pg.kind {
         CampaignKind::Sale => pg.claims.held + pg.claims.paid,
         CampaignKind::Giveaway => pg.claims.issued + pg.claims.redeemed,
@@ -254,6 +277,13 @@ fn report(c: &str, pg: PgFacts, gate: Option<GateView>, drift: DriftView) -> Rec
             ));
         }
     }
+    let units = CampaignUnits {
+        stock: pg.stock,
+        remaining: pg.remaining,
+    };
+    let (variants, v_oversold, v_stranded) =
+        per_variant::report(units, &pg.variants, by_variant.as_ref(), &mut faults);
+    let (oversold, stranded) = (oversold.max(v_oversold), stranded.max(v_stranded));
     ReconcileReport {
         campaign: c.to_string(),
         kind: pg.kind,
@@ -267,6 +297,7 @@ fn report(c: &str, pg: PgFacts, gate: Option<GateView>, drift: DriftView) -> Rec
         stranded,
         gate,
         drift,
+        variants,
         ok: faults.is_empty(),
         faults,
     }

@@ -451,10 +451,39 @@ pub struct ReconcileReport {
     /// fault: `faults` lists what is still apart now.
     #[serde(default)]
     pub drift: DriftView,
+    /// On a campaign with variants, each variant's reconciliation, by id (absent on a campaign
+    /// without variants). `oversold` and `stranded` above are then at least the sums of the
+    /// variants', so a unit oversold in one variant is not hidden by one stranded in another.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<VariantReconcile>,
     /// Human-readable list of every disagreement found; empty when clean.
     pub faults: Vec<String>,
     /// True when `faults` is empty (so `oversold` and `stranded` are 0).
     pub ok: bool,
+}
+
+/// One variant in a [`ReconcileReport`]: `stock = remaining + active` in PostgreSQL, and the
+/// gate's count of the variant against PostgreSQL's `remaining` of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct VariantReconcile {
+    /// The variant id.
+    pub id: String,
+    /// `campaign_variants.stock` in PostgreSQL.
+    pub stock: i64,
+    /// `campaign_variants.remaining` in PostgreSQL.
+    pub remaining: i64,
+    /// Active claims of this variant (held + paid, or issued + redeemed).
+    pub active: i64,
+    /// `max(0, remaining + active − stock)`.
+    pub oversold: i64,
+    /// `max(0, stock − remaining − active)`, plus units of this variant PostgreSQL has that the
+    /// gate will not hand out.
+    pub stranded: i64,
+    /// The gate's count of this variant over every shard; `null` when the gate is not loaded.
+    pub gate_remaining: Option<i64>,
+    /// Takes of this variant still committing; `null` when the gate is not loaded.
+    pub gate_pending: Option<i64>,
 }
 
 #[cfg(test)]

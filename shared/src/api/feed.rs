@@ -38,6 +38,9 @@ pub struct FeedClaim {
     pub payment_ref: Option<String>,
     /// When the claim was written (RFC 3339 UTC): the feed's order, with `id`.
     pub created_at: DateTime<Utc>,
+    /// The variant it took, on a campaign with variants (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
 }
 
 /// `GET /admin/v1/campaigns/{id}/claims` body: one page of the feed.
@@ -99,7 +102,10 @@ impl FeedCursor {
 }
 
 /// The header line of the CSV export.
-pub const FEED_CSV_HEADER: &str = "id,customer,status,held_until,paid_at,payment_ref,created_at";
+/// `variant` is last, so the columns before it keep their places; it is empty on a campaign
+/// without variants.
+pub const FEED_CSV_HEADER: &str =
+    "id,customer,status,held_until,paid_at,payment_ref,created_at,variant";
 
 /// One CSV line (with its `\n`) of `claim`, fields as in [`FEED_CSV_HEADER`]: times RFC 3339
 /// UTC exactly as the JSON feed writes them, `null` as an empty field, and a field quoted
@@ -123,6 +129,7 @@ pub fn feed_csv_line(claim: &FeedClaim) -> String {
         time(claim.paid_at),
         csv_field(claim.payment_ref.as_deref().unwrap_or_default()),
         time(Some(claim.created_at)),
+        csv_field(claim.variant.as_deref().unwrap_or_default()),
     ];
     let mut line = fields.join(",");
     line.push('\n');
@@ -155,6 +162,7 @@ mod tests {
             paid_at: Some("2026-01-01T12:05:00.123456Z".parse().unwrap()),
             payment_ref: payment_ref.map(str::to_string),
             created_at: "2026-01-01T12:00:00.5Z".parse().unwrap(),
+            variant: None,
         }
     }
 
@@ -178,8 +186,13 @@ mod tests {
         assert_eq!(
             feed_csv_line(&claim("ana", Some("p-1"))),
             "c_0123456789abcdef0123456789abcdef,ana,paid,2026-01-01T12:10:00Z,\
-             2026-01-01T12:05:00.123456Z,p-1,2026-01-01T12:00:00.500Z\n"
+             2026-01-01T12:05:00.123456Z,p-1,2026-01-01T12:00:00.500Z,\n"
         );
+        let sized = FeedClaim {
+            variant: Some("42".into()),
+            ..claim("ana", None)
+        };
+        assert!(feed_csv_line(&sized).ends_with(",2026-01-01T12:00:00.500Z,42\n"));
         let line = feed_csv_line(&claim("a,\"b\"", Some("=1+1")));
         assert!(line.contains(",\"a,\"\"b\"\"\",paid,"), "{line}");
         assert!(line.contains(",'=1+1,"), "{line}");

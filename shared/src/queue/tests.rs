@@ -154,6 +154,7 @@ fn status_fields_are_optional() {
         admission_token: None,
         outlook: Some(Outlook::Likely),
         held_until: None,
+        variants: Vec::new(),
     };
     assert_eq!(
         serde_json::to_string(&reply).unwrap(),

@@ -8,8 +8,9 @@ use super::record::Operation;
 use super::{contract, replays, sold_out, told, truth};
 
 /// The checks, in the order they are reported.
-pub const CHECKS: [&str; 7] = [
+pub const CHECKS: [&str; 8] = [
     "oversold",
+    "variant_oversold",
     "one_active_claim",
     "201_names_claim",
     "claims_told",
@@ -65,6 +66,7 @@ pub fn check(
             operations: ops.len() as u64,
             checks: vec![
                 truth::oversold(c),
+                truth::variant_oversold(c),
                 truth::one_active_claim(c),
                 told::answers_name_claims(&ops, c),
                 told::claims_told(&ops, c),

@@ -99,6 +99,8 @@ pub struct ClaimRow {
     pub created_at: DateTime<Utc>,
     /// The last change; for a `released` or `expired` claim, when its unit went back.
     pub updated_at: DateTime<Utc>,
+    /// The variant it took (`None` on a campaign without variants).
+    pub variant: Option<String>,
 }
 
 impl ClaimRow {
@@ -117,6 +119,8 @@ pub struct CampaignRecord {
     pub starts_at: DateTime<Utc>,
     /// Every claim of the campaign, by id.
     pub claims: BTreeMap<String, ClaimRow>,
+    /// The campaign's variants: id → stock (empty without variants).
+    pub variants: BTreeMap<String, i64>,
 }
 
 /// The final state of every campaign of a history, by id.
@@ -158,9 +162,17 @@ pub async fn read_record(
             remaining: row.try_get("remaining").map_err(get)?,
             starts_at: row.try_get("starts_at").map_err(get)?,
             claims: BTreeMap::new(),
+            variants: BTreeMap::new(),
         };
+        let vs: Vec<(String, i64)> =
+            sqlx::query_as("SELECT id, stock FROM campaign_variants WHERE campaign_id = $1")
+                .bind(id)
+                .fetch_all(&pool)
+                .await
+                .map_err(|e| db("reading the variants", e))?;
+        c.variants.extend(vs);
         let rows = sqlx::query(
-            "SELECT id, customer_id, status, created_at, updated_at FROM claims \
+            "SELECT id, customer_id, status, created_at, updated_at, variant FROM claims \
              WHERE campaign_id = $1",
         )
         .bind(id)
@@ -175,6 +187,7 @@ pub async fn read_record(
                 status: r.try_get("status").map_err(get)?,
                 created_at: r.try_get("created_at").map_err(get)?,
                 updated_at: r.try_get("updated_at").map_err(get)?,
+                variant: r.try_get("variant").map_err(get)?,
             };
             c.claims.insert(claim.id.clone(), claim);
         }

@@ -15,6 +15,10 @@
 //! the same start form one [`Window`], from that start to the last of them; one that comes
 //! more than the bound (`--sold-out-grace-ms`) after its start fails the check. Times: the
 //! generator's `sent_at` against PostgreSQL's `now()`, one clock on one machine.
+//!
+//! On a campaign with variants, a variant's `sold_out` (`{"result":"sold_out","variant":…}`)
+//! is held against that variant's free units (its stock and its claims), a campaign's
+//! `sold_out` against the campaign's.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
@@ -57,11 +61,14 @@ impl Window {
     }
 }
 
-/// The free units over time: `(time, free units from then on)`, sorted, starting with the
-/// campaign's start and stock; and, per entry, the least free units from it to the end.
-fn free_units(c: &CampaignRecord) -> (Vec<(DateTime<Utc>, i64)>, Vec<i64>) {
+/// The free units over time (of `variant` only, when given): `(time, free units from then
+/// on)`, sorted, starting with the campaign's start and stock; and, per entry, the least free
+/// units from it to the end.
+fn free_units(c: &CampaignRecord, variant: Option<&str>) -> (Vec<(DateTime<Utc>, i64)>, Vec<i64>) {
+    let stock = variant.map_or(c.stock, |v| c.variants.get(v).copied().unwrap_or(0));
     let mut changes: Vec<(DateTime<Utc>, i64)> = Vec::new();
-    for claim in c.claims.values() {
+    let of_it = |x: &&super::read::ClaimRow| variant.is_none() || x.variant.as_deref() == variant;
+    for claim in c.claims.values().filter(of_it) {
         changes.push((claim.created_at, -1));
         if matches!(claim.status.as_str(), "released" | "expired") {
             changes.push((claim.updated_at, 1));
@@ -71,9 +78,9 @@ fn free_units(c: &CampaignRecord) -> (Vec<(DateTime<Utc>, i64)>, Vec<i64>) {
     let mut steps = vec![(
         c.starts_at
             .min(changes.first().map_or(c.starts_at, |x| x.0)),
-        c.stock,
+        stock,
     )];
-    let mut free = c.stock;
+    let mut free = stock;
     for (t, d) in changes {
         free += d;
         steps.push((t, free));
@@ -94,15 +101,45 @@ pub fn false_sold_out(
     grace_ms: u64,
 ) -> (CheckResult, Vec<Window>) {
     let mut r = CheckResult::new("false_sold_out");
-    let (steps, least) = free_units(c);
-    let mut sold_outs: Vec<&Operation> = ops
-        .iter()
-        .copied()
-        .filter(|o| o.op.is_claim() && o.status == Some(409) && o.result() == Some("sold_out"))
-        .collect();
-    sold_outs.sort_by_key(|o| (o.sent_at, o.seq));
+    // By the variant the answer names (`None`: the campaign's sold_out).
+    let mut groups: std::collections::BTreeMap<Option<&str>, Vec<&Operation>> = Default::default();
+    for o in ops.iter().copied() {
+        if o.op.is_claim() && o.status == Some(409) && o.result() == Some("sold_out") {
+            let v = o.body.get("variant").and_then(|v| v.as_str());
+            groups
+                .entry(v.filter(|_| !c.variants.is_empty()))
+                .or_default()
+                .push(o);
+        }
+    }
     let mut windows: Vec<Window> = Vec::new();
-    for op in sold_outs {
+    for (variant, mut sold_outs) in groups {
+        sold_outs.sort_by_key(|o| (o.sent_at, o.seq));
+        let (steps, least) = free_units(c, variant);
+        let first_window = windows.len();
+        judge(
+            &mut r,
+            &mut windows,
+            first_window,
+            &sold_outs,
+            (&steps, &least),
+            grace_ms,
+        );
+    }
+    (r, windows)
+}
+
+/// Holds `sold_outs` (sorted) against the free units `steps` and their `least`, adding the
+/// windows after `windows[first_window..]`.
+fn judge(
+    r: &mut CheckResult,
+    windows: &mut Vec<Window>,
+    first_window: usize,
+    sold_outs: &[&Operation],
+    (steps, least): (&[(DateTime<Utc>, i64)], &[i64]),
+    grace_ms: u64,
+) {
+    for &op in sold_outs {
         r.checked += 1;
         // The last change at or before the answer (the start entry when none).
         let i = steps.partition_point(|s| s.0 <= op.sent_at).max(1) - 1;
@@ -120,7 +157,8 @@ pub fn false_sold_out(
                 since.to_rfc3339_opts(SecondsFormat::Millis, true)
             ));
         }
-        match windows.last_mut() {
+        let own = windows.len() > first_window;
+        match windows.last_mut().filter(|_| own) {
             Some(w) if w.free_since == since => {
                 w.last = op.sent_at;
                 w.length_ms = late_ms;
@@ -138,7 +176,6 @@ pub fn false_sold_out(
             }),
         }
     }
-    (r, windows)
 }
 
 #[cfg(test)]
@@ -158,6 +195,7 @@ mod tests {
             status: status.into(),
             created_at: at(created),
             updated_at: at(updated),
+            variant: None,
         };
         (id.to_string(), row)
     }
@@ -187,6 +225,7 @@ mod tests {
             remaining: 0,
             starts_at: at(-1_000),
             claims: claims.into_iter().collect(),
+            variants: Default::default(),
         }
     }
 

@@ -1,5 +1,5 @@
 //! The checks on PostgreSQL's final state alone: no campaign oversold, no customer with two
-//! active claims.
+//! active claims, no variant oversold.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +18,27 @@ pub fn oversold(c: &CampaignRecord) -> CheckResult {
             taken - c.stock
         )
     }));
+    r
+}
+
+/// `variant_oversold`: on a campaign with variants, each variant's active claims ≤ its stock.
+/// One item per variant (none without variants).
+pub fn variant_oversold(c: &CampaignRecord) -> CheckResult {
+    let mut r = CheckResult::new("variant_oversold");
+    for (v, stock) in &c.variants {
+        let taken = c
+            .claims
+            .values()
+            .filter(|x| x.is_active() && x.variant.as_deref() == Some(v.as_str()))
+            .count() as i64;
+        r.count((taken > *stock).then(|| {
+            format!(
+                "campaign {} variant {v}: {taken} active claims, stock {stock} ({} oversold)",
+                c.id,
+                taken - stock
+            )
+        }));
+    }
     r
 }
 

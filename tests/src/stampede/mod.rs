@@ -10,6 +10,7 @@
 //! - [`lost_reply`]: winners whose 201 was lost retry with the same key after the sell-out.
 //! - `recorded`: the history of `--history` (every request and answer; `crate::history`).
 //! - `reconcile`: the origin's reconciliation as a check.
+//! - [`variants`]: `--variants N`, the campaign's variants and their per-variant checks.
 //!
 //! The binary is `stampede` (tests/src/bin/stampede.rs); `stampede --help` lists the flags.
 //! All traffic goes to loopback addresses only: other targets are refused.
@@ -25,6 +26,7 @@ mod recorded;
 pub mod report;
 pub mod run;
 mod told;
+pub mod variants;
 mod waiting_room;
 
 use std::collections::HashMap;
@@ -186,6 +188,12 @@ pub struct Args {
     /// terminal the progress is a live bar instead.
     #[arg(long, default_value_t = 5.0)]
     pub progress_seconds: f64,
+    /// Variants of the campaign created (0: none; at most 1,000): `--stock` split over them,
+    /// each claim naming one, per-variant counts printed and checked ([`variants`]). Let the
+    /// crowd outnumber every variant's stock: a tap sent to a sold-out variant is not sent to
+    /// another, so `claims = min(stock, customers who tried)` needs each variant to sell out.
+    #[arg(long, default_value_t = 0)]
+    pub variants: u32,
 }
 
 /// Refuses any URL whose host is not a loopback address.
@@ -245,7 +253,7 @@ async fn create_campaign(
         waiting_room: waiting_room::option(args)?,
         access: None,
         draw: None,
-        variants: None,
+        variants: variants::list(args.stock, args.variants),
     };
     let resp = http
         .post(format!("{}/admin/v1/campaigns", base(&args.origin)))
@@ -285,6 +293,7 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
     if !(args.window > 0.0 && args.window <= 3600.0) {
         bail!("--window must be in (0, 3600] seconds");
     }
+    variants::check_count(args.variants)?;
     let http = reqwest::Client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(10))
@@ -371,6 +380,7 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
             plan.customers as usize,
         ),
         history: history.clone(),
+        variants: args.variants,
     };
     let reporter = send
         .progress
@@ -439,6 +449,7 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
             .database_url
             .as_deref()
             .ok_or_else(|| anyhow!("--database-url (DATABASE_URL) is needed for the invariants; --no-db-check skips them"))?;
+        variants::check(&mut report, url, &campaign.id).await?;
         Some(db::read_back(url, &campaign.id).await?)
     };
     if let Some(recorder) = &history {

@@ -36,6 +36,9 @@ pub struct SendConfig {
     pub progress: Arc<Progress>,
     /// Where every attempt is recorded (`--history`), when it is.
     pub history: Option<Recorder>,
+    /// Variants of the campaign: each try's body names one ([`super::variants::body`]); 0:
+    /// none, the body is `{}`.
+    pub variants: u32,
 }
 
 /// Backoff before retry number `retry` (1-based): the server's `Retry-After` when it gave one,
@@ -103,7 +106,10 @@ pub(super) async fn one_try(
             req = req.header(*name, value);
         }
         let sent_at = chrono::Utc::now();
-        let sent = req.body("{}").send().await;
+        let sent = req
+            .body(super::variants::body(cfg.variants, t.key))
+            .send()
+            .await;
         let mut retry_after = None;
         let mut answer = None;
         match sent {

@@ -11,13 +11,16 @@
 //!    with p50/p99 latency for every HTTP leg;
 //! 4. winners/s over HTTP with a webhook endpoint subscribed to `claim.held` (an in-process
 //!    receiver answering 204; the relay delivers meanwhile) vs. without one, alternated
-//!    (without, with, without) so that drift shows (`--webhooks-only` runs this leg alone).
+//!    (without, with, without) so that drift shows (`--webhooks-only` runs this leg alone);
+//! 5. winners/s over HTTP on a campaign of 10 variants vs. a plain one, alternated the same
+//!    way ([`variants`]; `--variants-only` runs this leg alone).
 //!
 //! Run: `cargo run --release -p flashgate-tests --bin bench_origin -- --seconds 5`.
 
 mod calibration;
 mod copy;
 mod measure;
+mod variants;
 mod webhooks;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -71,6 +74,9 @@ struct Args {
     /// Run only leg 4 (winners/s with and without a webhook endpoint).
     #[arg(long)]
     webhooks_only: bool,
+    /// Run only leg 5 (winners/s with 10 variants and without).
+    #[arg(long)]
+    variants_only: bool,
     #[command(flatten)]
     calibration: calibration::Out,
 }
@@ -279,6 +285,11 @@ async fn main() {
         o.stop().await;
         return;
     }
+    if args.variants_only {
+        variants::variants_leg(&o, &args).await;
+        o.stop().await;
+        return;
+    }
     println!(
         "flashgate origin benchmark — {} s per leg, same process, same services\n",
         args.seconds
@@ -443,5 +454,6 @@ async fn main() {
     );
     println!();
     webhooks::webhooks_leg(&o, &args).await;
+    variants::variants_leg(&o, &args).await;
     o.stop().await;
 }
