@@ -29,19 +29,17 @@ pub struct Calibration {
     pub origin_core_us_per_sold_out: f64,
     /// Origin CPU per other claim answer that reads Redis (a replay, `in_progress`).
     pub origin_core_us_per_other_claim_answer: f64,
-    /// Origin CPU per group of joins (the request, its signature, one Redis step).
-    pub origin_core_us_per_join_group: f64,
-    /// Origin CPU per join inside a group.
-    pub origin_core_us_per_join: f64,
+    /// Origin CPU per report of the tickets an edge isolate issued (the request, its signature,
+    /// one Redis script): an isolate sends one per campaign and second at most.
+    pub origin_core_us_per_join_report: f64,
+    /// Origin CPU per ticket in such a report (its signature checked again).
+    pub origin_core_us_per_reported_ticket: f64,
     /// Origin CPU per presence report (the request, its signature, one Redis step).
     pub origin_core_us_per_presence_report: f64,
     /// Origin CPU per ticket in a presence report (its HMAC checked again).
     pub origin_core_us_per_presence_ticket: f64,
     /// Origin CPU per status fetch of an edge isolate (answered from the campaign cache).
     pub origin_core_us_per_status_fetch: f64,
-    /// Time a group of joins spends at the origin, in milliseconds: an isolate has one group in
-    /// flight per campaign, so it sends at most `1000 / latency` groups a second.
-    pub origin_join_group_latency_ms: f64,
     /// PostgreSQL CPU per durable claim (its share of the grouped commit included).
     pub postgres_core_us_per_claim: f64,
     /// Time of one grouped commit (fsync included), in milliseconds: the claims arriving at an
@@ -53,8 +51,8 @@ pub struct Calibration {
     pub redis_ops_per_winner: f64,
     /// Redis commands per other claim answer reaching the origin's claim path.
     pub redis_ops_per_other_claim_answer: f64,
-    /// Redis commands per group of joins.
-    pub redis_ops_per_join_group: f64,
+    /// Redis commands per report of issued tickets.
+    pub redis_ops_per_join_report: f64,
     /// Redis commands per presence report.
     pub redis_ops_per_presence_report: f64,
     /// Redis commands per admitted claim beyond the winner's (the claims' pace bucket).
@@ -63,15 +61,15 @@ pub struct Calibration {
     pub redis_ops_per_second_per_waiting_room: f64,
     /// Redis CPU per command.
     pub redis_core_us_per_op: f64,
-    /// Redis CPU per join inside a group's script.
-    pub redis_core_us_per_join: f64,
+    /// Redis CPU per ticket inside a report's script (its arrival key added to the line).
+    pub redis_core_us_per_reported_ticket: f64,
     /// Redis CPU per ticket inside a presence report's script.
     pub redis_core_us_per_presence_ticket: f64,
     /// Redis memory per winner: her holder and her stored reply, in bytes.
     pub redis_bytes_per_winner: f64,
     /// Redis memory per claim reaching the gate for its key stamp (`fg:idem:…`), in bytes.
     pub redis_bytes_per_key_stamp: f64,
-    /// Redis memory per joiner of a waiting room (her place in `fg:{c}:q:seq`), in bytes.
+    /// Redis memory per joiner of a waiting room (her arrival key in `fg:{c}:q:keys`), in bytes.
     pub redis_bytes_per_queued_visitor: f64,
     /// Redis memory per ticket in the presence set (`fg:{c}:q:present`), in bytes.
     pub redis_bytes_per_present_ticket: f64,
@@ -81,7 +79,7 @@ pub struct Calibration {
     pub edge_status_requests_per_core_second: f64,
     /// Edge: waiting-room polls one core answers per second.
     pub edge_polls_per_core_second: f64,
-    /// Edge: joins one core takes in per second (rate limit, token, grouping).
+    /// Edge: joins one core answers per second (token, rate limit, the ticket signed).
     pub edge_joins_per_core_second: f64,
     /// Edge: `sold_out` claim answers one core gives per second.
     pub edge_sold_out_answers_per_core_second: f64,
@@ -134,10 +132,6 @@ impl Calibration {
                 self.edge_claims_forwarded_per_core_second,
             ),
             (
-                "origin_join_group_latency_ms",
-                self.origin_join_group_latency_ms,
-            ),
-            (
                 "postgres_commit_latency_ms",
                 self.postgres_commit_latency_ms,
             ),
@@ -160,10 +154,13 @@ impl Calibration {
                 self.origin_core_us_per_other_claim_answer,
             ),
             (
-                "origin_core_us_per_join_group",
-                self.origin_core_us_per_join_group,
+                "origin_core_us_per_join_report",
+                self.origin_core_us_per_join_report,
             ),
-            ("origin_core_us_per_join", self.origin_core_us_per_join),
+            (
+                "origin_core_us_per_reported_ticket",
+                self.origin_core_us_per_reported_ticket,
+            ),
             (
                 "origin_core_us_per_presence_report",
                 self.origin_core_us_per_presence_report,
@@ -185,7 +182,7 @@ impl Calibration {
                 "redis_ops_per_other_claim_answer",
                 self.redis_ops_per_other_claim_answer,
             ),
-            ("redis_ops_per_join_group", self.redis_ops_per_join_group),
+            ("redis_ops_per_join_report", self.redis_ops_per_join_report),
             (
                 "redis_ops_per_presence_report",
                 self.redis_ops_per_presence_report,
@@ -199,7 +196,10 @@ impl Calibration {
                 self.redis_ops_per_second_per_waiting_room,
             ),
             ("redis_core_us_per_op", self.redis_core_us_per_op),
-            ("redis_core_us_per_join", self.redis_core_us_per_join),
+            (
+                "redis_core_us_per_reported_ticket",
+                self.redis_core_us_per_reported_ticket,
+            ),
             (
                 "redis_core_us_per_presence_ticket",
                 self.redis_core_us_per_presence_ticket,
@@ -245,7 +245,7 @@ mod tests {
     fn the_compiled_in_calibration_parses_and_round_trips() {
         let c = Calibration::default();
         assert_eq!(c.origin_core_us_per_winner, 120.0);
-        assert_eq!(c.redis_bytes_per_queued_visitor, 85.2);
+        assert_eq!(c.redis_bytes_per_queued_visitor, 117.7);
         let again = Calibration::parse(&serde_json::to_string(&c).unwrap()).unwrap();
         assert_eq!(again, c);
     }

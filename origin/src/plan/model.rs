@@ -30,19 +30,19 @@
 //!   joins so far, `D(t)` the admissions so far; p50 / p95 over the admitted.
 //!
 //! **Both**, per second and campaign:
-//! - join groups `= min(J, max(I / L, J / 500))` for `J` joins and `L` =
-//!   `c.origin_join_group_latency_ms` (one group per isolate in flight, at most 500 joins);
+//! - join reports `= min(J, I)` for `J` joins (the edge issues the tickets; each isolate
+//!   reports those it issued once a second per campaign), carrying every join's ticket;
 //! - presence reports `= min(polls, I)` (one per isolate and second), with one ticket per poll;
 //! - status fetches `= min(edge requests, I / ttl)`;
 //! - edge cores `= Σ requests of a kind / c.edge_<kind>_per_core_second / utilisation`;
 //!   `I` defaults to the edge cores, rounded up;
 //! - origin core-µs `= Σ answers of a kind × c.origin_core_us_per_<kind>`; origins
 //!   `= ⌈peak cores / (cores per origin × utilisation)⌉`, at least 1;
-//! - Redis ops `= winners × c.redis_ops_per_winner + other answers + join groups + reports
+//! - Redis ops `= winners × c.redis_ops_per_winner + other answers + join reports + reports
 //!   (one op each) + admitted claims × c.redis_ops_per_admitted_claim + 10/s per live waiting
-//!   room`; Redis core-µs `= ops × c.redis_core_us_per_op + joins × c.redis_core_us_per_join +
-//!   tickets × c.redis_core_us_per_presence_ticket`; the part of it on one campaign's queue
-//!   slot `{c}` (join groups, reports, admission, joins, tickets) is one primary's, per campaign;
+//!   room`; Redis core-µs `= ops × c.redis_core_us_per_op + joins ×
+//!   c.redis_core_us_per_reported_ticket + tickets × c.redis_core_us_per_presence_ticket`; the part of it on one campaign's queue
+//!   slot `{c}` (join reports, reports, admission, joins, tickets) is one primary's, per campaign;
 //! - PostgreSQL claims/s = winners/s; a grouped commit takes the claims arriving at an origin
 //!   during one commit: `b = clamp(claims/s ÷ origins × c.postgres_commit_latency_ms, 1,
 //!   c.commit_batch_max)`, commits/s `= claims/s ÷ b`; cores `= claims/s ×
@@ -110,7 +110,7 @@ struct Bucket {
     winners: f64,
     origin_sold_out: f64,
     other: f64,
-    join_groups: f64,
+    join_reports: f64,
     reports: f64,
     status_fetches: f64,
     waiting_room_live: f64,
@@ -310,11 +310,8 @@ pub fn plan(inputs: &Inputs, calibration: &Calibration) -> Plan {
         .edge_isolates
         .unwrap_or_else(|| edge_cores_needed.ceil().max(1.0) as u64);
     let iso = isolates as f64;
-    let group_latency = c.origin_join_group_latency_ms / 1000.0;
     for b in &mut run.buckets {
-        if b.joins > 0.0 {
-            b.join_groups = b.joins.min((iso / group_latency).max(b.joins / 500.0));
-        }
+        b.join_reports = b.joins.min(iso);
         b.reports = b.polls.min(iso);
         b.status_fetches = b.edge_requests().min(iso / i.status_ttl_seconds);
     }
@@ -322,8 +319,8 @@ pub fn plan(inputs: &Inputs, calibration: &Calibration) -> Plan {
         b.winners * c.origin_core_us_per_winner
             + b.origin_sold_out * c.origin_core_us_per_sold_out
             + b.other * c.origin_core_us_per_other_claim_answer
-            + b.join_groups * c.origin_core_us_per_join_group
-            + b.joins * c.origin_core_us_per_join
+            + b.join_reports * c.origin_core_us_per_join_report
+            + b.joins * c.origin_core_us_per_reported_ticket
             + b.reports * c.origin_core_us_per_presence_report
             + b.polls * c.origin_core_us_per_presence_ticket
             + b.status_fetches * c.origin_core_us_per_status_fetch
@@ -336,22 +333,22 @@ pub fn plan(inputs: &Inputs, calibration: &Calibration) -> Plan {
     let redis_ops = |b: &Bucket| {
         b.winners * (c.redis_ops_per_winner + queued_claim_ops)
             + b.other * c.redis_ops_per_other_claim_answer
-            + b.join_groups * c.redis_ops_per_join_group
+            + b.join_reports * c.redis_ops_per_join_report
             + b.reports * c.redis_ops_per_presence_report
             + b.waiting_room_live * c.redis_ops_per_second_per_waiting_room
     };
     let redis_us = |b: &Bucket| {
         redis_ops(b) * c.redis_core_us_per_op
-            + b.joins * c.redis_core_us_per_join
+            + b.joins * c.redis_core_us_per_reported_ticket
             + b.polls * c.redis_core_us_per_presence_ticket
     };
     // One campaign's queue lives in its slot `{c}`: per variant, not summed.
     let queue_slot_us = |b: &Bucket| {
-        (b.join_groups * c.redis_ops_per_join_group
+        (b.join_reports * c.redis_ops_per_join_report
             + b.reports * c.redis_ops_per_presence_report
             + b.waiting_room_live * c.redis_ops_per_second_per_waiting_room)
             * c.redis_core_us_per_op
-            + b.joins * c.redis_core_us_per_join
+            + b.joins * c.redis_core_us_per_reported_ticket
             + b.polls * c.redis_core_us_per_presence_ticket
     };
     let queue_slot_cores = run
@@ -422,7 +419,7 @@ pub fn plan(inputs: &Inputs, calibration: &Calibration) -> Plan {
             sold_out_answers: rate(&|b| b.origin_sold_out),
             other_claim_answers: rate(&|b| b.other),
             claims: rate(&|b| b.winners + b.origin_sold_out + b.other),
-            join_groups: rate(&|b| b.join_groups),
+            join_reports: rate(&|b| b.join_reports),
             presence_reports: rate(&|b| b.reports),
             status_fetches: rate(&|b| b.status_fetches),
             peak_busy_cores: origin_cores,

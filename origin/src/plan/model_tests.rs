@@ -155,8 +155,9 @@ fn the_waiting_room_admits_at_its_rate() {
 }
 
 #[test]
-fn joins_go_to_the_origin_in_groups() {
-    // 10,000 joins a second over 4 isolates, a group in flight 20 ms: 200 groups a second.
+fn joins_reach_the_origin_as_one_report_per_isolate_and_second() {
+    // 10,000 joins a second over 4 isolates: each isolate reports the tickets it issued once a
+    // second, 4 reports a second.
     let i = Inputs {
         visitors: 100_000,
         arrival_seconds: 10.0,
@@ -169,18 +170,27 @@ fn joins_go_to_the_origin_in_groups() {
     };
     let p = plan(&i, &Calibration::default());
     close(p.edge.joins.peak_per_second, 10_000.0, 1.0);
-    close(p.origin.join_groups.peak_per_second, 200.0, 1e-6);
-    close(p.origin.join_groups.total, 2_000.0, 1.0);
+    close(p.origin.join_reports.peak_per_second, 4.0, 1e-6);
+    close(p.origin.join_reports.total, 40.0, 1.0);
+    // Fewer joins than isolates: one report each.
+    let few = plan(
+        &Inputs {
+            visitors: 20,
+            ..i.clone()
+        },
+        &Calibration::default(),
+    );
+    assert!(few.origin.join_reports.peak_per_second <= few.edge.joins.peak_per_second + 1e-9);
     // One presence report per isolate and second.
     assert!(p.origin.presence_reports.peak_per_second <= 4.0);
     // Status fetches: one per isolate per TTL.
     close(p.origin.status_fetches.peak_per_second, 4.0, 1e-9);
-    // The queue's slot: 200 groups and 10 admitting steps × 10.7 µs + 10,000 joins × 5 µs (no
-    // one waits, so no polls or reports).
+    // The queue's slot: 4 reports and 10 admitting steps × 10.7 µs + 10,000 tickets × 3 µs
+    // (no one waits, so no polls or presence reports).
     close(p.edge.polls.total, 0.0, 1e-6);
     close(
         p.redis.peak_queue_slot_busy_cores,
-        (210.0 * 10.7 + 50_000.0) / 1e6,
+        (14.0 * 10.7 + 30_000.0) / 1e6,
         1e-4,
     );
 }
@@ -188,11 +198,11 @@ fn joins_go_to_the_origin_in_groups() {
 #[test]
 fn redis_memory_during_and_after_the_sale() {
     let p = plan(&demo_room(), &Calibration::default());
-    // 2,048 + 500 × (560 + 150) + 5,000 × (85.2 + 100).
-    close(p.redis.bytes_per_queued_visitor, 185.2, 1e-9);
+    // 2,048 + 500 × (560 + 150) + 5,000 × (117.7 + 117.7).
+    close(p.redis.bytes_per_queued_visitor, 235.4, 1e-9);
     close(
         p.redis.bytes_during_sale,
-        2_048.0 + 355_000.0 + 926_000.0,
+        2_048.0 + 355_000.0 + 1_177_000.0,
         1e-6,
     );
     close(p.redis.bytes_after_sale, p.redis.bytes_during_sale, 1e-9);
@@ -211,11 +221,13 @@ fn redis_memory_during_and_after_the_sale() {
         4_200.0,
         1e-9,
     );
-    // The figure: fg:{c}:q:seq is 426 KB per 5,000 joiners.
+    // The measured figure (docs/WAITING-ROOM.md): an arrival key and its presence entry,
+    // 235,448,592 bytes per 1,000,000 tickets.
+    let c = Calibration::default();
     close(
-        Calibration::default().redis_bytes_per_queued_visitor * 5_000.0,
-        426_000.0,
-        1.0,
+        (c.redis_bytes_per_queued_visitor + c.redis_bytes_per_present_ticket) * 1e6,
+        235_448_592.0,
+        100_000.0,
     );
 }
 

@@ -45,8 +45,8 @@ pub struct OriginPlan {
     pub other_claim_answers: Rate,
     /// Every claim reaching an origin.
     pub claims: Rate,
-    /// Groups of joins from the edge.
-    pub join_groups: Rate,
+    /// Reports of the tickets the edge issued (one per isolate, campaign and second at most).
+    pub join_reports: Rate,
     /// Presence reports from the edge.
     pub presence_reports: Rate,
     /// Status fetches of edge isolates.

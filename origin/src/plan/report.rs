@@ -138,7 +138,7 @@ pub fn table(p: &Plan) -> String {
         &o.other_claim_answers,
     );
     rate_row(&mut out, "claims, all", &o.claims);
-    rate_row(&mut out, "join groups", &o.join_groups);
+    rate_row(&mut out, "join reports", &o.join_reports);
     rate_row(&mut out, "presence reports", &o.presence_reports);
     rate_row(&mut out, "status fetches", &o.status_fetches);
     value_row(&mut out, "busy cores at peak", &number(o.peak_busy_cores));
