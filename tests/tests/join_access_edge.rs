@@ -595,3 +595,33 @@ async fn only_invited_customers_join_and_a_replayed_invite_gets_its_ticket() {
     }
     assert_eq!(p["admitted"], true, "{p}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_origin_without_the_edge_secret_has_no_invite_key() {
+    let o = TestOrigin::start_with(flashgate_tests::support::test_config()).await;
+    let id = o.campaign("sale", 5).await;
+    let token = o.manager_token().to_string();
+    let path = format!("/admin/v1/campaigns/{id}/invite-key");
+    let (st, body) = o
+        .admin(reqwest::Method::GET, &path, Some(&token), None)
+        .await;
+    assert_eq!(st, 409, "{body}");
+    assert_eq!(body["result"], "conflict");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("FLASHGATE_EDGE_SECRET"),
+        "{body}"
+    );
+    // An unknown campaign is still 404.
+    let (st, _) = o
+        .admin(
+            reqwest::Method::GET,
+            "/admin/v1/campaigns/no-such-campaign/invite-key",
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(st, 404);
+}

@@ -10,7 +10,7 @@ use flashgate_shared::invite::invite_key_hex;
 use serde::Serialize;
 
 use super::extract::{self, Role};
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 /// A campaign's invite key.
@@ -29,7 +29,8 @@ pub struct InviteKey {
 
 /// 200 with the campaign's [`InviteKey`] (whether or not the campaign is invite-only yet);
 /// 404 unknown campaign; admin token of role manager (401 missing, 403 unknown or viewer);
-/// 503 without `FLASHGATE_EDGE_SECRET`.
+/// 409 `conflict` when this origin has no `FLASHGATE_EDGE_SECRET` (the key is derived from
+/// it, so there is none to give; a configuration to fix, not a failure to retry).
 #[utoipa::path(
     get,
     path = "/admin/v1/campaigns/{id}/invite-key",
@@ -43,6 +44,8 @@ pub struct InviteKey {
         (status = 403, description = "forbidden: an unknown token or a viewer's.",
             body = ErrorBody),
         (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        (status = 409, description = "conflict: this origin has no FLASHGATE_EDGE_SECRET, \
+            which the invite key is derived from.", body = ErrorBody),
     ),
 )]
 pub async fn invite_key(
@@ -52,7 +55,13 @@ pub async fn invite_key(
 ) -> ApiResult<Json<InviteKey>> {
     extract::admin(&headers, &state, Role::Manager)?;
     let row = extract::campaign(&state, &id).await?;
-    let secret = crate::queue::secret(&state)?;
+    let secret = crate::queue::secret(&state).map_err(|_| {
+        ApiError::Conflict(
+            "invites need FLASHGATE_EDGE_SECRET on the origin: the invite key is derived \
+             from it"
+                .into(),
+        )
+    })?;
     Ok(Json(InviteKey {
         invite_key: invite_key_hex(secret, &row.id),
         campaign_id: row.id.clone(),
