@@ -14,6 +14,7 @@ use flashgate_shared::queue::{JoinReply, NO_WAITING_ROOM};
 
 use super::extract::{self, Path};
 use crate::error::{ApiError, ApiResult};
+use crate::http::openapi::errors;
 use crate::state::AppState;
 
 /// 409 `{"result":"no_waiting_room","message":…}`.
@@ -45,12 +46,11 @@ fn no_waiting_room(id: &str) -> Response {
     responses(
         (status = 201, description = "Joined: her ticket and place.", body = JoinReply),
         (status = 200, description = "Joined before: the same ticket again.", body = JoinReply),
-        (status = 403, description = "forbidden: no valid edge signature on an origin with an \
-            edge secret.", body = ErrorBody),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        errors::EdgeSignature,
+        errors::NoCampaign,
         (status = 409, description = "no_waiting_room: the campaign has none; conflict: the \
             prequeue has not opened yet.", body = ErrorBody),
-        (status = 413, description = "payload_too_large: a body past 4 KiB.", body = ErrorBody),
+        errors::PayloadPast4KiB,
         (status = 429, description = "rate_limited, at the edge: too many joins from this \
             customer or address; retry after `Retry-After`.", body = ErrorBody,
             headers(("Retry-After" = u32))),
@@ -97,12 +97,10 @@ pub const MAX_REPORT_BODY_BYTES: usize = 1 << 20;
             body = PresenceReceipt),
         (status = 400, description = "invalid_json, invalid_request: a bad shape or a \
             malformed ticket.", body = ErrorBody),
-        (status = 403, description = "forbidden: no valid edge signature (or no edge secret \
-            on this origin to check one), or a forged ticket or another campaign's.",
-            body = ErrorBody),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
-        (status = 409, description = "no_waiting_room: the campaign has none.", body = ErrorBody),
-        (status = 413, description = "payload_too_large: a body past 1 MiB.", body = ErrorBody),
+        errors::EdgeReport,
+        errors::NoCampaign,
+        errors::NoWaitingRoom,
+        errors::PayloadPast1MiB,
         (status = 422, description = "validation_failed: the body is not a report.",
             body = ErrorBody),
     ),
@@ -157,13 +155,11 @@ pub async fn presence(
             group: each customer's place, in order.", body = PresenceReceipt),
         (status = 400, description = "invalid_json, invalid_request: a bad shape, a malformed \
             ticket, or a customer id that is not one.", body = ErrorBody),
-        (status = 403, description = "forbidden: no valid edge signature (or no edge secret \
-            on this origin to check one), or a forged ticket or another campaign's.",
-            body = ErrorBody),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        errors::EdgeReport,
+        errors::NoCampaign,
         (status = 409, description = "no_waiting_room: the campaign has none; conflict: the \
             prequeue has not opened yet (a group).", body = ErrorBody),
-        (status = 413, description = "payload_too_large: a body past 1 MiB.", body = ErrorBody),
+        errors::PayloadPast1MiB,
         (status = 422, description = "validation_failed: the body is neither a report nor a \
             group.", body = ErrorBody),
         (status = 503, description = "unavailable: Redis failed, the queue is being reopened, \
