@@ -8,11 +8,9 @@ use super::respond::answer;
 use super::status_cache::{learn, status_for};
 use super::{index, jwks, now_ms, queue, winners, TOKENS};
 use crate::config::EdgeConfig;
-use crate::decide::{self, Answer, ClaimInput, Gate};
-use crate::limit::Action;
-use crate::status::{self, StatusEntry};
-use crate::winners::Verdict;
-use flashgate_shared::api::CampaignState;
+use crate::decide::{self, Answer, ClaimInput};
+use crate::plan::{ClaimPlan, Do, Got};
+use crate::status;
 use flashgate_shared::queue::ADMISSION_HEADER;
 use flashgate_shared::request_id::REQUEST_ID_HEADER;
 use flashgate_shared::trace::TRACEPARENT_HEADER;
@@ -84,69 +82,42 @@ pub(super) async fn claim(
     }
     let (entry, fresh) = status_for(cfg, id, url).await;
     let now = now_ms();
-    // A campaign with a waiting room: rate limits first, then the gate, then the admission
-    // token (so that a sold-out campaign still says sold_out to everyone).
-    let admit_rate = crate::queue::admit_rate(entry.as_deref());
-    let waiting_room = admit_rate.is_some();
-    if waiting_room {
-        if let Err(a) = queue::limit(cfg, Action::Claim, Some(&customer), client_ip()) {
-            return answer(&a);
-        }
-    }
-    // After the sell-out a possible winner's claim (her retry) still goes to the origin, which
-    // answers it with her first reply; this is the sold_out she is told otherwise.
-    let mut sold_out_answer = None;
-    if let Gate::Answer(a) = decide::gate(entry.as_deref(), fresh, now, cfg.not_started_skew_ms) {
-        let sold_out =
-            entry.as_deref().and_then(StatusEntry::state) == Some(CampaignState::SoldOut);
-        if !sold_out {
-            return answer(&a);
-        }
-        match winners::verdict(cfg, id, &customer).await {
-            Verdict::Winner => sold_out_answer = Some(a),
-            Verdict::Loser => return answer(&a),
-            // Without a filter a winner's retry cannot be told from anyone's claim: a sold_out
-            // could be false to her, so the answer is "retry", not final.
-            Verdict::Unknown => return answer(&Answer::unavailable()),
-        }
-    }
-    // A claim of a variant the cached status says is sold out while the campaign is live
-    // ([`decide::variant_gate`]): answered here, except a possible winner's retry.
-    if sold_out_answer.is_none() {
-        if let Some(v) = decide::claimed_variant(&body) {
-            if let Gate::Answer(a) = decide::variant_gate(entry.as_deref(), fresh, &v) {
-                if winners::verdict(cfg, id, &customer).await == Verdict::Loser {
-                    return answer(&a);
-                }
+    // The rules' order is the claim plan's: this only answers its questions.
+    let mut plan = ClaimPlan::new(entry.as_deref(), fresh, now, cfg.not_started_skew_ms, &body);
+    // The admission header is read when first needed (not for an answer from the cache).
+    let mut admission = None;
+    let mut got = Got::Start;
+    loop {
+        got = match plan.next(got) {
+            Do::Answer(a) => return answer(&a),
+            Do::Forward => break,
+            Do::Limit {
+                action,
+                with_address,
+            } => {
+                let ip = if with_address { client_ip() } else { None };
+                Got::Limited(queue::limit(cfg, action, Some(&customer), ip))
             }
-        }
+            Do::AskWinners => Got::Verdict(winners::verdict(cfg, id, &customer).await),
+            Do::CheckAdmission => {
+                let token = admission.insert(headers.get(ADMISSION_HEADER)?);
+                Got::Admission(queue::queue_secret(cfg).and_then(|secret| {
+                    crate::queue::check_claim_admission(
+                        secret,
+                        token.as_deref(),
+                        id,
+                        &customer,
+                        now,
+                    )
+                }))
+            }
+            Do::Pace(rate) => Got::Paced(queue::pace(id, rate)),
+        };
     }
-    let admission = headers.get(ADMISSION_HEADER)?;
-    if waiting_room {
-        let checked = queue::queue_secret(cfg)
-            .and_then(|secret| {
-                crate::queue::check_claim_admission(
-                    secret,
-                    admission.as_deref(),
-                    id,
-                    &customer,
-                    now,
-                )
-            })
-            .and_then(|admitted| match admitted {
-                crate::queue::Admitted::Now => Ok(()),
-                // An expired token: only the origin knows whether this key was decided.
-                crate::queue::Admitted::ReplayOnly => {
-                    queue::limit(cfg, Action::Replay, Some(&customer), None)
-                }
-            })
-            // Last: only a claim that is about to be forwarded takes a forwarding token.
-            .and_then(|()| queue::pace(id, admit_rate.unwrap_or(0)));
-        if let Err(a) = checked {
-            // Without a usable admission a possible winner is told sold_out, as everyone.
-            return answer(sold_out_answer.as_ref().unwrap_or(&a));
-        }
-    }
+    let admission = match admission {
+        Some(a) => a,
+        None => headers.get(ADMISSION_HEADER)?,
+    };
     // Forward: body bytes, Authorization and Idempotency-Key as sent, plus the client IP and
     // the edge signature over all of them.
     let out = Headers::new();
