@@ -89,17 +89,21 @@ end
     };
 }
 
+/// A script of the gate's take: the Lua functions `sold_out`, `take` and `begin` (above), then
+/// `call`, the script's own line that calls one of them with its KEYS and ARGV.
+macro_rules! take_script {
+    ($call:literal) => {
+        LazyLock::new(|| Script::new(concat!(sold_out_fn!(), take_fn!(), $call)))
+    };
+}
+
 /// The take on the customer's own shard (the Lua function `take` above).
 ///
 /// KEYS: loaded, remaining, holders, pending, and — on a campaign of one shard only —
 /// sold_out, sold_out_gen. ARGV: customer, pending token, take time (ms). Replies as `take`.
-pub static TAKE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        sold_out_fn!(),
-        take_fn!(),
-        "return take(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[1], ARGV[2], ARGV[3])"
-    ))
-});
+pub static TAKE: LazyLock<Script> = take_script!(
+    "return take(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[1], ARGV[2], ARGV[3])"
+);
 
 /// A claim's first step, in one round trip: her idempotency record for this key, and when
 /// there is none, the take (the Lua function `take` above) with a `pending` record written.
@@ -110,13 +114,9 @@ pub static TAKE: LazyLock<Script> = LazyLock::new(|| {
 ///
 /// Replies `{'existing', record}` (nothing else done), or the take's reply; the pending record
 /// (`fingerprint \n pending`) is written unless the gate is not loaded.
-pub static BEGIN_TAKE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        sold_out_fn!(),
-        take_fn!(),
-        "return begin(KEYS[1], ARGV[1], ARGV[2], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[3], ARGV[4], ARGV[5])"
-    ))
-});
+pub static BEGIN_TAKE: LazyLock<Script> = take_script!(
+    "return begin(KEYS[1], ARGV[1], ARGV[2], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[3], ARGV[4], ARGV[5])"
+);
 
 /// Takes one unit from another shard for a customer whose dedup entry is already written on
 /// her own shard. KEYS: loaded, remaining. Replies 1 (taken), 0 (empty), -1 (not loaded).
@@ -269,24 +269,16 @@ pub const SET_SOLD_OUT: &str = concat!(sold_out_fn!(), "return sold_out(KEYS[1],
 /// KEYS: the record, loaded, remaining, holders, pending, the variant's remaining, vholders,
 /// and on a campaign of one shard sold_out, sold_out_gen. ARGV: request fingerprint, pending
 /// record lifetime (s), customer, pending token, take time (ms), variant id.
-pub static BEGIN_TAKE_V: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        sold_out_fn!(),
-        take_fn!(),
-        "return begin(KEYS[1], ARGV[1], ARGV[2], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[8], KEYS[9], ARGV[3], ARGV[4], ARGV[5], KEYS[6], KEYS[7], ARGV[6])"
-    ))
-});
+pub static BEGIN_TAKE_V: LazyLock<Script> = take_script!(
+    "return begin(KEYS[1], ARGV[1], ARGV[2], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[8], KEYS[9], ARGV[3], ARGV[4], ARGV[5], KEYS[6], KEYS[7], ARGV[6])"
+);
 
 /// The take of a variant's unit without a record ([`TAKE`] with the variant's keys). KEYS: loaded,
 /// remaining, holders, pending, the variant's remaining, vholders, and on a campaign of one
 /// shard sold_out, sold_out_gen. ARGV: customer, pending token, take time (ms), variant id.
-pub static TAKE_V: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        sold_out_fn!(),
-        take_fn!(),
-        "return take(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7], KEYS[8], ARGV[1], ARGV[2], ARGV[3], KEYS[5], KEYS[6], ARGV[4])"
-    ))
-});
+pub static TAKE_V: LazyLock<Script> = take_script!(
+    "return take(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7], KEYS[8], ARGV[1], ARGV[2], ARGV[3], KEYS[5], KEYS[6], ARGV[4])"
+);
 
 /// Takes one unit of a variant from another shard ([`TAKE_UNIT`] for a variant). KEYS: loaded,
 /// remaining, the variant's remaining. Replies 1 (taken), 0 (empty), -1 (not loaded).
