@@ -97,22 +97,33 @@ pub struct ClaimPlan<'a> {
     body: &'a [u8],
     /// Admitted claims per second of the campaign's waiting room; `None` without one.
     admit_rate: Option<u32>,
-    gate: Gate,
+    /// The sold-out gate's answer; taken out when given (or kept in `told`).
+    gate: Option<Answer>,
+    /// The `sold_out` a possible winner is told if the waiting room refuses her later.
+    told: Option<Answer>,
     /// The variant gate, once worked out.
     variant_gate: Option<Gate>,
-    claim_limit: Option<Result<(), Answer>>,
+    /// The steps the caller answered that let the claim through (a refusal ends the plan).
+    passed: Passed,
     verdict: Option<Verdict>,
-    admission: Option<Result<Admitted, Answer>>,
-    replay_limit: Option<Result<(), Answer>>,
-    paced: Option<Result<(), Answer>>,
     /// Whether the last [`Do::Limit`] asked was the replay limit's.
     asked_replay: bool,
+}
+
+/// The waiting room's steps that let the claim through so far.
+#[derive(Debug, Default)]
+struct Passed {
+    claim_limit: bool,
+    admission: Option<Admitted>,
+    replay_limit: bool,
+    pace: bool,
 }
 
 impl<'a> ClaimPlan<'a> {
     /// The plan of a checked claim with body `body` (at most 4 KiB, already checked), given the
     /// cached status `entry` (`fresh`: refreshed within the TTL) at `now_ms` (epoch ms), with
     /// `skew_ms` of clock skew allowed before a start ([`decide::gate`]).
+    #[inline]
     pub fn new(
         entry: Option<&'a StatusEntry>,
         fresh: bool,
@@ -125,27 +136,35 @@ impl<'a> ClaimPlan<'a> {
             fresh,
             body,
             admit_rate: queue::admit_rate(entry),
-            gate: decide::gate(entry, fresh, now_ms, skew_ms),
+            gate: match decide::gate(entry, fresh, now_ms, skew_ms) {
+                Gate::Answer(a) => Some(a),
+                Gate::Forward => None,
+            },
+            told: None,
             variant_gate: None,
-            claim_limit: None,
+            passed: Passed::default(),
             verdict: None,
-            admission: None,
-            replay_limit: None,
-            paced: None,
             asked_replay: false,
         }
     }
 
     /// The next step, given `got`, what the caller found for the last one ([`Got::Start`] the
     /// first time).
+    #[inline]
     pub fn next(&mut self, got: Got) -> Do {
+        // A refusal of the waiting room ends the plan; a possible winner of a sold-out
+        // campaign is told `sold_out` instead, as everyone.
+        let refused = |told: &mut Option<Answer>, a: Answer| Do::Answer(told.take().unwrap_or(a));
         match got {
             Got::Start => {}
-            Got::Limited(r) if self.asked_replay => self.replay_limit = Some(r),
-            Got::Limited(r) => self.claim_limit = Some(r),
             Got::Verdict(v) => self.verdict = Some(v),
-            Got::Admission(r) => self.admission = Some(r),
-            Got::Paced(r) => self.paced = Some(r),
+            Got::Limited(Ok(())) if self.asked_replay => self.passed.replay_limit = true,
+            Got::Limited(Ok(())) => self.passed.claim_limit = true,
+            Got::Admission(Ok(admitted)) => self.passed.admission = Some(admitted),
+            Got::Paced(Ok(())) => self.passed.pace = true,
+            Got::Limited(Err(a)) | Got::Admission(Err(a)) | Got::Paced(Err(a)) => {
+                return refused(&mut self.told, a)
+            }
         }
         let step = self.decide().err().unwrap_or(Do::Forward);
         if let Do::Limit { action, .. } = step {
@@ -155,29 +174,33 @@ impl<'a> ClaimPlan<'a> {
     }
 
     /// The rules in order: `Err` with the step that stops them (an answer or a question).
+    #[inline]
     fn decide(&mut self) -> Result<(), Do> {
         // 1. The waiting room's claim rate limit.
-        if self.admit_rate.is_some() {
-            settled(&self.claim_limit, || Do::Limit {
+        if self.admit_rate.is_some() && !self.passed.claim_limit {
+            return Err(Do::Limit {
                 action: Action::Claim,
                 with_address: true,
-            })?;
+            });
         }
-        // 2. The sold-out gate; the sold_out a possible winner is told if refused later.
-        let mut told = None;
-        if let Gate::Answer(a) = &self.gate {
+        // 2. The sold-out gate (its answer moved out, not copied, when given).
+        if let Some(a) = self.gate.take() {
             let sold_out = self.entry.and_then(StatusEntry::state) == Some(CampaignState::SoldOut);
             if !sold_out {
-                return Err(Do::Answer(a.clone()));
+                return Err(Do::Answer(a));
             }
-            match self.verdict.ok_or(Do::AskWinners)? {
-                Verdict::Winner => told = Some(a.clone()),
-                Verdict::Loser => return Err(Do::Answer(a.clone())),
-                Verdict::Unknown => return Err(Do::Answer(Answer::unavailable())),
+            match self.verdict {
+                None => {
+                    self.gate = Some(a);
+                    return Err(Do::AskWinners);
+                }
+                Some(Verdict::Winner) => self.told = Some(a),
+                Some(Verdict::Loser) => return Err(Do::Answer(a)),
+                Some(Verdict::Unknown) => return Err(Do::Answer(Answer::unavailable())),
             }
         }
         // 3. A sold-out variant.
-        if told.is_none() {
+        if self.told.is_none() {
             let (entry, fresh, body) = (self.entry, self.fresh, self.body);
             let variant = self.variant_gate.get_or_insert_with(|| {
                 decide::claimed_variant(body)
@@ -191,32 +214,19 @@ impl<'a> ClaimPlan<'a> {
         }
         // 4. The waiting room's admission token, the replay limit, the pace.
         if let Some(rate) = self.admit_rate {
-            let refused = |d: Do| match d {
-                Do::Answer(a) => Do::Answer(told.clone().unwrap_or(a)),
-                d => d,
-            };
-            let admitted = settled(&self.admission, || Do::CheckAdmission).map_err(&refused)?;
-            if admitted == Admitted::ReplayOnly {
-                settled(&self.replay_limit, || Do::Limit {
+            let admitted = self.passed.admission.ok_or(Do::CheckAdmission)?;
+            if admitted == Admitted::ReplayOnly && !self.passed.replay_limit {
+                return Err(Do::Limit {
                     action: Action::Replay,
                     with_address: false,
-                })
-                .map_err(&refused)?;
+                });
             }
-            settled(&self.paced, || Do::Pace(rate)).map_err(&refused)?;
+            if !self.passed.pace {
+                return Err(Do::Pace(rate));
+            }
         }
         // 5. Forward.
         Ok(())
-    }
-}
-
-/// A step's outcome: `Ok` when it let the claim through, `Err(Do::Answer)` when it refused,
-/// `Err(ask())` when the caller has not been asked yet.
-fn settled<T: Clone>(found: &Option<Result<T, Answer>>, ask: impl FnOnce() -> Do) -> Result<T, Do> {
-    match found {
-        None => Err(ask()),
-        Some(Ok(t)) => Ok(t.clone()),
-        Some(Err(a)) => Err(Do::Answer(a.clone())),
     }
 }
 
