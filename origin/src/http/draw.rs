@@ -54,11 +54,9 @@ async fn draw_of(state: &AppState, id: &str) -> ApiResult<(DrawRow, i64)> {
 )]
 pub async fn enter(
     State(state): State<AppState>,
-    mut post: extract::ForwardedPost,
+    post: extract::ForwardedPost,
 ) -> ApiResult<Response> {
-    post.signed_body(&state).await?;
-    let (campaign, headers) = (post.campaign, post.headers);
-    let customer = extract::customer(&headers, &state).await?;
+    let (campaign, customer) = post.signed_customer(&state).await?;
     let (d, _) = draw_of(&state, &campaign).await?;
     match store::enter(&state.db, &d, &customer).await? {
         Entered::New(r) => Ok((StatusCode::CREATED, axum::Json(r)).into_response()),

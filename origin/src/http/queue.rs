@@ -58,11 +58,9 @@ fn no_waiting_room(id: &str) -> Response {
 )]
 pub async fn join(
     State(state): State<AppState>,
-    mut post: extract::ForwardedPost,
+    post: extract::ForwardedPost,
 ) -> ApiResult<Response> {
-    post.signed_body(&state).await?;
-    let (campaign, headers) = (post.campaign, post.headers);
-    let customer = extract::customer(&headers, &state).await?;
+    let (campaign, customer) = post.signed_customer(&state).await?;
     let row = extract::campaign(&state, &campaign).await?;
     let Some(w) = row.waiting_room() else {
         return Ok(no_waiting_room(&campaign));
