@@ -119,14 +119,19 @@ pub static BEGIN_TAKE: LazyLock<Script> = take_script!(
 );
 
 /// Takes one unit from another shard for a customer whose dedup entry is already written on
-/// her own shard. KEYS: loaded, remaining. Replies 1 (taken), 0 (empty), -1 (not loaded).
+/// her own shard. KEYS: loaded, remaining, and on a campaign with variants her variant's
+/// remaining (a unit is taken only when both have one). Replies 1 (taken), 0 (empty), -1 (not
+/// loaded).
 pub static TAKE_UNIT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local r = tonumber(redis.call('GET', KEYS[2]) or '0')
-if r <= 0 then return 0 end
+local v = 1
+if KEYS[3] then v = tonumber(redis.call('GET', KEYS[3]) or '0') end
+if r <= 0 or v <= 0 then return 0 end
 redis.call('DECR', KEYS[2])
+if KEYS[3] then redis.call('DECR', KEYS[3]) end
 return 1
 ",
     )
@@ -279,22 +284,6 @@ pub static BEGIN_TAKE_V: LazyLock<Script> = take_script!(
 pub static TAKE_V: LazyLock<Script> = take_script!(
     "return take(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7], KEYS[8], ARGV[1], ARGV[2], ARGV[3], KEYS[5], KEYS[6], ARGV[4])"
 );
-
-/// Takes one unit of a variant from another shard ([`TAKE_UNIT`] for a variant). KEYS: loaded,
-/// remaining, the variant's remaining. Replies 1 (taken), 0 (empty), -1 (not loaded).
-pub static TAKE_UNIT_V: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local r = tonumber(redis.call('GET', KEYS[2]) or '0')
-local v = tonumber(redis.call('GET', KEYS[3]) or '0')
-if r <= 0 or v <= 0 then return 0 end
-redis.call('DECR', KEYS[2])
-redis.call('DECR', KEYS[3])
-return 1
-",
-    )
-});
 
 /// [`GIVE_BACK`] for a unit of a variant: the campaign's count and the variant's both move
 /// (each through `move`, bounded by ARGV[5]), and her variant entry goes with her holder.
