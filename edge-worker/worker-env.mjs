@@ -33,6 +33,8 @@ const FROM_ENVIRONMENT_ONLY = [
   "FLASHGATE_JWKS",
   "FLASHGATE_JWKS_TTL_SECONDS",
   "FLASHGATE_JWKS_MIN_REFRESH_SECONDS",
+  // Fault injection only (scripts/chaos clock-skew): the worker's clock shifted, ms.
+  "FLASHGATE_TEST_CLOCK_OFFSET_MS",
 ];
 
 /**

@@ -25,6 +25,7 @@
 //! | `FLASHGATE_LIMIT_IP_PER_S` | var | 50 | joins, polls and waiting-room claims per second per client IP (0 = off) |
 //! | `FLASHGATE_LIMIT_IPV6_PREFIX` | var | 64 | IPv6 clients share one per-IP bucket per prefix of this many bits (32..=128); IPv4-mapped addresses share their IPv4 address's ([`flashgate_shared::ip_limit`]) |
 //! | `FLASHGATE_CORS_ORIGINS` | var | empty | shop origins allowed to call the API from a browser, comma-separated (`https://shop.example`); empty = same-origin only |
+//! | `FLASHGATE_TEST_CLOCK_OFFSET_MS` | var | 0 | fault injection only: shifts the worker's clock by this many ms (−86400000..=86400000; `+2000` runs it 2 s ahead); never set in a deployment |
 
 use flashgate_shared::ip_limit::Ipv6LimitPrefix;
 use flashgate_shared::token::keys::NO_KEYS;
@@ -52,6 +53,8 @@ pub const DEFAULT_LIMIT_JOINS_PER_S: u32 = 2;
 pub const DEFAULT_LIMIT_POLLS_PER_S: u32 = 2;
 /// Default waiting-room requests per second per client IP.
 pub const DEFAULT_LIMIT_IP_PER_S: u32 = 50;
+/// The binding of the fault-injection clock offset ([`EdgeConfig::test_clock_offset_ms`]).
+pub const TEST_CLOCK_OFFSET_BINDING: &str = "FLASHGATE_TEST_CLOCK_OFFSET_MS";
 /// Largest accepted rate limit, requests per second.
 pub const MAX_LIMIT_PER_S: u32 = 1_000_000;
 
@@ -112,13 +115,19 @@ pub struct EdgeConfig {
     /// `FLASHGATE_CORS_ORIGINS`: the shop origins allowed to call the API from a browser
     /// ([`crate::cors`]); empty: same-origin only.
     pub cors: crate::cors::Cors,
+    /// `FLASHGATE_TEST_CLOCK_OFFSET_MS`, fault injection only: added to the runtime's wall
+    /// clock wherever the worker reads the time, ms (negative: behind); 0 unless set. The
+    /// Workers runtime has no clock hook of its own, and workerd does not run under
+    /// libfaketime; `scripts/chaos clock-skew` sets it to run the edge ahead of or behind the
+    /// origins.
+    pub test_clock_offset_ms: i64,
 }
 
 impl EdgeConfig {
     /// Reads the settings through `lookup(binding name) -> value`. Empty values count as unset.
     /// Errors (a human-readable message naming the binding) when a required binding is missing,
     /// the origin URL is not `http(s)://...`, a number is not an integer in `1..=86_400_000`
-    /// (`0..` for the skew allowance), a rate limit is not an integer in `0..=1_000_000`, the
+    /// (`0..` for the skew allowance, `-86_400_000..` for the test clock offset), a rate limit is not an integer in `0..=1_000_000`, the
     /// IPv6 prefix is not `32..=128`, or a secret is shorter than
     /// [`flashgate_shared::MIN_SECRET_BYTES`] (32) bytes.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
@@ -190,7 +199,19 @@ impl EdgeConfig {
                     .transpose()?
                     .unwrap_or_default(),
             },
+            test_clock_offset_ms: int(
+                TEST_CLOCK_OFFSET_BINDING,
+                0,
+                -MAX_SETTING_MS,
+                MAX_SETTING_MS,
+            )?,
         })
+    }
+
+    /// Now on the worker's clock: `wall_ms` (the runtime's clock, ms since the Unix epoch)
+    /// shifted by [`EdgeConfig::test_clock_offset_ms`], ms since the Unix epoch.
+    pub fn clock_ms(&self, wall_ms: i64) -> i64 {
+        wall_ms.saturating_add(self.test_clock_offset_ms)
     }
 }
 
@@ -294,6 +315,8 @@ mod tests {
         assert_eq!(c.customer_token_secret.as_deref(), Some(SECRET.as_bytes()));
         assert_eq!(c.edge_secret, None);
         assert!(!c.cors.enabled());
+        assert_eq!(c.test_clock_offset_ms, 0);
+        assert_eq!(c.clock_ms(1_700_000_000_000), 1_700_000_000_000);
         assert_eq!(
             c.limits,
             Limits {
@@ -412,5 +435,49 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains("edge-secret"), "no secret in {e}");
+    }
+
+    #[test]
+    fn test_clock_offset_shifts_the_clock_and_refuses_bad_values() {
+        let base = [
+            ("FLASHGATE_ORIGIN_URL", "http://o"),
+            ("FLASHGATE_CUSTOMER_TOKEN_SECRET", SECRET),
+        ];
+        let wall = 1_700_000_000_000;
+        for (v, offset) in [
+            ("2000", 2_000),
+            ("+2000", 2_000),
+            (" -2000 ", -2_000),
+            ("0", 0),
+            ("", 0),
+            ("86400000", 86_400_000),
+            ("-86400000", -86_400_000),
+        ] {
+            let mut p = base.to_vec();
+            p.push((TEST_CLOCK_OFFSET_BINDING, v));
+            let c = cfg(&p).unwrap();
+            assert_eq!(c.test_clock_offset_ms, offset, "{v:?}");
+            assert_eq!(c.clock_ms(wall), wall + offset, "{v:?}");
+        }
+        for bad in [
+            "2s",
+            "-2.5",
+            "abc",
+            "86400001",
+            "-86400001",
+            "99999999999999999999",
+        ] {
+            let mut p = base.to_vec();
+            p.push((TEST_CLOCK_OFFSET_BINDING, bad));
+            assert_eq!(
+                cfg(&p).unwrap_err(),
+                "FLASHGATE_TEST_CLOCK_OFFSET_MS must be an integer between -86400000 and 86400000",
+                "{bad:?}"
+            );
+        }
+        // Saturates instead of overflowing at the ends of the clock.
+        let mut p = base.to_vec();
+        p.push((TEST_CLOCK_OFFSET_BINDING, "-5"));
+        assert_eq!(cfg(&p).unwrap().clock_ms(i64::MIN), i64::MIN);
     }
 }

@@ -91,6 +91,10 @@ pub enum Next {
 /// about 30 s, so a join after this starts a new reporter (the old one stops at its next step).
 pub const REPORTER_LIFE_MS: i64 = 20_000;
 
+/// How long an isolate remembers the arrival keys it issued, ms: well past one report interval
+/// plus one status TTL, the lag of the origin's line behind a join.
+pub const RECENT_KEYS_MS: i64 = 10_000;
+
 /// One campaign's tickets not reported yet.
 #[derive(Debug, Default)]
 struct Batch {
@@ -98,6 +102,8 @@ struct Batch {
     last_sent_ms: Option<i64>,
     /// The running reporter's number and when it started; `None` when none runs.
     reporter: Option<(u64, i64)>,
+    /// Arrival keys issued here within [`RECENT_KEYS_MS`], increasing.
+    recent: Vec<u64>,
 }
 
 /// The isolate's batches. Report ids are `<isolate tag>-j<counter>`, unique per isolate run.
@@ -131,6 +137,27 @@ impl Issued {
         }
         self.last_key = seq.max(self.last_key.saturating_add(1));
         self.last_key
+    }
+
+    /// Remembers arrival key `key` issued for `campaign` at `now_ms` ([`Self::recent_keys`]);
+    /// drawn numbers are not kept. Keys older than [`RECENT_KEYS_MS`] are forgotten, and at
+    /// most [`MAX_PENDING`] are kept.
+    pub fn note_key(&mut self, campaign: &str, key: u64, now_ms: i64) {
+        if key < EDGE_BLOCK {
+            return;
+        }
+        let b = self.batches.entry(campaign.to_string()).or_default();
+        let cutoff = arrival_key(now_ms.saturating_sub(RECENT_KEYS_MS), 0);
+        let old = b.recent.partition_point(|&k| k < cutoff);
+        let over = (b.recent.len() - old + 1).saturating_sub(MAX_PENDING);
+        b.recent.drain(..old + over);
+        b.recent.push(key);
+    }
+
+    /// The arrival keys this isolate issued for `campaign` lately, increasing: the joins it
+    /// knows of that the origin's line may not count yet.
+    pub fn recent_keys(&self, campaign: &str) -> &[u64] {
+        self.batches.get(campaign).map_or(&[], |b| &b.recent)
     }
 
     /// True when campaign `campaign` has room for another ticket ([`MAX_PENDING`]).
@@ -214,6 +241,23 @@ mod tests {
             admitted: 2,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn recent_keys_are_kept_ten_seconds() {
+        let mut i = Issued::new("iso");
+        let k = |ms| arrival_key(ms, 0);
+        i.note_key("c", k(1_000), 1_000);
+        i.note_key("c", k(5_000), 5_000);
+        i.note_key("c", RANDOM_BLOCK + 3, 5_000);
+        assert_eq!(i.recent_keys("c"), &[k(1_000), k(5_000)]);
+        i.note_key("c", k(12_000), 12_000);
+        assert_eq!(
+            i.recent_keys("c"),
+            &[k(5_000), k(12_000)],
+            "older than 10 s forgotten"
+        );
+        assert!(i.recent_keys("d").is_empty());
     }
 
     #[test]

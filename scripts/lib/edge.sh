@@ -24,6 +24,9 @@
 #   FLASHGATE_STATUS_MAX_STALE_MS, FLASHGATE_NOT_STARTED_SKEW_MS, FLASHGATE_ORIGIN_TIMEOUT_MS
 #                         passed to the worker by edge_start (unset = wrangler.toml's [vars],
 #                         which are the worker's defaults)
+#   FLASHGATE_TEST_CLOCK_OFFSET_MS
+#                         fault injection only: the worker's clock shifted by this many ms
+#                         (scripts/chaos clock-skew); unset = the machine's time
 
 # Pinned versions. wasm-bindgen-cli must equal the wasm-bindgen version in Cargo.lock.
 EDGE_WORKER_BUILD_VERSION=0.8.7

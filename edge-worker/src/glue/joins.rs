@@ -28,6 +28,12 @@ thread_local! {
     static STARTS: RefCell<Vec<(String, u64)>> = const { RefCell::new(Vec::new()) };
 }
 
+/// `f` of the arrival keys this isolate issued lately for campaign `id` (increasing; see
+/// [`Issued::recent_keys`]), without copying them.
+pub(super) fn with_recent_keys<R>(id: &str, f: impl FnOnce(&[u64]) -> R) -> R {
+    ISSUED.with(|i| f(i.borrow().recent_keys(id)))
+}
+
 /// The reporters to start (campaign id, reporter number), taken out.
 pub(super) fn take_starts() -> Vec<(String, u64)> {
     STARTS.with(|s| std::mem::take(&mut *s.borrow_mut()))
@@ -74,7 +80,12 @@ pub(super) async fn join(
         Ok(t) => t,
         Err(a) => return answer(&a),
     };
-    ticket.place.sequence = ISSUED.with(|i| i.borrow_mut().monotonic(ticket.place.sequence));
+    ticket.place.sequence = ISSUED.with(|i| {
+        let mut i = i.borrow_mut();
+        let seq = i.monotonic(ticket.place.sequence);
+        i.note_key(id, seq, now);
+        seq
+    });
     let raw = sign_ticket(secret, &ticket);
     if let Some(reporter) = ISSUED.with(|i| i.borrow_mut().add(id, raw.clone(), now)) {
         STARTS.with(|s| s.borrow_mut().push((id.to_string(), reporter)));
@@ -91,7 +102,8 @@ fn reply(
     secret: &[u8],
     now: i64,
 ) -> Result<Response> {
-    let poll = match queue::poll(entry, ticket, secret, now) {
+    let id = &ticket.place.campaign;
+    let poll = match with_recent_keys(id, |own| queue::poll(entry, ticket, secret, now, own)) {
         Ok(p) => p,
         Err(a) => return answer(&a),
     };

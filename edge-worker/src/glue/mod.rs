@@ -18,9 +18,10 @@ use flashgate_shared::request_id::{self, REQUEST_ID_HEADER};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
-use worker::{event, js_sys, Context, Date, Delay, Env, Method, Request, Response, Result};
+use worker::{event, js_sys, Context, Delay, Env, Method, Request, Response, Result};
 
 mod claim;
+mod clock;
 mod index;
 mod joins;
 mod jwks;
@@ -31,6 +32,7 @@ mod status_cache;
 mod telemetry;
 mod winners;
 
+use clock::now_ms;
 use origin::{pass_through, send_bounded};
 use respond::answer;
 use status_cache::{serve_status, status_for};
@@ -43,10 +45,6 @@ const TOKEN_CACHE_CAPACITY: usize = 4_096;
 thread_local! {
     static TOKENS: RefCell<TokenCache> = RefCell::new(TokenCache::new(TOKEN_CACHE_CAPACITY));
     static CONFIG: RefCell<Option<Rc<EdgeConfig>>> = const { RefCell::new(None) };
-}
-
-fn now_ms() -> i64 {
-    i64::try_from(Date::now().as_millis()).unwrap_or(i64::MAX)
 }
 
 /// Waits on short timers of its own ([`status::wait_poll_ms`]) until `done()` or until
@@ -72,6 +70,7 @@ fn config(env: &Env) -> std::result::Result<Rc<EdgeConfig>, String> {
             .or_else(|| list_var(env, name))
     })?);
     CONFIG.with(|c| *c.borrow_mut() = Some(cfg.clone()));
+    clock::use_settings(cfg.clone());
     Ok(cfg)
 }
 

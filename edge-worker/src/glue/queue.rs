@@ -184,7 +184,9 @@ async fn poll_answer(
             OUTBOX.with(|o| o.borrow_mut().push((id.to_string(), report)));
         }
     }
-    let poll = queue::poll(&entry, &ticket, secret, now_ms())?;
+    let poll = super::joins::with_recent_keys(id, |own| {
+        queue::poll(&entry, &ticket, secret, now_ms(), own)
+    })?;
     let html = page::wants_html(req_headers.get("accept").ok().flatten().as_deref());
     let built = (|| {
         let headers = edge_json_headers()?;

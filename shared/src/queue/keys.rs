@@ -17,6 +17,7 @@
 use hmac::Mac;
 use serde::{Deserialize, Serialize};
 
+use super::presence::REPORT_EVERY_MS;
 use super::{QueueStatus, RANDOM_BLOCK};
 use crate::signature::keyed_mac;
 
@@ -30,6 +31,9 @@ pub const SALT_BITS: u32 = 10;
 pub const ADMIT_LAG_MS: i64 = 3_000;
 /// Most points in [`QueueStatus::line_marks`].
 pub const MAX_LINE_MARKS: usize = 32;
+/// Marks back from the last one over which [`QueueStatus::unreported_ahead`] reads the recent
+/// arrival rate (an eighth of the line when all [`MAX_LINE_MARKS`] are there).
+const RATE_MARKS: usize = MAX_LINE_MARKS / 8;
 
 const DRAW_LABEL: &str = "flashgate-draw-v1";
 
@@ -95,6 +99,63 @@ impl QueueStatus {
         }
         lo.1.max(self.line) + 1
     }
+
+    /// The instant (Unix ms) up to which the line of a status the origin read at about
+    /// `as_of_ms` holds every arrival: the later of its last mark's issue time and `as_of_ms −`
+    /// [`REPORT_EVERY_MS`] (every join is reported within that).
+    pub fn line_known_until_ms(&self, as_of_ms: i64) -> i64 {
+        let last = self
+            .line_marks
+            .iter()
+            .rev()
+            .find(|m| m.n > self.now_serving)
+            .and_then(|m| arrival_ms(m.n));
+        last.unwrap_or(i64::MIN)
+            .max(as_of_ms.saturating_sub(REPORT_EVERY_MS))
+    }
+
+    /// Tickets probably ahead of arrival key `seq` that this status does not count yet, for a
+    /// status the origin read at about `as_of_ms` (Unix ms): 0 unless `seq` is past the last
+    /// mark. Every join is reported within [`REPORT_EVERY_MS`], so the line holds the arrivals
+    /// before `as_of_ms − REPORT_EVERY_MS` (and before the last mark's own time); the arrivals
+    /// between that instant and `seq`'s are estimated at the rate the last marks show (tickets
+    /// per ms between a mark [`RATE_MARKS`] back and the known instant). Without it a join in
+    /// a crowd is told the place the line had one report interval and one status TTL ago.
+    pub fn unreported_ahead(&self, seq: u64, as_of_ms: i64) -> u64 {
+        let live: Vec<&LineMark> = self
+            .line_marks
+            .iter()
+            .filter(|m| m.n > self.now_serving)
+            .collect();
+        let (Some(last), Some(at)) = (live.last(), arrival_ms(seq)) else {
+            return 0;
+        };
+        if seq <= last.n || live.len() < 2 {
+            return 0;
+        }
+        let first = live[live.len().saturating_sub(RATE_MARKS + 1)];
+        let Some(first_ms) = arrival_ms(first.n) else {
+            return 0;
+        };
+        let known_ms = self.line_known_until_ms(as_of_ms);
+        let span_ms = known_ms.saturating_sub(first_ms);
+        let gap_ms = at.saturating_sub(known_ms);
+        if span_ms <= 0 || gap_ms <= 0 {
+            return 0;
+        }
+        let tickets = last.ahead.saturating_sub(first.ahead);
+        let ahead = u128::from(tickets) * gap_ms as u128 / span_ms as u128;
+        u64::try_from(ahead).unwrap_or(u64::MAX)
+    }
+}
+
+/// Seconds until admission may pass arrival key `seq` at `now_ms` (Unix ms): admission waits
+/// [`ADMIT_LAG_MS`] after a key's issue for its report; 0 for other numbers or once passed.
+pub fn admit_lag_left_seconds(seq: u64, now_ms: i64) -> u64 {
+    arrival_ms(seq).map_or(0, |at| {
+        let left = at.saturating_add(ADMIT_LAG_MS).saturating_sub(now_ms);
+        u64::try_from(left.max(0)).unwrap_or(0).div_ceil(1000)
+    })
 }
 
 #[cfg(test)]
@@ -163,5 +224,51 @@ mod tests {
         assert_eq!(on.keyed_position(t(1_001)), 1);
         assert_eq!(on.keyed_position(t(2_000)), 50);
         assert_eq!(QueueStatus::default().keyed_position(t(5)), 1);
+    }
+
+    #[test]
+    fn arrivals_not_reported_yet_are_estimated_from_the_recent_rate() {
+        let t = |ms| arrival_key(ms, 0);
+        // 100 tickets per second between the marks at 1 s and 2 s.
+        let q = QueueStatus {
+            admit_per_second: 10,
+            line: 210,
+            line_before_keys: 10,
+            line_marks: vec![
+                LineMark {
+                    n: t(1_000),
+                    ahead: 110,
+                },
+                LineMark {
+                    n: t(2_000),
+                    ahead: 210,
+                },
+            ],
+            ..Default::default()
+        };
+        // Read at 2.5 s: arrivals before 2 s (the last mark) are counted; a key at 2.5 s has
+        // about 50 more ahead of it.
+        assert_eq!(q.unreported_ahead(t(2_500), 2_500), 50);
+        // Read at 4 s and nothing reported after 2 s: the line is known to 3 s, where the rate
+        // has fallen to 100 tickets over 2 s; a key at 4 s has about 50 ahead.
+        assert_eq!(q.unreported_ahead(t(4_000), 4_000), 50);
+        // Counted keys, keys before the known instant, and a line with one mark: none.
+        assert_eq!(q.unreported_ahead(t(2_000), 2_500), 0);
+        assert_eq!(q.unreported_ahead(t(2_900), 4_000), 0);
+        assert_eq!(q.unreported_ahead(RANDOM_BLOCK + 3, 4_000), 0);
+        let one = QueueStatus {
+            line_marks: q.line_marks[1..].to_vec(),
+            ..q.clone()
+        };
+        assert_eq!(one.unreported_ahead(t(2_500), 2_500), 0);
+    }
+
+    #[test]
+    fn the_admit_lag_left() {
+        let k = arrival_key(10_000, 5);
+        assert_eq!(admit_lag_left_seconds(k, 10_000), 3);
+        assert_eq!(admit_lag_left_seconds(k, 11_500), 2);
+        assert_eq!(admit_lag_left_seconds(k, 13_000), 0);
+        assert_eq!(admit_lag_left_seconds(RANDOM_BLOCK + 1, 0), 0);
     }
 }

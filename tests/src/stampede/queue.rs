@@ -165,6 +165,7 @@ impl Ctx {
                     (201, Some((ticket, reply, seq))) => {
                         v.sequence = Some(seq);
                         v.ticket = Some(ticket.clone());
+                        v.eta_at_join_s = Some(reply.eta_seconds);
                         (ticket, reply)
                     }
                     _ => {

@@ -33,6 +33,8 @@ pub struct Visit {
     pub rate_limited: u64,
     /// When a poll (or the join) first said `admitted`, µs after the start.
     pub admitted_us: Option<u64>,
+    /// The `eta_seconds` the first join's answer gave.
+    pub eta_at_join_s: Option<u64>,
     /// Last queue state seen (`waiting`, `admitted`, `sold_out`, `ended`, `paused`), or an
     /// error label (`http_<status>`, `transport_error`, `deadline`).
     pub last_state: String,
@@ -61,6 +63,9 @@ pub struct QueueReport {
     pub arrivals_contiguous: bool,
     /// Join answered → admitted (`responses` = customers admitted).
     pub wait: Option<Latency>,
+    /// How far the ETA given at the join was from the wait that followed, over the customers
+    /// admitted (those who stayed): see [`EtaError`].
+    pub eta_error: Option<EtaError>,
     /// Kendall τ-b between join order and admission order (see [`fairness_tau`]), over
     /// every customer with a ticket; `None` with fewer than two.
     pub fairness_tau: Option<f64>,
@@ -80,6 +85,51 @@ pub struct QueueReport {
     pub final_states: BTreeMap<String, u64>,
     /// First answers outside the contract, by label.
     pub unexpected_samples: BTreeMap<String, String>,
+}
+
+/// The error of the ETA a join answers, over the admitted customers: `|eta − wait| /
+/// max(wait, 1 s)`, with `eta` the join's `eta_seconds` and `wait` join answered → admitted.
+/// The 1 s floor keeps a customer admitted at once (ETA 0, wait 300 ms) from counting as an
+/// infinite error: the ETA is given in whole seconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct EtaError {
+    pub customers: u64,
+    /// Relative error quantiles (0.25 = 25 %).
+    pub p50: f64,
+    pub p90: f64,
+    /// Absolute error quantiles, in seconds.
+    pub p50_abs_seconds: f64,
+    pub p90_abs_seconds: f64,
+}
+
+/// The [`EtaError`] of `visits`; `None` when nobody admitted had an ETA.
+pub fn eta_error(visits: &[Visit]) -> Option<EtaError> {
+    let mut rel = Vec::new();
+    let mut abs = Vec::new();
+    for v in visits {
+        let (Some(j), Some(a), Some(eta)) = (v.join_answered_us, v.admitted_us, v.eta_at_join_s)
+        else {
+            continue;
+        };
+        let wait_s = a.saturating_sub(j) as f64 / 1e6;
+        let off = (eta as f64 - wait_s).abs();
+        abs.push(off);
+        rel.push(off / wait_s.max(1.0));
+    }
+    if rel.is_empty() {
+        return None;
+    }
+    let q = |v: &mut Vec<f64>, p: f64| {
+        v.sort_by(f64::total_cmp);
+        v[((v.len() - 1) as f64 * p).round() as usize]
+    };
+    Some(EtaError {
+        customers: rel.len() as u64,
+        p50: q(&mut rel, 0.5),
+        p90: q(&mut rel, 0.9),
+        p50_abs_seconds: q(&mut abs, 0.5),
+        p90_abs_seconds: q(&mut abs, 0.9),
+    })
 }
 
 /// Number of pairs `(i < j)` out of order in `v` (merge sort, O(n log n)); sorts `v`.
@@ -259,6 +309,7 @@ pub fn compute(opt: &RoomOption, visits: &[Visit], claims: &[TryOutcome]) -> Que
         arrival_sequences: 0,
         arrivals_contiguous: false,
         wait: None,
+        eta_error: eta_error(visits),
         fairness_tau: None,
         fairness_pairs_n: 0,
         fifo_violations: 0,
@@ -355,6 +406,17 @@ impl QueueReport {
             None => {
                 let _ = writeln!(s, "queue wait  nobody was admitted");
             }
+        }
+        if let Some(e) = &self.eta_error {
+            let _ = writeln!(
+                s,
+                "eta         error of the join's ETA vs the wait, {} admitted: p50 {:.1} % ({:.1} s), p90 {:.1} % ({:.1} s)",
+                e.customers,
+                e.p50 * 100.0,
+                e.p50_abs_seconds,
+                e.p90 * 100.0,
+                e.p90_abs_seconds
+            );
         }
         let tau = self
             .fairness_tau
@@ -465,9 +527,38 @@ mod tests {
             polls_edge: 3,
             rate_limited: 0,
             admitted_us: admitted.then_some(joined_us + 1_000_000),
+            eta_at_join_s: None,
             last_state: if admitted { "admitted" } else { "sold_out" }.into(),
             unexpected: None,
         }
+    }
+
+    #[test]
+    fn eta_error_against_the_wait() {
+        // Waits of 10 s, 4 s and 0.5 s (floored to 1 s); ETAs 12 s, 4 s and 0 s.
+        let mut visits: Vec<Visit> = [(10_000_000, 12), (4_000_000, 4), (500_000, 0)]
+            .into_iter()
+            .enumerate()
+            .map(|(c, (wait_us, eta))| Visit {
+                join_answered_us: Some(1_000),
+                admitted_us: Some(1_000 + wait_us),
+                eta_at_join_s: Some(eta),
+                ..visit(c as u32, 1_000, RANDOM_BLOCK + c as u64 + 1, true)
+            })
+            .collect();
+        // Not admitted: not counted.
+        visits.push(Visit {
+            eta_at_join_s: Some(99),
+            ..visit(9, 1_000, RANDOM_BLOCK + 9, false)
+        });
+        let e = eta_error(&visits).expect("three admitted with an ETA");
+        assert_eq!(e.customers, 3);
+        // Relative errors 0.2, 0.0, 0.5: p50 0.2, p90 0.5.
+        assert!((e.p50 - 0.2).abs() < 1e-9, "{e:?}");
+        assert!((e.p90 - 0.5).abs() < 1e-9, "{e:?}");
+        assert!((e.p50_abs_seconds - 0.5).abs() < 1e-9, "{e:?}");
+        assert!((e.p90_abs_seconds - 2.0).abs() < 1e-9, "{e:?}");
+        assert!(eta_error(&visits[3..]).is_none());
     }
 
     #[test]
