@@ -1,8 +1,9 @@
 //! The plain-Rust part of the edge's sold-out answer on the host, for counting its
 //! instructions with callgrind (`scripts/profile-edge`): the same decisions, in the same order,
-//! as the worker's claim path in `edge-worker/src/glue/mod.rs` for a claim answered `sold_out` at
-//! the edge (request checks and the customer token through the isolate's verified-token
-//! cache, the campaign index, the sold-out gate, the winners filter, the claim count). The
+//! as the worker's claim path in `edge-worker/src/glue/claim.rs` for a claim answered `sold_out`
+//! at the edge (request checks and the customer token through the isolate's verified-token
+//! cache, the campaign index, then the claim plan, [`flashgate_edge_worker::plan`]: the
+//! sold-out gate and the winners filter; the claim count). The
 //! calls into the Workers runtime (headers, body, response) are not in it: they run in
 //! workerd, not here.
 //!
@@ -12,12 +13,12 @@
 //! --toggle-collect=*measured*`). Prints the answers' status counts.
 
 use flashgate_edge_worker::config::EdgeConfig;
-use flashgate_edge_worker::decide::{self, ClaimInput, Gate, TokenCache};
+use flashgate_edge_worker::decide::{self, ClaimInput, TokenCache};
 use flashgate_edge_worker::index::{self, Check, IndexSlot};
+use flashgate_edge_worker::plan::{ClaimPlan, Do, Got};
 use flashgate_edge_worker::status::{self, StatusEntry};
 use flashgate_edge_worker::telemetry::Counts;
-use flashgate_edge_worker::winners::{self, Look, Verdict, WinnersSlot};
-use flashgate_shared::api::CampaignState;
+use flashgate_edge_worker::winners::{self, Look, WinnersSlot};
 use flashgate_shared::campaign_index::CampaignIndex;
 use flashgate_shared::token::{mint, CustomerClaims, NumericDate};
 use flashgate_shared::winners_filter::WinnersFilter;
@@ -97,20 +98,31 @@ fn answer(iso: &mut Isolate, authorization: &str, now_ms: i64) -> u16 {
     if iso.index.check(CAMPAIGN, now_ms, ttl, stale, ttl) == Check::NotFound {
         return 404;
     }
-    let entry = Some(&iso.status);
-    if flashgate_edge_worker::queue::admit_rate(entry).is_some() {
-        return FORWARDED;
+    // The rules after the cached status, in the glue's order: the claim plan's.
+    let mut plan = ClaimPlan::new(
+        Some(&iso.status),
+        true,
+        now_ms,
+        iso.cfg.not_started_skew_ms,
+        b"{}",
+    );
+    let mut got = Got::Start;
+    loop {
+        got = match plan.next(got) {
+            Do::Answer(a) => {
+                iso.counts.add(a.body.as_bytes(), "edge");
+                return a.status;
+            }
+            Do::Forward => return FORWARDED,
+            Do::AskWinners => match iso.winners.look(&customer, now_ms, ttl, stale, ttl) {
+                Look::Decided(v) => Got::Verdict(v),
+                // The worker would fetch the filter first.
+                _ => return FORWARDED,
+            },
+            // The waiting room's steps: this campaign has none, so they are never asked.
+            Do::Limit { .. } | Do::CheckAdmission | Do::Pace(_) => return FORWARDED,
+        };
     }
-    let Gate::Answer(a) = decide::gate(entry, true, now_ms, iso.cfg.not_started_skew_ms) else {
-        return FORWARDED;
-    };
-    if iso.status.state() == Some(CampaignState::SoldOut)
-        && iso.winners.look(&customer, now_ms, ttl, stale, ttl) != Look::Decided(Verdict::Loser)
-    {
-        return FORWARDED;
-    }
-    iso.counts.add(a.body.as_bytes(), "edge");
-    a.status
 }
 
 /// The counted part: `requests` claims, the tokens in turn. Counts sold_out answers,

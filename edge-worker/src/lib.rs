@@ -19,7 +19,8 @@
 //! - Other documented `/api/v1/...` requests are passed through to the origin unchanged.
 //!
 //! Every decision is plain Rust in [`config`], [`decide`], [`status`], [`index`], [`winners`], [`held`], [`memo`], [`cors`],
-//! [`queue`], [`joins`], [`presence`], [`reveal`], [`limit`] and [`page`], tested on the host.
+//! [`queue`], [`joins`], [`presence`], [`reveal`], [`limit`] and [`page`], tested on the host;
+//! the order of a claim's rules is [`plan`]'s.
 //! The glue that talks to the Workers runtime lives in a module compiled for `wasm32` only.
 //! Nothing here panics on input: a panic inside workerd resets the isolate (and its cache).
 
@@ -35,6 +36,7 @@ pub mod joins;
 pub mod limit;
 pub mod memo;
 pub mod page;
+pub mod plan;
 pub mod presence;
 pub mod queue;
 pub mod reveal;

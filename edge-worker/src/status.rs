@@ -374,7 +374,32 @@ pub fn learn_from_claim(
         ClaimReply::Paused => CampaignState::Paused,
         _ => return None,
     };
-    let entry = entry?;
+    changed(entry?, now_ms, |status, variants| {
+        if status.state == new_state {
+            return false;
+        }
+        status.state = new_state;
+        if new_state == CampaignState::SoldOut {
+            status.remaining = 0;
+            for v in variants.iter_mut() {
+                v.remaining = 0;
+            }
+        }
+        for v in variants.iter_mut() {
+            v.state = flashgate_shared::api::variant_state(new_state, v.remaining);
+        }
+        true
+    })
+}
+
+/// The entry `entry` of a campaign known to exist, with `change` made to a copy of its status
+/// and variants, its body written anew, observed at `now_ms`. `None` when the campaign is not
+/// known to exist or `change` returns false (nothing changes).
+fn changed(
+    entry: &StatusEntry,
+    now_ms: i64,
+    change: impl FnOnce(&mut CampaignStatus, &mut Vec<VariantStatus>) -> bool,
+) -> Option<StatusEntry> {
     let Known::Found {
         status,
         queue,
@@ -384,33 +409,11 @@ pub fn learn_from_claim(
     else {
         return None;
     };
-    if status.state == new_state {
+    let (mut status, mut variants) = (status.clone(), variants.clone());
+    if !change(&mut status, &mut variants) {
         return None;
     }
-    let mut status = status.clone();
-    status.state = new_state;
-    let mut variants = variants.clone();
-    if new_state == CampaignState::SoldOut {
-        status.remaining = 0;
-        for v in &mut variants {
-            v.remaining = 0;
-        }
-    }
-    for v in &mut variants {
-        v.state = flashgate_shared::api::variant_state(new_state, v.remaining);
-    }
-    rebuilt(entry, status, queue.clone(), variants, now_ms)
-}
-
-/// The entry `entry` with `status`, `queue` and `variants`, its body written anew, observed at
-/// `now_ms`.
-fn rebuilt(
-    entry: &StatusEntry,
-    status: CampaignStatus,
-    queue: Option<QueueStatus>,
-    variants: Vec<VariantStatus>,
-    now_ms: i64,
-) -> Option<StatusEntry> {
+    let queue = queue.clone();
     let body = serde_json::to_string(&WithQueue {
         status: &status,
         queue: StatusQueueFields {
@@ -435,23 +438,17 @@ fn rebuilt(
 /// `remaining` becomes 0 and its state `sold_out`; the campaign's state stays (it is sold out
 /// only when every variant is). `None` when nothing changes (no such variant, already so).
 pub fn learn_variant_sold_out(entry: &StatusEntry, v: &str, now_ms: i64) -> Option<StatusEntry> {
-    let Known::Found {
-        status,
-        queue,
-        variants,
-        ..
-    } = &entry.known
-    else {
-        return None;
-    };
-    let mut variants = variants.clone();
-    let found = variants.iter_mut().find(|x| x.id == v)?;
-    if found.remaining == 0 && found.state == CampaignState::SoldOut {
-        return None;
-    }
-    found.remaining = 0;
-    found.state = flashgate_shared::api::variant_state(status.state, 0);
-    rebuilt(entry, status.clone(), queue.clone(), variants, now_ms)
+    changed(entry, now_ms, |status, variants| {
+        let Some(found) = variants.iter_mut().find(|x| x.id == v) else {
+            return false;
+        };
+        if found.remaining == 0 && found.state == CampaignState::SoldOut {
+            return false;
+        }
+        found.remaining = 0;
+        found.state = flashgate_shared::api::variant_state(status.state, 0);
+        true
+    })
 }
 
 #[cfg(test)]

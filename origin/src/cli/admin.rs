@@ -326,10 +326,23 @@ mod tests {
         admin: AdminArgs,
     }
 
-    fn req(args: &[&str]) -> (Method, String, Option<Value>) {
+    /// `args`, after `t --token x`, as clap parses them.
+    fn parse(args: &[&str]) -> Result<T, clap::Error> {
         let mut all = vec!["t", "--token", "x"];
         all.extend_from_slice(args);
-        T::parse_from(all).admin.command.request()
+        T::try_parse_from(all)
+    }
+
+    fn req(args: &[&str]) -> (Method, String, Option<Value>) {
+        parse(args).expect("parses").admin.command.request()
+    }
+
+    /// `create` of campaign `s` of `kind` ending in 2030, and `more`.
+    fn create<'a>(kind: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+        let mut all = vec!["create", "--id", "s", "--name", "S", "--kind", kind];
+        all.extend_from_slice(&["--ends-at", "2030-01-01T00:00:00Z"]);
+        all.extend_from_slice(more);
+        all
     }
 
     #[test]
@@ -372,65 +385,31 @@ mod tests {
             req(&["reconcile", "s1"]).1,
             "/admin/v1/campaigns/s1/reconcile"
         );
-        let (m, p, b) = req(&[
-            "create",
-            "--id",
-            "s2",
-            "--name",
-            "S",
-            "--kind",
-            "sale",
-            "--stock",
-            "3",
-            "--ends-at",
-            "2030-01-01T00:00:00Z",
-        ]);
+        let (m, p, b) = req(&create("sale", &["--stock", "3"]));
         assert_eq!((m, p.as_str()), (Method::POST, "/admin/v1/campaigns"));
         assert_eq!(b.unwrap()["stock"], 3);
         // The admin API's one time parser: a local time in a zone, sent as an instant.
         let zoned = req(&["set-ends-at", "s1", "2030-01-01T01:00 Europe/Paris"]).2;
         assert_eq!(zoned, Some(json!({"ends_at": "2030-01-01T00:00:00Z"})));
-        let e = T::try_parse_from(["t", "--token", "x", "set-ends-at", "s1", "soon"])
+        let e = parse(&["set-ends-at", "s1", "soon"])
             .err()
             .expect("refused")
             .to_string();
         assert!(e.contains("Sunday 23:59 Europe/Paris"), "{e}");
-        assert!(T::try_parse_from([
-            "t",
-            "--token",
-            "x",
-            "create",
-            "--id",
-            "s",
-            "--name",
-            "S",
-            "--kind",
-            "raffle",
-            "--stock",
-            "1",
-            "--ends-at",
-            "2030-01-01T00:00:00Z",
-        ])
-        .is_err());
+        assert!(parse(&create("raffle", &["--stock", "1"])).is_err());
     }
 
     #[test]
     fn create_takes_variants_and_variant_sets_one() {
-        let (_, _, b) = req(&[
-            "create",
-            "--id",
-            "shoes",
-            "--name",
-            "Shoes",
-            "--kind",
+        let (_, _, b) = req(&create(
             "sale",
-            "--ends-at",
-            "2030-01-01T00:00:00Z",
-            "--variant",
-            "41:Size 41:2",
-            "--variant",
-            "42:Size 42: wide:3",
-        ]);
+            &[
+                "--variant",
+                "41:Size 41:2",
+                "--variant",
+                "42:Size 42: wide:3",
+            ],
+        ));
         let b = b.unwrap();
         assert_eq!(b["stock"], 0);
         assert_eq!(
@@ -449,20 +428,6 @@ mod tests {
         assert!(parse_variant("42:50").is_err());
         assert!(parse_variant("42:Size:many").is_err());
         // Without --stock and without variants: a usage error.
-        assert!(T::try_parse_from([
-            "t",
-            "--token",
-            "x",
-            "create",
-            "--id",
-            "s",
-            "--name",
-            "S",
-            "--kind",
-            "sale",
-            "--ends-at",
-            "2030-01-01T00:00:00Z",
-        ])
-        .is_err());
+        assert!(parse(&create("sale", &[])).is_err());
     }
 }

@@ -31,36 +31,69 @@ end
 pub const SOLD_OUT_FN: &str = sold_out_fn!();
 
 /// The Lua function `take(loaded, remaining, holders, pending, flag, gen, customer, token,
-/// now)`: the take on the customer's own shard, shared by [`TAKE`] and [`BEGIN_TAKE`]. `flag`
-/// and `gen` (sold_out, sold_out_gen) are given on a campaign of one shard only (nil
-/// otherwise).
+/// now, vremaining, vholders, variant)`: the take on the customer's own shard, shared by every
+/// take script ([`TAKE`], [`BEGIN_TAKE`], [`TAKE_V`], [`BEGIN_TAKE_V`]). `flag` and `gen`
+/// (sold_out, sold_out_gen) are given on a campaign of one shard only (nil otherwise). On a
+/// campaign with variants, `vremaining` is the variant's counter of this shard, taken together
+/// with the campaign's `remaining` (a unit is taken only when both have one), and her `variant`
+/// is written to `vholders` (customer → variant) beside her holder, so a give-back returns the
+/// unit to its variant; without variants the three are nil.
 ///
 /// Returns `{'not_loaded'}`, `{'holds', holder}`, `{'taken'}`, or, when this shard is empty:
 /// with the flag keys, `{'sold_out', generation}` (the flag is set; it is also set on the take
-/// of the last unit); without them, `{'empty'}` with her pending holder written all the same
-/// (her dedup entry while the origin tries the other shards, see [`TAKE_UNIT`]), its pending
-/// score the take time + 0.5: "no unit yet", so a correction does not count it as a unit
+/// of the last unit), or `{'variant_sold_out'}` when only her variant is empty (no flag is set
+/// then); without them, `{'empty'}` with her pending holder written all the same (her dedup
+/// entry while the origin tries the other shards, see [`TAKE_UNIT`]), its pending score the
+/// take time + 0.5: "no unit yet", so a correction does not count it as a unit
 /// ([`super::correct`]); the origin sets it to the take time once another shard gave her one.
+///
+/// And the Lua function `begin(record, fingerprint, lifetime, ...)`, a claim's first step
+/// ([`BEGIN_TAKE`], [`BEGIN_TAKE_V`]): `{'existing', record}` when her idempotency record for
+/// this key exists (nothing else done); otherwise `take(...)`, and unless the gate is not
+/// loaded the pending record `fingerprint \n pending` for `lifetime` seconds.
 macro_rules! take_fn {
     () => {
         r"
-local function take(loaded, remaining, holders, pending, flag, gen, customer, token, now)
+local function take(loaded, remaining, holders, pending, flag, gen, customer, token, now, vremaining, vholders, variant)
   if redis.call('EXISTS', loaded) == 0 then return {'not_loaded'} end
   local h = redis.call('HGET', holders, customer)
   if h then return {'holds', h} end
   local r = tonumber(redis.call('GET', remaining) or '0')
+  local v = 1
+  if vremaining then v = tonumber(redis.call('GET', vremaining) or '0') end
   if r <= 0 and flag then return {'sold_out', sold_out(flag, gen)} end
+  if v <= 0 and flag then return {'variant_sold_out'} end
   redis.call('HSET', holders, customer, token)
-  if r <= 0 then
+  if vholders then redis.call('HSET', vholders, customer, variant) end
+  if r <= 0 or v <= 0 then
     redis.call('ZADD', pending, now .. '.5', customer)
     return {'empty'}
   end
   redis.call('ZADD', pending, now, customer)
+  if vremaining then redis.call('DECR', vremaining) end
   r = redis.call('DECR', remaining)
   if r == 0 and flag then sold_out(flag, gen) end
   return {'taken'}
 end
+
+local function begin(record, fingerprint, lifetime, ...)
+  local v = redis.call('GET', record)
+  if v then return {'existing', v} end
+  local out = take(...)
+  if out[1] ~= 'not_loaded' then
+    redis.call('SET', record, fingerprint .. '\npending', 'EX', lifetime)
+  end
+  return out
+end
 "
+    };
+}
+
+/// A script of the gate's take: the Lua functions `sold_out`, `take` and `begin` (above), then
+/// `call`, the script's own line that calls one of them with its KEYS and ARGV.
+macro_rules! take_script {
+    ($call:literal) => {
+        LazyLock::new(|| Script::new(concat!(sold_out_fn!(), take_fn!(), $call)))
     };
 }
 
@@ -68,13 +101,9 @@ end
 ///
 /// KEYS: loaded, remaining, holders, pending, and — on a campaign of one shard only —
 /// sold_out, sold_out_gen. ARGV: customer, pending token, take time (ms). Replies as `take`.
-pub static TAKE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        sold_out_fn!(),
-        take_fn!(),
-        "return take(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[1], ARGV[2], ARGV[3])"
-    ))
-});
+pub static TAKE: LazyLock<Script> = take_script!(
+    "return take(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[1], ARGV[2], ARGV[3])"
+);
 
 /// A claim's first step, in one round trip: her idempotency record for this key, and when
 /// there is none, the take (the Lua function `take` above) with a `pending` record written.
@@ -85,31 +114,24 @@ pub static TAKE: LazyLock<Script> = LazyLock::new(|| {
 ///
 /// Replies `{'existing', record}` (nothing else done), or the take's reply; the pending record
 /// (`fingerprint \n pending`) is written unless the gate is not loaded.
-pub static BEGIN_TAKE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        sold_out_fn!(),
-        take_fn!(),
-        r"
-local v = redis.call('GET', KEYS[1])
-if v then return {'existing', v} end
-local out = take(KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[3], ARGV[4], ARGV[5])
-if out[1] ~= 'not_loaded' then
-  redis.call('SET', KEYS[1], ARGV[1] .. '\npending', 'EX', ARGV[2])
-end
-return out
-"
-    ))
-});
+pub static BEGIN_TAKE: LazyLock<Script> = take_script!(
+    "return begin(KEYS[1], ARGV[1], ARGV[2], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[3], ARGV[4], ARGV[5])"
+);
 
 /// Takes one unit from another shard for a customer whose dedup entry is already written on
-/// her own shard. KEYS: loaded, remaining. Replies 1 (taken), 0 (empty), -1 (not loaded).
+/// her own shard. KEYS: loaded, remaining, and on a campaign with variants her variant's
+/// remaining (a unit is taken only when both have one). Replies 1 (taken), 0 (empty), -1 (not
+/// loaded).
 pub static TAKE_UNIT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local r = tonumber(redis.call('GET', KEYS[2]) or '0')
-if r <= 0 then return 0 end
+local v = 1
+if KEYS[3] then v = tonumber(redis.call('GET', KEYS[3]) or '0') end
+if r <= 0 or v <= 0 then return 0 end
 redis.call('DECR', KEYS[2])
+if KEYS[3] then redis.call('DECR', KEYS[3]) end
 return 1
 ",
     )
@@ -247,93 +269,21 @@ pub static UNLOCK: LazyLock<Script> = LazyLock::new(|| {
 /// sold_out_gen. Replies the generation.
 pub const SET_SOLD_OUT: &str = concat!(sold_out_fn!(), "return sold_out(KEYS[1], KEYS[2])");
 
-/// The Lua function `take_v(loaded, remaining, vremaining, vholders, holders, pending, flag,
-/// gen, customer, token, now, variant)`: the take of one unit of a variant on the customer's
-/// own shard (a campaign with variants). As `take` above, with the variant's counter
-/// `vremaining` of this shard taken together with the campaign's `remaining` (a unit is taken
-/// only when both have one), and her variant written to `vholders` (customer → variant) beside
-/// her holder, so a give-back returns the unit to its variant.
-///
-/// Returns as `take`, and `{'variant_sold_out'}` on a campaign of one shard whose variant is
-/// empty while other variants still have units (no flag is set then).
-macro_rules! take_v_fn {
-    () => {
-        r"
-local function take_v(loaded, remaining, vremaining, vholders, holders, pending, flag, gen, customer, token, now, variant)
-  if redis.call('EXISTS', loaded) == 0 then return {'not_loaded'} end
-  local h = redis.call('HGET', holders, customer)
-  if h then return {'holds', h} end
-  local r = tonumber(redis.call('GET', remaining) or '0')
-  local v = tonumber(redis.call('GET', vremaining) or '0')
-  if r <= 0 or v <= 0 then
-    if flag then
-      if r <= 0 then return {'sold_out', sold_out(flag, gen)} end
-      return {'variant_sold_out'}
-    end
-    redis.call('HSET', holders, customer, token)
-    redis.call('HSET', vholders, customer, variant)
-    redis.call('ZADD', pending, now .. '.5', customer)
-    return {'empty'}
-  end
-  redis.call('HSET', holders, customer, token)
-  redis.call('HSET', vholders, customer, variant)
-  redis.call('ZADD', pending, now, customer)
-  redis.call('DECR', vremaining)
-  r = redis.call('DECR', remaining)
-  if r == 0 and flag then sold_out(flag, gen) end
-  return {'taken'}
-end
-"
-    };
-}
-
-/// A claim's first step on a campaign with variants: [`BEGIN_TAKE`] with `take_v` (above).
+/// A claim's first step on a campaign with variants: [`BEGIN_TAKE`] with the variant's keys.
 ///
 /// KEYS: the record, loaded, remaining, holders, pending, the variant's remaining, vholders,
 /// and on a campaign of one shard sold_out, sold_out_gen. ARGV: request fingerprint, pending
 /// record lifetime (s), customer, pending token, take time (ms), variant id.
-pub static BEGIN_TAKE_V: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        sold_out_fn!(),
-        take_v_fn!(),
-        r"
-local v = redis.call('GET', KEYS[1])
-if v then return {'existing', v} end
-local out = take_v(KEYS[2], KEYS[3], KEYS[6], KEYS[7], KEYS[4], KEYS[5], KEYS[8], KEYS[9], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
-if out[1] ~= 'not_loaded' then
-  redis.call('SET', KEYS[1], ARGV[1] .. '\npending', 'EX', ARGV[2])
-end
-return out
-"
-    ))
-});
+pub static BEGIN_TAKE_V: LazyLock<Script> = take_script!(
+    "return begin(KEYS[1], ARGV[1], ARGV[2], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[8], KEYS[9], ARGV[3], ARGV[4], ARGV[5], KEYS[6], KEYS[7], ARGV[6])"
+);
 
-/// The take of a variant's unit without a record ([`TAKE`] with `take_v`). KEYS: loaded,
+/// The take of a variant's unit without a record ([`TAKE`] with the variant's keys). KEYS: loaded,
 /// remaining, holders, pending, the variant's remaining, vholders, and on a campaign of one
 /// shard sold_out, sold_out_gen. ARGV: customer, pending token, take time (ms), variant id.
-pub static TAKE_V: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        sold_out_fn!(),
-        take_v_fn!(),
-        "return take_v(KEYS[1], KEYS[2], KEYS[5], KEYS[6], KEYS[3], KEYS[4], KEYS[7], KEYS[8], ARGV[1], ARGV[2], ARGV[3], ARGV[4])"
-    ))
-});
-
-/// Takes one unit of a variant from another shard ([`TAKE_UNIT`] for a variant). KEYS: loaded,
-/// remaining, the variant's remaining. Replies 1 (taken), 0 (empty), -1 (not loaded).
-pub static TAKE_UNIT_V: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local r = tonumber(redis.call('GET', KEYS[2]) or '0')
-local v = tonumber(redis.call('GET', KEYS[3]) or '0')
-if r <= 0 or v <= 0 then return 0 end
-redis.call('DECR', KEYS[2])
-redis.call('DECR', KEYS[3])
-return 1
-",
-    )
-});
+pub static TAKE_V: LazyLock<Script> = take_script!(
+    "return take(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7], KEYS[8], ARGV[1], ARGV[2], ARGV[3], KEYS[5], KEYS[6], ARGV[4])"
+);
 
 /// [`GIVE_BACK`] for a unit of a variant: the campaign's count and the variant's both move
 /// (each through `move`, bounded by ARGV[5]), and her variant entry goes with her holder.

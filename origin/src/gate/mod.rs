@@ -452,8 +452,8 @@ async fn take_elsewhere(redis: &mut Gate, c: &str, n: u16) -> redis::RedisResult
 }
 
 /// One try at a unit on the other shards of `c` (of `n`): a random shard, then a sweep of
-/// every shard from a second random start, of `variant`'s units when given ([`TAKE_UNIT`],
-/// [`lua::TAKE_UNIT_V`]). `None` when every shard was empty.
+/// every shard from a second random start, of `variant`'s units when given ([`TAKE_UNIT`]).
+/// `None` when every shard was empty.
 pub(crate) async fn sweep(
     redis: &mut Gate,
     c: &str,
@@ -467,23 +467,12 @@ pub(crate) async fn sweep(
     let order = std::iter::once(first).chain((0..n).map(|i| (second + i) % n));
     for s in order {
         let k = Keys::shard(c, s);
-        let got: i64 = match variant {
-            Some(v) => {
-                lua::TAKE_UNIT_V
-                    .key(&k.loaded)
-                    .key(&k.remaining)
-                    .key(k.variant(v))
-                    .invoke_async(redis)
-                    .await?
-            }
-            None => {
-                TAKE_UNIT
-                    .key(&k.loaded)
-                    .key(&k.remaining)
-                    .invoke_async(redis)
-                    .await?
-            }
-        };
+        let mut take = TAKE_UNIT.key(&k.loaded);
+        take.key(&k.remaining);
+        if let Some(v) = variant {
+            take.key(k.variant(v));
+        }
+        let got: i64 = take.invoke_async(redis).await?;
         match got {
             1 => return Ok(Some(Elsewhere::Taken)),
             -1 => return Ok(Some(Elsewhere::NotLoaded)),

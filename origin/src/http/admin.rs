@@ -18,6 +18,7 @@ pub mod feed;
 pub mod idempotency;
 
 use super::extract::Path;
+use crate::http::openapi::errors;
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
@@ -72,7 +73,7 @@ pub async fn list(State(state): State<AppState>, headers: HeaderMap) -> ApiResul
     params(("id" = String, Path, description = "Campaign id.")),
     responses(
         (status = 200, description = "The campaign with live counts.", body = CampaignView),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        errors::NoCampaign,
     ),
 )]
 pub async fn show(
@@ -97,7 +98,7 @@ pub async fn show(
     params(("id" = String, Path, description = "Campaign id.")),
     responses(
         (status = 200, description = "The audit trail, newest first.", body = AuditList),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        errors::NoCampaign,
     ),
 )]
 pub async fn audit_trail(
@@ -143,7 +144,7 @@ pub struct SeriesQuery {
     responses(
         (status = 200, description = "Per second over the last `seconds` seconds.",
             body = CampaignSeries),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        errors::NoCampaign,
         (status = 422, description = "validation_failed: `seconds` outside 1..=600, or another \
             query parameter.", body = ErrorBody),
     ),
@@ -191,14 +192,12 @@ pub async fn series_of(
     responses(
         (status = 200, description = "Applied (or already so: `changed` false).",
             body = ChangeReply),
-        (status = 400, description = "invalid_json.", body = ErrorBody),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        errors::JsonBody,
+        errors::NoCampaign,
         (status = 409, description = "conflict: the campaign's facts forbid it (stock below the \
             units claimed; a restock or `set_stock` of a campaign with variants, whose stock \
             changes per variant); in_progress (+ `Retry-After`) for a running request with this key.",
             body = ErrorBody, headers(("Retry-After" = u32))),
-        (status = 413, description = "payload_too_large.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
         (status = 422, description = "validation_failed (an unknown action, an end before the \
             start or not in the future, …), idempotency_key_reused.", body = ErrorBody),
     ),

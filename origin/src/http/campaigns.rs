@@ -14,6 +14,7 @@ use super::openapi::params::AdminIdempotencyKey;
 use crate::campaigns::store;
 use crate::campaigns::winners::BuildError;
 use crate::error::{ApiError, ApiResult};
+use crate::http::openapi::errors;
 use crate::state::AppState;
 
 /// The public status body: [`flashgate_shared::api::CampaignStatus`] plus, for a campaign with a
@@ -104,12 +105,12 @@ pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> Ap
             "starts_at": "2030-01-01T12:00:00Z", "ends_at": "2030-01-01T13:00:00Z"})),
     responses(
         (status = 201, description = "The campaign, created (audited).", body = AdminCampaign),
-        (status = 400, description = "invalid_json.", body = ErrorBody),
+        errors::InvalidJson,
         (status = 409, description = "conflict: a campaign with this id exists; in_progress \
             (+ `Retry-After`) while the first request with this `Idempotency-Key` runs.",
             body = ErrorBody, headers(("Retry-After" = u32))),
-        (status = 413, description = "payload_too_large.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type: not `application/json`.", body = ErrorBody),
+        errors::PayloadTooLarge,
+        errors::NotJson,
         (status = 422, description = "validation_failed (a rule of the body, naming the field: \
             e.g. `ends_at` not in the future, nothing created; a waiting room on an origin \
             without an edge secret; `variants`: more than 1,000, a duplicate id, a stock below \
@@ -227,7 +228,7 @@ pub async fn index(State(state): State<AppState>, headers: HeaderMap) -> ApiResu
             headers(("ETag" = String))),
         (status = 304, description = "Unchanged since the `If-None-Match` given.",
             headers(("ETag" = String))),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        errors::NoCampaign,
     ),
 )]
 pub async fn winners_filter(

@@ -12,6 +12,7 @@ use super::openapi::params::{Admission, IdempotencyKey};
 use super::openapi::Claim429;
 use crate::claims::{service, store};
 use crate::error::{ApiError, ApiResult};
+use crate::http::openapi::errors;
 use crate::reply::{Outcome, Reply};
 use crate::state::AppState;
 
@@ -63,9 +64,9 @@ use crate::state::AppState;
             edge secret; a forged, expired or another customer's or campaign's admission token; \
             on a draw campaign, no admission token (only admitted winners claim).",
             body = ErrorBody),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
-        (status = 413, description = "payload_too_large: a body past 4 KiB.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type: not `application/json`.", body = ErrorBody),
+        errors::NoCampaign,
+        errors::PayloadPast4KiB,
+        errors::NotJson,
         (status = 422, description = "idempotency_key_reused: this key was sent with another \
             body or campaign; validation_failed naming `variant`: a campaign with variants \
             claimed without one, or with one it does not have.", body = ErrorBody),

@@ -16,6 +16,7 @@ use crate::access::admit;
 use crate::access::run::{self, Ran};
 use crate::access::store::{self, DrawRow, Entered};
 use crate::error::{ApiError, ApiResult};
+use crate::http::openapi::errors;
 use crate::state::AppState;
 
 /// The draw of campaign `id`: 404 when the id is not a slug or no campaign has it; 409
@@ -43,22 +44,19 @@ async fn draw_of(state: &AppState, id: &str) -> ApiResult<(DrawRow, i64)> {
     responses(
         (status = 201, description = "Entered: her receipt.", body = EntryReceipt),
         (status = 200, description = "Entered before: the same receipt.", body = EntryReceipt),
-        (status = 401, description = "unauthorized: no valid customer token.", body = ErrorBody),
-        (status = 403, description = "forbidden: no valid edge signature on an origin with an \
-            edge secret.", body = ErrorBody),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        errors::CustomerToken,
+        errors::EdgeSignature,
+        errors::NoCampaign,
         (status = 409, description = "conflict: the campaign is not a draw, or its entry \
             window is not open (not yet, or closed).", body = ErrorBody),
-        (status = 413, description = "payload_too_large: a body past 4 KiB.", body = ErrorBody),
+        errors::PayloadPast4KiB,
     ),
 )]
 pub async fn enter(
     State(state): State<AppState>,
-    mut post: extract::ForwardedPost,
+    post: extract::ForwardedPost,
 ) -> ApiResult<Response> {
-    post.signed_body(&state).await?;
-    let (campaign, headers) = (post.campaign, post.headers);
-    let customer = extract::customer(&headers, &state).await?;
+    let (campaign, customer) = post.signed_customer(&state).await?;
     let (d, _) = draw_of(&state, &campaign).await?;
     match store::enter(&state.db, &d, &customer).await? {
         Entered::New(r) => Ok((StatusCode::CREATED, axum::Json(r)).into_response()),
@@ -88,10 +86,10 @@ pub async fn enter(
     params(("id" = String, Path, description = "Campaign id.")),
     responses(
         (status = 200, description = "Her entry and outcome.", body = MyEntry),
-        (status = 401, description = "unauthorized: no valid customer token.", body = ErrorBody),
+        errors::CustomerToken,
         (status = 404, description = "not_found: she has not entered, or no such campaign.",
             body = ErrorBody),
-        (status = 409, description = "conflict: the campaign is not a draw.", body = ErrorBody),
+        errors::NotADraw,
     ),
 )]
 pub async fn mine(
@@ -145,8 +143,8 @@ pub async fn mine(
     params(("id" = String, Path, description = "Campaign id.")),
     responses(
         (status = 200, description = "The draw's status; `result` once drawn.", body = DrawStatus),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
-        (status = 409, description = "conflict: the campaign is not a draw.", body = ErrorBody),
+        errors::NoCampaign,
+        errors::NotADraw,
     ),
 )]
 pub async fn status(
@@ -177,7 +175,7 @@ pub async fn status(
             body = DrawStatus),
         (status = 401, description = "unauthorized: no admin token.", body = ErrorBody),
         (status = 403, description = "forbidden: not a manager token.", body = ErrorBody),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        errors::NoCampaign,
         (status = 409, description = "conflict: not a draw, or its entries have not opened.",
             body = ErrorBody),
     ),

@@ -221,6 +221,16 @@ impl ForwardedPost {
         edge_signature(&self.headers, secret, "POST", self.uri.path(), &body)?;
         Ok(body)
     }
+
+    /// The prelude of a forwarded customer POST that takes no body (a join, a draw entry):
+    /// [`ForwardedPost::signed_body`] (413, 403; the body is read and dropped), then the
+    /// customer token ([`customer`], 401). Returns the campaign id of the path (not checked
+    /// yet) and the customer id.
+    pub async fn signed_customer(mut self, state: &AppState) -> ApiResult<(String, String)> {
+        self.signed_body(state).await?;
+        let customer = customer(&self.headers, state).await?;
+        Ok((self.campaign, customer))
+    }
 }
 
 /// 404 `not_found` naming campaign `id`.

@@ -6,6 +6,7 @@
 //! anything that is not a 12-symbol generated code is a 404 without a query.
 
 use super::extract::Path;
+use crate::http::openapi::errors;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -46,10 +47,8 @@ fn coupon_code(raw: &str) -> ApiResult<String> {
         (status = 200, description = "redeemed (the same key again: the same reply).",
             body = RedeemReply),
         (status = 409, description = "already_redeemed, with when.", body = RedeemReply),
-        (status = 400, description = "invalid_json, invalid_idempotency_key.", body = ErrorBody),
-        (status = 404, description = "not_found: no coupon with this code.", body = ErrorBody),
-        (status = 413, description = "payload_too_large.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        errors::KeyedJsonBody,
+        errors::NoCoupon,
         (status = 422, description = "validation_failed (`store`), idempotency_key_reused (the \
             key was used with another code).", body = ErrorBody),
     ),
@@ -94,7 +93,7 @@ pub async fn redeem(
     responses(
         (status = 200, description = "The coupon with `qr`, its QR payload \
             (`flashgate:coupon:<CODE>`).", body = Coupon),
-        (status = 404, description = "not_found: no coupon with this code.", body = ErrorBody),
+        errors::NoCoupon,
     ),
 )]
 pub async fn show(

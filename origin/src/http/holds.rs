@@ -24,6 +24,7 @@ use super::extract::{self, Path};
 use crate::error::{ApiError, ApiResult};
 use crate::holds::extend::Extend;
 use crate::holds::{change, extend, returns};
+use crate::http::openapi::errors;
 use crate::reply::{Outcome, Reply};
 use crate::state::AppState;
 
@@ -79,7 +80,7 @@ fn authorize(state: &AppState, headers: &HeaderMap, id: &str, call: &'static str
     params(("id" = String, Path, description = "Claim id (`c_` + 32 hex digits).")),
     responses(
         (status = 200, description = "The claim, in whatever status it has.", body = Claim),
-        (status = 404, description = "not_found: a malformed or unknown id.", body = ErrorBody),
+        errors::NoClaim,
     ),
 )]
 pub async fn show(
@@ -120,10 +121,8 @@ pub async fn show(
                     "created_at": "2026-01-01T12:00:00Z"}}))),
                 ("not_a_hold" = (value = json!({"result": "not_a_hold"}))),
             )),
-        (status = 400, description = "invalid_json.", body = ErrorBody),
-        (status = 404, description = "not_found: a malformed or unknown id.", body = ErrorBody),
-        (status = 413, description = "payload_too_large.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        errors::JsonBody,
+        errors::NoClaim,
         (status = 422, description = "validation_failed: `payment_ref` is not 1..=255 visible \
             ASCII characters.", body = ErrorBody),
     ),
@@ -161,10 +160,8 @@ pub async fn pay(
             body = HoldReply),
         (status = 409, description = "hold_expired (the sweeper was first; the unit is back), \
             already_paid, not_a_hold.", body = HoldReply),
-        (status = 400, description = "invalid_json.", body = ErrorBody),
-        (status = 404, description = "not_found: a malformed or unknown id.", body = ErrorBody),
-        (status = 413, description = "payload_too_large.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        errors::JsonBody,
+        errors::NoClaim,
         (status = 422, description = "validation_failed: a `reason` that is blank, too long or \
             has a control character.", body = ErrorBody),
     ),
@@ -235,9 +232,9 @@ pub async fn release(
             )),
         (status = 400, description = "invalid_json; invalid_idempotency_key (missing or not \
             1..=255 printable ASCII).", body = ErrorBody),
-        (status = 404, description = "not_found: a malformed or unknown id.", body = ErrorBody),
-        (status = 413, description = "payload_too_large.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        errors::NoClaim,
+        errors::PayloadTooLarge,
+        errors::UnsupportedMediaType,
         (status = 422, description = "validation_failed: the campaign's \
             `hold_extension_seconds` is 0 (extension off), or `seconds` is not 1..=it.",
             body = ErrorBody),

@@ -52,6 +52,7 @@ use super::extract::{self, ManagerJson, Role};
 use super::openapi::params::{AdminIdempotencyKey, IdempotencyKey};
 use super::openapi::CodeAnswer422;
 use crate::error::{ApiError, ApiResult};
+use crate::http::openapi::errors;
 use crate::promo::admin::{self, CodeAction};
 use crate::promo::rules::NewRules;
 use crate::promo::service::{self, Trier, UseCall};
@@ -141,10 +142,8 @@ impl FromRequest<AppState> for ShopperCall {
             validation_failed for the body (a request error).",
             body = CodeAnswer422,
             example = json!({"result": "not_applicable", "reason": "disabled"})),
-        (status = 400, description = "invalid_json.", body = ErrorBody),
-        (status = 403, description = "forbidden: an invalid edge signature.", body = ErrorBody),
-        (status = 413, description = "payload_too_large.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        errors::JsonBody,
+        errors::InvalidEdgeSignature,
         (status = 429, description = "rate_limited: too many failed guesses by this customer or \
             address; retry after `Retry-After`.", body = ErrorBody,
             headers(("Retry-After" = u32))),
@@ -180,10 +179,8 @@ pub async fn check(State(state): State<AppState>, call: ShopperCall) -> ApiResul
         (status = 404, description = "invalid_code.", body = CodeRefusal),
         (status = 422, description = "not_applicable with its `reason`; validation_failed; \
             idempotency_key_reused.", body = CodeAnswer422),
-        (status = 400, description = "invalid_json, invalid_idempotency_key.", body = ErrorBody),
-        (status = 403, description = "forbidden: an invalid edge signature.", body = ErrorBody),
-        (status = 413, description = "payload_too_large.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        errors::KeyedJsonBody,
+        errors::InvalidEdgeSignature,
         (status = 429, description = "rate_limited: too many failed guesses.", body = ErrorBody,
             headers(("Retry-After" = u32))),
     ),
@@ -242,7 +239,7 @@ fn service_use(
     responses(
         (status = 200, description = "used (the same call again: the same 200).", body = UseState),
         (status = 409, description = "use_released: the use went back before.", body = UseConflict),
-        (status = 404, description = "not_found: no such use.", body = ErrorBody),
+        errors::NoUse,
     ),
 )]
 pub async fn confirm(
@@ -266,7 +263,7 @@ pub async fn confirm(
             again: the same 200).", body = UseState),
         (status = 409, description = "use_confirmed: the use was confirmed before.",
             body = UseConflict),
-        (status = 404, description = "not_found: no such use.", body = ErrorBody),
+        errors::NoUse,
     ),
 )]
 pub async fn release(
@@ -359,11 +356,9 @@ fn times(
         "limit": 100, "ends_at": "2026-09-01T00:00:00Z", "percent_off": 1000})),
     responses(
         (status = 201, description = "The code, created.", body = AdminCode),
-        (status = 400, description = "invalid_json.", body = ErrorBody),
+        errors::JsonBody,
         (status = 409, description = "conflict: the code exists; in_progress (+ `Retry-After`).",
             body = ErrorBody, headers(("Retry-After" = u32))),
-        (status = 413, description = "payload_too_large.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
         (status = 422, description = "validation_failed, naming the rule; idempotency_key_reused.",
             body = ErrorBody),
     ),
@@ -406,7 +401,7 @@ pub async fn admin_create(
     params(("code" = String, Path, description = "The promo code.")),
     responses(
         (status = 200, description = "The code with its uses left.", body = AdminCode),
-        (status = 404, description = "not_found: no such code.", body = ErrorBody),
+        errors::NoCode,
     ),
 )]
 pub async fn admin_show(
@@ -438,12 +433,9 @@ pub async fn admin_show(
     request_body(content = CodeChange, example = json!({"action": "disable"})),
     responses(
         (status = 200, description = "Applied (audited), or already so.", body = CodeChangeReply),
-        (status = 400, description = "invalid_json.", body = ErrorBody),
-        (status = 404, description = "not_found: no such code.", body = ErrorBody),
-        (status = 409, description = "in_progress (+ `Retry-After`).", body = ErrorBody,
-            headers(("Retry-After" = u32))),
-        (status = 413, description = "payload_too_large.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        errors::JsonBody,
+        errors::NoCode,
+        errors::InProgress,
         (status = 422, description = "validation_failed: another action; idempotency_key_reused.",
             body = ErrorBody),
     ),
@@ -501,11 +493,8 @@ pub async fn admin_change(
         "ends_at": "2026-09-01T00:00:00Z", "amount_off": 500})),
     responses(
         (status = 201, description = "The batch, generated and saved.", body = CodeBatch),
-        (status = 400, description = "invalid_json.", body = ErrorBody),
-        (status = 409, description = "in_progress (+ `Retry-After`).", body = ErrorBody,
-            headers(("Retry-After" = u32))),
-        (status = 413, description = "payload_too_large.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        errors::JsonBody,
+        errors::InProgress,
         (status = 422, description = "validation_failed; idempotency_key_reused.", body = ErrorBody),
     ),
 )]

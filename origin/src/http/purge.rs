@@ -2,6 +2,7 @@
 //! ([`crate::repair::cleanup::purge`]).
 
 use super::extract::Path;
+use crate::http::openapi::errors;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::Json;
@@ -23,7 +24,7 @@ use crate::state::AppState;
     params(("id" = String, Path, description = "Campaign id.")),
     responses(
         (status = 200, description = "The campaign's Redis keys are deleted.", body = PurgeReport),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        errors::NoCampaign,
         (status = 409, description = "conflict: the campaign is live or has holds outstanding; \
             nothing was deleted.", body = ErrorBody),
     ),

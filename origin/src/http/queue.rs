@@ -15,6 +15,7 @@ use flashgate_shared::queue::{JoinReply, NO_WAITING_ROOM};
 
 use super::extract::{self, Path};
 use crate::error::{ApiError, ApiResult};
+use crate::http::openapi::errors;
 use crate::state::AppState;
 
 /// 409 `{"result":"no_waiting_room","message":…}`.
@@ -60,10 +61,10 @@ fn no_waiting_room(id: &str) -> Response {
             edge secret; a failed challenge with `challenge_failure: forbidden`; a missing, \
             forged, expired or another customer's or campaign's invite; at the origin, any \
             join of a campaign with a challenge or invites.", body = ErrorBody),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        errors::NoCampaign,
         (status = 409, description = "no_waiting_room: the campaign has none; conflict: the \
             prequeue has not opened yet.", body = ErrorBody),
-        (status = 413, description = "payload_too_large: a body past 4 KiB.", body = ErrorBody),
+        errors::PayloadPast4KiB,
         (status = 429, description = "rate_limited, at the edge: too many joins from this \
             customer or address; retry after `Retry-After`.", body = ErrorBody,
             headers(("Retry-After" = u32))),
@@ -71,11 +72,9 @@ fn no_waiting_room(id: &str) -> Response {
 )]
 pub async fn join(
     State(state): State<AppState>,
-    mut post: extract::ForwardedPost,
+    post: extract::ForwardedPost,
 ) -> ApiResult<Response> {
-    post.signed_body(&state).await?;
-    let (campaign, headers) = (post.campaign, post.headers);
-    let customer = extract::customer(&headers, &state).await?;
+    let (campaign, customer) = post.signed_customer(&state).await?;
     let row = extract::campaign(&state, &campaign).await?;
     let Some(w) = row.waiting_room() else {
         return Ok(no_waiting_room(&campaign));
@@ -115,12 +114,10 @@ pub const MAX_REPORT_BODY_BYTES: usize = 1 << 20;
             body = PresenceReceipt),
         (status = 400, description = "invalid_json, invalid_request: a bad shape or a \
             malformed ticket.", body = ErrorBody),
-        (status = 403, description = "forbidden: no valid edge signature (or no edge secret \
-            on this origin to check one), or a forged ticket or another campaign's.",
-            body = ErrorBody),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
-        (status = 409, description = "no_waiting_room: the campaign has none.", body = ErrorBody),
-        (status = 413, description = "payload_too_large: a body past 1 MiB.", body = ErrorBody),
+        errors::EdgeReport,
+        errors::NoCampaign,
+        errors::NoWaitingRoom,
+        errors::PayloadPast1MiB,
         (status = 422, description = "validation_failed: the body is not a report.",
             body = ErrorBody),
     ),
@@ -175,13 +172,11 @@ pub async fn presence(
             group: each customer's place, in order.", body = PresenceReceipt),
         (status = 400, description = "invalid_json, invalid_request: a bad shape, a malformed \
             ticket, or a customer id that is not one.", body = ErrorBody),
-        (status = 403, description = "forbidden: no valid edge signature (or no edge secret \
-            on this origin to check one), or a forged ticket or another campaign's.",
-            body = ErrorBody),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        errors::EdgeReport,
+        errors::NoCampaign,
         (status = 409, description = "no_waiting_room: the campaign has none; conflict: the \
             prequeue has not opened yet (a group).", body = ErrorBody),
-        (status = 413, description = "payload_too_large: a body past 1 MiB.", body = ErrorBody),
+        errors::PayloadPast1MiB,
         (status = 422, description = "validation_failed: the body is neither a report nor a \
             group.", body = ErrorBody),
         (status = 503, description = "unavailable: Redis failed, the queue is being reopened, \

@@ -1,10 +1,11 @@
 //! `GET /admin/v1/campaigns/{id}/reconcile`: the [`crate::repair::reconcile`] report over HTTP.
 
 use super::extract::Path;
+use crate::http::openapi::errors;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::Json;
-use flashgate_shared::api::{is_valid_slug, ErrorBody, ReconcileReport};
+use flashgate_shared::api::{is_valid_slug, ReconcileReport};
 
 use super::extract::{self, Role};
 use crate::error::{ApiError, ApiResult};
@@ -22,7 +23,7 @@ use crate::state::AppState;
     responses(
         (status = 200, description = "The reconciliation report; `ok` says whether it is clean.",
             body = ReconcileReport),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        errors::NoCampaign,
     ),
 )]
 pub async fn report(

@@ -14,6 +14,7 @@ use super::extract::{self, Path, Role};
 use super::openapi::params::AdminIdempotencyKey;
 use crate::campaigns::variants::{self, SetOutcome, VariantRow};
 use crate::error::{ApiError, ApiResult};
+use crate::http::openapi::errors;
 use crate::state::AppState;
 
 /// Adds variant `variant` to campaign `id` or changes it (manager token), with its
@@ -39,7 +40,7 @@ use crate::state::AppState;
     responses(
         (status = 200, description = "The variant after the change (audited as `set_variant`).",
             body = VariantReply),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        errors::NoCampaign,
         (status = 409, description = "conflict: the campaign has ended, has no variants, or \
             the stock is below the variant's claimed units.", body = ErrorBody),
         (status = 422, description = "validation_failed: a rule of the body or of the bounds \

@@ -29,6 +29,7 @@ use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{self, ManagerJson, Path, Role};
+use crate::http::openapi::errors;
 use crate::http::openapi::params::AdminIdempotencyKey;
 use crate::state::AppState;
 use crate::webhooks::deliveries::{self, Replay};
@@ -100,10 +101,8 @@ fn description(d: &str) -> ApiResult<()> {
     responses(
         (status = 201, description = "The endpoint, created (audited), with its secret.",
             body = EndpointWithSecret),
-        (status = 400, description = "invalid_json.", body = ErrorBody),
+        errors::JsonBody,
         (status = 409, description = "in_progress (+ `Retry-After`).", body = ErrorBody),
-        (status = 413, description = "payload_too_large.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
         (status = 422, description = "validation_failed: url (not https, a private address), \
             an unknown event type, a secret of the wrong shape or length, description; \
             idempotency_key_reused.", body = ErrorBody),
@@ -157,7 +156,7 @@ pub async fn list(State(state): State<AppState>, headers: HeaderMap) -> ApiResul
     params(("id" = String, Path, description = "Endpoint id (UUID).")),
     responses(
         (status = 200, description = "The endpoint, without its secret.", body = Endpoint),
-        (status = 404, description = "not_found.", body = ErrorBody),
+        errors::NotFound,
     ),
 )]
 pub async fn show(
@@ -183,8 +182,8 @@ pub async fn show(
     request_body(content = EndpointChange, example = json!({"enabled": false})),
     responses(
         (status = 200, description = "The endpoint, changed (audited).", body = Endpoint),
-        (status = 400, description = "invalid_json.", body = ErrorBody),
-        (status = 404, description = "not_found.", body = ErrorBody),
+        errors::InvalidJson,
+        errors::NotFound,
         (status = 422, description = "validation_failed: as at creation.", body = ErrorBody),
     ),
 )]
@@ -223,7 +222,7 @@ pub async fn change(
     params(("id" = String, Path, description = "Endpoint id (UUID)."), AdminIdempotencyKey),
     responses(
         (status = 204, description = "Deleted (audited)."),
-        (status = 404, description = "not_found.", body = ErrorBody),
+        errors::NotFound,
     ),
 )]
 pub async fn delete(
@@ -251,7 +250,7 @@ pub async fn delete(
     responses(
         (status = 200, description = "The endpoint with its new secret (audited).",
             body = EndpointWithSecret),
-        (status = 404, description = "not_found.", body = ErrorBody),
+        errors::NotFound,
     ),
 )]
 pub async fn rotate(
@@ -290,8 +289,8 @@ pub struct DeliveryQuery {
     params(("id" = String, Path, description = "Endpoint id (UUID)."), DeliveryQuery),
     responses(
         (status = 200, description = "The newest deliveries (at most 1,000).", body = DeliveryList),
-        (status = 404, description = "not_found.", body = ErrorBody),
-        (status = 422, description = "validation_failed: an unknown status.", body = ErrorBody),
+        errors::NotFound,
+        errors::UnknownStatus,
     ),
 )]
 pub async fn list_deliveries(
@@ -328,7 +327,7 @@ pub async fn list_deliveries(
     request_body(content = ReplayRequest, example = json!({"since": "2030-01-01T00:00:00Z"})),
     responses(
         (status = 202, description = "Queued (audited).", body = Replayed),
-        (status = 404, description = "not_found.", body = ErrorBody),
+        errors::NotFound,
         (status = 422, description = "validation_failed: neither or both of event_id and since; \
             an event_id that is not a UUID.", body = ErrorBody),
     ),

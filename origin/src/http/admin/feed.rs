@@ -25,6 +25,7 @@ use futures::stream::{self, StreamExt};
 use crate::claims::feed::{self, FeedQuery};
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{self, Path, Role};
+use crate::http::openapi::errors;
 use crate::state::AppState;
 
 /// The query of the feed, for the document (the handlers read the pairs themselves, so that
@@ -166,7 +167,7 @@ async fn campaign_of(state: &AppState, headers: &HeaderMap, id: &str) -> ApiResu
             `next_cursor` goes on after it.", body = ClaimFeed),
         (status = 400, description = "invalid_request: a bad status, since, cursor or limit, or \
             another query parameter.", body = ErrorBody),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        errors::NoCampaign,
     ),
 )]
 pub async fn claims(
@@ -210,7 +211,7 @@ const CSV_PAGE: i64 = 1_000;
             export).", content_type = "text/csv", body = String),
         (status = 400, description = "invalid_request: a bad status or since, or another \
             query parameter.", body = ErrorBody),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        errors::NoCampaign,
     ),
 )]
 pub async fn claims_csv(

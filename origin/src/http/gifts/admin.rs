@@ -30,6 +30,7 @@ use crate::gifts::deliveries::{self, Retried};
 use crate::gifts::history::{self, Outbox};
 use crate::gifts::store::{self, MembersResult, SegmentCreated};
 use crate::http::extract::{self, Admin, ManagerJson, Path, Role};
+use crate::http::openapi::errors;
 use crate::http::openapi::params::AdminIdempotencyKey;
 use crate::state::AppState;
 use flashgate_shared::api::ErrorBody;
@@ -118,11 +119,9 @@ impl<T: SegmentBody> FromRequest<AppState> for SegmentWrite<T> {
         "starts_at": "2030-03-01T00:00:00Z", "ends_at": "2030-06-01T00:00:00Z"})),
     responses(
         (status = 201, description = "The gift campaign, created (audited).", body = GiftCampaign),
-        (status = 400, description = "invalid_json.", body = ErrorBody),
+        errors::JsonBody,
         (status = 409, description = "conflict: the id exists; in_progress (+ `Retry-After`).",
             body = ErrorBody, headers(("Retry-After" = u32))),
-        (status = 413, description = "payload_too_large.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
         (status = 422, description = "validation_failed: id, name, a time, `ends_at` not after \
             `starts_at` or not in the future; idempotency_key_reused.", body = ErrorBody),
     ),
@@ -159,7 +158,7 @@ pub async fn create_campaign(
     params(("id" = String, Path, description = "Gift campaign id (1..=64 of `[A-Za-z0-9_-]`).")),
     responses(
         (status = 200, description = "The gift campaign with its segments.", body = GiftCampaign),
-        (status = 404, description = "not_found: no such gift campaign.", body = ErrorBody),
+        errors::NoGiftCampaign,
     ),
 )]
 pub async fn show_campaign(
@@ -188,12 +187,10 @@ pub async fn show_campaign(
         "currency": "EUR"}, "caps": [{"max": 1, "per_days": 30}]})),
     responses(
         (status = 201, description = "The segment, created (audited).", body = Segment),
-        (status = 400, description = "invalid_json.", body = ErrorBody),
-        (status = 404, description = "not_found: no such gift campaign.", body = ErrorBody),
+        errors::JsonBody,
+        errors::NoGiftCampaign,
         (status = 409, description = "conflict: the segment exists; in_progress (+ `Retry-After`).",
             body = ErrorBody, headers(("Retry-After" = u32))),
-        (status = 413, description = "payload_too_large.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
         (status = 422, description = "validation_failed: id, amount, currency or caps; \
             idempotency_key_reused.", body = ErrorBody),
     ),
@@ -241,12 +238,9 @@ pub async fn create_segment(
     request_body(content = CapsChange, example = json!({"caps": [{"max": 2, "per_days": 30}]})),
     responses(
         (status = 200, description = "The segment with its new caps (audited).", body = Segment),
-        (status = 400, description = "invalid_json.", body = ErrorBody),
-        (status = 404, description = "not_found: no such campaign or segment.", body = ErrorBody),
-        (status = 409, description = "in_progress (+ `Retry-After`).", body = ErrorBody,
-            headers(("Retry-After" = u32))),
-        (status = 413, description = "payload_too_large.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        errors::JsonBody,
+        errors::NoSegment,
+        errors::InProgress,
         (status = 422, description = "validation_failed: bad caps; idempotency_key_reused.",
             body = ErrorBody),
     ),
@@ -284,12 +278,10 @@ pub async fn set_caps(
     responses(
         (status = 200, description = "How many were added, how many were members already.",
             body = MembersAdded),
-        (status = 400, description = "invalid_json.", body = ErrorBody),
-        (status = 404, description = "not_found: no such campaign or segment.", body = ErrorBody),
+        errors::JsonBody,
+        errors::NoSegment,
         (status = 409, description = "conflict: some are in another segment of the campaign \
             (nothing written).", body = ErrorBody),
-        (status = 413, description = "payload_too_large.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
         (status = 422, description = "validation_failed: more than 100,000, or a bad MSISDN \
             (its index named).", body = ErrorBody),
     ),
@@ -342,8 +334,8 @@ pub struct ListQuery {
     responses(
         (status = 200, description = "The newest fulfilments, of one delivery status with \
             `?status=`.", body = FulfilmentList),
-        (status = 404, description = "not_found: no such gift campaign.", body = ErrorBody),
-        (status = 422, description = "validation_failed: an unknown status.", body = ErrorBody),
+        errors::NoGiftCampaign,
+        errors::UnknownStatus,
     ),
 )]
 pub async fn list_fulfilments(
@@ -374,7 +366,7 @@ pub async fn list_fulfilments(
     responses(
         (status = 200, description = "The fulfilment, `pending` again (audited; a \
             `gift.granted` webhook event).", body = Fulfilment),
-        (status = 404, description = "not_found: no such fulfilment.", body = ErrorBody),
+        errors::NoFulfilment,
         (status = 409, description = "conflict: the delivery is not `failed`; in_progress \
             (+ `Retry-After`).", body = ErrorBody, headers(("Retry-After" = u32))),
         (status = 422, description = "idempotency_key_reused.", body = ErrorBody),
@@ -411,7 +403,7 @@ pub async fn retry(
     responses(
         (status = 200, description = "The fulfilment and its delivery history, oldest first.",
             body = DeliveryHistory),
-        (status = 404, description = "not_found: no such fulfilment.", body = ErrorBody),
+        errors::NoFulfilment,
     ),
 )]
 pub async fn attempts(

@@ -22,6 +22,7 @@ use crate::gifts::deliveries;
 use crate::gifts::fulfil::{self, Fulfil};
 use crate::gifts::verdict::{self, Verdict};
 use crate::http::extract::{self, Path};
+use crate::http::openapi::errors;
 use crate::http::openapi::params::IdempotencyKey;
 use crate::state::AppState;
 use flashgate_shared::api::ErrorBody;
@@ -44,7 +45,7 @@ pub struct EligibilityQuery {
     params(("id" = String, Path, description = "Gift campaign id."), EligibilityQuery),
     responses(
         (status = 200, description = "The preview; changes nothing.", body = Eligibility),
-        (status = 404, description = "not_found: no such gift campaign.", body = ErrorBody),
+        errors::NoGiftCampaign,
         (status = 422, description = "validation_failed: a missing or malformed `msisdn`.",
             body = ErrorBody),
     ),
@@ -103,10 +104,8 @@ pub async fn eligibility(
             body = FulfilmentReply),
         (status = 409, description = "cap_reached (with `next_eligible_at`), not_in_segment, \
             campaign_not_active.", body = FulfilmentReply),
-        (status = 400, description = "invalid_json, invalid_idempotency_key.", body = ErrorBody),
-        (status = 404, description = "not_found: no such gift campaign.", body = ErrorBody),
-        (status = 413, description = "payload_too_large.", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type.", body = ErrorBody),
+        errors::KeyedJsonBody,
+        errors::NoGiftCampaign,
         (status = 422, description = "validation_failed (a malformed MSISDN: E.164 digits \
             without `+`, 8–15), idempotency_key_reused.", body = ErrorBody),
     ),
@@ -147,7 +146,7 @@ pub async fn fulfil(
     params(("id" = String, Path, description = "Fulfilment id (a UUID).")),
     responses(
         (status = 200, description = "The fulfilment with its delivery status.", body = Fulfilment),
-        (status = 404, description = "not_found: no such fulfilment.", body = ErrorBody),
+        errors::NoFulfilment,
     ),
 )]
 pub async fn show(

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+use super::errors;
 use flashgate_shared::api::ErrorBody;
 use flashgate_shared::queue::access::ChallengeReply;
 use flashgate_shared::queue::StatusReply;
@@ -48,8 +49,8 @@ pub struct Ticket {
             body = ErrorBody),
         (status = 403, description = "forbidden: a forged ticket, or another campaign's.",
             body = ErrorBody),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
-        (status = 409, description = "no_waiting_room: the campaign has none.", body = ErrorBody),
+        errors::NoCampaign,
+        errors::NoWaitingRoom,
         (status = 429, description = "rate_limited: too many polls from this address.",
             body = ErrorBody, headers(("Retry-After" = u32))),
     ),

@@ -11,6 +11,7 @@
 //! `Flashgate-Answered-By` and `x-request-id` headers of every answer.
 
 pub mod edge_only;
+pub mod errors;
 mod links;
 pub mod params;
 pub mod tidy;
