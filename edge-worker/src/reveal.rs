@@ -25,10 +25,12 @@
 //! per customer); for numbers drawn at random, which the edge cannot list, linearly between the
 //! two nearest known points (drawn numbers are spread uniformly, so this reveals about
 //! `admit_per_second` of them per second). Arrival keys issued by the edge (times) likewise,
-//! from the first key on: the numbers before them are revealed at once when the cursor has
-//! moved on to the keys.
+//! from the last key the point knows, or, when it knows none yet (a first status taken
+//! mid-admission), from the key about as many tickets back as the point is admissions back
+//! ([`key_before`]); the numbers before the keys are revealed at once when the cursor has moved
+//! on to them.
 
-use flashgate_shared::queue::keys::EDGE_BLOCK;
+use flashgate_shared::queue::keys::{EDGE_BLOCK, SALT_BITS};
 use flashgate_shared::queue::{QueueStatus, RANDOM_BLOCK};
 
 /// Where an isolate's reveal of one campaign's admissions stands.
@@ -133,12 +135,15 @@ fn seq_at(lo: (u64, u64), queue: &QueueStatus, count: u64) -> u64 {
     if count >= queue.admitted {
         return queue.now_serving;
     }
-    // Arrival keys (the edge's arrival times): linearly in time, from the first key on.
+    // Arrival keys (the edge's arrival times): linearly in time, from the known point when
+    // it is a key, else from the key about as many tickets back as `lo` is admissions back.
     let (lo, hi) = if queue.now_serving >= EDGE_BLOCK {
-        (
-            (lo.0, lo.1.max(EDGE_BLOCK)),
-            (queue.admitted, queue.now_serving),
-        )
+        let lo_seq = if lo.1 >= EDGE_BLOCK {
+            lo.1
+        } else {
+            key_before(queue, queue.admitted.saturating_sub(lo.0))
+        };
+        ((lo.0, lo_seq), (queue.admitted, queue.now_serving))
     } else if queue.now_serving > RANDOM_BLOCK {
         let arrivals = queue.now_serving - RANDOM_BLOCK;
         let drawn_done = queue.admitted.saturating_sub(arrivals);
@@ -156,6 +161,27 @@ fn seq_at(lo: (u64, u64), queue: &QueueStatus, count: u64) -> u64 {
         lo.1.saturating_add(u64::try_from(span).unwrap_or(u64::MAX))
     };
     seq.min(queue.now_serving)
+}
+
+/// The arrival key about `tickets` admissions before `queue.now_serving` (an arrival key),
+/// for a reveal point that knows no key yet (a first status taken mid-admission, or the first
+/// keys after drawn numbers). The line just past `now_serving` gives the keys' density (its
+/// first mark); admission passed tickets that came at least as densely as it admits, so the
+/// span is also at most `tickets` at `admit_per_second` in time. The smaller span: a key too
+/// early only hides more for the one refresh until the point catches up, while `EDGE_BLOCK`
+/// (the Unix epoch in key time) would hide every key until admission pauses.
+fn key_before(queue: &QueueStatus, tickets: u64) -> u64 {
+    let rate = u64::from(queue.admit_per_second.max(1));
+    let by_time = (u128::from(tickets) * 1000 / u128::from(rate)) << SALT_BITS;
+    let by_line = queue
+        .line_marks
+        .iter()
+        .find(|m| m.n > queue.now_serving && m.ahead > 0)
+        .map_or(u128::MAX, |m| {
+            u128::from(tickets) * u128::from(m.n - queue.now_serving) / u128::from(m.ahead)
+        });
+    let span = u64::try_from(by_time.min(by_line)).unwrap_or(u64::MAX);
+    queue.now_serving.saturating_sub(span).max(EDGE_BLOCK)
 }
 
 #[cfg(test)]
@@ -272,6 +298,58 @@ mod tests {
             assert!(s >= last);
             last = s;
         }
+    }
+
+    /// The origin admitting a crowd of arrival keys (1,000 joins over 2 s) at 100/s, as an
+    /// isolate that first sees the campaign mid-admission (a second campaign on a warm isolate,
+    /// or a new isolate) refreshes it every second: what it reveals follows the origin at one
+    /// refresh, never waiting for admission to pause.
+    #[test]
+    fn arrival_keys_are_revealed_from_a_first_status_taken_mid_admission() {
+        use flashgate_shared::queue::keys::{arrival_key, LineMark};
+        let t0: i64 = 1_800_000_000_000;
+        let keys: Vec<u64> = (0..1_000).map(|i| arrival_key(t0 + 2 * i, 7)).collect();
+        let status_at = |t: i64| {
+            let admitted = u64::try_from((t - t0 - 3_000).max(0) / 100 * 10)
+                .unwrap()
+                .min(1_000);
+            let i = usize::try_from(admitted).unwrap();
+            let line_marks = (i..keys.len())
+                .step_by(100)
+                .map(|j| LineMark {
+                    n: keys[j],
+                    ahead: u64::try_from(j - i + 1).unwrap(),
+                })
+                .collect();
+            QueueStatus {
+                now_serving: if i == 0 { 0 } else { keys[i - 1] },
+                admitted,
+                line: 1_000 - admitted,
+                line_marks,
+                ..q(0, 0, 0)
+            }
+        };
+        let admit_per_second = 100;
+        let mut prev: Option<(QueueStatus, Reveal)> = None;
+        let mut worst_behind = 0;
+        for refresh in 0..8 {
+            let at = t0 + 8_000 + refresh * 1_000;
+            let now = status_at(at);
+            assert_eq!(now.admit_per_second, admit_per_second);
+            let r = Reveal::after(prev.as_ref().map(|(q, r)| (q, r)), &now, at, 1_000);
+            for ms in (0..1_000).step_by(50) {
+                let seen = r.visible(&now, at + ms);
+                let revealed = keys.iter().filter(|&&k| k <= seen.now_serving).count();
+                let behind = usize::try_from(status_at(at + ms).admitted).unwrap() - revealed;
+                worst_behind = worst_behind.max(behind);
+            }
+            prev = Some((now, r));
+        }
+        // At most one refresh (1 s at 100/s) plus one TTL's worth hidden at the first status.
+        assert!(
+            worst_behind <= 200,
+            "revealed up to {worst_behind} behind the origin"
+        );
     }
 
     #[test]
