@@ -61,6 +61,10 @@ pub const EDGE_SIGNATURE_HEADER: &str = "flashgate-edge-signature";
 /// for a claim): no cache between the client and the edge or origin may keep or share it
 /// (RFC 9111 §5.2.2.5 `no-store`, §5.2.2.7 `private`). Public campaign status has its own.
 pub const PRIVATE_CACHE_CONTROL: &str = "private, no-store";
+/// `Cache-Control` of the public campaign and draw status: any cache may keep it for one
+/// second (RFC 9111 §5.2.2.9 `public`, §5.2.2.1 `max-age`), so a crowd polling a status costs
+/// the origin about one request per cache and second.
+pub const PUBLIC_STATUS_CACHE_CONTROL: &str = "public, max-age=1";
 /// Header in which the edge forwards the client's IP address (from Cloudflare's
 /// `CF-Connecting-IP`), covered by the edge signature. The origin trusts it only on a request
 /// whose edge signature verifies.

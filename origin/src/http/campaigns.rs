@@ -79,11 +79,7 @@ pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> Ap
         draw,
         variants,
     };
-    Ok((
-        [(header::CACHE_CONTROL, "public, max-age=1")],
-        axum::Json(body),
-    )
-        .into_response())
+    Ok(super::public_status(body))
 }
 
 /// Creates a campaign (manager token) with its `create` audit row, and opens its waiting room

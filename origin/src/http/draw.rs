@@ -5,7 +5,7 @@
 //! draws). The rules: docs/DRAWS.md and [`flashgate_shared::draw`].
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{
     DrawState, DrawStatus, EntryOutcome, EntryReceipt, ErrorBody, MyEntry,
@@ -153,11 +153,7 @@ pub async fn status(
 ) -> ApiResult<Response> {
     let (d, stock) = draw_of(&state, &campaign).await?;
     let body = store::status(&state.db, &d, stock).await?;
-    Ok((
-        [(header::CACHE_CONTROL, "public, max-age=1")],
-        axum::Json(body),
-    )
-        .into_response())
+    Ok(super::public_status(body))
 }
 
 /// Draws now (manager token): closes an open entry window at once and draws; a draw that ran

@@ -240,6 +240,19 @@ impl MakeRequestId for RandomUuid {
 /// The request id header, set on every request and response (a common convention; no RFC).
 pub use flashgate_shared::request_id::REQUEST_ID_HEADER;
 
+/// 200 with `body` as JSON and `Cache-Control: public, max-age=1`
+/// ([`flashgate_shared::PUBLIC_STATUS_CACHE_CONTROL`]): the public campaign and draw status.
+pub(crate) fn public_status(body: impl serde::Serialize) -> Response {
+    (
+        [(
+            header::CACHE_CONTROL,
+            flashgate_shared::PUBLIC_STATUS_CACHE_CONTROL,
+        )],
+        axum::Json(body),
+    )
+        .into_response()
+}
+
 /// The answer to a handler that panicked: 503 `unavailable` + `Retry-After` with the documented
 /// body. The panic's text is logged, never sent.
 pub(crate) fn panic_reply(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
