@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use flashgate_shared::admission::Ticket;
+use flashgate_shared::admission::{open_ticket, Ticket};
 use flashgate_shared::api::codes;
 use flashgate_shared::invite::{self, InviteError};
 use flashgate_shared::pow::{self, PowError};
@@ -301,6 +301,13 @@ impl InviteMemo {
             ticket,
         );
     }
+}
+
+/// Opens `raw` as an infinite-queue ticket of campaign `id` ([`shadow_secret`] of the edge
+/// secret `secret`): the ticket and the shadow key, or `None`.
+pub fn open_shadow(secret: &[u8], raw: &str, id: &str) -> Option<(Ticket, [u8; 32])> {
+    let key = shadow_secret(secret);
+    open_ticket(&key, raw, id).ok().map(|t| (t, key))
 }
 
 /// A poll of an infinite-queue ticket: the answer a waiting customer with this ticket would

@@ -225,7 +225,14 @@ fn an_infinite_queue_ticket_waits_where_it_would_be_admitted() {
     assert_eq!(waiting, queue::poll(&e, &ticket(150), K, now, &[]).unwrap());
     // The shadow key is not the edge secret: the origin cannot open its tickets.
     let raw = sign_ticket(&shadow, &ticket(150));
-    assert!(flashgate_shared::admission::open_ticket(K, &raw, "spring").is_err());
+    assert!(open_ticket(K, &raw, "spring").is_err());
+    // The edge opens it with the key it derives, and only as a shadow ticket of its campaign.
+    assert_eq!(open_shadow(K, &raw, "spring"), Some((ticket(150), shadow)));
+    assert_eq!(open_shadow(K, &raw, "summer"), None);
+    assert_eq!(
+        open_shadow(K, &sign_ticket(K, &ticket(150)), "spring"),
+        None
+    );
 }
 
 #[test]

@@ -3,11 +3,10 @@
 
 use super::origin::send_bounded;
 use super::respond::{answer, edge_json_headers, respond};
-use super::{now_ms, status_for};
+use super::{caller, now_ms, status_for};
 use crate::access::{self, Failure, Siteverify};
 use crate::config::EdgeConfig;
 use crate::decide::Answer;
-use crate::limit::Action;
 use crate::queue;
 use flashgate_shared::api::codes;
 use worker::{js_sys, Headers, Method, Request, RequestInit, Response, Result};
@@ -23,17 +22,16 @@ pub(super) async fn challenge(
     id: &str,
     url: &worker::Url,
 ) -> Result<Response> {
-    let ip = super::queue::client_ip(&req);
-    let customer = super::queue::verified_customer(&req, cfg).await?;
-    if let Err(a) = super::queue::limit(cfg, Action::Join, customer.as_deref(), ip.as_deref()) {
-        return answer(&a);
-    }
-    let Some(customer) = customer else {
-        return answer(&Answer::error(
-            401,
-            codes::UNAUTHORIZED,
-            "a valid customer token is required",
-        ));
+    let customer = match caller::joining(&req, cfg).await? {
+        Ok((_, Some(customer))) => customer,
+        Ok((_, None)) => {
+            return answer(&Answer::error(
+                401,
+                codes::UNAUTHORIZED,
+                "a valid customer token is required",
+            ))
+        }
+        Err(a) => return answer(&a),
     };
     let Some(secret) = cfg.edge_secret.as_deref() else {
         return answer(&Answer::unavailable());

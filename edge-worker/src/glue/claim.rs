@@ -6,7 +6,7 @@
 use super::origin::{origin_target, relay, send, sign_forwarded};
 use super::respond::answer;
 use super::status_cache::{learn, status_for};
-use super::{index, jwks, now_ms, queue, winners, TOKENS};
+use super::{caller, index, jwks, now_ms, queue, winners, TOKENS};
 use crate::config::EdgeConfig;
 use crate::decide::{self, Answer, ClaimInput};
 use crate::plan::{ClaimPlan, Do, Got};
@@ -49,7 +49,7 @@ pub(super) async fn claim(
     let key = headers.get(IDEMPOTENCY_KEY_HEADER)?;
     let content_type = headers.get("content-type")?;
     let ip = std::cell::OnceCell::new();
-    let client_ip = || ip.get_or_init(|| queue::ip_of(headers)).as_deref();
+    let client_ip = || ip.get_or_init(|| caller::ip_of(headers)).as_deref();
     let input = ClaimInput {
         authorization: authorization.as_deref(),
         idempotency_key: key.as_deref().map(str::as_bytes),
@@ -96,7 +96,7 @@ pub(super) async fn claim(
                 with_address,
             } => {
                 let ip = if with_address { client_ip() } else { None };
-                Got::Limited(queue::limit(cfg, action, Some(&customer), ip))
+                Got::Limited(caller::limit(cfg, action, Some(&customer), ip))
             }
             Do::AskWinners => Got::Verdict(winners::verdict(cfg, id, &customer).await),
             Do::CheckAdmission => {

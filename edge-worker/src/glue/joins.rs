@@ -1,21 +1,24 @@
-//! Workers glue of joins answered at the edge (wasm32 only): a join whose customer token
-//! verified here gets her ticket from this isolate ([`crate::joins::issue`]), or the one she
+//! Workers glue of joins answered at the edge (wasm32 only): `POST
+//! /api/v1/campaigns/{id}/queue` rate limited, then, when the customer token verified here,
+//! answered with her ticket from this isolate ([`crate::joins::issue`]), or the one she
 //! presents again; the tickets issued go to the origin in one report per campaign and second
 //! (`POST /edge/v1/campaigns/{id}/joins`, edge-signed), sent by a reporter that runs after the
 //! answers (`waitUntil`).
 
 use super::origin::post_signed;
 use super::respond::{answer, edge_json_headers, respond};
-use super::{now_ms, status_for};
-use crate::access::{self, FailureCounts, InviteMemo, INVITE_MEMO_CAPACITY};
+use super::{caller, now_ms, pass_through, status_for, telemetry};
+use crate::access::{self, open_shadow, InviteMemo, INVITE_MEMO_CAPACITY};
 use crate::config::EdgeConfig;
-use crate::decide::Answer;
+use crate::decide::{self, Answer};
 use crate::joins::{Issued, Next};
 use crate::queue;
 use flashgate_shared::admission::{open_ticket, sign_ticket, Ticket};
+use flashgate_shared::api::is_valid_slug;
 use flashgate_shared::queue::access::ChallengeKind;
 use flashgate_shared::queue::joins::{joins_path, IssuedReport};
 use flashgate_shared::queue::{JoinReply, TICKET_HEADER};
+use flashgate_shared::MAX_CLAIM_BODY_BYTES;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -25,13 +28,18 @@ use worker::{js_sys, Delay, Request, Response, Result};
 const REPORT_TRIES: u32 = 3;
 
 thread_local! {
-    static ISSUED: RefCell<Issued> = RefCell::new(Issued::new(&super::queue::isolate_tag()));
+    static ISSUED: RefCell<Issued> = RefCell::new(Issued::new(&isolate_tag()));
     /// The tickets issued for invites at this isolate (a replay gets the first again).
     static INVITES: RefCell<InviteMemo> = RefCell::new(InviteMemo::new(INVITE_MEMO_CAPACITY));
-    /// Joins that failed their challenge here, by outcome and reason.
-    static FAILURES: RefCell<FailureCounts> = RefCell::new(FailureCounts::default());
     /// Campaigns whose reporter is to start after this request's answer (`waitUntil`).
     static STARTS: RefCell<Vec<(String, u64)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A random name for this isolate's report ids.
+pub(super) fn isolate_tag() -> String {
+    let a = (js_sys::Math::random() * 1e15) as u64;
+    let b = (js_sys::Math::random() * 1e15) as u64;
+    format!("{a:x}{b:x}")
 }
 
 /// `f` of the arrival keys this isolate issued lately for campaign `id` (increasing; see
@@ -40,34 +48,59 @@ pub(super) fn with_recent_keys<R>(id: &str, f: impl FnOnce(&[u64]) -> R) -> R {
     ISSUED.with(|i| f(i.borrow().recent_keys(id)))
 }
 
-/// This isolate's challenge failures in the Prometheus text format (the metrics route).
-pub(super) fn failures_rendered() -> String {
-    FAILURES.with(|f| f.borrow().render())
-}
-
 /// The reporters to start (campaign id, reporter number), taken out.
 pub(super) fn take_starts() -> Vec<(String, u64)> {
     STARTS.with(|s| std::mem::take(&mut *s.borrow_mut()))
 }
 
-/// A join whose customer token verified here.
-pub(super) struct Join<'a> {
-    /// Campaign id.
-    pub id: &'a str,
-    /// The customer (the token's `sub`).
-    pub customer: &'a str,
-    /// The request body, read whole (a [`flashgate_shared::queue::access::JoinBody`] when the
-    /// waiting room has a challenge or invites; ignored otherwise).
-    pub body: &'a [u8],
-    /// The client's IP, when known.
-    pub ip: Option<&'a str>,
+/// `POST /api/v1/campaigns/{id}/queue`: rate limited per IP and per customer (when the
+/// customer token verifies; the origin answers a bad one), then answered here
+/// ([`join_here`]) when the token verified here, else passed through.
+pub(super) async fn join(
+    mut req: Request,
+    cfg: &EdgeConfig,
+    id: &str,
+    url: &worker::Url,
+) -> Result<Response> {
+    let (ip, customer) = match caller::joining(&req, cfg).await? {
+        Ok(found) => found,
+        Err(a) => return answer(&a),
+    };
+    // A verified customer's join is answered here; the origin answers any other (a bad
+    // token's 401) on its own, as without an edge secret to sign tickets with.
+    match (customer, &cfg.edge_secret) {
+        (Some(customer), Some(_)) if is_valid_slug(id) => {
+            // Read whole (the runtime resets a client whose body is left unread); the join has
+            // no body to speak of, and one past the bound is refused as the origin would.
+            match req.bytes().await {
+                Ok(body) if body.len() > MAX_CLAIM_BODY_BYTES => answer(&decide::too_large()),
+                Ok(body) => {
+                    let join = Join {
+                        id,
+                        customer: &customer,
+                        body: &body,
+                        ip: ip.as_deref(),
+                    };
+                    join_here(&req, cfg, &join, url).await
+                }
+                Err(_) => answer(&decide::unreadable_body()),
+            }
+        }
+        _ => pass_through(req, cfg, url).await,
+    }
 }
 
-/// Opens `raw` as an infinite-queue ticket of campaign `id` ([`crate::access::shadow_secret`]):
-/// the ticket and the shadow key, or `None`.
-pub(super) fn open_shadow(secret: &[u8], raw: &str, id: &str) -> Option<(Ticket, [u8; 32])> {
-    let key = access::shadow_secret(secret);
-    open_ticket(&key, raw, id).ok().map(|t| (t, key))
+/// A join whose customer token verified here.
+struct Join<'a> {
+    /// Campaign id.
+    id: &'a str,
+    /// The customer (the token's `sub`).
+    customer: &'a str,
+    /// The request body, read whole (a [`flashgate_shared::queue::access::JoinBody`] when the
+    /// waiting room has a challenge or invites; ignored otherwise).
+    body: &'a [u8],
+    /// The client's IP, when known.
+    ip: Option<&'a str>,
 }
 
 /// Answers join `j` to campaign `j.id`: 200 with the ticket she presents again
@@ -78,7 +111,7 @@ pub(super) fn open_shadow(secret: &[u8], raw: &str, id: &str) -> Option<(Ticket,
 /// `invalid_json` for a bad body on a waiting room with access options, 403 `forbidden` for a
 /// bad invite, 409 `conflict` before the prequeue opens, 503 when this isolate holds too many
 /// tickets not reported yet.
-pub(super) async fn join(
+async fn join_here(
     req: &Request,
     cfg: &EdgeConfig,
     j: &Join<'_>,
@@ -144,7 +177,7 @@ pub(super) async fn join(
             Ok(g) => g,
             Err(a) => {
                 if let Err(f) = check {
-                    FAILURES.with(|c| c.borrow_mut().add(f, true));
+                    telemetry::challenge_failed(f, true);
                 }
                 return answer(&a);
             }
@@ -161,7 +194,7 @@ pub(super) async fn join(
     };
     if let access::Gate::InfiniteQueue(f) = gate {
         // Signed with the shadow key, kept out of the reports: the origin never sees it.
-        FAILURES.with(|c| c.borrow_mut().add(f, false));
+        telemetry::challenge_failed(f, false);
         let key = access::shadow_secret(secret);
         let raw = sign_ticket(&key, &ticket);
         return reply(201, raw, &ticket, &entry, secret, Some(&key), now);

@@ -21,6 +21,7 @@ use std::time::Duration;
 use worker::{event, js_sys, Context, Delay, Env, Method, Request, Response, Result};
 
 mod access;
+mod caller;
 mod claim;
 mod clock;
 mod index;
@@ -180,7 +181,7 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Re
         Route::Status { id } => serve_status(&cfg, id, &url, head).await,
         Route::Claim { id } => telemetry::counted(claim::claim(req, &cfg, id, &url).await?),
         Route::QueuePoll { id } => queue::poll(req, &cfg, id, &url).await,
-        Route::QueueJoin { id } => queue::join(req, &cfg, id, &url).await,
+        Route::QueueJoin { id } => joins::join(req, &cfg, id, &url).await,
         Route::QueueChallenge { id } => access::challenge(req, &cfg, id, &url).await,
         Route::PassThrough | Route::CampaignPassThrough { .. } => {
             pass_through(req, &cfg, &url).await

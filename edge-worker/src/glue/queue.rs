@@ -1,26 +1,23 @@
-//! Workers glue of the waiting room (wasm32 only): queue polls answered at the edge, joins
-//! answered at the edge ([`super::joins`]), and the rate limits and admission check of claims. The decisions are
-//! in [`crate::queue`], [`crate::limit`] and [`crate::page`].
+//! Workers glue of the waiting room (wasm32 only): queue polls answered at the edge, the
+//! presence reports of the tickets that polled, and the pace and admission check of claims. The
+//! decisions are in [`crate::queue`], [`crate::presence`] and [`crate::page`].
 
+use super::caller;
+use super::joins::{isolate_tag, with_recent_keys};
 use super::origin::post_signed;
 use super::respond::{edge_json_headers, respond};
-use super::{answer, now_ms, pass_through, status_for, TOKENS};
+use super::{answer, now_ms, status_for};
 use crate::config::EdgeConfig;
-use crate::decide::{self, Answer};
-use crate::limit::{self, Action, Limiter};
+use crate::decide::Answer;
+use crate::limit::{Action, Limiter};
 use crate::presence::Presence;
 use crate::{page, queue};
-use flashgate_shared::api::is_valid_slug;
-use flashgate_shared::ip_limit::limit_key_of;
 use flashgate_shared::queue::presence::{presence_path, PresenceReport};
 use flashgate_shared::queue::TICKET_HEADER;
-use flashgate_shared::{token, MAX_CLAIM_BODY_BYTES};
 use std::cell::RefCell;
 use std::rc::Rc;
-use worker::{js_sys, Headers, Request, Response, Result};
+use worker::{Request, Response, Result};
 
-/// Rate-limit buckets kept per isolate.
-const LIMITER_CAPACITY: usize = 50_000;
 /// Checked tickets kept per isolate.
 const TICKET_CACHE_CAPACITY: usize = 50_000;
 /// Campaigns whose forwarding pace is kept per isolate (a forgotten pace is a full bucket: at
@@ -28,22 +25,15 @@ const TICKET_CACHE_CAPACITY: usize = 50_000;
 const PACE_CAPACITY: usize = 10_000;
 
 thread_local! {
-    static LIMITER: RefCell<Limiter> = RefCell::new(Limiter::new(LIMITER_CAPACITY));
     static TICKETS: RefCell<queue::TicketCache> =
         RefCell::new(queue::TicketCache::new(TICKET_CACHE_CAPACITY));
-    /// Kept apart from [`LIMITER`], whose per-customer keys could fill it and start it over.
+    /// Kept apart from the rate limits' buckets ([`caller::limit`]), whose per-customer keys
+    /// could fill it and start it over.
     static PACE: RefCell<Limiter> = RefCell::new(Limiter::new(PACE_CAPACITY));
     /// The tickets that polled here, per campaign, until their report is sent.
     static PRESENCE: RefCell<Presence> = RefCell::new(Presence::new(&isolate_tag()));
     /// Reports due, sent by the fetch handler after the answer (`waitUntil`).
     static OUTBOX: RefCell<Vec<(String, PresenceReport)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// A random name for this isolate's report ids.
-pub(super) fn isolate_tag() -> String {
-    let a = (js_sys::Math::random() * 1e15) as u64;
-    let b = (js_sys::Math::random() * 1e15) as u64;
-    format!("{a:x}{b:x}")
 }
 
 /// The presence reports due (campaign id, report), taken out of the outbox.
@@ -70,52 +60,6 @@ pub(super) async fn send_report(cfg: Rc<EdgeConfig>, id: String, report: Presenc
             Err(e) => worker::console_error!("presence report for {id}: {e}"),
         }
     }
-}
-
-/// The client's IP as the runtime reports it (`CF-Connecting-IP`), normalised by
-/// [`crate::decide::client_ip`]; `None` when absent or not an address.
-pub(super) fn client_ip(req: &Request) -> Option<String> {
-    ip_of(req.headers())
-}
-
-/// [`client_ip`] from the request's headers.
-pub(super) fn ip_of(headers: &Headers) -> Option<String> {
-    let raw = headers.get(super::CF_CONNECTING_IP_HEADER).ok().flatten();
-    decide::client_ip(raw.as_deref())
-}
-
-/// Takes one token for `action` from the customer's bucket (when known) and the IP's bucket
-/// (when known: the bucket of [`flashgate_shared::ip_limit::limit_key`], so an IPv6 client
-/// counts per prefix and an IPv4-mapped address as its IPv4 address); 429 `rate_limited` +
-/// `Retry-After` when either is spent.
-pub(super) fn limit(
-    cfg: &EdgeConfig,
-    action: Action,
-    customer: Option<&str>,
-    ip: Option<&str>,
-) -> std::result::Result<(), Answer> {
-    let now = now_ms();
-    let per_customer = match action {
-        Action::Join => cfg.limits.joins_per_s,
-        Action::Poll => cfg.limits.polls_per_s,
-        Action::Claim => cfg.limits.claims_per_s,
-        Action::Replay => queue::REPLAY_PER_S,
-        Action::AnyPerIp => cfg.limits.ip_per_s,
-        Action::Forward => 0,
-    };
-    LIMITER.with(|l| {
-        let mut l = l.borrow_mut();
-        let ip_key = ip.and_then(|ip| limit_key_of(ip, cfg.limits.ipv6_prefix));
-        if let Some(key) = ip_key {
-            l.take(Action::AnyPerIp, &key, cfg.limits.ip_per_s, now)
-                .map_err(limit::rate_limited)?;
-        }
-        if let Some(c) = customer {
-            l.take(action, c, per_customer, now)
-                .map_err(limit::rate_limited)?;
-        }
-        Ok(())
-    })
 }
 
 /// Takes one of campaign `id`'s forwarding tokens (`admit_per_second` of them per second,
@@ -160,11 +104,11 @@ async fn poll_answer(
     // per-IP limit is on.
     let req_headers = req.headers();
     let ip = if cfg.limits.ip_per_s > 0 {
-        ip_of(req_headers)
+        caller::ip_of(req_headers)
     } else {
         None
     };
-    limit(cfg, Action::AnyPerIp, None, ip.as_deref())?;
+    caller::limit(cfg, Action::AnyPerIp, None, ip.as_deref())?;
     let secret = queue_secret(cfg)?;
     let (entry, _fresh) = status_for(cfg, id, url).await;
     let entry = entry.ok_or_else(Answer::unavailable)?;
@@ -183,13 +127,13 @@ async fn poll_answer(
         Ok(_) => None,
         Err(_) => raw
             .as_deref()
-            .and_then(|r| super::joins::open_shadow(secret, r, id)),
+            .and_then(|r| crate::access::open_shadow(secret, r, id)),
     };
     let ticket = match (&shadow, checked) {
         (Some((t, _)), _) => t.clone(),
         (None, checked) => checked?,
     };
-    limit(cfg, Action::Poll, Some(&ticket.place.customer), None)?;
+    caller::limit(cfg, Action::Poll, Some(&ticket.place.customer), None)?;
     if let (Some(raw), None) = (raw.as_deref(), &shadow) {
         let due = PRESENCE.with(|p| p.borrow_mut().seen(id, raw, now_ms()));
         if let Some(report) = due {
@@ -198,7 +142,7 @@ async fn poll_answer(
     }
     let poll = match &shadow {
         Some((_, key)) => crate::access::shadow_poll(&entry, &ticket, key, now_ms())?,
-        None => super::joins::with_recent_keys(id, |own| {
+        None => with_recent_keys(id, |own| {
             queue::poll(&entry, &ticket, secret, now_ms(), own)
         })?,
     };
@@ -220,57 +164,4 @@ async fn poll_answer(
         Ok::<_, worker::Error>(respond(200, headers, body.into_bytes()))
     })();
     built.map_err(|_| Answer::unavailable())
-}
-
-/// The customer of the request's bearer token when it verifies here, else `None`.
-pub(super) async fn verified_customer(req: &Request, cfg: &EdgeConfig) -> Result<Option<String>> {
-    let auth = req.headers().get("authorization")?;
-    let bearer = auth.as_deref().and_then(token::bearer);
-    let verifier = super::jwks::verifier(cfg, bearer).await;
-    let now = now_ms();
-    Ok(bearer.and_then(|t| {
-        TOKENS.with(|c| {
-            c.borrow_mut()
-                .verify(t, &verifier, token::NumericDate::from_unix_ms(now))
-                .ok()
-        })
-    }))
-}
-
-/// `POST /api/v1/campaigns/{id}/queue`: rate limited per IP and per customer (when the
-/// customer token verifies; the origin answers a bad one), then answered here
-/// ([`super::joins`]) when the token verified here, else passed through.
-pub(super) async fn join(
-    mut req: Request,
-    cfg: &EdgeConfig,
-    id: &str,
-    url: &worker::Url,
-) -> Result<Response> {
-    let ip = client_ip(&req);
-    let customer = verified_customer(&req, cfg).await?;
-    if let Err(a) = limit(cfg, Action::Join, customer.as_deref(), ip.as_deref()) {
-        return answer(&a);
-    }
-    // A verified customer's join is answered here; the origin answers any other (a bad
-    // token's 401) on its own, as without an edge secret to sign tickets with.
-    match (customer, &cfg.edge_secret) {
-        (Some(customer), Some(_)) if is_valid_slug(id) => {
-            // Read whole (the runtime resets a client whose body is left unread); the join has
-            // no body to speak of, and one past the bound is refused as the origin would.
-            match req.bytes().await {
-                Ok(body) if body.len() > MAX_CLAIM_BODY_BYTES => answer(&decide::too_large()),
-                Ok(body) => {
-                    let join = super::joins::Join {
-                        id,
-                        customer: &customer,
-                        body: &body,
-                        ip: ip.as_deref(),
-                    };
-                    super::joins::join(&req, cfg, &join, url).await
-                }
-                Err(_) => answer(&decide::unreadable_body()),
-            }
-        }
-        _ => pass_through(req, cfg, url).await,
-    }
 }

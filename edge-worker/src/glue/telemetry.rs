@@ -1,16 +1,20 @@
-//! The worker side of [`crate::telemetry`]: the claim answers counted per isolate, the metrics
-//! route, and the `traceparent` written on every request forwarded to the origin.
+//! The worker side of [`crate::telemetry`]: the claim answers and the joins' challenge failures
+//! counted per isolate, the metrics route, and the `traceparent` written on every request
+//! forwarded to the origin.
 
 use std::cell::RefCell;
 
 use flashgate_shared::ANSWERED_BY_HEADER;
 use worker::{js_sys, Headers, Request, Response, ResponseBody, Result};
 
+use crate::access::{Failure, FailureCounts};
 use crate::config::EdgeConfig;
 use crate::telemetry::{check_reader, Counts};
 
 thread_local! {
     static COUNTS: RefCell<Counts> = RefCell::new(Counts::default());
+    /// Joins that failed their challenge here, by outcome and reason.
+    static FAILURES: RefCell<FailureCounts> = RefCell::new(FailureCounts::default());
 }
 
 /// Counts `resp`, a claim answer, by its JSON `result` and its `Flashgate-Answered-By`, and
@@ -28,6 +32,12 @@ pub(super) fn counted(resp: Response) -> Result<Response> {
     Ok(resp)
 }
 
+/// Counts a join that failed its challenge with `f`, answered with a 403 (`forbidden`) or an
+/// infinite-queue ticket ([`FailureCounts::add`]).
+pub(super) fn challenge_failed(f: Failure, forbidden: bool) {
+    FAILURES.with(|c| c.borrow_mut().add(f, forbidden));
+}
+
 /// `GET /__flashgate/metrics`: this isolate's counts in the Prometheus text format, for the
 /// bearer of `FLASHGATE_EDGE_METRICS_TOKEN`; 401 for anyone else, 404 when no token is set.
 pub(super) fn serve(req: &Request, cfg: &EdgeConfig) -> Result<Response> {
@@ -40,7 +50,7 @@ pub(super) fn serve(req: &Request, cfg: &EdgeConfig) -> Result<Response> {
     headers.set("cache-control", flashgate_shared::PRIVATE_CACHE_CONTROL)?;
     headers.set(ANSWERED_BY_HEADER, "edge")?;
     let mut text = COUNTS.with(|c| c.borrow().render());
-    text.push_str(&super::joins::failures_rendered());
+    text.push_str(&FAILURES.with(|f| f.borrow().render()));
     Ok(Response::ok(text)?.with_headers(headers))
 }
 

@@ -13,16 +13,18 @@
 //!   those takes anyway.
 //! - Promising less in both reads (a give-back or a returned unit a promoted replica lost; such
 //!   units would never be sold): the gate is raised, and the sold-out flag cleared, only when
-//!   the previous audit, at most [`DEFICIT_KEPT_MS`] earlier, saw a shortfall too, and by the
-//!   smaller of the two. A hold that ends is written to PostgreSQL first and given back to the
-//!   gate right after, so a single sighting may be that unit on its way. The raise goes through
-//!   the gate's one bounded step ([`crate::gate::adjust`]), never above PostgreSQL's `remaining`.
+//!   the previous audit, at most [`DEFICIT_KEPT_MS`](super::repaired::DEFICIT_KEPT_MS)
+//!   earlier, saw a shortfall too, and by the smaller of the two. A hold that ends is written
+//!   to PostgreSQL first and given back to the gate right after, so a single sighting may be
+//!   that unit on its way. The raise goes through the gate's one bounded step
+//!   ([`crate::gate::adjust`]), never above PostgreSQL's `remaining`.
 
 use std::time::Duration;
 
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
+use super::repaired::{forget_deficit, to_raise, Repaired};
 use crate::db::Db;
 use crate::error::StoreError;
 use crate::gate::correct::{committed, lower, pg_view, promised, snapshot, try_lock};
@@ -36,9 +38,6 @@ pub const AUDIT_EVERY: Duration = Duration::from_secs(1);
 /// Campaigns audited at once in a pass.
 const CAMPAIGNS_AT_ONCE: usize = 8;
 
-/// How long a shortfall seen by one audit is remembered for the next, in milliseconds.
-pub const DEFICIT_KEPT_MS: u64 = 5_000;
-
 /// The audit's turn: the origin that sets it runs the pass, for a little less than
 /// [`AUDIT_EVERY`].
 const TURN_KEY: &str = "fg:gate_audit:turn";
@@ -46,43 +45,6 @@ const TURN_KEY: &str = "fg:gate_audit:turn";
 /// The code audit's record of repairs (all codes): counts `flags`, `holders_dropped` and
 /// `last_repair_at` (RFC 3339 UTC).
 const CODES_KEY: &str = "fg:gate_audit:codes";
-
-/// What the audit repaired: units `lowered` (taken off gates promising more than PostgreSQL)
-/// and `raised` (put back on gates that had lost them), holders `holders_dropped` (naming no
-/// active claim) and `holders_restored` (written for an active claim that had none).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Repaired {
-    pub lowered: i64,
-    pub raised: i64,
-    pub holders_dropped: i64,
-    pub holders_restored: i64,
-}
-
-impl Repaired {
-    /// True when nothing was repaired.
-    pub fn is_empty(&self) -> bool {
-        *self == Repaired::default()
-    }
-
-    /// The repairs as (field of [`Keys::audit_repairs`], count) pairs.
-    fn fields(&self) -> [(&'static str, i64); 4] {
-        [
-            ("lowered", self.lowered),
-            ("raised", self.raised),
-            ("holders_dropped", self.holders_dropped),
-            ("holders_restored", self.holders_restored),
-        ]
-    }
-}
-
-impl std::ops::AddAssign for Repaired {
-    fn add_assign(&mut self, o: Repaired) {
-        self.lowered += o.lowered;
-        self.raised += o.raised;
-        self.holders_dropped += o.holders_dropped;
-        self.holders_restored += o.holders_restored;
-    }
-}
 
 /// Audits every live campaign, then the coupon codes' cached state ([`code_audit`]), when
 /// this origin gets the turn (else does nothing). A campaign whose audit fails is logged and
@@ -253,28 +215,4 @@ async fn check(gate: &mut Gate, db: &Db, c: &str, n: u16) -> Result<Repaired, St
         "gate audit: units PostgreSQL has and the gate had lost put back"
     );
     Ok(Repaired { raised, ..none })
-}
-
-/// Remembers a `deficit` seen now under `key` (for [`DEFICIT_KEPT_MS`]) and returns the units
-/// to raise: the smaller of it and the one the previous audit saw, `None` when that audit saw
-/// none (a unit on its way back looks like a shortfall once).
-pub(crate) async fn to_raise(
-    gate: &mut Gate,
-    key: &str,
-    deficit: i64,
-) -> redis::RedisResult<Option<i64>> {
-    let seen: Option<i64> = redis::cmd("SET")
-        .arg(key)
-        .arg(deficit)
-        .arg("PX")
-        .arg(DEFICIT_KEPT_MS)
-        .arg("GET")
-        .query_async(gate)
-        .await?;
-    Ok(seen.filter(|d| *d > 0).map(|seen| seen.min(deficit)))
-}
-
-/// Forgets the shortfall the last audit saw (the gate agrees again, or it was repaired).
-pub(crate) async fn forget_deficit(gate: &mut Gate, key: &str) -> redis::RedisResult<()> {
-    redis::cmd("DEL").arg(key).query_async(gate).await
 }

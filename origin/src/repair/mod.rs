@@ -5,6 +5,8 @@
 //!   than PostgreSQL has and repairing holders ([`holders`]) and the codes' cached state;
 //! - [`variant_audit`], [`variant_reconcile`]: the same, per variant, for a campaign with
 //!   variants;
+//! - [`repaired`]: what the audit's checks share (the tally of repairs, the shortfall kept
+//!   from one pass to the next);
 //! - [`reconcile`]: the read-only report of the gate against the record (`GET
 //!   …/reconcile`, `flashgate reconcile`);
 //! - [`cleanup`]: the Redis keys of ended, settled campaigns expire after a grace period, or
@@ -15,6 +17,7 @@ pub mod cleanup;
 pub mod holders;
 pub mod keys;
 pub mod reconcile;
+pub mod repaired;
 pub mod settle;
 pub mod variant_audit;
 pub mod variant_reconcile;

@@ -13,8 +13,9 @@
 //!   takes not yet committed) in both reads is lowered at once, with the campaign count of the
 //!   same shards ([`crate::gate::variants::adjust`]).
 //! - **A variant promising less** in both reads is raised only when the previous audit, at most
-//!   [`super::audit::DEFICIT_KEPT_MS`] earlier, saw a shortfall of it too, by the smaller of the two (a unit
-//!   on its way back looks like a shortfall once), with the campaign count of the same shard.
+//!   [`super::repaired::DEFICIT_KEPT_MS`] earlier, saw a shortfall of it too, by the smaller of
+//!   the two (a unit on its way back looks like a shortfall once), with the campaign count of
+//!   the same shard.
 //!
 //! The campaign's own check is not run on such a campaign: its counts are the sums of the
 //! variants', which this one keeps.
@@ -23,7 +24,7 @@ use std::collections::HashMap;
 
 use flashgate_shared::api::ClaimStatus;
 
-use super::audit::{forget_deficit, to_raise, Repaired};
+use super::repaired::{forget_deficit, to_raise, Repaired};
 use crate::db::Db;
 use crate::error::StoreError;
 use crate::gate::correct::move_shard;

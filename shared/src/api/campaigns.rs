@@ -1,5 +1,6 @@
 //! Campaigns: what a campaign hands out, its state by the origin's clock, its public status,
-//! and the body that creates one with its limits.
+//! and the body that creates one with its limits, its variants' included ([`NewVariant`],
+//! [`check_variants`]; what else a variant is, is [`super::variants`]).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -132,10 +133,10 @@ pub struct NewCampaign {
     /// ([`super::draws::DrawSettings`]); rejected otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draw: Option<super::draws::DrawSettings>,
-    /// The campaign's variants (sizes, colours), at most [`super::variants::MAX_VARIANTS`],
+    /// The campaign's variants (sizes, colours), at most [`MAX_VARIANTS`],
     /// ids unique; absent = none, the campaign behaves as without variants. With variants,
     /// `stock` is the sum of theirs: give that sum, or 0.
-    pub variants: Option<Vec<super::variants::NewVariant>>,
+    pub variants: Option<Vec<NewVariant>>,
 }
 
 /// The most shards a campaign's Redis gate may have.
@@ -223,6 +224,60 @@ pub fn check_hold_extension(seconds: i64) -> Result<i64, String> {
     }
 }
 
+/// The most variants one campaign may have.
+pub const MAX_VARIANTS: usize = 1_000;
+
+/// One variant in a creation body (`POST /admin/v1/campaigns`, `variants`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NewVariant {
+    /// Slug `[a-z0-9-]{1,64}` (the rules of a campaign id), unique within the campaign.
+    pub id: String,
+    /// Display name, 1..=200 characters.
+    pub name: String,
+    /// Units of this variant, 0..=10,000,000.
+    pub stock: i64,
+}
+
+/// Checks one variant's fields; `Err` names the field.
+pub fn check_variant(id: &str, name: &str, stock: i64) -> Result<(), String> {
+    if !is_valid_slug(id) {
+        return Err("variants: id must match [a-z0-9-]{1,64}".into());
+    }
+    crate::text::check_free_text("variants: name", name, MAX_NAME_LEN)?;
+    if !(0..=MAX_STOCK).contains(&stock) {
+        return Err(format!("variants: stock must be between 0 and {MAX_STOCK}"));
+    }
+    Ok(())
+}
+
+/// Checks the variants of a creation body: at most [`MAX_VARIANTS`], ids unique, each valid
+/// ([`check_variant`]), their stock summing to 1..=10,000,000. Returns that sum.
+pub fn check_variants(variants: &[NewVariant]) -> Result<i64, String> {
+    if variants.is_empty() {
+        return Err("variants: give at least one variant, or leave the field out".into());
+    }
+    if variants.len() > MAX_VARIANTS {
+        return Err(format!("variants: at most {MAX_VARIANTS} variants"));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(variants.len());
+    let mut sum = 0i64;
+    for v in variants {
+        check_variant(&v.id, &v.name, v.stock)?;
+        if !seen.insert(v.id.as_str()) {
+            return Err(format!("variants: duplicate id {}", v.id));
+        }
+        sum += v.stock;
+    }
+    if !(1..=MAX_STOCK).contains(&sum) {
+        return Err(format!(
+            "variants: their stock must sum to between 1 and {MAX_STOCK}"
+        ));
+    }
+    Ok(sum)
+}
+
 impl NewCampaign {
     /// Checks the rules that the type system does not: slug shape, name of 1..=[`MAX_NAME_LEN`]
     /// characters ([`crate::text::check_free_text`]: not blank, no control character), stock
@@ -239,7 +294,7 @@ impl NewCampaign {
         crate::text::check_free_text("name", &self.name, MAX_NAME_LEN)?;
         match &self.variants {
             Some(variants) => {
-                let sum = super::variants::check_variants(variants)?;
+                let sum = check_variants(variants)?;
                 if self.stock != 0 && self.stock != sum {
                     return Err(format!(
                         "stock must be the sum of the variants' stock ({sum}) or 0"
@@ -395,5 +450,26 @@ mod tests {
             check_year("ends_at", t("1969-12-31T23:59:59Z")).unwrap_err(),
             "ends_at must be between the years 1970 and 9999"
         );
+    }
+
+    fn v(id: &str, stock: i64) -> NewVariant {
+        NewVariant {
+            id: id.into(),
+            name: format!("Size {id}"),
+            stock,
+        }
+    }
+
+    #[test]
+    fn variant_rules() {
+        assert_eq!(check_variants(&[v("41", 2), v("42", 3)]), Ok(5));
+        assert!(check_variants(&[v("41", 2), v("41", 3)]).is_err());
+        assert!(check_variants(&[v("41", -1)]).is_err());
+        assert!(check_variants(&[v("Bad", 1)]).is_err());
+        assert!(check_variants(&[v("41", 0)]).is_err());
+        assert!(check_variants(&[]).is_err());
+        let many: Vec<_> = (0..=MAX_VARIANTS).map(|i| v(&i.to_string(), 1)).collect();
+        assert!(check_variants(&many).is_err());
+        assert!(check_variants(&many[..MAX_VARIANTS]).is_ok());
     }
 }
