@@ -143,29 +143,34 @@
     };
   }
   const SLICE = 1 << 14;
-  // Solves in a Worker built from a Blob (the page stays responsive); without Workers, in
-  // slices on the page's thread that yield to the event loop between them.
-  function solve(challenge, difficulty, progress) {
+  // A Worker built from a Blob that solves what it is sent; started (and its compiler warmed
+  // on a throwaway challenge) while the challenge is on its way. Null without Workers.
+  function startWorker() {
+    try {
+      const code = powSolver.toString() + "\nonmessage = (e) => {\n" +
+        "  const t = powSolver(e.data.challenge, e.data.difficulty);\n" +
+        "  if (e.data.warm) { t(0, " + SLICE + "); return; }\n" +
+        "  for (let n = 0; ; n += " + SLICE + ") {\n" +
+        "    const s = t(n, " + SLICE + ");\n" +
+        "    if (s >= 0) { postMessage({ solution: s }); return; }\n" +
+        "    postMessage({ tried: n + " + SLICE + " });\n  }\n};\n";
+      const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
+      const w = new Worker(url);
+      URL.revokeObjectURL(url);
+      w.postMessage({ challenge: "warm-up", difficulty: 32, warm: true });
+      return w;
+    } catch (e) { return null; }
+  }
+  // Solves in Worker `w` (the page stays responsive); without one, in slices on the page's
+  // thread that yield to the event loop between them.
+  function solve(w, challenge, difficulty, progress) {
     return new Promise((resolve, reject) => {
-      let w;
-      try {
-        const code = powSolver.toString() + "\nonmessage = (e) => {\n" +
-          "  const t = powSolver(e.data.challenge, e.data.difficulty);\n" +
-          "  for (let n = 0; ; n += " + SLICE + ") {\n" +
-          "    const s = t(n, " + SLICE + ");\n" +
-          "    if (s >= 0) { postMessage({ solution: s }); return; }\n" +
-          "    postMessage({ tried: n + " + SLICE + " });\n  }\n};\n";
-        const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
-        w = new Worker(url);
-        URL.revokeObjectURL(url);
-      } catch (e) { w = null; }
       if (w) {
         w.onmessage = (e) => {
           if (e.data.solution === undefined) { progress(e.data.tried); return; }
-          w.terminate();
           resolve({ solution: e.data.solution, solver: "worker" });
         };
-        w.onerror = (e) => { w.terminate(); e.preventDefault(); inline().then(resolve, reject); };
+        w.onerror = (e) => { e.preventDefault(); inline().then(resolve, reject); };
         w.postMessage({ challenge, difficulty });
       } else {
         inline().then(resolve, reject);
@@ -189,19 +194,29 @@
       await sleep((Number(r.headers.get("retry-after")) || 1) * 1000);
     }
   }
-  // Fetches a challenge, solves it while showing the odds of being done, and returns the
-  // join's {challenge, solution}; a challenge that expired meanwhile is fetched again.
+  // "Checking your browser…": the join's {challenge, solution}, with a Worker of its own.
   async function proofOfWork(token) {
     const check = $("check");
     check.hidden = false;
     $("state").textContent = "checking";
+    const w = startWorker();
+    try {
+      return await solved(token, w);
+    } finally {
+      if (w) w.terminate();
+    }
+  }
+  // Fetches a challenge, solves it while showing the odds of being done, and returns the
+  // join's {challenge, solution}; a challenge that expired meanwhile is fetched again.
+  async function solved(token, w) {
+    const check = $("check");
     for (;;) {
       const r = await patiently(() => fetch(base + "/challenge",
         { headers: { accept: "application/json", authorization: "Bearer " + token } }));
       if (!r.ok) throw new Error("the challenge answered " + r.status);
       const c = await r.json();
       const started = performance.now();
-      const done = await solve(c.challenge, c.difficulty, (tried) => {
+      const done = await solve(w, c.challenge, c.difficulty, (tried) => {
         // The chance a solution is found within this many tries.
         $("progress").value = 1 - Math.exp(-tried / 2 ** c.difficulty);
       });
