@@ -8,8 +8,13 @@
 //! On a campaign with variants the page lists them ([`variant_choices`]), marks the sold-out
 //! ones (kept up to date by the polls), lets the customer pick one, and its claim names it
 //! (`{"variant":"42"}`): one admission token serves any variant.
+//!
+//! Without a ticket a browser gets the join page ([`render_join`]): its script joins, first
+//! solving the campaign's proof of work in a Web Worker when it has one, then shows the
+//! ticket's place and polls like the ticket's page. The script is `edge-worker/src/page.js`.
 
 use flashgate_shared::api::{CampaignState, VariantStatus};
+use flashgate_shared::queue::access::{ChallengeKind, JoinAccess};
 use flashgate_shared::queue::{Outlook, QueueState, StatusReply};
 
 /// True when the client prefers HTML: an `Accept` header naming `text/html`.
@@ -71,6 +76,71 @@ fn variant_choices(variants: &[VariantStatus]) -> String {
     out
 }
 
+/// The page's script (`edge-worker/src/page.js`); it reads its settings from the card's data
+/// attributes (`#room`).
+const SCRIPT: &str = include_str!("page.js");
+
+/// What differs between the ticket's page and the join page.
+struct Shell<'a> {
+    id: &'a str,
+    /// `<noscript>` in the head (the ticket page's refresh).
+    head: &'a str,
+    /// Data attributes of the card, escaped.
+    data: String,
+    position: String,
+    eta: String,
+    state: &'a str,
+    outlook: &'a str,
+    note: &'a str,
+    choices: String,
+    admission: &'a str,
+    /// Below the card's figures: the join page's check and its no-JavaScript words.
+    extra: &'a str,
+}
+
+fn shell(s: &Shell<'_>) -> String {
+    format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1">
+{head}
+<title>Waiting room · {id}</title>
+<style>
+body{{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem;color:#222}}
+.card{{border:1px solid #ddd;border-radius:.75rem;padding:1.5rem}}
+.big{{font-size:3rem;font-weight:700;margin:.25rem 0}}
+.muted{{color:#666}} #claim{{display:none;font-size:1.2rem;padding:.6rem 1.2rem}}
+progress{{width:10rem}}
+</style></head>
+<body><div class="card" id="room"{data}>
+<h1>Waiting room</h1>
+<p class="muted">Campaign <b>{id}</b></p>
+<p>Position</p><p class="big" id="position">{position}</p>
+<p>Estimated wait: <b id="eta">{eta}</b> s</p>
+<p>State: <b id="state">{state}</b> <span id="outlook" class="muted">{outlook}</span></p>
+ <p id="note">{note}</p>
+{extra}{choices}
+<button id="claim" data-admission="{admission}">Claim</button>
+<p id="result"></p>
+</div>
+<script>
+{script}</script></body></html>
+"#,
+        id = s.id,
+        head = s.head,
+        data = s.data,
+        position = s.position,
+        eta = s.eta,
+        state = s.state,
+        outlook = s.outlook,
+        note = esc(s.note),
+        extra = s.extra,
+        choices = s.choices,
+        admission = esc(s.admission),
+        script = SCRIPT,
+    )
+}
+
 /// The page for campaign `id` with the checked `ticket` and the edge's `reply`; refreshes
 /// after `retry_after_s` seconds.
 pub fn render(id: &str, ticket: &str, reply: &StatusReply, retry_after_s: u32) -> String {
@@ -94,115 +164,73 @@ pub fn render(id: &str, ticket: &str, reply: &StatusReply, retry_after_s: u32) -
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
         .unwrap_or_default();
     let note = second_wave_note(reply.outlook, &held_until);
-    let admission = reply.admission_token.as_deref().unwrap_or("");
     // Terminal states do not refresh; a sold-out that may come back does, slowly.
     let meta = match reply.state {
         QueueState::SoldOut if reply.outlook == Some(Outlook::MayReturn) => format!(
-            r#"<meta http-equiv="refresh" content="{retry_after_s};url={}">"#,
-            self_url
+            r#"<noscript><meta http-equiv="refresh" content="{retry_after_s};url={self_url}"></noscript>"#
         ),
-        QueueState::SoldOut | QueueState::Ended | QueueState::Lapsed => String::new(),
+        QueueState::SoldOut | QueueState::Ended | QueueState::Lapsed => {
+            "<noscript></noscript>".into()
+        }
         _ => format!(
-            r#"<meta http-equiv="refresh" content="{retry_after_s};url={}">"#,
-            self_url
+            r#"<noscript><meta http-equiv="refresh" content="{retry_after_s};url={self_url}"></noscript>"#
         ),
     };
-    format!(
-        r#"<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width,initial-scale=1">
-<noscript>{meta}</noscript>
-<title>Waiting room · {id}</title>
-<style>
-body{{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem;color:#222}}
-.card{{border:1px solid #ddd;border-radius:.75rem;padding:1.5rem}}
-.big{{font-size:3rem;font-weight:700;margin:.25rem 0}}
-.muted{{color:#666}} #claim{{display:none;font-size:1.2rem;padding:.6rem 1.2rem}}
-</style></head>
-<body><div class="card">
-<h1>Waiting room</h1>
-<p class="muted">Campaign <b>{id}</b></p>
-<p>Position</p><p class="big" id="position">{position}</p>
-<p>Estimated wait: <b id="eta">{eta}</b> s</p>
-<p>State: <b id="state">{state}</b> <span id="outlook" class="muted">{outlook}</span></p>
- <p id="note">{note}</p>
-{choices}
-<button id="claim" data-admission="{admission}">Claim</button>
-<p id="result"></p>
-</div>
-<script>
-(() => {{
-  const url = "{self_url_js}";
-  const ticket = "{ticket_js}";
-  const $ = (id) => document.getElementById(id);
-  let admission = $("claim").dataset.admission;
-  function show(s) {{
-    $("position").textContent = s.position;
-    $("eta").textContent = s.eta_seconds;
-    $("state").textContent = s.state;
-    $("outlook").textContent = s.outlook || "";
-    $("note").textContent = s.outlook === "may_return"
-      ? "Sold out for now, but units held by others may come back until " + s.held_until +
-        ". Keep this page open: it keeps checking."
-      : (s.outlook === "final" ? "Sold out: nothing will come back." : "");
-    admission = s.admission_token || admission;
-    for (const v of s.variants || []) {{
-      const input = document.querySelector('input[name="variant"][value="' + v.id + '"]');
-      if (!input) continue;
-      const sold = v.state === "sold_out" || v.remaining <= 0;
-      input.disabled = sold;
-      if (sold) input.checked = false;
-      document.querySelector('[data-left="' + v.id + '"]').textContent = sold ? "sold out" : "";
-    }}
-    $("claim").style.display = s.admitted ? "inline-block" : "none";
-  }}
-  async function poll() {{
-    let wait = 5;
-    try {{
-      const r = await fetch(url, {{ headers: {{ accept: "application/json", "flashgate-ticket": ticket }} }});
-      wait = Number(r.headers.get("retry-after")) || wait;
-      if (r.ok) {{
-        const s = await r.json();
-        show(s);
-        const more = s.state === "sold_out" && s.outlook === "may_return";
-        if (!more && (s.state === "sold_out" || s.state === "ended" || s.state === "lapsed")) return;
-      }}
-    }} catch (e) {{}}
-    setTimeout(poll, wait * 1000);
-  }}
-  $("claim").addEventListener("click", async () => {{
-    const token = new URLSearchParams(location.hash.slice(1)).get("token");
-    if (!token) {{ $("result").textContent = "open this page from the shop to claim"; return; }}
-    const picker = $("variants");
-    const picked = picker && document.querySelector('input[name="variant"]:checked');
-    if (picker && !picked) {{ $("result").textContent = "choose one first"; return; }}
-    // One key per variant: a retry of the same choice replays, another choice is a new claim.
-    const key = "page-" + ticket.slice(-16) + (picked ? "-" + picked.value : "");
-    const r = await fetch("/api/v1/campaigns/{id}/claims", {{
-      method: "POST",
-      headers: {{ "content-type": "application/json", authorization: "Bearer " + token,
-        "idempotency-key": key, "flashgate-admission": admission }},
-      body: picked ? JSON.stringify({{ variant: picked.value }}) : "{{}}",
-    }});
-    const a = await r.json();
-    $("result").textContent = a.result + (a.variant ? " (" + a.variant + ")" : "");
-  }});
-  show({{ position: {position}, eta_seconds: {eta}, state: "{state}", outlook: "{outlook}",
-    held_until: "{held_until}", admitted: {admitted} }});
-  setTimeout(poll, {retry_after_s} * 1000);
-}})();
-</script></body></html>
-"#,
-        position = reply.position,
-        eta = reply.eta_seconds,
-        state = state_text(reply.state),
-        admission = esc(admission),
-        admitted = reply.admitted,
-        self_url_js = self_url,
-        note = esc(&note),
-        ticket_js = ticket,
-        choices = variant_choices(&reply.variants),
-    )
+    shell(&Shell {
+        id: &id,
+        head: &meta,
+        data: format!(
+            r#" data-campaign="{id}" data-ticket="{ticket}" data-retry="{retry_after_s}" data-held-until="{held_until}" data-admitted="{}""#,
+            reply.admitted
+        ),
+        position: reply.position.to_string(),
+        eta: reply.eta_seconds.to_string(),
+        state: state_text(reply.state),
+        outlook,
+        note: &note,
+        choices: variant_choices(&reply.variants),
+        admission: reply.admission_token.as_deref().unwrap_or(""),
+        extra: "",
+    })
+}
+
+/// The join page of campaign `id` (a browser's `GET …/queue` without a ticket): its script
+/// joins with the customer token of the fragment, after solving the proof of work when
+/// `access` asks for one ("Checking your browser…" with its progress), then shows the
+/// ticket's place and polls as the ticket's page does. Without JavaScript it says that it
+/// needs it: the token in the fragment reaches no server.
+pub fn render_join(id: &str, access: &JoinAccess, variants: &[VariantStatus]) -> String {
+    let id = esc(id);
+    let challenge = match access.challenge {
+        ChallengeKind::None => "none",
+        ChallengeKind::Pow => "pow",
+        ChallengeKind::Turnstile => "turnstile",
+    };
+    let extra = if access.challenge == ChallengeKind::Pow {
+        r#"<p id="check" hidden><span id="check-text">Checking your browser…</span> <progress id="progress" max="1" value="0"></progress> <span id="check-note" class="muted"></span></p>
+"#
+    } else {
+        ""
+    };
+    let extra = format!(
+        "{extra}<noscript><p>Joining the line needs JavaScript: turn it on and reload this page.</p></noscript>\n"
+    );
+    shell(&Shell {
+        id: &id,
+        head: "",
+        data: format!(
+            r#" data-campaign="{id}" data-ticket="" data-challenge="{challenge}" data-difficulty="{}""#,
+            access.pow_difficulty
+        ),
+        position: "–".into(),
+        eta: "–".into(),
+        state: "joining",
+        outlook: "",
+        note: "",
+        choices: variant_choices(variants),
+        admission: "",
+        extra: &extra,
+    })
 }
 
 /// The page's plain words on a sold-out campaign: units may come back until `held_until`
@@ -245,6 +273,11 @@ mod tests {
         let html = render("drop", "abc.def", &reply, 3);
         assert!(html.contains(r#"<p class="big" id="position">42</p>"#));
         assert!(html.contains(r#"<b id="eta">7</b>"#));
+        // The settings of the script, and no join.
+        assert!(html.contains(
+            r#"data-campaign="drop" data-ticket="abc.def" data-retry="3" data-held-until="" data-admitted="false""#
+        ));
+        assert!(!html.contains(r#"id="check""#));
         assert!(html.contains(
             r#"<meta http-equiv="refresh" content="3;url=/api/v1/campaigns/drop/queue?ticket=abc.def">"#
         ));
@@ -312,5 +345,28 @@ mod tests {
             r#"<input type="radio" name="variant" value="42" disabled> Size 42 <span class="muted" data-left="42">sold out</span>"#
         ));
         assert!(html.contains("JSON.stringify({ variant: picked.value })"));
+    }
+
+    #[test]
+    fn the_join_page_solves_a_pow_challenge_only_where_asked() {
+        let pow = JoinAccess {
+            challenge: ChallengeKind::Pow,
+            ..JoinAccess::default()
+        };
+        let html = render_join("drop", &pow, &[]);
+        assert!(html.contains(
+            r#"<div class="card" id="room" data-campaign="drop" data-ticket="" data-challenge="pow" data-difficulty="18">"#
+        ));
+        assert!(html.contains(
+            r#"<p id="check" hidden><span id="check-text">Checking your browser…</span>"#
+        ));
+        assert!(html.contains("<noscript><p>Joining the line needs JavaScript"));
+        assert!(html.contains("new Worker(") && html.contains(r#"fetch(base + "/challenge""#));
+        assert!(
+            !html.contains("http-equiv") && !html.contains("src=") && !html.contains("href="),
+            "no refresh (nothing to refresh to), no external assets"
+        );
+        let open = render_join("drop", &JoinAccess::default(), &[]);
+        assert!(open.contains(r#"data-challenge="none""#) && !open.contains(r#"id="check""#));
     }
 }

@@ -119,7 +119,18 @@ async fn poll_answer(
             .map(|(_, v)| v.into_owned())
     });
     // An unknown campaign or one without a waiting room is said before the ticket is looked at.
-    queue::waiting_room(&entry)?;
+    let (_, known) = queue::waiting_room(&entry)?;
+    let html = page::wants_html(req_headers.get("accept").ok().flatten().as_deref());
+    if html && raw.as_deref().is_none_or(|r| r.trim().is_empty()) {
+        // A browser without a ticket gets the join page: its script joins.
+        let body = page::render_join(id, &known.access, entry.variants());
+        let built = (|| {
+            let headers = edge_json_headers()?;
+            headers.set("content-type", "text/html; charset=utf-8")?;
+            Ok::<_, worker::Error>(respond(200, headers, body.into_bytes()))
+        })();
+        return built.map_err(|_| Answer::unavailable());
+    }
     let checked = TICKETS.with(|t| t.borrow_mut().check(secret, raw.as_deref(), id));
     // A ticket of the infinite queue opens with the shadow key: polled as any other, never
     // admitted, never reported.
@@ -146,7 +157,6 @@ async fn poll_answer(
             queue::poll(&entry, &ticket, secret, now_ms(), own)
         })?,
     };
-    let html = page::wants_html(req_headers.get("accept").ok().flatten().as_deref());
     let built = (|| {
         let headers = edge_json_headers()?;
         let body = if html {

@@ -25,7 +25,9 @@ pub struct Ticket {
 }
 
 /// A waiting-room poll, answered by the edge from the queue's figures it caches
-/// (docs/WAITING-ROOM.md). With `Accept: text/html` the edge answers the waiting page instead.
+/// (docs/WAITING-ROOM.md). With `Accept: text/html` the edge answers the waiting page instead;
+/// without a ticket, the join page, whose script joins (solving a proof of work first when the
+/// campaign asks for one: docs/ACCESS.md).
 #[utoipa::path(
     get,
     path = "/api/v1/campaigns/{id}/queue",
