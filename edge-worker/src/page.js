@@ -59,7 +59,9 @@
       body: picked ? JSON.stringify({ variant: picked.value }) : "{}",
     });
     const a = await r.json();
-    $("result").textContent = a.result + (a.variant ? " (" + a.variant + ")" : "");
+    // The variant named: a sold-out one's, or the claim's (hers, also on already_claimed).
+    const named = a.variant || (a.claim && a.claim.variant);
+    $("result").textContent = a.result + (named ? " (" + named + ")" : "");
   });
 
   // The proof of work (docs/ACCESS.md): SHA-256 of `challenge + ":" + n` with `difficulty`

@@ -104,6 +104,33 @@ impl Receiver {
         self.received_where(|e| e["campaign"] == c).await
     }
 
+    /// Waits (at most 60 s) until it answered 2xx to `n` distinct events of campaign `c`;
+    /// returns them by id (the first 2xx delivery of each).
+    pub async fn delivered(
+        &self,
+        c: &str,
+        n: usize,
+    ) -> std::collections::BTreeMap<String, Received> {
+        crate::support::eventually(
+            "the events to reach the receiver",
+            Duration::from_secs(60),
+            || async {
+                let mut ok = std::collections::BTreeMap::new();
+                for e in self.received(c).await {
+                    if (200..300).contains(&e.answered) {
+                        ok.entry(e.id.clone()).or_insert(e);
+                    }
+                }
+                if ok.len() >= n {
+                    Ok(ok)
+                } else {
+                    Err(format!("{} of {n}", ok.len()))
+                }
+            },
+        )
+        .await
+    }
+
     /// Every delivery so far whose body passes `keep` (`code_use.*` events have no campaign:
     /// tests keep their own by the code in `data`).
     pub async fn received_where(&self, keep: impl Fn(&Value) -> bool) -> Vec<Received> {

@@ -65,6 +65,21 @@ async fn a_ten_variant_stampede_sells_each_variant_once_and_its_history_checks_p
             "variant v{v}: {text}"
         );
     }
+    // The per-variant lines: each variant's units read back, its demand and its sell-out.
+    let lines = report.variants.as_ref().expect("the per-variant lines");
+    assert_eq!(lines.len(), 10);
+    for l in lines {
+        assert_eq!(
+            (l.stock, l.claims, l.remaining, l.winners),
+            (Some(10), Some(10), Some(0), 10),
+            "{text}"
+        );
+        assert!(l.demand >= 10 && l.sold_out_ms.is_some(), "{l:?}");
+    }
+    assert!(
+        text.contains("[ ok ] claims = min(stock, demand) per variant"),
+        "{text}"
+    );
     let c = report.run.campaign.clone();
     let rep = assert_reconciled(&o, &c).await;
     assert!(rep

@@ -43,29 +43,6 @@ async fn claim(o: &TestOrigin, c: &str, customer: &str) -> String {
     body["claim"]["id"].as_str().expect("claim id").to_string()
 }
 
-/// Waits until the receiver answered 2xx to `n` distinct events of `c`; returns them by id
-/// (the first 2xx delivery of each).
-async fn delivered(r: &Receiver, c: &str, n: usize) -> BTreeMap<String, Received> {
-    eventually(
-        "the events to reach the receiver",
-        Duration::from_secs(60),
-        || async {
-            let mut ok = BTreeMap::new();
-            for e in r.received(c).await {
-                if (200..300).contains(&e.answered) {
-                    ok.entry(e.id.clone()).or_insert(e);
-                }
-            }
-            if ok.len() >= n {
-                Ok(ok)
-            } else {
-                Err(format!("{} of {n}", ok.len()))
-            }
-        },
-    )
-    .await
-}
-
 fn types(events: &BTreeMap<String, Received>) -> Vec<String> {
     let mut t: Vec<String> = events
         .values()
@@ -102,7 +79,7 @@ async fn a_sales_events_reach_a_receiver_that_verifies_them_with_the_reference_l
     let (s, body) = o.change(&c, json!({"action": "restock", "add": 2})).await;
     assert_eq!(s, 200, "{body}");
 
-    let got = delivered(&r, &c, 8).await;
+    let got = r.delivered(&c, 8).await;
     assert_eq!(
         types(&got),
         vec![
@@ -185,7 +162,7 @@ async fn an_extended_hold_sends_claim_extended_with_its_new_held_until_between_h
     assert_eq!(s, 200, "{extended}");
     assert_eq!(pay(&o, &a).await, 200);
 
-    let got = delivered(&r, &c, 3).await;
+    let got = r.delivered(&c, 3).await;
     let mut seen: Vec<(i64, String, Value)> = got
         .values()
         .map(|e| {
@@ -253,7 +230,7 @@ async fn after_a_rotation_both_signatures_are_sent_and_either_verifies() {
     let c = o.held_sale(1, 60).await;
     let (s, body) = o.change(&c, json!({"action": "pause"})).await;
     assert_eq!(s, 200, "{body}");
-    let got = delivered(&r, &c, 1).await;
+    let got = r.delivered(&c, 1).await;
     let e = got.values().next().unwrap();
     assert_eq!(e.signature.split(' ').count(), 2, "{}", e.signature);
     assert_eq!(e.verified, vec![0, 1], "each secret verifies on its own");
@@ -277,7 +254,7 @@ async fn a_receiver_that_fails_then_throttles_still_gets_every_event() {
     for who in ["f1", "f2", "f3"] {
         claim(&o, &c, who).await;
     }
-    let got = delivered(&r, &c, 3).await;
+    let got = r.delivered(&c, 3).await;
     assert!(got.values().all(|e| e.verified == vec![0]));
     let calls = r.received(&c).await;
     let failed = calls.iter().filter(|e| e.answered >= 300).count();
@@ -403,7 +380,7 @@ async fn a_receiver_that_never_answers_delays_only_its_own_deliveries() {
     for i in 1..=n {
         claim(&o, &c, &format!("d{i}")).await;
     }
-    let got = delivered(&r, &c, n + 1).await;
+    let got = r.delivered(&c, n + 1).await;
     let all_in = opened.elapsed();
     // Read before anything else: the dead endpoint's first call must still be open.
     let (accepted, closed) = (dead.accepted(), dead.closed());

@@ -1,7 +1,7 @@
 // flashgate dashboard: campaigns with live counts (filtered by state and name, a page at a
 // time), the selected campaign's per-second chart drawn from the origin's series (claims,
 // sold-out answers, remaining over the last minutes, so a spike stays visible after it), its
-// audit trail, and the manager's actions (pause, resume, restock, close) with a confirmation
+// variants with their live counts (a campaign with variants), its audit trail, and the manager's actions (pause, resume, restock, close) with a confirmation
 // step. The webhook endpoints and their deliveries are webhooks.js's, run from this poll
 // (pollHooks, forgetHooks). It only calls
 // the origin's admin API (/admin/v1/...) with the token the manager pasted, which stays in
@@ -223,7 +223,35 @@ function select(id) {
   series = null;
   drawChart();
   loadSeries();
+  loadVariants();
   loadAudit();
+}
+
+// The selected campaign's variants, one row each with its state and live counts, from
+// GET /admin/v1/campaigns/{id} (its `variants`); hidden for a campaign without variants.
+async function loadVariants() {
+  const id = selected;
+  const panel = $("#variants-panel");
+  if (!id) { panel.hidden = true; return; }
+  try {
+    const c = await api("GET", "/admin/v1/campaigns/" + encodeURIComponent(id));
+    if (id !== selected) return; // another campaign was selected meanwhile
+    const vs = c.variants || [];
+    panel.hidden = !vs.length;
+    $("#variants-count").textContent = vs.length + " variants";
+    $("#variants tbody").replaceChildren(...vs.map((v) => {
+      const tr = el("tr");
+      tr.dataset.variant = v.id;
+      const state = el("td", "state");
+      state.append(el("span", "badge state-" + v.state, v.state.replace("_", " ")));
+      const done = c.kind === "sale" ? v.paid : v.issued + v.redeemed;
+      tr.append(el("td", null, v.id), el("td", null, v.name), state,
+        ...[v.stock, v.remaining, v.held, done].map((n) => el("td", "n", String(n))));
+      return tr;
+    }));
+  } catch (err) {
+    $("#variants-count").textContent = "variants: " + err.message;
+  }
 }
 
 async function loadSeries() {
@@ -328,6 +356,7 @@ async function poll() {
     for (const c of campaigns) rateOf(c.id, (c.counts || {}).claims_total, now);
     render();
     loadSeries();
+    loadVariants();
     for (const hook of pollHooks) hook();
     if (!$("#notice").classList.contains("error") || $("#notice").dataset.kind === "poll") {
       notice("Live · " + data.campaigns.length + " campaigns · updated " + utc(new Date(), true));

@@ -3,7 +3,7 @@
 
 use crate::db::Db;
 use chrono::{DateTime, Utc};
-pub use flashgate_shared::api::admin::{CampaignView, Counts};
+pub use flashgate_shared::api::admin::{CampaignView, Counts, VariantView};
 use flashgate_shared::api::{AdminCampaign, CampaignKind};
 use flashgate_shared::queue::WaitingRoom;
 use sqlx::types::Json;
@@ -38,6 +38,7 @@ impl From<ViewRow> for CampaignView {
             created_at: v.created_at,
             updated_at: v.updated_at,
             as_of: v.as_of,
+            variants: None,
         }
     }
 }
@@ -110,7 +111,47 @@ pub async fn list(db: &Db) -> sqlx::Result<Vec<CampaignView>> {
     query(db, None).await
 }
 
-/// Campaign `id` with live counts; `None` when unknown.
+/// A variant with its live claim counts, as one statement read them.
+#[derive(sqlx::FromRow)]
+struct VariantCounts {
+    #[sqlx(flatten)]
+    row: crate::campaigns::variants::VariantRow,
+    held: i64,
+    paid: i64,
+    issued: i64,
+    redeemed: i64,
+}
+
+/// Campaign `id` with live counts, and its variants' when it has some; `None` when unknown.
 pub async fn show(db: &Db, id: &str) -> sqlx::Result<Option<CampaignView>> {
-    Ok(query(db, Some(id)).await?.pop())
+    let Some(mut view) = query(db, Some(id)).await?.pop() else {
+        return Ok(None);
+    };
+    let state = view.campaign.status.state;
+    let rows: Vec<VariantCounts> = sqlx::query_as(
+        "SELECT v.id, v.name, v.stock, v.remaining,
+                count(a.id) FILTER (WHERE a.status = 'held') AS held,
+                count(a.id) FILTER (WHERE a.status = 'paid') AS paid,
+                count(a.id) FILTER (WHERE a.status = 'issued') AS issued,
+                count(a.id) FILTER (WHERE a.status = 'redeemed') AS redeemed
+           FROM campaign_variants v
+           LEFT JOIN claims a ON a.campaign_id = v.campaign_id AND a.variant = v.id
+          WHERE v.campaign_id = $1
+          GROUP BY v.id, v.name, v.stock, v.remaining
+          ORDER BY v.id",
+    )
+    .bind(id)
+    .fetch_all(db)
+    .await?;
+    if !rows.is_empty() {
+        let variants = rows.into_iter().map(|r| VariantView {
+            status: r.row.status(state),
+            held: r.held,
+            paid: r.paid,
+            issued: r.issued,
+            redeemed: r.redeemed,
+        });
+        view.variants = Some(variants.collect());
+    }
+    Ok(Some(view))
 }

@@ -50,6 +50,7 @@ impl NewEvent {
                 status,
                 held_until,
                 payment_ref: payment_ref.map(str::to_string),
+                variant: None,
             }),
         }
     }
@@ -87,6 +88,8 @@ impl NewEvent {
 
 /// Writes `events` (in order: two events of one object get increasing sequence numbers) and
 /// their pending deliveries inside the caller's transaction. Returns the deliveries queued.
+/// A claim event's `data` gets the claim's `variant` here, from its row as the transaction
+/// sees it (so after the grouped commit wrote it), when it has one.
 pub async fn emit(conn: &mut Conn<'_>, events: &[NewEvent]) -> sqlx::Result<u64> {
     if events.is_empty() {
         return Ok(0);
@@ -110,7 +113,10 @@ pub async fn emit(conn: &mut Conn<'_>, events: &[NewEvent]) -> sqlx::Result<u64>
                       coalesce((SELECT max(e.sequence) FROM webhook_events e
                                  WHERE e.object_kind = t.kind AND e.object_id = t.obj), 0)
                       + row_number() OVER (PARTITION BY t.kind, t.obj ORDER BY t.ord)::int,
-                      t.payload
+                      t.payload || coalesce(
+                          (SELECT jsonb_build_object('variant', c.variant) FROM claims c
+                            WHERE t.kind = 'claim' AND c.id = t.obj AND c.variant IS NOT NULL),
+                          '{}'::jsonb)
                  FROM t
                RETURNING id, type
            )

@@ -75,6 +75,28 @@ pub struct CampaignView {
     pub updated_at: DateTime<Utc>,
     /// The origin's clock when the view was read.
     pub as_of: DateTime<Utc>,
+    /// One campaign's view (`GET /admin/v1/campaigns/{id}`, a change's reply) of a campaign
+    /// with variants: each variant's status and live counts, by id. Absent from the list and
+    /// on a campaign without variants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variants: Option<Vec<VariantView>>,
+}
+
+/// One variant in a campaign's admin view: its status (flattened) and its live claim counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct VariantView {
+    /// Id, name, stock, remaining and state, as the public status shows them.
+    #[serde(flatten)]
+    pub status: super::VariantStatus,
+    /// Sale: units of this variant held, waiting for payment.
+    pub held: i64,
+    /// Sale: units of this variant paid.
+    pub paid: i64,
+    /// Giveaway: coupons of this variant issued, not yet redeemed.
+    pub issued: i64,
+    /// Giveaway: coupons of this variant redeemed.
+    pub redeemed: i64,
 }
 
 /// `GET /admin/v1/campaigns` body: the newest campaigns, newest first.

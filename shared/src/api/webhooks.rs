@@ -157,6 +157,10 @@ pub struct ClaimData {
     /// `claim.paid`: the payment reference given with the pay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payment_ref: Option<String>,
+    /// The variant the claim took, on a campaign with variants (docs/VARIANTS.md); absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
 }
 
 /// A campaign's counts after the change.

@@ -159,6 +159,7 @@ mod tests {
         TryOutcome {
             customer,
             kind: TapKind::First,
+            variant: None,
             due_us: 0,
             sent_us: Some(1),
             last_sent_us: Some(1),

@@ -414,6 +414,7 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         &outcomes,
     );
     report.started_unix_ms = Some(started_unix_ms);
+    variants::tally(&mut report, args.variants, &outcomes);
     if let Some(visits) = &visits {
         waiting_room::report(args, &mut report, visits, &outcomes)?;
     }
@@ -449,7 +450,7 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
             .database_url
             .as_deref()
             .ok_or_else(|| anyhow!("--database-url (DATABASE_URL) is needed for the invariants; --no-db-check skips them"))?;
-        variants::check(&mut report, url, &campaign.id).await?;
+        variants::check(&mut report, url, &campaign.id, args.hold_seconds.is_some()).await?;
         Some(db::read_back(url, &campaign.id).await?)
     };
     if let Some(recorder) = &history {
@@ -526,6 +527,8 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         // is that of the polls (waiting_room::report).
     } else if args.min_edge_share == 0.0 {
         report.add_skip("edge share after the sell-out", "--min-edge-share 0");
+    } else if args.variants > 0 {
+        variants::add_edge_check(&mut report, args.min_edge_share);
     } else {
         let share = report.edge_share_after_sell_out;
         report.add_check(

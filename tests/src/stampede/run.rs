@@ -91,6 +91,7 @@ pub(super) async fn one_try(
 ) -> TryOutcome {
     let key = format!("{}-{}", cfg.key_prefix, t.key);
     let mut o = not_sent(&t);
+    o.variant = super::variants::pick(cfg.variants, t.key);
     cfg.progress.sent();
     loop {
         o.attempts += 1;
@@ -209,6 +210,7 @@ pub(super) fn not_sent(t: &PlannedTry) -> TryOutcome {
     TryOutcome {
         customer: t.customer,
         kind: t.kind,
+        variant: None,
         due_us: t.at_us,
         sent_us: None,
         last_sent_us: None,

@@ -9,7 +9,7 @@ use anyhow::Context;
 use flashgate_shared::api::{ClaimStatus, NewVariant, MAX_VARIANTS};
 use sqlx::postgres::PgPoolOptions;
 
-use super::report::Report;
+use super::report::{self, Report, TryOutcome};
 
 /// Refuses a count past the documented bound.
 pub fn check_count(n: u32) -> anyhow::Result<()> {
@@ -26,27 +26,41 @@ pub fn list(stock: i64, n: u32) -> Option<Vec<NewVariant>> {
     }
     let n64 = i64::from(n);
     Some(
-        (0..n64)
+        (0..n)
             .map(|i| NewVariant {
-                id: format!("v{i}"),
+                id: id(i),
                 name: format!("Variant {i}"),
-                stock: stock / n64 + i64::from(i < stock % n64),
+                stock: stock / n64 + i64::from(i64::from(i) < stock % n64),
             })
             .collect(),
     )
 }
 
-/// The claim body of the try with idempotency-key index `key`: `{}` without variants, else
-/// the variant its key picks (a fixed mix of the key, so every attempt of a key sends it).
-pub fn body(n: u32, key: u32) -> String {
+/// The index of the variant the try with idempotency-key index `key` names (a fixed mix of
+/// the key, so every attempt of a key names the same one); `None` without variants.
+pub fn pick(n: u32, key: u32) -> Option<u32> {
     if n == 0 {
-        return "{}".into();
+        return None;
     }
     let mut x = u64::from(key).wrapping_add(0x9E37_79B9_7F4A_7C15);
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^= x >> 31;
-    format!(r#"{{"variant":"v{}"}}"#, x % u64::from(n))
+    Some((x % u64::from(n)) as u32)
+}
+
+/// The id of variant index `i`: `v{i}`.
+pub fn id(i: u32) -> String {
+    format!("v{i}")
+}
+
+/// The claim body of the try with idempotency-key index `key`: `{}` without variants, else
+/// `{"variant":"v3"}` with the variant its key picks ([`pick`]).
+pub fn body(n: u32, key: u32) -> String {
+    match pick(n, key) {
+        None => "{}".into(),
+        Some(i) => format!(r#"{{"variant":"{}"}}"#, id(i)),
+    }
 }
 
 /// One variant read back: id, stock, remaining, active claims.
@@ -98,18 +112,112 @@ pub fn counts(vs: &[VariantFacts]) -> String {
         .join(", ")
 }
 
-/// Reads the variants of `campaign` back, prints their counts and adds their checks (nothing
-/// on a campaign without variants).
-pub async fn check(report: &mut Report, database_url: &str, campaign: &str) -> anyhow::Result<()> {
-    let vs = read_back(database_url, campaign).await?;
-    if !vs.is_empty() {
-        eprintln!(
-            "stampede: per variant (active claims/stock): {}",
-            counts(&vs)
-        );
+/// The per-variant lines of the report from the crowd's outcomes (nothing without variants);
+/// [`check`] adds their units.
+pub fn tally(report: &mut Report, n: u32, outcomes: &[TryOutcome]) {
+    if n > 0 {
+        let ids: Vec<String> = (0..n).map(id).collect();
+        report.variants = Some(report::variants::compute(&ids, outcomes));
     }
+}
+
+/// Reads the variants of `campaign` back, puts their units on the report's lines and adds
+/// their checks (nothing on a campaign without variants). `holds`: holds expire during the
+/// run (then a variant's claims are not compared with min(stock, demand)).
+pub async fn check(
+    report: &mut Report,
+    database_url: &str,
+    campaign: &str,
+    holds: bool,
+) -> anyhow::Result<()> {
+    let vs = read_back(database_url, campaign).await?;
     add_checks(report, &vs);
+    if vs.is_empty() {
+        return Ok(());
+    }
+    let lines = report.variants.get_or_insert_with(Vec::new);
+    for v in &vs {
+        if let Some(l) = lines.iter_mut().find(|l| l.id == v.id) {
+            (l.stock, l.claims, l.remaining) = (Some(v.stock), Some(v.active), Some(v.remaining));
+        }
+    }
+    if holds {
+        report.add_skip(
+            "claims = min(stock, demand) per variant",
+            "holds expire during the run (--hold-seconds)",
+        );
+        return Ok(());
+    }
+    let off: Vec<String> = report
+        .variants
+        .iter()
+        .flatten()
+        .filter_map(|l| {
+            let (stock, claims) = (l.stock?, l.claims?);
+            let want = stock.min(l.demand as i64);
+            (claims != want).then(|| format!("{}: {claims} != min({stock}, {})", l.id, l.demand))
+        })
+        .collect();
+    report.add_check(
+        "claims = min(stock, demand) per variant (demand: customers who asked for it without holding a claim)",
+        off.is_empty(),
+        if off.is_empty() {
+            format!("{} variants", vs.len())
+        } else {
+            off.join("; ")
+        },
+    );
     Ok(())
+}
+
+/// Adds the edge's check of a variant run: for every variant that sold out, the edge answered
+/// at least `min_share` of the tries naming it sent after its own sell-out (winners' taps
+/// apart). The campaign's figure counts from the first variant's sell-out, when the others
+/// still sell at the origin, so it is not the check here.
+pub fn add_edge_check(report: &mut Report, min_share: f64) {
+    let lines = report.variants.clone().unwrap_or_default();
+    let figured: Vec<_> = lines
+        .iter()
+        .filter_map(|l| Some((l, l.edge_share_after_sold_out?)))
+        .collect();
+    let low: Vec<String> = figured
+        .iter()
+        .filter(|(_, s)| *s < min_share)
+        .map(|(l, s)| {
+            format!(
+                "{} {:.2} % ({} of {})",
+                l.id,
+                s * 100.0,
+                l.edge_answered_after_sold_out,
+                l.tries_after_sold_out
+            )
+        })
+        .collect();
+    let (edge, after) = figured.iter().fold((0, 0), |(e, a), (l, _)| {
+        (
+            e + l.edge_answered_after_sold_out,
+            a + l.tries_after_sold_out,
+        )
+    });
+    report.add_check(
+        format!(
+            "edge answered >= {:.0} % of the tries sent after their variant sold out, each variant (winners' taps apart)",
+            min_share * 100.0
+        ),
+        !figured.is_empty() && low.is_empty(),
+        if figured.is_empty() {
+            "no variant sold out, or no try after it".to_string()
+        } else if low.is_empty() {
+            format!(
+                "{} variants sold out; in all {edge} of {after} ({:.2} %), the lowest {:.2} %",
+                figured.len(),
+                edge as f64 * 100.0 / after.max(1) as f64,
+                figured.iter().map(|(_, s)| *s).fold(1.0, f64::min) * 100.0
+            )
+        } else {
+            format!("below: {}", low.join(", "))
+        },
+    );
 }
 
 /// Adds the per-variant checks (nothing without variants).

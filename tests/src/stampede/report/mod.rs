@@ -11,6 +11,7 @@ use super::plan::{Plan, TapKind};
 pub mod queue;
 mod render;
 pub mod series;
+pub mod variants;
 
 /// Who answered a response, from the `Flashgate-Answered-By` header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -50,6 +51,9 @@ pub const NOT_SENT: &str = "not_sent";
 pub struct TryOutcome {
     pub customer: u32,
     pub kind: TapKind,
+    /// The variant its claim named, as an index into the campaign's variants (`--variants`);
+    /// `None` without variants.
+    pub variant: Option<u32>,
     /// When it was due, microseconds after the start.
     pub due_us: u64,
     /// When its first attempt was sent; `None` if never sent.
@@ -181,6 +185,10 @@ pub struct Report {
     /// The lost-reply retries of winners after the sell-out (`--lost-reply`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lost_reply: Option<super::lost_reply::LostReplyReport>,
+    /// Per variant (`--variants`): its tries, demand, sell-out and the edge's share after it,
+    /// and its units read back from PostgreSQL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variants: Option<Vec<variants::VariantLine>>,
     /// The run as time series (answers/s, latency, remaining, the queue): what the plots draw.
     pub timeline: series::Timeline,
     /// The origin's reconciliation of the campaign after the run
@@ -259,6 +267,7 @@ pub fn compute(info: &RunInfo, plan: &Plan, outcomes: &[TryOutcome]) -> Report {
         checks_skipped: 0,
         queue: None,
         lost_reply: None,
+        variants: None,
         timeline: series::timeline(info.stock, outcomes),
         reconcile: None,
         passed: true,
@@ -406,6 +415,7 @@ pub(crate) mod tests {
         TryOutcome {
             customer,
             kind: TapKind::First,
+            variant: None,
             due_us: sent_ms * 1000,
             sent_us: Some(sent_ms * 1000 + 500),
             last_sent_us: Some(sent_ms * 1000 + 500),

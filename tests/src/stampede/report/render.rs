@@ -84,11 +84,16 @@ impl Report {
         let _ = writeln!(
             s,
             "after sell-out  {} of {} tries of customers without a claim answered by the edge: {} \
-             ({} taps of winners forwarded to the origin by design)",
+             ({} taps of winners forwarded to the origin by design){}",
             self.edge_answered_after_sell_out,
             self.tries_after_sell_out,
             share,
-            self.winner_tries_after_sell_out
+            self.winner_tries_after_sell_out,
+            if self.variants.is_some() {
+                "; counted from the first variant's sell-out, each variant's own below"
+            } else {
+                ""
+            }
         );
         let _ = writeln!(
             s,
@@ -101,6 +106,9 @@ impl Report {
                 "            {:<10}{:>10}{:>10.2}{:>10.2}{:>10.2}{:>10.2}",
                 who, l.responses, l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms
             );
+        }
+        if let Some(v) = &self.variants {
+            variants::render(v, &mut s);
         }
         if let Some(q) = &self.queue {
             q.render(&mut s);

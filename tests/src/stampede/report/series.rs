@@ -154,6 +154,7 @@ mod tests {
         TryOutcome {
             customer,
             kind: TapKind::First,
+            variant: None,
             due_us: 0,
             sent_us: Some(at_ms * 1000),
             last_sent_us: Some(at_ms * 1000),
