@@ -46,6 +46,9 @@ pub const DEFAULT_ORIGIN_TIMEOUT_MS: i64 = 5_000;
 /// Default `FLASHGATE_TURNSTILE_SITEVERIFY_URL`: Cloudflare's siteverify endpoint.
 pub const DEFAULT_TURNSTILE_SITEVERIFY_URL: &str =
     "https://challenges.cloudflare.com/turnstile/v0/siteverify";
+/// Default `FLASHGATE_TURNSTILE_SCRIPT_URL`: Cloudflare's widget script.
+pub const DEFAULT_TURNSTILE_SCRIPT_URL: &str =
+    "https://challenges.cloudflare.com/turnstile/v0/api.js";
 /// Default `FLASHGATE_TURNSTILE_TIMEOUT_MS`.
 pub const DEFAULT_TURNSTILE_TIMEOUT_MS: i64 = 2_000;
 /// Largest accepted value of any of the millisecond settings (one day).
@@ -142,6 +145,12 @@ pub struct Turnstile {
     /// `FLASHGATE_TURNSTILE_TIMEOUT_MS`: the longest wait for siteverify, ms (default
     /// [`DEFAULT_TURNSTILE_TIMEOUT_MS`]).
     pub timeout_ms: i64,
+    /// `FLASHGATE_TURNSTILE_SITE_KEY`: the widget's public site key, which the bundled join
+    /// page renders the widget with; `None`: the join page cannot show the widget.
+    pub site_key: Option<String>,
+    /// `FLASHGATE_TURNSTILE_SCRIPT_URL` (`http(s)://...`): the widget script the join page
+    /// loads, default [`DEFAULT_TURNSTILE_SCRIPT_URL`].
+    pub script_url: String,
 }
 
 impl EdgeConfig {
@@ -184,16 +193,31 @@ impl EdgeConfig {
         if let Some(s) = &edge_secret {
             flashgate_shared::check_secret("FLASHGATE_EDGE_SECRET", s)?;
         }
-        let siteverify_url = get("FLASHGATE_TURNSTILE_SITEVERIFY_URL")
-            .map(|u| u.trim().to_string())
-            .unwrap_or_else(|| DEFAULT_TURNSTILE_SITEVERIFY_URL.into());
-        if !(siteverify_url.starts_with("http://") || siteverify_url.starts_with("https://")) {
-            return Err(
-                "FLASHGATE_TURNSTILE_SITEVERIFY_URL must start with http:// or https://".into(),
-            );
+        let url = |name: &str, default: &str| -> Result<String, String> {
+            let u = get(name).map_or_else(|| default.into(), |u| u.trim().to_string());
+            if u.starts_with("http://") || u.starts_with("https://") {
+                Ok(u)
+            } else {
+                Err(format!("{name} must start with http:// or https://"))
+            }
+        };
+        let site_key = get("FLASHGATE_TURNSTILE_SITE_KEY").map(|s| s.trim().to_string());
+        if site_key
+            .as_deref()
+            .is_some_and(|k| !k.bytes().all(|b| b.is_ascii_graphic()))
+        {
+            return Err("FLASHGATE_TURNSTILE_SITE_KEY must be visible ASCII".into());
         }
         let turnstile = Turnstile {
-            siteverify_url,
+            siteverify_url: url(
+                "FLASHGATE_TURNSTILE_SITEVERIFY_URL",
+                DEFAULT_TURNSTILE_SITEVERIFY_URL,
+            )?,
+            script_url: url(
+                "FLASHGATE_TURNSTILE_SCRIPT_URL",
+                DEFAULT_TURNSTILE_SCRIPT_URL,
+            )?,
+            site_key,
             secret: get("FLASHGATE_TURNSTILE_SECRET").map(|s| s.trim().to_string()),
             timeout_ms: ms(
                 "FLASHGATE_TURNSTILE_TIMEOUT_MS",
@@ -471,6 +495,27 @@ mod tests {
         assert!(cfg(&p)
             .unwrap_err()
             .starts_with("FLASHGATE_TURNSTILE_TIMEOUT_MS"));
+        assert_eq!(c.turnstile.script_url, DEFAULT_TURNSTILE_SCRIPT_URL);
+        assert_eq!(c.turnstile.site_key, None);
+        let mut p = base.to_vec();
+        p.push(("FLASHGATE_TURNSTILE_SITE_KEY", " 0x4AAA-key "));
+        p.push((
+            "FLASHGATE_TURNSTILE_SCRIPT_URL",
+            "http://127.0.0.1:9/api.js",
+        ));
+        let c = cfg(&p).unwrap();
+        assert_eq!(c.turnstile.site_key.as_deref(), Some("0x4AAA-key"));
+        assert_eq!(c.turnstile.script_url, "http://127.0.0.1:9/api.js");
+        let mut p = base.to_vec();
+        p.push(("FLASHGATE_TURNSTILE_SCRIPT_URL", "/api.js"));
+        assert!(cfg(&p)
+            .unwrap_err()
+            .starts_with("FLASHGATE_TURNSTILE_SCRIPT_URL"));
+        let mut p = base.to_vec();
+        p.push(("FLASHGATE_TURNSTILE_SITE_KEY", "a b"));
+        assert!(cfg(&p)
+            .unwrap_err()
+            .starts_with("FLASHGATE_TURNSTILE_SITE_KEY"));
     }
 
     #[test]

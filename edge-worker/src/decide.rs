@@ -44,6 +44,12 @@ pub enum Route<'a> {
         /// Campaign id (a valid slug).
         id: &'a str,
     },
+    /// `GET /api/v1/campaigns/{id}/draw`: a browser (`Accept: text/html`) gets the draw's page
+    /// at the edge ([`crate::page_draw`]); anything else is passed to the origin unchanged.
+    Draw {
+        /// Campaign id (a valid slug).
+        id: &'a str,
+    },
     /// Another per-campaign route (`claims/mine`, `HEAD` of the queue), or any of them with a
     /// percent-encoded id in a path not made canonical first ([`canonical_path`]): passed to
     /// the origin unchanged once the index lets the id through.
@@ -172,6 +178,7 @@ pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
         ("GET", Some("queue")) => Route::QueuePoll { id: raw },
         ("POST", Some("queue")) => Route::QueueJoin { id: raw },
         ("GET", Some("queue/challenge")) => Route::QueueChallenge { id: raw },
+        ("GET", Some("draw")) => Route::Draw { id: raw },
         ("POST", Some("claims")) => Route::Claim { id: raw },
         _ => Route::CampaignPassThrough { id },
     }

@@ -163,6 +163,16 @@ fn routes() {
         Route::QueueChallenge { id: "spring" }
     );
     assert_eq!(
+        route("GET", "/api/v1/campaigns/spring/draw"),
+        Route::Draw { id: "spring" }
+    );
+    assert_eq!(
+        route("HEAD", "/api/v1/campaigns/spring/draw"),
+        Route::CampaignPassThrough {
+            id: "spring".into()
+        }
+    );
+    assert_eq!(
         route("POST", "/api/v1/campaigns/spring/queue/challenge"),
         Route::WrongMethod { allow: "GET" }
     );

@@ -12,6 +12,7 @@
 //!   need an admission token; joins, polls and those claims are rate limited ([`limit`]); the
 //!   tickets that polled are reported to the origin in batches ([`presence`]); joins whose
 //!   customer token verifies here go to the origin in groups ([`joins`]).
+//! - A browser's `GET /api/v1/campaigns/{id}/draw` gets the draw's page ([`page_draw`]).
 //! - Every per-campaign path first checks the id against the isolate's campaign index
 //!   ([`index`], fetched at most once per TTL): an unknown campaign is a 404 at the edge.
 //! - With `FLASHGATE_CORS_ORIGINS` set, preflights are answered here and every answer carries
@@ -36,6 +37,7 @@ pub mod joins;
 pub mod limit;
 pub mod memo;
 pub mod page;
+pub mod page_draw;
 pub mod plan;
 pub mod presence;
 pub mod queue;

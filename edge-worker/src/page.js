@@ -1,6 +1,7 @@
 // The waiting page's script (included by edge-worker/src/page.rs). Its settings are the data
 // attributes of the card (#room): the campaign, the ticket (empty on the join page), the first
-// Retry-After, and on the join page the campaign's challenge and difficulty.
+// Retry-After, and on the join page the campaign's challenge and difficulty (and for a
+// Turnstile challenge the site key and the widget script's URL).
 (() => {
   const $ = (id) => document.getElementById(id);
   const room = $("room").dataset;
@@ -234,17 +235,39 @@
       return { challenge: c.challenge, solution: String(done.solution) };
     }
   }
+  // The Turnstile widget's token: loads the widget script (data-turnstile-script, with
+  // `render=explicit` and an onload callback, as Cloudflare documents), renders the widget
+  // into #turnstile with the site key, and resolves with the token its callback gives.
+  function turnstileToken() {
+    $("state").textContent = "checking";
+    const box = $("turnstile");
+    box.hidden = false;
+    return new Promise((resolve, reject) => {
+      window.flashgateTurnstileLoaded = () => {
+        window.turnstile.render(box, { sitekey: room.sitekey, callback: resolve,
+          "error-callback": () => reject(new Error("the Turnstile check failed")) });
+      };
+      const url = room.turnstileScript;
+      const script = document.createElement("script");
+      script.async = true;
+      script.onerror = () => reject(new Error("the Turnstile script did not load"));
+      script.src = url + (url.includes("?") ? "&" : "?") +
+        "render=explicit&onload=flashgateTurnstileLoaded";
+      document.head.appendChild(script);
+    });
+  }
   // The join page: joins (after the proof of work, with the invite of the fragment when
   // there is one), then becomes the ticket's page without a reload.
   async function join() {
     const token = fragment.get("token");
     if (!token) { $("result").textContent = "open this page from the shop to join"; return; }
-    if (room.challenge === "turnstile") {
+    if (room.challenge === "turnstile" && !room.sitekey) {
       $("result").textContent = "this waiting room asks for a Turnstile check: join from the shop";
       return;
     }
     try {
-      const body = room.challenge === "pow" ? await proofOfWork(token) : {};
+      const body = room.challenge === "pow" ? await proofOfWork(token)
+        : (room.challenge === "turnstile" ? { turnstile_token: await turnstileToken() } : {});
       if (fragment.get("invite")) body.invite = fragment.get("invite");
       $("state").textContent = "joining";
       const r = await patiently(() => fetch(base, { method: "POST", body: JSON.stringify(body),

@@ -13,6 +13,7 @@
 //! solving the campaign's proof of work in a Web Worker when it has one, then shows the
 //! ticket's place and polls like the ticket's page. The script is `edge-worker/src/page.js`.
 
+use crate::config::Turnstile;
 use flashgate_shared::api::{CampaignState, VariantStatus};
 use flashgate_shared::queue::access::{ChallengeKind, JoinAccess};
 use flashgate_shared::queue::{Outlook, QueueState, StatusReply};
@@ -29,7 +30,7 @@ pub fn wants_html(accept: Option<&str>) -> bool {
 }
 
 /// Escapes text for HTML element content and double-quoted attributes.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -80,6 +81,15 @@ fn variant_choices(variants: &[VariantStatus]) -> String {
 /// attributes (`#room`).
 const SCRIPT: &str = include_str!("page.js");
 
+/// The pages' style sheet (the waiting room's pages and the draw's, [`crate::page_draw`]).
+pub(crate) const STYLE: &str = "\
+body{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem;color:#222}
+.card{border:1px solid #ddd;border-radius:.75rem;padding:1.5rem}
+.big{font-size:3rem;font-weight:700;margin:.25rem 0}
+.muted{color:#666} #claim{display:none;font-size:1.2rem;padding:.6rem 1.2rem}
+progress{width:10rem}
+";
+
 /// What differs between the ticket's page and the join page.
 struct Shell<'a> {
     id: &'a str,
@@ -106,12 +116,7 @@ fn shell(s: &Shell<'_>) -> String {
 {head}
 <title>Waiting room · {id}</title>
 <style>
-body{{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem;color:#222}}
-.card{{border:1px solid #ddd;border-radius:.75rem;padding:1.5rem}}
-.big{{font-size:3rem;font-weight:700;margin:.25rem 0}}
-.muted{{color:#666}} #claim{{display:none;font-size:1.2rem;padding:.6rem 1.2rem}}
-progress{{width:10rem}}
-</style></head>
+{style}</style></head>
 <body><div class="card" id="room"{data}>
 <h1>Waiting room</h1>
 <p class="muted">Campaign <b>{id}</b></p>
@@ -137,6 +142,7 @@ progress{{width:10rem}}
         extra = s.extra,
         choices = s.choices,
         admission = esc(s.admission),
+        style = STYLE,
         script = SCRIPT,
     )
 }
@@ -196,21 +202,30 @@ pub fn render(id: &str, ticket: &str, reply: &StatusReply, retry_after_s: u32) -
 
 /// The join page of campaign `id` (a browser's `GET …/queue` without a ticket): its script
 /// joins with the customer token of the fragment, after solving the proof of work when
-/// `access` asks for one ("Checking your browser…" with its progress), then shows the
+/// `access` asks for one ("Checking your browser…" with its progress), or after the Turnstile
+/// widget (loaded from `turnstile`'s script URL with its site key) gave its token, then shows the
 /// ticket's place and polls as the ticket's page does. Without JavaScript it says that it
 /// needs it: the token in the fragment reaches no server.
-pub fn render_join(id: &str, access: &JoinAccess, variants: &[VariantStatus]) -> String {
+pub fn render_join(
+    id: &str,
+    access: &JoinAccess,
+    variants: &[VariantStatus],
+    turnstile: &Turnstile,
+) -> String {
     let id = esc(id);
-    let challenge = match access.challenge {
-        ChallengeKind::None => "none",
-        ChallengeKind::Pow => "pow",
-        ChallengeKind::Turnstile => "turnstile",
-    };
-    let extra = if access.challenge == ChallengeKind::Pow {
-        r#"<p id="check" hidden><span id="check-text">Checking your browser…</span> <progress id="progress" max="1" value="0"></progress> <span id="check-note" class="muted"></span></p>
-"#
-    } else {
-        ""
+    let (challenge, extra, widget) = match access.challenge {
+        ChallengeKind::None => ("none", "", String::new()),
+        ChallengeKind::Pow => ("pow", POW_CHECK, String::new()),
+        ChallengeKind::Turnstile => (
+            "turnstile",
+            r#"<div id="turnstile" hidden></div>
+"#,
+            format!(
+                r#" data-sitekey="{}" data-turnstile-script="{}""#,
+                esc(turnstile.site_key.as_deref().unwrap_or("")),
+                esc(&turnstile.script_url)
+            ),
+        ),
     };
     let extra = format!(
         "{extra}<noscript><p>Joining the line needs JavaScript: turn it on and reload this page.</p></noscript>\n"
@@ -219,7 +234,7 @@ pub fn render_join(id: &str, access: &JoinAccess, variants: &[VariantStatus]) ->
         id: &id,
         head: "",
         data: format!(
-            r#" data-campaign="{id}" data-ticket="" data-challenge="{challenge}" data-difficulty="{}""#,
+            r#" data-campaign="{id}" data-ticket="" data-challenge="{challenge}" data-difficulty="{}"{widget}"#,
             access.pow_difficulty
         ),
         position: "–".into(),
@@ -232,6 +247,10 @@ pub fn render_join(id: &str, access: &JoinAccess, variants: &[VariantStatus]) ->
         extra: &extra,
     })
 }
+
+/// The proof of work's "Checking your browser…" line of the join page.
+const POW_CHECK: &str = r#"<p id="check" hidden><span id="check-text">Checking your browser…</span> <progress id="progress" max="1" value="0"></progress> <span id="check-note" class="muted"></span></p>
+"#;
 
 /// The page's plain words on a sold-out campaign: units may come back until `held_until`
 /// (`may_return`), or nothing will (`final`).
@@ -353,7 +372,14 @@ mod tests {
             challenge: ChallengeKind::Pow,
             ..JoinAccess::default()
         };
-        let html = render_join("drop", &pow, &[]);
+        let ts = Turnstile {
+            siteverify_url: String::new(),
+            secret: None,
+            timeout_ms: 1,
+            site_key: Some("0xSITE\"".into()),
+            script_url: "https://widget.example/api.js".into(),
+        };
+        let html = render_join("drop", &pow, &[], &ts);
         assert!(html.contains(
             r#"<div class="card" id="room" data-campaign="drop" data-ticket="" data-challenge="pow" data-difficulty="18">"#
         ));
@@ -366,7 +392,18 @@ mod tests {
             !html.contains("http-equiv") && !html.contains("src=") && !html.contains("href="),
             "no refresh (nothing to refresh to), no external assets"
         );
-        let open = render_join("drop", &JoinAccess::default(), &[]);
+        let open = render_join("drop", &JoinAccess::default(), &[], &ts);
         assert!(open.contains(r#"data-challenge="none""#) && !open.contains(r#"id="check""#));
+        assert!(!open.contains("data-sitekey") && !html.contains("data-sitekey"));
+        let widget = JoinAccess {
+            challenge: ChallengeKind::Turnstile,
+            ..JoinAccess::default()
+        };
+        let html = render_join("drop", &widget, &[], &ts);
+        assert!(html.contains(
+            r#"data-challenge="turnstile" data-difficulty="18" data-sitekey="0xSITE&quot;" data-turnstile-script="https://widget.example/api.js">"#
+        ));
+        assert!(html.contains(r#"<div id="turnstile" hidden></div>"#));
+        assert!(html.contains("turnstile_token") && !html.contains("src="));
     }
 }

@@ -332,6 +332,7 @@ async fn the_cli_creates_with_variants_and_sets_one() {
                 stock: 3,
             },
         ],
+        access: Default::default(),
     };
     assert_eq!(run(args(create)).await, 0);
     assert_eq!(o.remaining(&id).await, 5);

@@ -167,7 +167,7 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Re
     // their request checks, in `claim`).
     let campaign = match &route {
         Route::Status { id } | Route::QueuePoll { id } | Route::QueueJoin { id } => Some(*id),
-        Route::QueueChallenge { id } => Some(*id),
+        Route::QueueChallenge { id } | Route::Draw { id } => Some(*id),
         Route::CampaignPassThrough { id } => Some(id.as_ref()),
         _ => None,
     };
@@ -183,6 +183,14 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Re
         Route::QueuePoll { id } => queue::poll(req, &cfg, id, &url).await,
         Route::QueueJoin { id } => joins::join(req, &cfg, id, &url).await,
         Route::QueueChallenge { id } => access::challenge(req, &cfg, id, &url).await,
+        Route::Draw { id } => {
+            let accept = req.headers().get("accept").ok().flatten();
+            if crate::page::wants_html(accept.as_deref()) {
+                respond::html(crate::page_draw::render_draw(id))
+            } else {
+                pass_through(req, &cfg, &url).await
+            }
+        }
         Route::PassThrough | Route::CampaignPassThrough { .. } => {
             pass_through(req, &cfg, &url).await
         }

@@ -123,7 +123,7 @@ async fn poll_answer(
     let html = page::wants_html(req_headers.get("accept").ok().flatten().as_deref());
     if html && raw.as_deref().is_none_or(|r| r.trim().is_empty()) {
         // A browser without a ticket gets the join page: its script joins.
-        let body = page::render_join(id, &known.access, entry.variants());
+        let body = page::render_join(id, &known.access, entry.variants(), &cfg.turnstile);
         let built = (|| {
             let headers = edge_json_headers()?;
             headers.set("content-type", "text/html; charset=utf-8")?;

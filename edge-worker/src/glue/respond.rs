@@ -83,3 +83,10 @@ pub(super) fn answer(a: &Answer) -> Result<Response> {
     }
     Ok(respond(a.status, headers, a.body.clone().into_bytes()))
 }
+
+/// A 200 HTML page the edge renders itself (the edge's headers, `content-type: text/html`).
+pub(super) fn html(body: String) -> Result<Response> {
+    let headers = edge_json_headers()?;
+    headers.set("content-type", "text/html; charset=utf-8")?;
+    Ok(respond(200, headers, body.into_bytes()))
+}

@@ -1,7 +1,7 @@
 // flashgate dashboard: campaigns with live counts (filtered by state and name, a page at a
 // time), the selected campaign's per-second chart drawn from the origin's series (claims,
 // sold-out answers, remaining over the last minutes, so a spike stays visible after it), its
-// variants with their live counts (a campaign with variants), its audit trail, and the manager's actions (pause, resume, restock, close) with a confirmation
+// variants with their live counts (a campaign with variants), its audit trail, its draw when it is one, and the manager's actions (pause, resume, restock, close) with a confirmation
 // step. The webhook endpoints and their deliveries are webhooks.js's, run from this poll
 // (pollHooks, forgetHooks). It only calls
 // the origin's admin API (/admin/v1/...) with the token the manager pasted, which stays in
@@ -224,6 +224,7 @@ function select(id) {
   drawChart();
   loadSeries();
   loadVariants();
+  loadDraw();
   loadAudit();
 }
 
@@ -251,6 +252,36 @@ async function loadVariants() {
     }));
   } catch (err) {
     $("#variants-count").textContent = "variants: " + err.message;
+  }
+}
+
+// The selected campaign's draw (GET .../draw, a 409 when it is not one): its state, entries,
+// winners, how far units passed down the waitlist, claims, lapses and the commitment. The
+// figures are also kept in the panel's data attributes (the browser test reads them).
+const notDraws = new Set();
+async function loadDraw() {
+  const id = selected, panel = $("#draw-panel");
+  if (!id || notDraws.has(id)) { panel.hidden = true; return; }
+  try {
+    const p = await api("GET", "/admin/v1/campaigns/" + encodeURIComponent(id) + "/draw");
+    if (id !== selected) return;
+    const d = p.draw;
+    const facts = [
+      ["State", d.state + (d.drawn_at ? " · drawn " + utc(d.drawn_at) : "")],
+      ["Entries", p.entries + " · window " + utc(d.entries_open_at) + " – " + utc(d.entries_close_at)],
+      ["Winners", d.drawn_at ? String(p.winners) : "not drawn yet"],
+      ["Waitlist", p.waitlist + " · " + p.admitted_from_waitlist + " admitted as units passed down"],
+      ["Admitted", p.admitted + " · " + p.claimed + " claimed · " + p.lapsed + " lapsed"],
+      ["Commitment", d.commitment],
+    ];
+    $("#draw-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", null, k), el("dd", null, v)]));
+    Object.assign(panel.dataset, { state: d.state, entries: p.entries, winners: p.winners,
+      waitlist: p.waitlist, admitted: p.admitted, fromWaitlist: p.admitted_from_waitlist,
+      claimed: p.claimed, lapsed: p.lapsed, commitment: d.commitment });
+    panel.hidden = false;
+  } catch (err) {
+    if (err.status === 409) { notDraws.add(id); panel.hidden = true; return; }
+    $("#draw-facts").replaceChildren(el("dd", null, "draw: " + err.message));
   }
 }
 
@@ -357,6 +388,7 @@ async function poll() {
     render();
     loadSeries();
     loadVariants();
+    loadDraw();
     for (const hook of pollHooks) hook();
     if (!$("#notice").classList.contains("error") || $("#notice").dataset.kind === "poll") {
       notice("Live · " + data.campaigns.length + " campaigns · updated " + utc(new Date(), true));

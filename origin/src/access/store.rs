@@ -1,7 +1,7 @@
 //! PostgreSQL queries on `draws` and `draw_entries` (migration 0018), as runtime queries.
 
 use chrono::{DateTime, Utc};
-use flashgate_shared::api::{DrawSettings, DrawState, DrawStatus, EntryReceipt};
+use flashgate_shared::api::{DrawProgress, DrawSettings, DrawState, DrawStatus, EntryReceipt};
 use flashgate_shared::draw::{DrawResult, Seed, SEED_LEN};
 use rand::RngCore;
 
@@ -217,6 +217,46 @@ pub async fn status(db: &Db, d: &DrawRow, stock: i64) -> sqlx::Result<DrawStatus
         _ => None,
     };
     Ok(DrawStatus { result, ..brief(d) })
+}
+
+/// The counts of draw `d`'s entries for a manager, the first `stock` places being the winners
+/// ([`DrawProgress`]).
+pub async fn progress(db: &Db, d: &DrawRow, stock: i64) -> sqlx::Result<DrawProgress> {
+    let (entries, winners, waitlist, admitted, admitted_from_waitlist, claimed, lapsed): (
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+    ) = sqlx::query_as(
+        "SELECT count(*),
+                count(*) FILTER (WHERE e.place <= $2),
+                count(*) FILTER (WHERE e.place > $2),
+                count(*) FILTER (WHERE e.admitted_at IS NOT NULL),
+                count(*) FILTER (WHERE e.admitted_at IS NOT NULL AND e.place > $2),
+                count(*) FILTER (WHERE e.admitted_at IS NOT NULL AND EXISTS (
+                    SELECT 1 FROM claims c
+                     WHERE c.campaign_id = e.campaign_id AND c.customer_id = e.customer_id
+                       AND c.status IN ('held', 'paid'))),
+                count(*) FILTER (WHERE e.lapsed_at IS NOT NULL)
+           FROM draw_entries e WHERE e.campaign_id = $1",
+    )
+    .bind(&d.campaign_id)
+    .bind(stock)
+    .fetch_one(db)
+    .await?;
+    Ok(DrawProgress {
+        draw: brief(d),
+        entries,
+        winners,
+        waitlist,
+        admitted,
+        admitted_from_waitlist,
+        claimed,
+        lapsed,
+    })
 }
 
 /// The status of draw `d` without its result (the campaign's public status carries it).

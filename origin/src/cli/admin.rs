@@ -86,6 +86,9 @@ pub enum AdminCommand {
         /// The campaign's stock is the sum of theirs.
         #[arg(long = "variant", value_parser = parse_variant)]
         variants: Vec<NewVariant>,
+        /// A waiting room (challenge, invites) or a draw.
+        #[command(flatten)]
+        access: super::access::AccessArgs,
     },
     /// Add a variant to a campaign with variants, or change one's name and stock (never below
     /// its units already claimed).
@@ -185,6 +188,7 @@ impl AdminCommand {
                 hold_seconds,
                 gate_shards,
                 variants,
+                access,
             } => {
                 let new = NewCampaign {
                     id: id.clone(),
@@ -196,9 +200,9 @@ impl AdminCommand {
                     hold_seconds: *hold_seconds,
                     hold_extension_seconds: None,
                     gate_shards: *gate_shards,
-                    waiting_room: None,
-                    access: None,
-                    draw: None,
+                    waiting_room: access.waiting_room(),
+                    access: access.access,
+                    draw: access.draw(),
                     variants: (!variants.is_empty()).then(|| variants.clone()),
                 };
                 (Method::POST, "/admin/v1/campaigns".into(), body(new))
@@ -397,6 +401,80 @@ mod tests {
             .to_string();
         assert!(e.contains("Sunday 23:59 Europe/Paris"), "{e}");
         assert!(parse(&create("raffle", &["--stock", "1"])).is_err());
+    }
+
+    #[test]
+    fn create_takes_a_waiting_room_its_challenge_and_a_draw() {
+        let (_, _, b) = req(&create(
+            "sale",
+            &[
+                "--stock",
+                "3",
+                "--admit-per-second",
+                "50",
+                "--challenge",
+                "pow",
+            ],
+        ));
+        let room = &b.unwrap()["waiting_room"];
+        assert_eq!(
+            (room["admit_per_second"].clone(), room["challenge"].clone()),
+            (json!(50), json!("pow"))
+        );
+        let json_room = r#"{"admit_per_second":7,"queueing":"random"}"#;
+        let (_, _, b) = req(&create(
+            "sale",
+            &[
+                "--stock",
+                "3",
+                "--waiting-room",
+                json_room,
+                "--challenge",
+                "turnstile",
+                "--challenge-fail-open",
+                "--challenge-failure",
+                "forbidden",
+                "--invite-only",
+                "--pow-difficulty",
+                "20",
+            ],
+        ));
+        let room = &b.unwrap()["waiting_room"];
+        assert_eq!(room["queueing"], "random");
+        assert_eq!(room["admit_per_second"], 7);
+        assert_eq!(room["challenge"], "turnstile");
+        assert_eq!(room["challenge_fail_open"], true);
+        assert_eq!(room["challenge_failure"], "forbidden");
+        assert_eq!(room["invite_only"], true);
+        assert_eq!(room["pow_difficulty"], 20);
+        let (_, _, b) = req(&create(
+            "sale",
+            &[
+                "--stock",
+                "100",
+                "--access",
+                "draw",
+                "--entries-open-at",
+                "2029-01-01T12:00:00Z",
+                "--entries-close-at",
+                "2029-01-02T12:00 UTC",
+                "--buying-window-seconds",
+                "3600",
+            ],
+        ));
+        let b = b.unwrap();
+        assert_eq!(b["access"], "draw");
+        assert_eq!(
+            b["draw"],
+            json!({"entries_open_at":"2029-01-01T12:00:00Z",
+                   "entries_close_at":"2029-01-02T12:00:00Z","buying_window_seconds":3600})
+        );
+        assert!(b.get("waiting_room").is_none_or(Value::is_null));
+        // Usage errors: a challenge without a waiting room, an unknown value, half a window.
+        assert!(parse(&create("sale", &["--stock", "1", "--challenge", "pow"])).is_err());
+        assert!(parse(&create("sale", &["--stock", "1", "--access", "raffle"])).is_err());
+        let half = ["--stock", "1", "--entries-close-at", "2029-01-02T12:00:00Z"];
+        assert!(parse(&create("sale", &half)).is_err());
     }
 
     #[test]

@@ -2,13 +2,13 @@
 //! `GET /api/v1/campaigns/{id}/draw/entries/mine` (her entry and outcome),
 //! `GET /api/v1/campaigns/{id}/draw` (the draw's public status: the commitment, then the
 //! reveal) and `POST /admin/v1/campaigns/{id}/draw/run` (a manager closes the entries now and
-//! draws). The rules: docs/DRAWS.md and [`flashgate_shared::draw`].
+//! draws), `GET /admin/v1/campaigns/{id}/draw` (a manager's counts). The rules: docs/DRAWS.md and [`flashgate_shared::draw`].
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{
-    DrawState, DrawStatus, EntryOutcome, EntryReceipt, ErrorBody, MyEntry,
+    DrawProgress, DrawState, DrawStatus, EntryOutcome, EntryReceipt, ErrorBody, MyEntry,
 };
 
 use super::extract::{self, Path, Role};
@@ -135,7 +135,8 @@ pub async fn mine(
 /// The draw's public status: the windows and the commitment from creation on; once drawn,
 /// `result` with the seed, the entry list's digest, the winners and the waitlist in order
 /// (what `flashgate draw verify` checks). `Cache-Control: public, max-age=1`. 404 when no such
-/// campaign; 409 `conflict` when it is not a draw.
+/// campaign; 409 `conflict` when it is not a draw. Through the edge, a request with `Accept:
+/// text/html` gets the draw's page instead (docs/DRAWS.md).
 #[utoipa::path(
     get,
     path = "/api/v1/campaigns/{id}/draw",
@@ -198,5 +199,34 @@ pub async fn run(
     }
     let (d, stock) = draw_of(&state, &campaign).await?;
     let body: DrawStatus = store::status(&state.db, &d, stock).await?;
+    Ok(axum::Json(body).into_response())
+}
+
+/// A manager's view of the draw (a viewer's token is enough): its status without the result
+/// (state, windows, commitment) and the counts of its entries: winners, waitlist, admitted
+/// (and how many from the waitlist), claimed, lapsed. 404 no such campaign; 409 `conflict`
+/// when it is not a draw; 401/403 without / with a wrong token.
+#[utoipa::path(
+    get,
+    path = "/admin/v1/campaigns/{id}/draw",
+    tag = "admin",
+    security(("admin_token" = [])),
+    params(("id" = String, Path, description = "Campaign id.")),
+    responses(
+        (status = 200, description = "The draw and its counts.", body = DrawProgress),
+        (status = 401, description = "unauthorized: no admin token.", body = ErrorBody),
+        (status = 403, description = "forbidden: not an admin token.", body = ErrorBody),
+        errors::NoCampaign,
+        errors::NotADraw,
+    ),
+)]
+pub async fn progress(
+    State(state): State<AppState>,
+    Path(campaign): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    extract::admin(&headers, &state, Role::Viewer)?;
+    let (d, stock) = draw_of(&state, &campaign).await?;
+    let body: DrawProgress = store::progress(&state.db, &d, stock).await?;
     Ok(axum::Json(body).into_response())
 }

@@ -94,6 +94,7 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(draw::enter))
         .routes(routes!(draw::mine))
         .routes(routes!(draw::run))
+        .routes(routes!(draw::progress))
         .routes(routes!(campaigns::index))
         .routes(routes!(campaigns::winners_filter))
         // Promo codes.

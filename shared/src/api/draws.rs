@@ -188,3 +188,26 @@ pub struct MyEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admission: Option<String>,
 }
+
+/// `GET /admin/v1/campaigns/{id}/draw`: a manager's view of a draw: its public status without
+/// the result (state, windows, commitment, `drawn_at`) and the counts of its entries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DrawProgress {
+    /// The draw's status, without `result`.
+    pub draw: DrawStatus,
+    /// Entries (one per customer).
+    pub entries: i64,
+    /// Entries drawn among the first `stock` places (0 before the draw).
+    pub winners: i64,
+    /// Entries drawn after them: the waitlist (0 before the draw).
+    pub waitlist: i64,
+    /// Entries whose buying window opened: the winners and those the waitlist passed units to.
+    pub admitted: i64,
+    /// Of `admitted`, those on the waitlist: how far units have passed down it.
+    pub admitted_from_waitlist: i64,
+    /// Admitted entries whose customer holds a held or paid claim of the campaign.
+    pub claimed: i64,
+    /// Admitted entries whose buying window ended unused: their units passed on.
+    pub lapsed: i64,
+}
