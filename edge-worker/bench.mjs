@@ -13,9 +13,14 @@
 // other phases, so the load generator's own cost per request stays the same. Before the load, one request checks that the answer has the expected status,
 // body and `flashgate-answered-by: edge`; the phase fails (exit 1) when it does not, or when
 // any answer under load has another status.
+// With "powJoins" (a count, with "mintSecret") the phase joins a `pow` campaign: before the
+// load, that many customers are minted, each fetches her challenge from the edge
+// (`<url>/challenge`) and solves it (the campaign's difficulty, kept low: the edge's check is one
+// HMAC and one SHA-256 whatever the difficulty); the load then sends exactly those joins, one
+// customer each, with `{"challenge", "solution"}` (autocannon's `amount` instead of a duration).
 import autocannon from "autocannon";
 import { readFileSync } from "node:fs";
-import { createHmac } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 
 const phase = JSON.parse(process.argv[2]);
 const init = { method: phase.method || "GET", headers: phase.headers || {}, body: phase.body };
@@ -36,6 +41,44 @@ const mint = () => {
 };
 if (phase.mintSecret) init.headers = withToken(mint());
 
+// The pow joins, solved before the load: [{ headers, body }], sent in turn.
+const solved = [];
+let sent = 0;
+const leadingZeroBits = (digest) => {
+  let bits = 0;
+  for (const byte of digest) {
+    if (byte !== 0) return bits + Math.clz32(byte) - 24;
+    bits += 8;
+  }
+  return bits;
+};
+const solveOne = async (headers) => {
+  const res = await fetch(`${phase.url}/challenge`, { headers });
+  if (res.status !== 200) throw new Error(`challenge: ${res.status} ${await res.text()}`);
+  const { challenge, difficulty } = await res.json();
+  for (let n = 0; ; n += 1) {
+    const digest = createHash("sha256").update(`${challenge}:${n}`).digest();
+    if (leadingZeroBits(digest) >= difficulty) {
+      return { headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify({ challenge, solution: String(n) }) };
+    }
+  }
+};
+if (phase.powJoins) {
+  // The probe's customer first, then the load's; 32 fetches in flight.
+  const all = [init.headers, ...Array.from({ length: phase.powJoins }, () => withToken(mint()))];
+  const out = new Array(all.length);
+  let next = 0;
+  await Promise.all(Array.from({ length: 32 }, async () => {
+    while (next < all.length) {
+      const i = next++;
+      out[i] = await solveOne(all[i]);
+    }
+  }));
+  init.headers = out[0].headers;
+  init.body = out[0].body;
+  solved.push(...out.slice(1));
+}
+
 const suffix = () => `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
 const probe = await fetch(phase.randomSuffix ? phase.url + suffix() : phase.url, init);
 const probeBody = await probe.text();
@@ -45,23 +88,28 @@ if (probe.status !== phase.expectStatus || by !== "edge" || (phase.expectBody &&
   process.exit(1);
 }
 
+const startedMs = performance.now();
 const result = await autocannon({
   url: phase.url,
   method: init.method,
   headers: init.headers,
   body: init.body,
   connections: phase.connections,
-  duration: phase.seconds,
+  ...(phase.powJoins ? { amount: solved.length } : { duration: phase.seconds }),
   ...(phase.randomSuffix && {
     requests: [{ setupRequest: (req) => ({ ...req, path: new URL(phase.url).pathname + suffix() }) }],
   }),
   ...(tokens.length > 0 && {
     requests: tokens.map((token) => ({ method: init.method, headers: withToken(token), body: init.body })),
   }),
-  ...(phase.mintSecret && {
+  ...(phase.mintSecret && !phase.powJoins && {
     requests: [{ setupRequest: (req) => ({ ...req, headers: withToken(mint()) }) }],
   }),
+  ...(phase.powJoins && {
+    requests: [{ setupRequest: (req) => ({ ...req, ...solved[sent++ % solved.length] }) }],
+  }),
 });
+const elapsedS = (performance.now() - startedMs) / 1000;
 const total = result.requests.total;
 const expected = phase.expectStatus >= 400 && phase.expectStatus < 500 ? result["4xx"] : result["2xx"];
 const out = {
@@ -69,8 +117,9 @@ const out = {
   name: phase.name,
   requests: total,
   ...(tokens.length > 0 && { customers: tokens.length }),
-  ...(phase.mintSecret && { customers: minted }),
-  rps: Math.round(result.requests.average),
+  ...(phase.mintSecret && { customers: phase.powJoins ? phase.powJoins + 1 : minted }),
+  // A pow phase sends a fixed amount: its rate is that amount over the time it took.
+  rps: Math.round(phase.powJoins ? total / elapsedS : result.requests.average),
   p50_ms: result.latency.p50,
   p99_ms: result.latency.p99,
   expected_status: expected,
