@@ -255,14 +255,19 @@ async function loadVariants() {
   }
 }
 
-// The selected campaign's draw (GET .../draw, a 409 when it is not one): its state, entries,
-// winners, how far units passed down the waitlist, claims, lapses and the commitment. The
-// figures are also kept in the panel's data attributes (the browser test reads them).
+// The selected campaign's draw (GET .../draw): its state, entries, winners, how far units
+// passed down the waitlist, claims, lapses and the commitment. The figures are also kept in
+// the panel's data attributes (the browser test reads them). Whether the campaign is a draw
+// comes from its public status (`draw` only on a draw), so no other campaign gets a 409 that
+// the browser would log as a failed load.
 const notDraws = new Set();
 async function loadDraw() {
   const id = selected, panel = $("#draw-panel");
   if (!id || notDraws.has(id)) { panel.hidden = true; return; }
   try {
+    const status = await api("GET", "/api/v1/campaigns/" + encodeURIComponent(id));
+    if (id !== selected) return;
+    if (!status.draw) { notDraws.add(id); panel.hidden = true; return; }
     const p = await api("GET", "/admin/v1/campaigns/" + encodeURIComponent(id) + "/draw");
     if (id !== selected) return;
     const d = p.draw;
