@@ -34,7 +34,7 @@ mod redis_handle;
 pub mod room;
 pub mod scrape;
 pub mod variants;
-pub use bins::flashgate_bin;
+pub use bins::{flashgate_bin, run_admin_cli};
 pub use databases::{drop_db, fresh_db};
 pub use edge::{ensure_edge_built, repo_root, EdgeRuntime, TestEdge};
 pub use edge_calls::{

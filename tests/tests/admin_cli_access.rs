@@ -9,24 +9,21 @@ use std::process::Output;
 
 use flashgate_origin::cli::exit;
 use flashgate_tests::support::draws::{get, origin};
-use flashgate_tests::support::{flashgate_bin, unique, TestOrigin};
+use flashgate_tests::support::{run_admin_cli, unique, TestOrigin};
 use serde_json::Value;
 
 /// Runs `flashgate admin create --id ID --name N --kind sale --stock 5 --ends-at +2 h <more>`.
 async fn create(o: &TestOrigin, id: &str, more: &[&str]) -> Output {
     let ends = (chrono::Utc::now() + chrono::Duration::hours(2)).to_rfc3339();
-    let mut cmd = std::process::Command::new(flashgate_bin());
-    cmd.args([
+    let args = [
         "admin", "create", "--id", id, "--name", "CLI", "--kind", "sale",
-    ])
-    .args(["--stock", "5", "--ends-at", &ends])
-    .args(more)
-    .env_clear()
-    .env("FLASHGATE_ORIGIN_URL", &o.url)
-    .env("FLASHGATE_ADMIN_TOKEN", o.manager_token());
-    tokio::task::spawn_blocking(move || cmd.output().expect("flashgate runs"))
-        .await
-        .expect("the CLI's task")
+    ]
+    .into_iter()
+    .chain(["--stock", "5", "--ends-at", &ends])
+    .chain(more.iter().copied())
+    .map(String::from)
+    .collect();
+    run_admin_cli(&o.url, o.manager_token(), args).await
 }
 
 fn code(out: &Output) -> Option<i32> {

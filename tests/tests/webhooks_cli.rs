@@ -11,22 +11,19 @@ use std::process::Output;
 use std::time::Duration;
 
 use flashgate_origin::cli::exit;
-use flashgate_tests::support::{eventually, flashgate_bin, unique, TestOrigin};
+use flashgate_tests::support::{eventually, run_admin_cli, unique, TestOrigin};
 use flashgate_tests::webhooks::Receiver;
 use serde_json::Value;
 
 /// Runs `flashgate admin webhooks <args>` against `o` with the manager token in the
 /// environment (as an operator would), off the runtime's threads.
 async fn cli(o: &TestOrigin, args: &[&str]) -> Output {
-    let mut cmd = std::process::Command::new(flashgate_bin());
-    cmd.args(["admin", "webhooks"])
-        .args(args)
-        .env_clear()
-        .env("FLASHGATE_ORIGIN_URL", &o.url)
-        .env("FLASHGATE_ADMIN_TOKEN", o.manager_token());
-    tokio::task::spawn_blocking(move || cmd.output().expect("flashgate runs"))
-        .await
-        .expect("the CLI's task")
+    let args = ["admin", "webhooks"]
+        .iter()
+        .chain(args)
+        .map(|a| a.to_string())
+        .collect();
+    run_admin_cli(&o.url, o.manager_token(), args).await
 }
 
 /// Runs the CLI, expects exit 0, returns its stdout as JSON (`null` when empty).

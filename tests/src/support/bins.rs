@@ -20,3 +20,21 @@ pub fn flashgate_bin() -> PathBuf {
     );
     bin
 }
+
+/// Runs `flashgate <args>` as an operator would: against the origin at `origin_url` with the
+/// manager token `admin_token` in its environment, and nothing else of the test's environment;
+/// on a blocking thread, off the test runtime's. Its output (status, stdout, stderr).
+pub async fn run_admin_cli(
+    origin_url: &str,
+    admin_token: &str,
+    args: Vec<String>,
+) -> std::process::Output {
+    let mut cmd = std::process::Command::new(flashgate_bin());
+    cmd.args(args)
+        .env_clear()
+        .env("FLASHGATE_ORIGIN_URL", origin_url)
+        .env("FLASHGATE_ADMIN_TOKEN", admin_token);
+    tokio::task::spawn_blocking(move || cmd.output().expect("flashgate runs"))
+        .await
+        .expect("the CLI's task")
+}
