@@ -1,11 +1,11 @@
 //! A customer's claim (`POST /api/v1/campaigns/{id}/claims`) in the Workers runtime: the
 //! request checks and the token, then what the cached status, the winners filter and the
-//! waiting room say, then forwarded to the origin with the edge signature. Part of the wasm32
-//! glue ([`super`]).
+//! waiting room say, then forwarded to the origin with the edge signature. Every answer is
+//! counted where it is made ([`super::telemetry`]). Part of the wasm32 glue ([`super`]).
 
 use super::origin::{origin_target, relay, send, sign_forwarded};
-use super::respond::answer;
 use super::status_cache::{learn, status_for};
+use super::telemetry::{count_relayed, edge_answer as answer};
 use super::{caller, index, jwks, now_ms, queue, winners, TOKENS};
 use crate::config::EdgeConfig;
 use crate::decide::{self, Answer, ClaimInput};
@@ -157,6 +157,8 @@ pub(super) async fn claim(
             return answer(&Answer::unavailable());
         }
     };
+    let by = resp_headers.get(flashgate_shared::ANSWERED_BY_HEADER)?;
+    count_relayed(&resp_body, by.as_deref());
     let replayed = resp_headers.get(flashgate_shared::REPLAYED_HEADER)?;
     learn(
         id,

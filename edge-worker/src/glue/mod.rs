@@ -179,7 +179,7 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Re
     }
     match route {
         Route::Status { id } => serve_status(&cfg, id, &url, head).await,
-        Route::Claim { id } => telemetry::counted(claim::claim(req, &cfg, id, &url).await?),
+        Route::Claim { id } => claim::claim(req, &cfg, id, &url).await,
         Route::QueuePoll { id } => queue::poll(req, &cfg, id, &url).await,
         Route::QueueJoin { id } => joins::join(req, &cfg, id, &url).await,
         Route::QueueChallenge { id } => access::challenge(req, &cfg, id, &url).await,

@@ -5,10 +5,11 @@
 use std::cell::RefCell;
 
 use flashgate_shared::ANSWERED_BY_HEADER;
-use worker::{js_sys, Headers, Request, Response, ResponseBody, Result};
+use worker::{js_sys, Headers, Request, Response, Result};
 
 use crate::access::{Failure, FailureCounts};
 use crate::config::EdgeConfig;
+use crate::decide::Answer;
 use crate::telemetry::{check_reader, Counts};
 
 thread_local! {
@@ -17,19 +18,18 @@ thread_local! {
     static FAILURES: RefCell<FailureCounts> = RefCell::new(FailureCounts::default());
 }
 
-/// Counts `resp`, a claim answer, by its JSON `result` and its `Flashgate-Answered-By`, and
-/// returns it unchanged. Every claim answer is built from bytes the worker holds (the edge's
-/// own answer, or the origin's read whole), so they are read where they are: a clone of the
-/// response would turn its body into a stream, read back chunk by chunk through JavaScript,
-/// and the answer would leave as that stream. A body of another kind counts as no `result`.
-pub(super) fn counted(resp: Response) -> Result<Response> {
-    let by = resp.headers().get(ANSWERED_BY_HEADER)?.unwrap_or_default();
-    let body: &[u8] = match resp.body() {
-        ResponseBody::Body(bytes) => bytes,
-        _ => &[],
-    };
-    COUNTS.with(|c| c.borrow_mut().add(body, &by));
-    Ok(resp)
+/// The edge's own claim answer `a`, counted ([`Counts::add`]) as answered by the edge and
+/// then built ([`super::answer`]): nothing is read back from the response (each read would be
+/// a call into the runtime).
+pub(super) fn edge_answer(a: &Answer) -> Result<Response> {
+    COUNTS.with(|c| c.borrow_mut().add(a.body.as_bytes(), "edge"));
+    super::answer(a)
+}
+
+/// Counts a claim answer relayed from the origin: its body (JSON `result`) and its
+/// `Flashgate-Answered-By` (absent counts as the origin).
+pub(super) fn count_relayed(body: &[u8], answered_by: Option<&str>) {
+    COUNTS.with(|c| c.borrow_mut().add(body, answered_by.unwrap_or("origin")));
 }
 
 /// Counts a join that failed its challenge with `f`, answered with a 403 (`forbidden`) or an
