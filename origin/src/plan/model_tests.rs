@@ -221,8 +221,8 @@ fn redis_memory_during_and_after_the_sale() {
         4_200.0,
         1e-9,
     );
-    // The measured figure (docs/WAITING-ROOM.md): an arrival key and its presence entry,
-    // 235,448,592 bytes per 1,000,000 tickets.
+    // The measured figure (docs/BENCHMARKS.md, "Presence memory in Redis"): an arrival key and
+    // its presence entry, 235,448,592 bytes per 1,000,000 tickets.
     let c = Calibration::default();
     close(
         (c.redis_bytes_per_queued_visitor + c.redis_bytes_per_present_ticket) * 1e6,

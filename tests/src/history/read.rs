@@ -75,7 +75,7 @@ pub fn read_history(path: &Path) -> Result<Vec<Operation>, BadInput> {
 /// What makes one well-typed line a bad operation, if anything: a claim request (`claim`,
 /// `retry`, `replay`) without its idempotency key, an answer before its request
 /// (`answered_at` < `sent_at`), or an attempt with neither a status nor a transport error.
-/// docs/HISTORY.md lists the format.
+/// [`super::record`] documents the format.
 pub fn format_fault(op: &Operation) -> Option<String> {
     if op.op.is_claim() && op.key.as_deref().is_none_or(str::is_empty) {
         return Some(format!("a {} without its idempotency key", op.op.as_str()));

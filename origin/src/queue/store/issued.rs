@@ -3,8 +3,8 @@
 //! [`super`].
 //!
 //! Memory: an arrival key in `fg:{c}:q:keys` costs about as much as a presence entry (a
-//! 16-digit member with its score in a skiplist and a dict), see docs/WAITING-ROOM.md,
-//! "Memory per million tickets".
+//! 16-digit member with its score in a skiplist and a dict), see docs/BENCHMARKS.md,
+//! "Presence memory in Redis".
 
 use std::sync::LazyLock;
 
