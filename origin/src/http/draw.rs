@@ -170,8 +170,6 @@ pub async fn status(
     responses(
         (status = 200, description = "Drawn (now or before): the status with the result.",
             body = DrawStatus),
-        (status = 401, description = "unauthorized: no admin token.", body = ErrorBody),
-        (status = 403, description = "forbidden: not a manager token.", body = ErrorBody),
         errors::NoCampaign,
         (status = 409, description = "conflict: not a draw, or its entries have not opened.",
             body = ErrorBody),
@@ -214,8 +212,6 @@ pub async fn run(
     params(("id" = String, Path, description = "Campaign id.")),
     responses(
         (status = 200, description = "The draw and its counts.", body = DrawProgress),
-        (status = 401, description = "unauthorized: no admin token.", body = ErrorBody),
-        (status = 403, description = "forbidden: not an admin token.", body = ErrorBody),
         errors::NoCampaign,
         errors::NotADraw,
     ),

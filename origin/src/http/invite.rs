@@ -10,6 +10,7 @@ use flashgate_shared::invite::invite_key_hex;
 use serde::Serialize;
 
 use super::extract::{self, Role};
+use super::openapi::errors;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -40,10 +41,7 @@ pub struct InviteKey {
     responses(
         (status = 200, description = "The key the shop signs this campaign's invites with \
             (docs/ACCESS.md).", body = InviteKey),
-        (status = 401, description = "unauthorized: no admin token.", body = ErrorBody),
-        (status = 403, description = "forbidden: an unknown token or a viewer's.",
-            body = ErrorBody),
-        (status = 404, description = "not_found: no such campaign.", body = ErrorBody),
+        errors::NoCampaign,
         (status = 409, description = "conflict: this origin has no FLASHGATE_EDGE_SECRET, \
             which the invite key is derived from.", body = ErrorBody),
     ),
