@@ -15,7 +15,12 @@
 #   doc_blocks FILE             prints every ```sh block of FILE (a path from the clone's root,
 #                               e.g. docs/CHECKOUT.md), in order, as one script
 #   doc_run FILE ENV LOG        runs them as one script (later blocks use the variables of
-#                               earlier ones), laid out and logged like readme_run
+#                               earlier ones), with ENV's variables exported first (as after
+#                               `set -a; . .dev/env; set +a`), laid out and logged like readme_run
+#
+# Both put the scratch folder's target/debug first on PATH, so a block may name `flashgate`,
+# `stampede` … as a reader who installed them would. A ```console block is a synopsis (other
+# hosts, placeholders, minutes-long runs) and is never run.
 
 readme_block() {
   awk -v m="$1" '$0 == m { found = 1; next }
@@ -35,7 +40,8 @@ _doc_exec() {
   ln -s "$FG_ROOT/scripts" "$scratch/scripts"
   ln -s "$(fg_target_dir)/debug" "$scratch/target/release"
   ln -s "$(fg_target_dir)/debug" "$scratch/target/debug"
-  (cd "$scratch" && exec setsid -w bash -euo pipefail -c "$block") >"$log" 2>&1 &
+  (cd "$scratch" && PATH="$scratch/target/debug:$PATH" exec setsid -w bash -euo pipefail -c "$block") \
+    >"$log" 2>&1 &
   pid=$!
   wait "$pid" || rc=$?
   kill -- "-$pid" 2>/dev/null || true
@@ -60,7 +66,8 @@ doc_run() {
   local file="$1" block
   block="$(doc_blocks "$file")"
   [ -n "$block" ] || { fg_log "$file has no sh block"; return 1; }
-  _doc_exec "$block" "$2" "$3"
+  _doc_exec "set -a; . .dev/env; set +a
+$block" "$2" "$3"
 }
 
 readme_expect() {
