@@ -41,6 +41,10 @@ const mf = new Miniflare({
   cf: false,
   cache: true,
   bindings: setup.bindings,
+  // wrangler.toml's [[ratelimits]], with Miniflare's own local rate-limit binding.
+  ratelimits: Object.fromEntries(
+    setup.rateLimits.map((r) => [r.name, { namespace_id: r.namespaceId, simple: { limit: r.limit, period: r.period } }]),
+  ),
   log: new Log(LogLevel[(process.env.EDGE_LOG_LEVEL || "WARN").toUpperCase()] ?? LogLevel.WARN),
 });
 
