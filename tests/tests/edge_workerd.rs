@@ -440,25 +440,36 @@ async fn isolates_share_the_budgets_of_the_rate_limit_bindings() {
     assert_eq!(again.headers()["retry-after"], "10");
 }
 
+/// A copy of the repository's wrangler.toml without its `[[ratelimits]]`, with `vars` added to
+/// its `[vars]`, written to a temporary file (its path).
+fn wrangler_without_bindings(vars: &str) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(repo_root().join("wrangler.toml")).expect("wrangler.toml");
+    assert!(text.contains("[[ratelimits]]"));
+    let mut in_limits = false;
+    let mut kept = String::new();
+    for line in text.lines() {
+        if line.starts_with('[') {
+            in_limits = line.trim() == "[[ratelimits]]";
+        }
+        if !in_limits {
+            kept.push_str(line);
+            kept.push('\n');
+            if line.trim() == "[vars]" {
+                kept.push_str(vars);
+            }
+        }
+    }
+    let path = std::env::temp_dir().join(format!("{}.toml", unique("wrangler")));
+    std::fs::write(&path, kept).expect("write wrangler.toml");
+    path
+}
+
 /// Without `[[ratelimits]]` in wrangler.toml, each isolate holds a customer to its own local
 /// buckets: spread over two she gets twice a bucket, and one isolate alone still refuses her
 /// past it (429 with the bucket's `Retry-After` of a second); nothing asks a binding.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn without_the_bindings_each_isolate_keeps_its_own_buckets() {
-    let text = std::fs::read_to_string(repo_root().join("wrangler.toml")).expect("wrangler.toml");
-    assert!(text.contains("[[ratelimits]]"));
-    let mut in_limits = false;
-    let kept: Vec<&str> = text
-        .lines()
-        .filter(|l| {
-            if l.starts_with('[') {
-                in_limits = l.trim() == "[[ratelimits]]";
-            }
-            !in_limits
-        })
-        .collect();
-    let path = std::env::temp_dir().join(format!("{}.toml", unique("wrangler")));
-    std::fs::write(&path, kept.join("\n")).expect("write wrangler.toml");
+    let path = wrangler_without_bindings("");
     let (fake, e) = two_isolates(Some(&path)).await;
     let _ = std::fs::remove_file(&path);
     let joins = spread(&e.isolates, "ana", false, 15, "1").await;
@@ -472,4 +483,17 @@ async fn without_the_bindings_each_isolate_keeps_its_own_buckets() {
     assert!(count(&more, 429) > 0, "{more:?}");
     assert_eq!(shared_counts(&e, "joins", "passed").await, 0);
     assert_eq!(shared_counts(&e, "claims", "passed").await, 0);
+}
+
+/// A binding that fails (here: a binding of the join budget's name that is no rate limiter)
+/// does not block customers: the local verdict stands, and each failure is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failing_binding_leaves_the_local_verdict_and_is_counted() {
+    let path = wrangler_without_bindings("FLASHGATE_JOIN_LIMITER = \"not a rate limiter\"\n");
+    let (_fake, e) = two_isolates(Some(&path)).await;
+    let _ = std::fs::remove_file(&path);
+    let joins = spread(&e.isolates, "ana", false, 15, "1").await;
+    assert_eq!(count(&joins, 201), 30, "{joins:?}");
+    assert_eq!(shared_counts(&e, "joins", "failed").await, 30);
+    assert_eq!(shared_counts(&e, "joins", "passed").await, 0);
 }
