@@ -14,7 +14,7 @@
 import { Log, LogLevel, Miniflare } from "miniflare";
 import { readFileSync, writeFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
-import { workerSetup } from "./worker-env.mjs";
+import { rateLimitDrift, workerSetup } from "./worker-env.mjs";
 
 const port = Number.parseInt(process.env.EDGE_PORT || "0", 10);
 if (!Number.isInteger(port) || port < 0 || port > 65535) {
@@ -26,6 +26,9 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
 // compatibility date and [vars], replaced by the environment, plus the secrets.
 const setup = workerSetup(process.env, process.env.EDGE_SCRIPT_DIR);
 const dir = setup.scriptDir;
+for (const drift of rateLimitDrift(setup.bindings, setup.rateLimits)) {
+  console.error(`run-miniflare: rate limits out of step: ${drift}`);
+}
 
 const mf = new Miniflare({
   modules: [

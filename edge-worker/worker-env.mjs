@@ -74,6 +74,34 @@ export function rateLimits(toml) {
   });
 }
 
+/** The rate-limit bindings the worker asks (docs/EDGE.md), each with the per-second setting
+ * whose × 10 its `limit` must be, over a period of 10 s. */
+export const RATE_LIMIT_SETTINGS = {
+  FLASHGATE_JOIN_LIMITER: "FLASHGATE_LIMIT_JOINS_PER_S",
+  FLASHGATE_CLAIM_LIMITER: "FLASHGATE_LIMIT_CLAIMS_PER_S",
+  FLASHGATE_IP_LIMITER: "FLASHGATE_LIMIT_IP_PER_S",
+};
+
+/**
+ * Where `rateLimits` (of [rateLimits]) and the per-second settings in `bindings` disagree: one
+ * sentence per binding of [RATE_LIMIT_SETTINGS] whose period is not 10 s or whose limit is not
+ * its setting × 10 (a setting of 0 turns the budget off and agrees with any limit); empty when
+ * they agree.
+ */
+export function rateLimitDrift(bindings, rateLimits) {
+  const out = [];
+  for (const r of rateLimits) {
+    const setting = RATE_LIMIT_SETTINGS[r.name];
+    if (!setting) continue;
+    const perS = Number.parseInt(String(bindings[setting] ?? ""), 10);
+    if (r.period !== 10) out.push(`${r.name}: period ${r.period} s, the edge expects 10`);
+    else if (Number.isInteger(perS) && perS > 0 && r.limit !== perS * 10) {
+      out.push(`${r.name}: limit ${r.limit} per 10 s, but ${setting} = ${perS} makes it ${perS * 10}`);
+    }
+  }
+  return out;
+}
+
 /**
  * The worker as wrangler.toml describes it, with its bindings from `env`:
  * `{ compatibilityDate, compatibilityFlags, scriptDir, bindings, rateLimits }`, where `bindings`

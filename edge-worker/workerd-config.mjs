@@ -33,7 +33,7 @@ import { renameSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { workerSetup } from "./worker-env.mjs";
+import { rateLimitDrift, workerSetup } from "./worker-env.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The internal module of the rate-limit stand-in's wrapped bindings. */
@@ -169,7 +169,11 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   }
   const file = resolve(out);
   const host = process.env.FLASHGATE_EDGE_HOST || "127.0.0.1";
-  const text = workerdConfig(workerSetup(process.env, scriptDir), ports, dirname(file), host);
+  const setup = workerSetup(process.env, scriptDir);
+  for (const drift of rateLimitDrift(setup.bindings, setup.rateLimits)) {
+    console.error(`workerd-config: rate limits out of step: ${drift}`);
+  }
+  const text = workerdConfig(setup, ports, dirname(file), host);
   writeFileSync(`${file}.tmp`, text, { mode: 0o600 });
   renameSync(`${file}.tmp`, file);
   for (const p of ports) console.log(`http://${host}:${p}`);
