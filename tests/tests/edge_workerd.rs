@@ -12,9 +12,9 @@
 
 use std::time::{Duration, Instant};
 
-use flashgate_shared::admission::mint_admission;
+use flashgate_shared::admission::{mint_admission, sign_ticket};
 use flashgate_shared::api::ChangeRequest;
-use flashgate_shared::queue::ADMISSION_HEADER;
+use flashgate_shared::queue::{ADMISSION_HEADER, TICKET_HEADER};
 use flashgate_tests::support::fake_room::{start_fake, status_body, ticket, Shared};
 use flashgate_tests::support::unique;
 use flashgate_tests::support::until_state;
@@ -298,14 +298,17 @@ async fn origin_down_gives_503_for_claims_and_stale_status_within_max_stale() {
 /// new ticket (`FLASHGATE_JOIN_LIMITER`) and claims forwarded (`FLASHGATE_CLAIM_LIMITER`).
 const JOIN_BUDGET: usize = 20;
 const CLAIM_BUDGET: usize = 50;
+/// wrangler.toml's budget per client IP per 10 s (`FLASHGATE_IP_LIMITER`).
+const IP_BUDGET: usize = 500;
 const METRICS_TOKEN: &str = "rate-limit-metrics";
 
 /// Two copies of the worker (two isolates) in one plain workerd in front of a fake waiting room
 /// `drop` that admits 1,000 a second (its pace refuses nothing). Their local buckets allow a
-/// second's burst as large as a whole budget (20 joins, 50 claims a second), so that only the
-/// budgets held across isolates can refuse a customer who spreads her requests. `wrangler`: the
-/// wrangler.toml read (the repository's when `None`).
-async fn two_isolates(wrangler: Option<&std::path::Path>) -> (Shared, TestEdge) {
+/// second's burst as large as a whole budget (20 joins, 50 claims, 500 per IP a second), so that only the
+/// budgets held across isolates can refuse a customer who spreads her requests. With
+/// `without_bindings`, the repository's wrangler.toml is read without its `[[ratelimits]]` and
+/// with these lines added to its `[vars]`.
+async fn two_isolates(without_bindings: Option<&str>) -> (Shared, TestEdge) {
     let fake: Shared = Default::default();
     let room = json!({"now_serving": 1_000_000, "admit_per_second": 1_000,
         "admission_ttl_seconds": 120});
@@ -317,11 +320,16 @@ async fn two_isolates(wrangler: Option<&std::path::Path>) -> (Shared, TestEdge) 
         ("FLASHGATE_EDGE_METRICS_TOKEN", METRICS_TOKEN.to_string()),
         ("FLASHGATE_LIMIT_JOINS_PER_S", JOIN_BUDGET.to_string()),
         ("FLASHGATE_LIMIT_CLAIMS_PER_S", CLAIM_BUDGET.to_string()),
+        ("FLASHGATE_LIMIT_IP_PER_S", IP_BUDGET.to_string()),
     ];
-    if let Some(path) = wrangler {
+    let path = without_bindings.map(wrangler_without_bindings);
+    if let Some(path) = &path {
         env.push(("FLASHGATE_WRANGLER_TOML", path.display().to_string()));
     }
     let edge = TestEdge::start_isolates(&origin, &env, 2);
+    if let Some(path) = path {
+        let _ = std::fs::remove_file(path);
+    }
     assert_eq!(edge.isolates.len(), 2);
     (fake, edge)
 }
@@ -403,7 +411,8 @@ async fn shared_counts(e: &TestEdge, budget: &str, outcome: &str) -> u64 {
 
 /// A customer who spreads her joins and her forwarded claims over two isolates is held to the
 /// one budget of the rate-limit bindings (exactly, within the 10 s period), answered 429 with
-/// `Retry-After` of the period; another customer has her own budget.
+/// `Retry-After` of the period; another customer has her own budget, a crowd behind one address
+/// shares the address's, and a ticket presented again does not ask the binding.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn isolates_share_the_budgets_of_the_rate_limit_bindings() {
     let (fake, e) = two_isolates(None).await;
@@ -429,7 +438,29 @@ async fn isolates_share_the_budgets_of_the_rate_limit_bindings() {
     assert_eq!(shared_counts(&e, "claims", "passed").await, 50);
     assert_eq!(shared_counts(&e, "claims", "refused").await, 10);
     assert_eq!(shared_counts(&e, "joins", "failed").await, 0);
+    // 300 customers at each isolate from one address (`CF-Connecting-IP`, passed on by plain
+    // workerd as Cloudflare sets it): the address's budget.
     let http = reqwest::Client::new();
+    let config = test_config();
+    let crowd = join_all(e.isolates.iter().enumerate().flat_map(|(n, base)| {
+        let (http, config) = (&http, &config);
+        (0..300).map(move |i| {
+            let req = http
+                .post(format!("{base}/api/v1/campaigns/drop/queue"))
+                .bearer_auth(token_for(config, &format!("crowd-{n}-{i}")))
+                .header("cf-connecting-ip", "203.0.113.7");
+            async move { reply(req.send().await.expect("join")).await }
+        })
+    }))
+    .await;
+    let (passed, refused) = crowd
+        .iter()
+        .partition::<Vec<&Reply>, _>(|r| r.status == 201);
+    assert_eq!((passed.len(), refused.len()), (IP_BUDGET, 600 - IP_BUDGET));
+    assert!(refused
+        .iter()
+        .all(|r| r.status == 429 && r.header("retry-after") == Some("10")));
+    assert_eq!(shared_counts(&e, "ip", "refused").await, 100);
     let again = http
         .post(format!("{}/api/v1/campaigns/drop/queue", e.isolates[1]))
         .bearer_auth(token_for(&test_config(), "ana"))
@@ -438,6 +469,17 @@ async fn isolates_share_the_budgets_of_the_rate_limit_bindings() {
         .expect("join");
     assert_eq!(again.status(), 429);
     assert_eq!(again.headers()["retry-after"], "10");
+    // Her ticket presented again is answered from what the edge holds, without the binding.
+    let hers = sign_ticket(K, &ticket("drop", "ana", 1));
+    let shown = http
+        .post(format!("{}/api/v1/campaigns/drop/queue", e.isolates[1]))
+        .bearer_auth(token_for(&test_config(), "ana"))
+        .header(TICKET_HEADER, &hers)
+        .send()
+        .await
+        .expect("join");
+    assert_eq!(shown.status(), 200);
+    assert_eq!(shared_counts(&e, "joins", "refused").await, 11);
 }
 
 /// A copy of the repository's wrangler.toml without its `[[ratelimits]]`, with `vars` added to
@@ -469,9 +511,7 @@ fn wrangler_without_bindings(vars: &str) -> std::path::PathBuf {
 /// past it (429 with the bucket's `Retry-After` of a second); nothing asks a binding.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn without_the_bindings_each_isolate_keeps_its_own_buckets() {
-    let path = wrangler_without_bindings("");
-    let (fake, e) = two_isolates(Some(&path)).await;
-    let _ = std::fs::remove_file(&path);
+    let (fake, e) = two_isolates(Some("")).await;
     let joins = spread(&e.isolates, "ana", false, 15, "1").await;
     assert_eq!(count(&joins, 201), 30, "{joins:?}");
     let claims = spread(&e.isolates, "ana", true, 30, "1").await;
@@ -489,9 +529,7 @@ async fn without_the_bindings_each_isolate_keeps_its_own_buckets() {
 /// does not block customers: the local verdict stands, and each failure is counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_failing_binding_leaves_the_local_verdict_and_is_counted() {
-    let path = wrangler_without_bindings("FLASHGATE_JOIN_LIMITER = \"not a rate limiter\"\n");
-    let (_fake, e) = two_isolates(Some(&path)).await;
-    let _ = std::fs::remove_file(&path);
+    let (_fake, e) = two_isolates(Some("FLASHGATE_JOIN_LIMITER = \"not a rate limiter\"\n")).await;
     let joins = spread(&e.isolates, "ana", false, 15, "1").await;
     assert_eq!(count(&joins, 201), 30, "{joins:?}");
     assert_eq!(shared_counts(&e, "joins", "failed").await, 30);
