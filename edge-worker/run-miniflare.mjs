@@ -14,7 +14,7 @@
 import { Log, LogLevel, Miniflare } from "miniflare";
 import { readFileSync, writeFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
-import { workerSetup } from "./worker-env.mjs";
+import { rateLimitDrift, workerSetup } from "./worker-env.mjs";
 
 const port = Number.parseInt(process.env.EDGE_PORT || "0", 10);
 if (!Number.isInteger(port) || port < 0 || port > 65535) {
@@ -26,6 +26,9 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
 // compatibility date and [vars], replaced by the environment, plus the secrets.
 const setup = workerSetup(process.env, process.env.EDGE_SCRIPT_DIR);
 const dir = setup.scriptDir;
+for (const drift of rateLimitDrift(setup.bindings, setup.rateLimits)) {
+  console.error(`run-miniflare: rate limits out of step: ${drift}`);
+}
 
 const mf = new Miniflare({
   modules: [
@@ -41,6 +44,10 @@ const mf = new Miniflare({
   cf: false,
   cache: true,
   bindings: setup.bindings,
+  // wrangler.toml's [[ratelimits]], with Miniflare's own local rate-limit binding.
+  ratelimits: Object.fromEntries(
+    setup.rateLimits.map((r) => [r.name, { namespace_id: r.namespaceId, simple: { limit: r.limit, period: r.period } }]),
+  ),
   log: new Log(LogLevel[(process.env.EDGE_LOG_LEVEL || "WARN").toUpperCase()] ?? LogLevel.WARN),
 });
 

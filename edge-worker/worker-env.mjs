@@ -9,7 +9,12 @@
 //   and optional settings below, taken from the environment only. A [vars] list
 //   (FLASHGATE_CORS_ORIGINS = [...]) is a JSON value binding, as wrangler gives it; set in the
 //   environment as JSON text (`["https://shop.example"]`) it is passed the same way, as a
-//   comma-separated string it stays a string (the worker reads both).
+//   comma-separated string it stays a string (the worker reads both);
+// - rate limits: wrangler.toml's `[[ratelimits]]` (the Workers rate-limit bindings of the
+//   budgets held across isolates, docs/EDGE.md), which each runtime binds its own way.
+//
+// FLASHGATE_WRANGLER_TOML names another wrangler.toml to read (default: the repository's), e.g.
+// one without `[[ratelimits]]`.
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -43,12 +48,72 @@ const FROM_ENVIRONMENT_ONLY = [
 ];
 
 /**
- * The worker as wrangler.toml describes it, with its bindings from `env`:
- * `{ compatibilityDate, compatibilityFlags, scriptDir, bindings }`, where `bindings` maps a
- * name to a string or a JSON value (an array). `scriptDir` is `scriptDir` when given, else the
- * folder of wrangler.toml's `main`. Throws when wrangler.toml cannot be read or parsed.
+ * wrangler.toml's `[[ratelimits]]` as `{ name, namespaceId, limit, period }`; throws on an entry
+ * the platform would refuse (no name or namespace_id, a limit that is not a positive integer, a
+ * period other than 10 or 60 s).
  */
-export function workerSetup(env = process.env, scriptDir = undefined, wranglerPath = join(repoRoot, "wrangler.toml")) {
+export function rateLimits(toml) {
+  return (toml.ratelimits ?? []).map((r, i) => {
+    const { name, namespace_id: namespaceId, simple } = r ?? {};
+    const limit = simple?.limit;
+    const period = simple?.period ?? 60;
+    const ok =
+      typeof name === "string" &&
+      name !== "" &&
+      typeof namespaceId === "string" &&
+      namespaceId !== "" &&
+      Number.isInteger(limit) &&
+      limit > 0 &&
+      (period === 10 || period === 60);
+    if (!ok) {
+      throw new Error(
+        `wrangler.toml [[ratelimits]] #${i + 1}: needs name, namespace_id and simple = { limit = <positive integer>, period = 10 | 60 }`,
+      );
+    }
+    return { name, namespaceId, limit, period };
+  });
+}
+
+/** The rate-limit bindings the worker asks (docs/EDGE.md), each with the per-second setting
+ * whose × 10 its `limit` must be, over a period of 10 s. */
+export const RATE_LIMIT_SETTINGS = {
+  FLASHGATE_JOIN_LIMITER: "FLASHGATE_LIMIT_JOINS_PER_S",
+  FLASHGATE_CLAIM_LIMITER: "FLASHGATE_LIMIT_CLAIMS_PER_S",
+  FLASHGATE_IP_LIMITER: "FLASHGATE_LIMIT_IP_PER_S",
+};
+
+/**
+ * Where `rateLimits` (of [rateLimits]) and the per-second settings in `bindings` disagree: one
+ * sentence per binding of [RATE_LIMIT_SETTINGS] whose period is not 10 s or whose limit is not
+ * its setting × 10 (a setting of 0 turns the budget off and agrees with any limit); empty when
+ * they agree.
+ */
+export function rateLimitDrift(bindings, rateLimits) {
+  const out = [];
+  for (const r of rateLimits) {
+    const setting = RATE_LIMIT_SETTINGS[r.name];
+    if (!setting) continue;
+    const perS = Number.parseInt(String(bindings[setting] ?? ""), 10);
+    if (r.period !== 10) out.push(`${r.name}: period ${r.period} s, the edge expects 10`);
+    else if (Number.isInteger(perS) && perS > 0 && r.limit !== perS * 10) {
+      out.push(`${r.name}: limit ${r.limit} per 10 s, but ${setting} = ${perS} makes it ${perS * 10}`);
+    }
+  }
+  return out;
+}
+
+/**
+ * The worker as wrangler.toml describes it, with its bindings from `env`:
+ * `{ compatibilityDate, compatibilityFlags, scriptDir, bindings, rateLimits }`, where `bindings`
+ * maps a name to a string or a JSON value (an array) and `rateLimits` is [rateLimits]'s.
+ * `scriptDir` is `scriptDir` when given, else the folder of wrangler.toml's `main`. Throws when
+ * wrangler.toml cannot be read or parsed.
+ */
+export function workerSetup(
+  env = process.env,
+  scriptDir = undefined,
+  wranglerPath = env.FLASHGATE_WRANGLER_TOML || join(repoRoot, "wrangler.toml"),
+) {
   const toml = parse(readFileSync(wranglerPath, "utf8"));
   const vars = toml.vars ?? {};
   const bindings = {};
@@ -64,5 +129,6 @@ export function workerSetup(env = process.env, scriptDir = undefined, wranglerPa
     compatibilityFlags: toml.compatibility_flags ?? [],
     scriptDir: resolve(scriptDir || join(repoRoot, dirname(toml.main))),
     bindings,
+    rateLimits: rateLimits(toml),
   };
 }

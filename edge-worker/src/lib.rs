@@ -9,7 +9,8 @@
 //!   signature.
 //! - The waiting room: `GET /api/v1/campaigns/{id}/queue` (a poll with a ticket) is answered
 //!   at the edge ([`queue`], [`page`] for browsers); claims on a campaign with a waiting room
-//!   need an admission token; joins, polls and those claims are rate limited ([`limit`]); the
+//!   need an admission token; joins, polls and those claims are rate limited ([`limit`], and
+//!   across isolates by the Workers rate-limit binding where one is bound: [`shared_limit`]); the
 //!   tickets that polled are reported to the origin in batches ([`presence`]); joins whose
 //!   customer token verifies here go to the origin in groups ([`joins`]).
 //! - A browser's `GET /api/v1/campaigns/{id}/draw` gets the draw's page ([`page_draw`]).
@@ -20,7 +21,7 @@
 //! - Other documented `/api/v1/...` requests are passed through to the origin unchanged.
 //!
 //! Every decision is plain Rust in [`config`], [`decide`], [`status`], [`index`], [`winners`], [`held`], [`memo`], [`cors`],
-//! [`queue`], [`joins`], [`presence`], [`reveal`], [`limit`] and [`page`], tested on the host;
+//! [`queue`], [`joins`], [`presence`], [`reveal`], [`limit`], [`shared_limit`] and [`page`], tested on the host;
 //! the order of a claim's rules is [`plan`]'s.
 //! The glue that talks to the Workers runtime lives in a module compiled for `wasm32` only.
 //! Nothing here panics on input: a panic inside workerd resets the isolate (and its cache).
@@ -42,6 +43,7 @@ pub mod plan;
 pub mod presence;
 pub mod queue;
 pub mod reveal;
+pub mod shared_limit;
 pub mod status;
 pub mod telemetry;
 pub mod winners;

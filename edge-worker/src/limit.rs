@@ -2,8 +2,8 @@
 //!
 //! A bucket of rate `r` per second holds at most `r` tokens (one second's burst) and gains `r`
 //! tokens per second; a request takes one token or is refused with the time until the next
-//! one. Times are ms on the edge's clock. Why isolate-local and not the Workers
-//! rate-limiting binding: see `docs/WAITING-ROOM.md`.
+//! one. Times are ms on the edge's clock. The budgets held across isolates, by the Workers
+//! rate-limit binding, come after these: [`crate::shared_limit`].
 
 use crate::decide::Answer;
 use flashgate_shared::api::codes;

@@ -162,7 +162,8 @@ edge_start() {
   if [ "$runtime" = workerd ]; then
     # Below the kernel's ephemeral range when common.sh is there (see fg_free_port).
     if [ "$port" = 0 ] && declare -F fg_free_port >/dev/null; then port="$(fg_free_port)" || return 1; fi
-    url="$(FLASHGATE_ORIGIN_URL="$origin" node "$EDGE_DIR/workerd-config.mjs" "$pidfile.capnp" \
+    # One copy of the worker (FLASHGATE_EDGE_ISOLATES is for the tests' two-isolate runs).
+    url="$(FLASHGATE_ORIGIN_URL="$origin" FLASHGATE_EDGE_ISOLATES=1 node "$EDGE_DIR/workerd-config.mjs" "$pidfile.capnp" \
       "$port" "$script_dir")" || { _edge_log "generating the workerd configuration failed"; return 1; }
     nohup "$EDGE_DIR/node_modules/.bin/workerd" serve "$pidfile.capnp" >"$pidfile.log" 2>&1 &
     pid=$!

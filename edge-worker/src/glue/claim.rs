@@ -1,12 +1,13 @@
 //! A customer's claim (`POST /api/v1/campaigns/{id}/claims`) in the Workers runtime: the
 //! request checks and the token, then what the cached status, the winners filter and the
-//! waiting room say, then forwarded to the origin with the edge signature. Every answer is
+//! waiting room say, then (on a waiting room, within the budgets held across isolates)
+//! forwarded to the origin with the edge signature. Every answer is
 //! counted where it is made ([`super::telemetry`]). Part of the wasm32 glue ([`super`]).
 
 use super::origin::{origin_target, relay, send, sign_forwarded};
 use super::status_cache::{learn, status_for};
 use super::telemetry::{count_relayed, edge_answer as answer};
-use super::{caller, index, jwks, now_ms, queue, winners, TOKENS};
+use super::{caller, index, jwks, now_ms, queue, shared_limit, winners, TOKENS};
 use crate::config::EdgeConfig;
 use crate::decide::{self, Answer, ClaimInput};
 use crate::plan::{ClaimPlan, Do, Got};
@@ -15,10 +16,11 @@ use flashgate_shared::queue::ADMISSION_HEADER;
 use flashgate_shared::request_id::REQUEST_ID_HEADER;
 use flashgate_shared::trace::TRACEPARENT_HEADER;
 use flashgate_shared::IDEMPOTENCY_KEY_HEADER;
-use worker::{js_sys, Headers, Method, Request, RequestInit, Response, Result};
+use worker::{js_sys, Env, Headers, Method, Request, RequestInit, Response, Result};
 
 pub(super) async fn claim(
     mut req: Request,
+    env: &Env,
     cfg: &EdgeConfig,
     id: &str,
     url: &worker::Url,
@@ -113,6 +115,14 @@ pub(super) async fn claim(
             }
             Do::Pace(rate) => Got::Paced(queue::pace(id, rate)),
         };
+    }
+    // A claim of a waiting room about to cost the origin: counted across isolates too (the
+    // local buckets let it through above).
+    if crate::queue::admit_rate(entry.as_deref()).is_some() {
+        let budget = crate::shared_limit::Budget::Claims;
+        if let Err(a) = shared_limit::check(env, cfg, budget, &customer, client_ip()).await {
+            return answer(&a);
+        }
     }
     let admission = match admission {
         Some(a) => a,

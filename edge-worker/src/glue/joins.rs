@@ -7,7 +7,7 @@
 
 use super::origin::post_signed;
 use super::respond::{answer, edge_json_headers, respond};
-use super::{caller, now_ms, pass_through, status_for, telemetry};
+use super::{caller, now_ms, pass_through, shared_limit, status_for, telemetry};
 use crate::access::{self, open_shadow, InviteMemo, INVITE_MEMO_CAPACITY};
 use crate::config::EdgeConfig;
 use crate::decide::{self, Answer};
@@ -22,7 +22,7 @@ use flashgate_shared::MAX_CLAIM_BODY_BYTES;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
-use worker::{js_sys, Delay, Request, Response, Result};
+use worker::{js_sys, Delay, Env, Request, Response, Result};
 
 /// Tries of one report (the same report id each time: the origin counts it once).
 const REPORT_TRIES: u32 = 3;
@@ -58,6 +58,7 @@ pub(super) fn take_starts() -> Vec<(String, u64)> {
 /// ([`join_here`]) when the token verified here, else passed through.
 pub(super) async fn join(
     mut req: Request,
+    env: &Env,
     cfg: &EdgeConfig,
     id: &str,
     url: &worker::Url,
@@ -76,6 +77,7 @@ pub(super) async fn join(
                 Ok(body) if body.len() > MAX_CLAIM_BODY_BYTES => answer(&decide::too_large()),
                 Ok(body) => {
                     let join = Join {
+                        env,
                         id,
                         customer: &customer,
                         body: &body,
@@ -92,6 +94,8 @@ pub(super) async fn join(
 
 /// A join whose customer token verified here.
 struct Join<'a> {
+    /// The worker's bindings (the rate-limit bindings among them).
+    env: &'a Env,
     /// Campaign id.
     id: &'a str,
     /// The customer (the token's `sub`).
@@ -109,8 +113,9 @@ struct Join<'a> {
 /// ([`crate::access`]); a failed challenge gets an infinite-queue ticket (never reported) or
 /// 403. Errors as a poll's (404, 409 `no_waiting_room`, 503 without a status), 400
 /// `invalid_json` for a bad body on a waiting room with access options, 403 `forbidden` for a
-/// bad invite, 409 `conflict` before the prequeue opens, 503 when this isolate holds too many
-/// tickets not reported yet.
+/// bad invite, 409 `conflict` before the prequeue opens, 429 `rate_limited` past a budget held
+/// across isolates (asked only for a join that gets a new ticket), 503 when this isolate holds
+/// too many tickets not reported yet.
 async fn join_here(
     req: &Request,
     cfg: &EdgeConfig,
@@ -166,6 +171,11 @@ async fn join_here(
             }
         }
         invite = jti;
+        // About to check a challenge (a Turnstile check is a subrequest) and issue a ticket:
+        // counted across isolates (as below, in a room without access options).
+        if let Err(a) = across_isolates(j, cfg).await {
+            return answer(&a);
+        }
         let check = match acc.challenge {
             ChallengeKind::None => Ok(()),
             ChallengeKind::Pow => access::check_pow(secret, &body, id, customer, now_s),
@@ -182,6 +192,11 @@ async fn join_here(
                 return answer(&a);
             }
         };
+    }
+    if acc.is_open() {
+        if let Err(a) = across_isolates(j, cfg).await {
+            return answer(&a);
+        }
     }
     if !ISSUED.with(|i| i.borrow().has_room(id)) {
         return answer(&Answer::unavailable());
@@ -213,6 +228,13 @@ async fn join_here(
         STARTS.with(|s| s.borrow_mut().push((id.to_string(), reporter)));
     }
     reply(201, raw, &ticket, &entry, secret, None, now)
+}
+
+/// Counts join `j`, about to get a new ticket, against her budget of joins and her IP's held
+/// across isolates ([`shared_limit::check`]); `Err` is the 429.
+async fn across_isolates(j: &Join<'_>, cfg: &EdgeConfig) -> std::result::Result<(), Answer> {
+    let budget = crate::shared_limit::Budget::Joins;
+    shared_limit::check(j.env, cfg, budget, j.customer, j.ip).await
 }
 
 /// The join's answer: her ticket, position, ETA and state as a poll would show them now (an

@@ -2,7 +2,8 @@
 //! [`crate::status`], [`crate::index`], [`crate::winners`] and [`crate::cors`]: reads requests,
 //! keeps the per-isolate status cache ([`status_cache`]), campaign index and winners filters,
 //! talks to the Cache API and the origin, writes responses (with their CORS headers), and
-//! forwards claims ([`claim`]). Compiled for wasm32 only.
+//! forwards claims ([`claim`]); the budgets held across isolates are asked of the rate-limit
+//! bindings ([`shared_limit`]). Compiled for wasm32 only.
 //!
 //! Single-flight: per campaign, one request of the isolate (the leader) refreshes the status;
 //! concurrent requests wait for it by checking the slot on short timers of their own. They are
@@ -30,6 +31,7 @@ mod jwks;
 mod origin;
 mod queue;
 mod respond;
+mod shared_limit;
 mod status_cache;
 mod telemetry;
 mod winners;
@@ -112,7 +114,7 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
         .ok()
         .flatten()
         .filter(|id| request_id::is_kept(id.as_bytes()));
-    let mut resp = match handle(req, cfg.clone(), preflight).await {
+    let mut resp = match handle(req, &env, cfg.clone(), preflight).await {
         Ok(resp) => resp,
         Err(e) => {
             worker::console_error!("flashgate edge error: {e}");
@@ -137,7 +139,7 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     index::cors(&cfg, origin.as_deref(), preflight, resp)
 }
 
-async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Response> {
+async fn handle(req: Request, env: &Env, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Response> {
     if preflight {
         drain(req).await;
         return index::preflight();
@@ -179,9 +181,9 @@ async fn handle(req: Request, cfg: Rc<EdgeConfig>, preflight: bool) -> Result<Re
     }
     match route {
         Route::Status { id } => serve_status(&cfg, id, &url, head).await,
-        Route::Claim { id } => claim::claim(req, &cfg, id, &url).await,
+        Route::Claim { id } => claim::claim(req, env, &cfg, id, &url).await,
         Route::QueuePoll { id } => queue::poll(req, &cfg, id, &url).await,
-        Route::QueueJoin { id } => joins::join(req, &cfg, id, &url).await,
+        Route::QueueJoin { id } => joins::join(req, env, &cfg, id, &url).await,
         Route::QueueChallenge { id } => access::challenge(req, &cfg, id, &url).await,
         Route::Draw { id } => {
             let accept = req.headers().get("accept").ok().flatten();

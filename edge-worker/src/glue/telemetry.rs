@@ -1,6 +1,6 @@
-//! The worker side of [`crate::telemetry`]: the claim answers and the joins' challenge failures
-//! counted per isolate, the metrics route, and the `traceparent` written on every request
-//! forwarded to the origin.
+//! The worker side of [`crate::telemetry`]: the claim answers, the joins' challenge failures
+//! and the rate-limit bindings' answers counted per isolate, the metrics route, and the
+//! `traceparent` written on every request forwarded to the origin.
 
 use std::cell::RefCell;
 
@@ -10,12 +10,15 @@ use worker::{js_sys, Headers, Request, Response, Result};
 use crate::access::{Failure, FailureCounts};
 use crate::config::EdgeConfig;
 use crate::decide::Answer;
+use crate::shared_limit::{self, Budget, Outcome};
 use crate::telemetry::{check_reader, Counts};
 
 thread_local! {
     static COUNTS: RefCell<Counts> = RefCell::new(Counts::default());
     /// Joins that failed their challenge here, by outcome and reason.
     static FAILURES: RefCell<FailureCounts> = RefCell::new(FailureCounts::default());
+    /// What the rate-limit bindings answered this isolate, by budget and outcome.
+    static SHARED: RefCell<shared_limit::Counts> = RefCell::new(shared_limit::Counts::default());
 }
 
 /// The edge's own claim answer `a`, counted ([`Counts::add`]) as answered by the edge and
@@ -38,6 +41,12 @@ pub(super) fn challenge_failed(f: Failure, forbidden: bool) {
     FAILURES.with(|c| c.borrow_mut().add(f, forbidden));
 }
 
+/// Counts `outcome` of `budget`'s binding ([`shared_limit::Counts::add`]): the count so far of
+/// that pair.
+pub(super) fn shared_limit(budget: Budget, outcome: Outcome) -> u64 {
+    SHARED.with(|c| c.borrow_mut().add(budget, outcome))
+}
+
 /// `GET /__flashgate/metrics`: this isolate's counts in the Prometheus text format, for the
 /// bearer of `FLASHGATE_EDGE_METRICS_TOKEN`; 401 for anyone else, 404 when no token is set.
 pub(super) fn serve(req: &Request, cfg: &EdgeConfig) -> Result<Response> {
@@ -51,6 +60,7 @@ pub(super) fn serve(req: &Request, cfg: &EdgeConfig) -> Result<Response> {
     headers.set(ANSWERED_BY_HEADER, "edge")?;
     let mut text = COUNTS.with(|c| c.borrow().render());
     text.push_str(&FAILURES.with(|f| f.borrow().render()));
+    text.push_str(&SHARED.with(|s| s.borrow().render()));
     Ok(Response::ok(text)?.with_headers(headers))
 }
 

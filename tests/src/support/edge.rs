@@ -56,6 +56,9 @@ pub struct TestEdge {
     child: std::process::Child,
     /// `http://127.0.0.1:<port>`.
     pub url: String,
+    /// The base URL of every copy of the worker, [`TestEdge::url`] first (more than one only
+    /// from [`TestEdge::start_isolates`]).
+    pub isolates: Vec<String>,
 }
 
 impl TestEdge {
@@ -69,13 +72,20 @@ impl TestEdge {
     pub fn start_in(runtime: EdgeRuntime, origin_url: &str, env: &[(&str, String)]) -> TestEdge {
         match runtime {
             EdgeRuntime::Miniflare => Self::start(origin_url, env),
-            EdgeRuntime::Workerd => Self::spawn_workerd(origin_url, env),
+            EdgeRuntime::Workerd => Self::spawn_workerd(origin_url, env, 1),
         }
+    }
+
+    /// `copies` copies of the worker in one plain workerd, each its own isolate on its own port
+    /// (`FLASHGATE_EDGE_ISOLATES` of `edge-worker/workerd-config.mjs`), sharing what the
+    /// isolates of one location share: the rate-limit bindings' stand-in.
+    pub fn start_isolates(origin_url: &str, env: &[(&str, String)], copies: usize) -> TestEdge {
+        Self::spawn_workerd(origin_url, env, copies)
     }
 
     /// Plain workerd: the configuration is written next to the test's temporary files (it
     /// holds the secrets) and removed once workerd has read it.
-    fn spawn_workerd(origin_url: &str, env: &[(&str, String)]) -> TestEdge {
+    fn spawn_workerd(origin_url: &str, env: &[(&str, String)], copies: usize) -> TestEdge {
         use std::time::Duration;
         ensure_edge_built();
         let edge_dir = repo_root().join("edge-worker");
@@ -85,6 +95,7 @@ impl TestEdge {
             .arg(&config)
             .arg("0")
             .env("FLASHGATE_ORIGIN_URL", origin_url)
+            .env("FLASHGATE_EDGE_ISOLATES", copies.to_string())
             .env(
                 "FLASHGATE_CUSTOMER_TOKEN_SECRET",
                 super::raw::customer_secret(&test_config()),
@@ -98,22 +109,33 @@ impl TestEdge {
             "workerd-config.mjs failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let isolates: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim().to_string())
+            .collect();
+        assert_eq!(isolates.len(), copies, "one URL per copy");
         let child = std::process::Command::new(edge_dir.join("node_modules/.bin/workerd"))
             .arg("serve")
             .arg(&config)
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("start workerd");
-        let mut edge = TestEdge { child, url };
-        let addr = edge.url.trim_start_matches("http://").to_string();
-        let up = eventually_blocking(Duration::from_secs(30), || {
-            if let Ok(Some(st)) = edge.child.try_wait() {
-                panic!("workerd exited: {st}");
-            }
-            std::net::TcpStream::connect(&addr).ok()
-        });
-        assert!(up.is_some(), "workerd did not listen on {addr} in 30 s");
+        let url = isolates[0].clone();
+        let mut edge = TestEdge {
+            child,
+            url,
+            isolates,
+        };
+        for url in edge.isolates.clone() {
+            let addr = url.trim_start_matches("http://").to_string();
+            let up = eventually_blocking(Duration::from_secs(30), || {
+                if let Ok(Some(st)) = edge.child.try_wait() {
+                    panic!("workerd exited: {st}");
+                }
+                std::net::TcpStream::connect(&addr).ok()
+            });
+            assert!(up.is_some(), "workerd did not listen on {addr} in 30 s");
+        }
         let _ = std::fs::remove_file(&config);
         edge
     }
@@ -149,6 +171,7 @@ impl TestEdge {
         let mut edge = TestEdge {
             child: cmd.spawn().expect("start node run-miniflare.mjs"),
             url: String::new(),
+            isolates: Vec::new(),
         };
         let started = eventually_blocking(Duration::from_secs(30), || {
             if let Ok(Some(st)) = edge.child.try_wait() {
@@ -158,6 +181,7 @@ impl TestEdge {
             Some(url.trim().to_string()).filter(|u| !u.is_empty())
         });
         edge.url = started.expect("miniflare did not start in 30 s");
+        edge.isolates = vec![edge.url.clone()];
         let _ = std::fs::remove_file(&url_file);
         edge
     }
