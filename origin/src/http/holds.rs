@@ -145,8 +145,9 @@ pub async fn pay(
 
 /// Releases a hold; its unit goes back to `remaining` and to the gate, exactly once however
 /// many releases and sweeps race. Optional body `{"reason": "<1..=200 characters, no control character>"}` for the
-/// ledger. 200 `released` (also when repeated); 409 `hold_expired` when the sweeper expired it
-/// first (its unit is back all the same); 409 `already_paid`; 409 `not_a_hold`.
+/// ledger. 200 `released` (also when repeated); 409 `hold_expired` past `held_until`, as a pay
+/// is told then (the hold is expired by this call or was by the sweeper; either way its unit
+/// is back, once); 409 `already_paid`; 409 `not_a_hold`.
 #[utoipa::path(
     post,
     path = "/api/v1/claims/{id}/release",
@@ -158,7 +159,8 @@ pub async fn pay(
     responses(
         (status = 200, description = "released: the unit is back (also when repeated).",
             body = HoldReply),
-        (status = 409, description = "hold_expired (the sweeper was first; the unit is back), \
+        (status = 409, description = "hold_expired (past `held_until`, as `pay` answers; \
+            expired by this call if the sweeper was not first; the unit is back, once), \
             already_paid, not_a_hold.", body = HoldReply),
         errors::JsonBody,
         errors::NoClaim,
