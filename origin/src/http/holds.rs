@@ -14,7 +14,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use flashgate_shared::api::{
-    Claim, ErrorBody, ExtendRequest, HoldCall, HoldReply, PayRequest, ReleaseRequest,
+    codes, Claim, ErrorBody, ExtendRequest, HoldCall, HoldReply, PayRequest, ReleaseRequest,
     MAX_HOLD_EXTENSION_SECONDS, MAX_PAYMENT_REF_LEN, MAX_REASON_LEN,
 };
 use flashgate_shared::text;
@@ -25,6 +25,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::holds::extend::Extend;
 use crate::holds::{change, extend, returns};
 use crate::http::openapi::errors;
+use crate::idempotency::fingerprint;
 use crate::reply::{Outcome, Reply};
 use crate::state::AppState;
 
@@ -194,11 +195,11 @@ pub async fn release(
 
 /// Extends a hold once: `held_until` moves later by `seconds` (optional body
 /// `{"seconds": n}`, 1..=the campaign's `hold_extension_seconds`; empty body: all of it),
-/// while the hold is still held. `Idempotency-Key` is required: the same key again gets the
-/// same 200. 200 `extended` with the new `held_until`; 409 `already_extended` (another key),
-/// `hold_expired`, `released`, `already_paid`, `not_a_hold`; 422 `validation_failed` when the
-/// campaign's `hold_extension_seconds` is 0 (off) or `seconds` is past it. A refusal changes
-/// nothing.
+/// while the hold is still held. `Idempotency-Key` is required: the same key and body again
+/// get the same 200, the same key with another body 422 `idempotency_key_reused`. 200
+/// `extended` with the new `held_until`; 409 `already_extended` (another key), `hold_expired`,
+/// `released`, `already_paid`, `not_a_hold`; 422 `validation_failed` when the campaign's
+/// `hold_extension_seconds` is 0 (off) or `seconds` is past it. A refusal changes nothing.
 #[utoipa::path(
     post,
     path = "/api/v1/claims/{id}/extend",
@@ -208,8 +209,9 @@ pub async fn release(
         ("id" = String, Path, description = "Claim id."),
         ("Idempotency-Key" = String, Header, description = "Required, 1..=255 visible ASCII \
             characters (400 `invalid_idempotency_key` otherwise). It is kept with the claim's \
-            one extension: the same key again gets the 200 of that extension (with the claim \
-            as it is now); another key gets 409 `already_extended`."),
+            one extension and its body: the same key and body again get the 200 of that \
+            extension (with the claim as it is now), the same key with another body 422 \
+            `idempotency_key_reused`; another key gets 409 `already_extended`."),
     ),
     request_body(content = Option<ExtendRequest>, description = "Optional; an empty body is \
         `{}` (extend by the campaign's `hold_extension_seconds`).",
@@ -238,8 +240,9 @@ pub async fn release(
         errors::PayloadTooLarge,
         errors::UnsupportedMediaType,
         (status = 422, description = "validation_failed: the campaign's \
-            `hold_extension_seconds` is 0 (extension off), or `seconds` is not 1..=it.",
-            body = ErrorBody),
+            `hold_extension_seconds` is 0 (extension off), or `seconds` is not 1..=it; \
+            idempotency_key_reused: the key extended \
+            this hold with another body.", body = ErrorBody),
     ),
 )]
 pub async fn extend(
@@ -251,6 +254,9 @@ pub async fn extend(
     authorize(&state, &headers, &id, "extend")?;
     let key = extract::idempotency_key(&headers)?;
     let req: ExtendRequest = optional_json(&headers, body).await?;
+    // The parsed body written back, so that an empty body and `{}` are one request.
+    let body = serde_json::to_vec(&req).unwrap_or_default();
+    let fp = fingerprint(&format!("extend:{id}"), &body);
     let seconds = match req.seconds {
         Some(n) if (1..=MAX_HOLD_EXTENSION_SECONDS).contains(&n) => Some(n as i32),
         Some(_) => {
@@ -261,7 +267,7 @@ pub async fn extend(
         }
         None => None,
     };
-    let outcome = extend::extend(&state.db, &id, seconds, &key, SERVICE_ACTOR)
+    let outcome = extend::extend(&state.db, &id, seconds, &key, &fp, SERVICE_ACTOR)
         .await?
         .ok_or_else(|| no_claim(&id))?;
     match outcome {
@@ -272,5 +278,9 @@ pub async fn extend(
         Extend::TooLong { max } => Err(ApiError::validation(format!(
             "seconds must be between 1 and the campaign's hold_extension_seconds ({max})"
         ))),
+        Extend::KeyReused => Err(ApiError::Unprocessable(
+            codes::IDEMPOTENCY_KEY_REUSED,
+            "this Idempotency-Key extended this hold with another body".into(),
+        )),
     }
 }
