@@ -1,7 +1,7 @@
 //! Hold extension (`POST /api/v1/claims/{id}/extend`) against a real origin over HTTP, real
 //! PostgreSQL and real Redis: an extend at a hold's last second against the sweepers, a pay
 //! racing the sweepers at the extended edge (200 rounds), and bad requests that change nothing
-//! (the same key with another body among them).
+//! (the same key with another body among them, and one message for the bound of `seconds`).
 //! Short holds (1–3 s) instead of a fake clock; the waits below are the scenario (requests
 //! sent at set moments around a hold's end), never an assertion on time.
 
@@ -333,6 +333,18 @@ async fn bad_extend_requests_get_documented_answers_and_change_nothing() {
         let (s, b) = extend(&o, bad, "k").await;
         assert_eq!((s, b["result"].as_str()), (404, Some("not_found")), "{bad}");
     }
+    // One rule, one message, naming this campaign's bound whatever side it is missed on.
+    let mut messages = Vec::new();
+    for n in [0, 61, 3601, -1] {
+        let body = format!(r#"{{"seconds":{n}}}"#);
+        let (_, b) = extend_raw(&o, w, None, Some("k"), json_ct, &body).await;
+        messages.push(b["message"].as_str().unwrap_or_default().to_string());
+    }
+    messages.dedup();
+    assert_eq!(
+        messages,
+        ["seconds must be between 1 and the campaign's hold_extension_seconds (60)"]
+    );
     assert_eq!(row(&o, w).await, before_w, "nothing changed");
 
     // A campaign with extension off (the default), and a giveaway coupon.

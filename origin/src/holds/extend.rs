@@ -28,7 +28,7 @@ pub enum Extend {
     Reply(HoldReply),
     /// The campaign's `hold_extension_seconds` is 0: its holds cannot be extended (422).
     Off,
-    /// The request's `seconds` is above the campaign's `hold_extension_seconds` (`max`) (422).
+    /// The request's `seconds` is not 1..=the campaign's `hold_extension_seconds` (`max`) (422).
     TooLong {
         /// The campaign's `hold_extension_seconds`.
         max: i64,
@@ -149,7 +149,7 @@ fn refusal(r: Refused, key: &str, fp: &str, seconds: Option<i32>) -> Extend {
         ClaimStatus::Held if r.past => HoldReply::HoldExpired,
         ClaimStatus::Held if r.extend_key.is_some() => HoldReply::AlreadyExtended { claim },
         ClaimStatus::Held if r.limit == 0 => return Extend::Off,
-        ClaimStatus::Held if i64::from(seconds.unwrap_or(1)) > r.limit => {
+        ClaimStatus::Held if !(1..=r.limit).contains(&i64::from(seconds.unwrap_or(1))) => {
             return Extend::TooLong { max: r.limit }
         }
         // Not reachable by any transition (the statement above would have extended it);
@@ -254,6 +254,7 @@ mod tests {
             (refused(Issued, None, false, 0), None, "not_a_hold"),
             (refused(Held, None, false, 0), None, "off"),
             (refused(Held, None, false, 60), Some(61), "too_long 60"),
+            (refused(Held, None, false, 60), Some(0), "too_long 60"),
         ];
         for (r, seconds, want) in cases {
             assert_eq!(result(&refusal(r, "k1", "fp1", seconds)), want);

@@ -199,7 +199,8 @@ pub async fn release(
 /// get the same 200, the same key with another body 422 `idempotency_key_reused`. 200
 /// `extended` with the new `held_until`; 409 `already_extended` (another key), `hold_expired`,
 /// `released`, `already_paid`, `not_a_hold`; 422 `validation_failed` when the campaign's
-/// `hold_extension_seconds` is 0 (off) or `seconds` is past it. A refusal changes nothing.
+/// `hold_extension_seconds` is 0 (off) or `seconds` is not 1..=it (one message naming the
+/// campaign's bound). A refusal changes nothing.
 #[utoipa::path(
     post,
     path = "/api/v1/claims/{id}/extend",
@@ -240,8 +241,8 @@ pub async fn release(
         errors::PayloadTooLarge,
         errors::UnsupportedMediaType,
         (status = 422, description = "validation_failed: the campaign's \
-            `hold_extension_seconds` is 0 (extension off), or `seconds` is not 1..=it; \
-            idempotency_key_reused: the key extended \
+            `hold_extension_seconds` is 0 (extension off), or `seconds` is not 1..=it (the \
+            message names the campaign's bound); idempotency_key_reused: the key extended \
             this hold with another body.", body = ErrorBody),
     ),
 )]
@@ -257,16 +258,11 @@ pub async fn extend(
     // The parsed body written back, so that an empty body and `{}` are one request.
     let body = serde_json::to_vec(&req).unwrap_or_default();
     let fp = fingerprint(&format!("extend:{id}"), &body);
-    let seconds = match req.seconds {
-        Some(n) if (1..=MAX_HOLD_EXTENSION_SECONDS).contains(&n) => Some(n as i32),
-        Some(_) => {
-            return Err(ApiError::validation(format!(
-                "seconds must be between 1 and the campaign's hold_extension_seconds (at most \
-                 {MAX_HOLD_EXTENSION_SECONDS})"
-            )))
-        }
-        None => None,
-    };
+    // Out of any campaign's bounds: kept out of them (and in an i32), so that the statement
+    // refuses it and the one message names this campaign's bound.
+    let seconds = req
+        .seconds
+        .map(|n| n.clamp(0, MAX_HOLD_EXTENSION_SECONDS + 1) as i32);
     let outcome = extend::extend(&state.db, &id, seconds, &key, &fp, SERVICE_ACTOR)
         .await?
         .ok_or_else(|| no_claim(&id))?;
