@@ -4,7 +4,7 @@ use crate::db::Db;
 use flashgate_shared::api::{ClaimStatus, HoldReply};
 
 use super::{expiry, Returned};
-use crate::claims::store::ClaimRow;
+use crate::claims::store::{self, ClaimRow};
 use crate::webhooks::{self, events::NewEvent};
 use flashgate_shared::api::webhooks::EventType;
 
@@ -17,28 +17,8 @@ pub(super) struct LifeRow {
 
 /// Claim `claim_id` with its `payment_ref`; `None` when unknown.
 pub(super) async fn find_life(db: &Db, claim_id: &str) -> sqlx::Result<Option<LifeRow>> {
-    let r = sqlx::query!(
-        r#"SELECT id, campaign_id, customer_id, status AS "status: ClaimStatus", held_until,
-                  code, idempotency_key, request_fp, created_at, payment_ref
-             FROM claims WHERE id = $1"#,
-        claim_id
-    )
-    .fetch_optional(db)
-    .await?;
-    Ok(r.map(|r| LifeRow {
-        row: ClaimRow {
-            id: r.id,
-            campaign_id: r.campaign_id,
-            customer_id: r.customer_id,
-            status: r.status,
-            held_until: r.held_until,
-            code: r.code,
-            idempotency_key: r.idempotency_key,
-            request_fp: r.request_fp,
-            created_at: r.created_at,
-        },
-        payment_ref: r.payment_ref,
-    }))
+    let found = store::find_with_payment(db, claim_id).await?;
+    Ok(found.map(|(row, payment_ref)| LifeRow { row, payment_ref }))
 }
 
 /// How a call ends a hold: [`pay`] or [`release`].

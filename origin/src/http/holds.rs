@@ -14,7 +14,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use flashgate_shared::api::{
-    codes, Claim, ErrorBody, ExtendRequest, HoldCall, HoldReply, PayRequest, ReleaseRequest,
+    codes, ClaimDetail, ErrorBody, ExtendRequest, HoldCall, HoldReply, PayRequest, ReleaseRequest,
     MAX_HOLD_EXTENSION_SECONDS, MAX_PAYMENT_REF_LEN, MAX_REASON_LEN,
 };
 use flashgate_shared::text;
@@ -71,8 +71,9 @@ fn authorize(state: &AppState, headers: &HeaderMap, id: &str, call: &'static str
 }
 
 /// A claim by id, whatever its status (`held`, `paid`, `released`, `expired`, `issued`,
-/// `redeemed`): 200 with the [`flashgate_shared::api::Claim`]; 401/403 the service token; 404
-/// a malformed or unknown id; 503 `unavailable` when PostgreSQL is down.
+/// `redeemed`): 200 with the [`ClaimDetail`] (the claim, and for a paid one its `payment_ref`
+/// and `paid_at`); 401/403 the service token; 404 a malformed or unknown id; 503
+/// `unavailable` when PostgreSQL is down.
 #[utoipa::path(
     get,
     path = "/api/v1/claims/{id}",
@@ -80,7 +81,12 @@ fn authorize(state: &AppState, headers: &HeaderMap, id: &str, call: &'static str
     security(("service_token" = [])),
     params(("id" = String, Path, description = "Claim id (`c_` + 32 hex digits).")),
     responses(
-        (status = 200, description = "The claim, in whatever status it has.", body = Claim),
+        (status = 200, description = "The claim, in whatever status it has; `payment_ref` and \
+            `paid_at` are set once it is paid.", body = ClaimDetail, example = json!({
+                "id": "c_0123456789abcdef0123456789abcdef", "campaign": "tshirt",
+                "customer": "ana", "status": "paid", "held_until": "2026-01-01T12:10:00Z",
+                "code": null, "created_at": "2026-01-01T12:00:00Z",
+                "payment_ref": "pay_4242", "paid_at": "2026-01-01T12:04:31Z"})),
         errors::NoClaim,
     ),
 )]
@@ -90,10 +96,10 @@ pub async fn show(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     authorize(&state, &headers, &id, "claims")?;
-    let row = crate::claims::store::find(&state.db, &id)
+    let claim = crate::claims::store::find_detail(&state.db, &id)
         .await?
         .ok_or_else(|| no_claim(&id))?;
-    Ok(Json(row.to_claim()).into_response())
+    Ok(Json(claim).into_response())
 }
 
 /// Pays a hold. Body `{"payment_ref": "<1..=255 visible ASCII>"}`. 200 `paid` (the same
