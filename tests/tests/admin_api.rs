@@ -576,3 +576,33 @@ async fn a_campaign_closed_before_its_start_keeps_the_planned_start_when_its_end
     assert_eq!(o.claim_rows(&c, &[]).await, 0);
     o.stop().await;
 }
+
+/// The dashboard's token field is labelled for both roles, and the reads it makes answer a
+/// viewer's token as a manager's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_asks_for_a_manager_or_a_viewer_token() {
+    let o = TestOrigin::start().await;
+    let res = o
+        .http
+        .get(format!("{}/admin", o.url))
+        .send()
+        .await
+        .expect("GET /admin");
+    assert_eq!(res.status().as_u16(), 200);
+    let page = res.text().await.expect("the page");
+    let start = page
+        .find(r#"<label for="token">"#)
+        .expect("the token field's label");
+    let label = &page[start..start + page[start..].find("</label>").expect("its end")];
+    assert!(
+        label.contains("manager") && label.contains("viewer"),
+        "{label}"
+    );
+    for token in [o.manager_token(), o.viewer_token()] {
+        let (s, b) = o
+            .admin(Method::GET, "/admin/v1/campaigns", Some(token), None)
+            .await;
+        assert_eq!(s, 200, "{b}");
+    }
+    o.stop().await;
+}

@@ -1,5 +1,7 @@
 //! `GET /api/v1/claims/{id}` with the service token: a claim read back by id whatever its
-//! status, against a real origin, PostgreSQL and Redis.
+//! status (a paid one with its `payment_ref` and `paid_at`), and the customer's own
+//! `claims/mine` (which says when her hold expired), against a real origin, PostgreSQL and
+//! Redis.
 
 use chrono::Utc;
 use flashgate_shared::api::{PayRequest, ReleaseRequest};
@@ -69,6 +71,43 @@ async fn the_service_token_reads_a_claim_by_id_in_every_status() {
             "{b}"
         );
     }
+    // The paid one carries its payment: the reference as sent, and when (its ledger row's time).
+    let (_, b) = lookup(&o, &ids[0], Some(&service)).await;
+    let paid_at: chrono::DateTime<Utc> =
+        sqlx::query_scalar("SELECT at FROM ledger WHERE claim_id = $1 AND event = 'paid'")
+            .bind(&ids[0])
+            .fetch_one(&o.db)
+            .await
+            .expect("the paid ledger row");
+    assert_eq!(b["payment_ref"].as_str(), Some("psp-1"), "{b}");
+    let shown: chrono::DateTime<Utc> = b["paid_at"].as_str().expect("paid_at").parse().unwrap();
+    assert_eq!(shown, paid_at);
+    let (_, b) = lookup(&o, &ids[1], Some(&service)).await;
+    assert_eq!(
+        (&b["payment_ref"], &b["paid_at"]),
+        (&Value::Null, &Value::Null),
+        "{b}"
+    );
+    // A third hold runs past held_until: whether the sweeper got to it yet or not, her lookup
+    // says it expired.
+    let cy = unique("cy");
+    let (s, b) = o.claim(&c, &cy, "k1").await;
+    assert_eq!(s, 201, "{b}");
+    sqlx::query("UPDATE claims SET held_until = now() - interval '1 second' WHERE id = $1")
+        .bind(b["claim"]["id"].as_str().unwrap())
+        .execute(&o.db)
+        .await
+        .expect("held_until in the past");
+    let res = o
+        .http
+        .get(format!("{}/api/v1/campaigns/{c}/claims/mine", o.url))
+        .bearer_auth(o.token(&cy))
+        .send()
+        .await
+        .expect("mine");
+    let s = res.status().as_u16();
+    let b: Value = res.json().await.unwrap_or(Value::Null);
+    assert_eq!((s, b["result"].as_str()), (200, Some("expired")), "{b}");
     // claims/mine with her customer token gives the same real status, the released one too.
     for (who, status) in [(&ana, "paid"), (&bea, "released")] {
         let res = o
@@ -81,8 +120,8 @@ async fn the_service_token_reads_a_claim_by_id_in_every_status() {
         let s = res.status().as_u16();
         let b: Value = res.json().await.unwrap_or(Value::Null);
         assert_eq!(
-            (s, b["claim"]["status"].as_str()),
-            (200, Some(status)),
+            (s, b["result"].as_str(), b["claim"]["status"].as_str()),
+            (200, Some("claimed"), Some(status)),
             "{b}"
         );
     }

@@ -1,6 +1,6 @@
 //! The claims feed (`GET /admin/v1/campaigns/{id}/claims`) and its CSV export against a real
 //! origin over HTTP and real PostgreSQL: paging while claims arrive, the CSV against the JSON,
-//! and bad queries.
+//! and bad queries (422 `validation_failed`, as on every admin route).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -196,7 +196,7 @@ async fn csv_export_matches_the_json_feed_and_is_audited() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_feed_queries_get_400_and_change_nothing() {
+async fn bad_feed_queries_get_422_as_on_every_admin_route_and_change_nothing() {
     let o = TestOrigin::start().await;
     let c = o.held_sale(5, 600).await;
     o.winners(&c, 2).await;
@@ -223,13 +223,15 @@ async fn bad_feed_queries_get_400_and_change_nothing() {
         format!("{feed}?order=desc"),
         format!("{csv}?status=shipped"),
         format!("{csv}?cursor=x"),
+        // The same answer as the other admin routes' bad queries.
+        format!("/admin/v1/campaigns/{c}/series?seconds=0"),
     ];
     for path in &cases {
         let (s, body) = get(&o, path).await;
         let b: Value = serde_json::from_str(&body).expect("a JSON error");
         assert_eq!(
             (s, b["result"].as_str()),
-            (400, Some("invalid_request")),
+            (422, Some("validation_failed")),
             "{path}: {b}"
         );
         assert!(b["message"].is_string());

@@ -1,6 +1,7 @@
 //! Promo codes and admin writes against in-process origins over HTTP with the
 //! machine's real PostgreSQL and Redis: one use per (code, order), the audited batch export
-//! that needs a manager, `Idempotency-Key` on admin writes, and disabling a code.
+//! that needs a manager, `Idempotency-Key` on admin writes, disabling a code, and codes typed
+//! in lower or mixed case.
 
 use std::time::{Duration, Instant};
 
@@ -367,4 +368,46 @@ async fn a_code_disabled_through_one_origin_is_refused_by_another_within_the_bou
     assert_eq!(b.check_code(&code, &ana).await.0, 200);
     a.stop().await;
     b.stop().await;
+}
+
+/// Codes are typed by people: a promo code created, read, checked and used in lower or mixed
+/// case is the one upper-case code, as docs/API.md says next to the code rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codes_are_case_insensitive_as_documented() {
+    let doc = std::fs::read_to_string(support::repo_root().join("docs/API.md")).expect("API.md");
+    let rule = doc
+        .split("\n\n")
+        .find(|p| p.contains("code `[A-Z0-9]{1,64}`"))
+        .expect("the paragraph of the text rules");
+    assert!(rule.contains("case-insensitive"), "{rule}");
+    let o = TestOrigin::start().await;
+    let upper = support::fresh_code_name("LC");
+    let lower = upper.to_lowercase();
+    let mixed: String = upper
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if i % 2 == 0 {
+                c.to_ascii_lowercase()
+            } else {
+                c
+            }
+        })
+        .collect();
+    let r = o.create_code(&support::new_code(&lower, 5)).await;
+    assert_eq!(
+        (r.status, r.body["code"].as_str()),
+        (201, Some(upper.as_str())),
+        "{}",
+        r.body
+    );
+    let (s, b) = o.admin_code(&mixed).await;
+    assert_eq!((s, b["code"].as_str()), (200, Some(upper.as_str())), "{b}");
+    let shopper = o.shopper();
+    let r = o.check(&shopper, &format!(" {lower} "), 6000).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let (s, used) = o.use_code(&mixed, &unique("ana"), &unique("o"), "k").await;
+    assert_eq!(s, 201, "{used}");
+    assert_eq!(o.uses_left(&upper).await, 4);
+    o.stop().await;
 }

@@ -3,7 +3,8 @@
 //! rotation, a key replaced under its key id, the fetch bound under a flood of unknown key
 //! ids or bad signatures, algorithm confusion, the
 //! leeway, a JWKS endpoint that is down (since start-up: 503), an identity-provider-only setup
-//! (no HS256 secret) and a chunked JWKS past the size bound.
+//! (no HS256 secret), a chunked JWKS past the size bound, and `flashgate token` refusing a
+//! lifetime the origin would refuse.
 
 use std::time::Duration;
 
@@ -310,6 +311,7 @@ async fn flashgate_token_mints_es256_tokens_from_a_pem_key() {
     let args = |jwks: bool, sub: &str| flashgate_origin::cli::token::TokenArgs {
         sub: Some(sub.into()),
         ttl_seconds: 600,
+        jwt_max_lifetime_seconds: flashgate_shared::token::DEFAULT_MAX_LIFETIME_SECONDS,
         alg: "ES256".into(),
         key: Some(pem_path.clone()),
         kid: Some("demo".into()),
@@ -399,5 +401,52 @@ async fn a_flood_of_bad_signatures_on_a_known_kid_causes_at_most_one_fetch_per_i
         "{fetched} fetches in {took_ms} ms"
     );
     assert_eq!(o.claim_rows(&c, &[]).await, 1, "refusals change nothing");
+    o.stop().await;
+}
+
+/// `flashgate token --sub <sub> <args>` (the real binary) with the origin's HS256 secret and
+/// no other setting: its exit code, stdout (the token) and stderr.
+fn mint(o: &TestOrigin, sub: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let secret = String::from_utf8(o.customer_secret()).expect("a text secret");
+    let out = std::process::Command::new(flashgate_tests::support::flashgate_bin())
+        .args(["token", "--sub", sub])
+        .args(args)
+        .env_clear()
+        .env("FLASHGATE_CUSTOMER_TOKEN_SECRET", secret)
+        .output()
+        .expect("flashgate runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_refuses_a_token_lifetime_the_origin_would_refuse() {
+    let o = TestOrigin::start().await;
+    let c = o.campaign("sale", 10).await;
+    // The origin's default longest lifetime (86,400 s): the CLI mints it, the origin takes it.
+    let (code, day, err) = mint(&o, &unique("ana"), &["--ttl-seconds", "86400"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(claim_with(&o.http, &o.url, &c, &day).await.0, 201);
+    // Two days: a usage error naming the setting, and no token.
+    let (code, two_days, err) = mint(&o, &unique("ben"), &["--ttl-seconds", "172800"]);
+    assert_eq!(code, Some(2), "{two_days}");
+    assert!(two_days.is_empty());
+    assert!(err.contains("FLASHGATE_JWT_MAX_LIFETIME_SECONDS"), "{err}");
+    // Told the origin's max is two days, the CLI mints it; this origin (one day) refuses it.
+    let (code, two_days, err) = mint(
+        &o,
+        &unique("cy"),
+        &[
+            "--ttl-seconds",
+            "172800",
+            "--jwt-max-lifetime-seconds",
+            "172800",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(claim_with(&o.http, &o.url, &c, &two_days).await.0, 401);
     o.stop().await;
 }

@@ -1,6 +1,7 @@
 //! Hold extension (`POST /api/v1/claims/{id}/extend`) against a real origin over HTTP, real
 //! PostgreSQL and real Redis: an extend at a hold's last second against the sweepers, a pay
-//! racing the sweepers at the extended edge (200 rounds), and bad requests that change nothing.
+//! racing the sweepers at the extended edge (200 rounds), and bad requests that change nothing
+//! (the same key with another body among them, and one message for the bound of `seconds`).
 //! Short holds (1–3 s) instead of a fake clock; the waits below are the scenario (requests
 //! sent at set moments around a hold's end), never an assertion on time.
 
@@ -277,6 +278,15 @@ async fn bad_extend_requests_get_documented_answers_and_change_nothing() {
     assert_eq!(new, before_x.1 + chrono::Duration::seconds(60));
     let (s, again) = extend(&o, x, "k1").await;
     assert_eq!((s, &again), (200, &first), "the same key gets the same 200");
+    let json_ct = "application/json";
+    let (s, again) = extend_raw(&o, x, None, Some("k1"), json_ct, "").await;
+    assert_eq!((s, &again), (200, &first), "an empty body is {{}}");
+    let (s, b) = extend_raw(&o, x, None, Some("k1"), json_ct, r#"{"seconds":30}"#).await;
+    assert_eq!(
+        (s, b["result"].as_str()),
+        (422, Some("idempotency_key_reused")),
+        "the same key with another body: {b}"
+    );
     let (s, twice) = extend(&o, x, "k2").await;
     assert_eq!(
         (s, twice["result"].as_str()),
@@ -296,7 +306,6 @@ async fn bad_extend_requests_get_documented_answers_and_change_nothing() {
     );
 
     // Bad requests on claim `w`: (status, result, token, key, Content-Type, body).
-    let json_ct = "application/json";
     #[rustfmt::skip]
     let cases: [Case<'_>; 10] = [
         (401, "unauthorized", Some(""), Some("k"), json_ct, "{}"),
@@ -324,6 +333,18 @@ async fn bad_extend_requests_get_documented_answers_and_change_nothing() {
         let (s, b) = extend(&o, bad, "k").await;
         assert_eq!((s, b["result"].as_str()), (404, Some("not_found")), "{bad}");
     }
+    // One rule, one message, naming this campaign's bound whatever side it is missed on.
+    let mut messages = Vec::new();
+    for n in [0, 61, 3601, -1] {
+        let body = format!(r#"{{"seconds":{n}}}"#);
+        let (_, b) = extend_raw(&o, w, None, Some("k"), json_ct, &body).await;
+        messages.push(b["message"].as_str().unwrap_or_default().to_string());
+    }
+    messages.dedup();
+    assert_eq!(
+        messages,
+        ["seconds must be between 1 and the campaign's hold_extension_seconds (60)"]
+    );
     assert_eq!(row(&o, w).await, before_w, "nothing changed");
 
     // A campaign with extension off (the default), and a giveaway coupon.

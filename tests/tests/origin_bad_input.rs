@@ -473,6 +473,72 @@ async fn paths_that_do_not_decode_get_the_documented_404() {
     o.stop().await;
 }
 
+/// An id in the path that breaks its rule (docs/API.md, "Shared rules") is 404 `not_found` on
+/// every route that takes one, as docs/API.md says next to the rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_id_in_the_path_is_the_documented_404() {
+    let doc = std::fs::read_to_string(flashgate_tests::support::repo_root().join("docs/API.md"))
+        .expect("docs/API.md");
+    let rule = doc
+        .split("\n\n")
+        .find(|p| p.contains("claim id `[A-Za-z0-9_]{1,64}`"))
+        .expect("the paragraph of the text rules");
+    assert!(
+        rule.contains("in the path") && rule.contains("404 `not_found`"),
+        "docs/API.md names the answer to a malformed id in the path: {rule}"
+    );
+    let o = TestOrigin::start().await;
+    let service = o.config.service_token.expose().to_string();
+    let customer = o.token(&unique("ana"));
+    let bad_claim = "c-not-a-claim";
+    let cases = [
+        ("GET", format!("/api/v1/claims/{bad_claim}"), &service),
+        ("POST", format!("/api/v1/claims/{bad_claim}/pay"), &service),
+        (
+            "POST",
+            format!("/api/v1/claims/{bad_claim}/release"),
+            &service,
+        ),
+        (
+            "POST",
+            format!("/api/v1/claims/{bad_claim}/extend"),
+            &service,
+        ),
+        ("GET", "/api/v1/coupons/not-a-code".to_string(), &service),
+        (
+            "POST",
+            "/api/v1/uses/not-a-use/confirm".to_string(),
+            &service,
+        ),
+        ("GET", "/api/v1/campaigns/Not_A_Slug".to_string(), &service),
+        (
+            "GET",
+            "/api/v1/campaigns/Not_A_Slug/claims/mine".to_string(),
+            &customer,
+        ),
+    ];
+    for (method, path, token) in cases {
+        let body = match path.as_str() {
+            p if p.ends_with("/pay") => json!({"payment_ref": "psp-1"}),
+            _ => json!({}),
+        };
+        let mut req = o
+            .http
+            .request(method.parse().unwrap(), format!("{}{path}", o.url))
+            .bearer_auth(token)
+            .header("idempotency-key", "k1");
+        if method == "POST" {
+            req = req.json(&body);
+        }
+        let r = req.send().await.unwrap();
+        assert_eq!(r.status(), 404, "{method} {path}");
+        let b: Value = r.json().await.expect("a JSON body");
+        assert_eq!(b["result"], "not_found", "{method} {path}");
+        assert!(b["message"].is_string());
+    }
+    o.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_handler_answers_the_documented_503_and_every_response_carries_a_request_id() {
     use flashgate_tests::support::{send_raw, RawReply};

@@ -4,7 +4,7 @@
 // variants with their live counts (a campaign with variants), its audit trail, its draw when it is one, and the manager's actions (pause, resume, restock, close) with a confirmation
 // step. The webhook endpoints and their deliveries are webhooks.js's, run from this poll
 // (pollHooks, forgetHooks). It only calls
-// the origin's admin API (/admin/v1/...) with the token the manager pasted, which stays in
+// the origin's admin API (/admin/v1/...) with the token pasted (a manager's or a viewer's), kept in
 // this tab's sessionStorage. Everything from the API is written with textContent, never as HTML.
 "use strict";
 
@@ -469,7 +469,7 @@ document.addEventListener("DOMContentLoaded", () => {
     rows.clear(); history.clear(); selected = null; campaigns = []; series = null;
     $("#detail").hidden = true;
     for (const hook of forgetHooks) hook();
-    notice("Token forgotten. Paste a manager token to load the campaigns.");
+    notice("Token forgotten. Paste a manager or viewer token to load the campaigns.");
   });
   $("#campaigns tbody").addEventListener("click", (ev) => {
     const b = ev.target.closest("button[data-action]");

@@ -1,7 +1,9 @@
 //! PostgreSQL queries on the `claims` table.
 
 use chrono::{DateTime, Utc};
-use flashgate_shared::api::{Claim, ClaimStatus};
+use flashgate_shared::api::{Claim, ClaimDetail, ClaimStatus};
+
+use crate::db::Db;
 use sqlx::PgExecutor;
 
 /// One row of `claims`, as the API shows it plus the idempotency facts.
@@ -50,6 +52,60 @@ pub async fn find<'e>(db: impl PgExecutor<'e>, id: &str) -> sqlx::Result<Option<
     )
     .fetch_optional(db)
     .await
+}
+
+/// A claim by id with its `payment_ref` (`None` until it is paid).
+pub async fn find_with_payment(
+    db: &Db,
+    claim_id: &str,
+) -> sqlx::Result<Option<(ClaimRow, Option<String>)>> {
+    let r = sqlx::query!(
+        r#"SELECT id, campaign_id, customer_id, status AS "status: ClaimStatus", held_until,
+                  code, idempotency_key, request_fp, created_at, payment_ref
+             FROM claims WHERE id = $1"#,
+        claim_id
+    )
+    .fetch_optional(db)
+    .await?;
+    Ok(r.map(|r| {
+        let row = ClaimRow {
+            id: r.id,
+            campaign_id: r.campaign_id,
+            customer_id: r.customer_id,
+            status: r.status,
+            held_until: r.held_until,
+            code: r.code,
+            idempotency_key: r.idempotency_key,
+            request_fp: r.request_fp,
+            created_at: r.created_at,
+        };
+        (row, r.payment_ref)
+    }))
+}
+
+/// A claim by id as `GET /api/v1/claims/{id}` shows it: with its variant, and for a paid one
+/// its `payment_ref` and `paid_at` (the time of its `paid` ledger row, as in the claims feed).
+pub async fn find_detail(db: &Db, id: &str) -> sqlx::Result<Option<ClaimDetail>> {
+    let Some((row, payment_ref)) = find_with_payment(db, id).await? else {
+        return Ok(None);
+    };
+    let more = sqlx::query!(
+        r#"SELECT c.variant,
+                  (SELECT min(l.at) FROM ledger l
+                    WHERE l.claim_id = c.id AND l.event = 'paid') AS paid_at
+             FROM claims c WHERE c.id = $1"#,
+        id
+    )
+    .fetch_one(db)
+    .await?;
+    let paid = row.status == ClaimStatus::Paid;
+    let mut claim = row.to_claim();
+    claim.variant = more.variant;
+    Ok(Some(ClaimDetail {
+        claim,
+        payment_ref: payment_ref.filter(|_| paid),
+        paid_at: more.paid_at.filter(|_| paid),
+    }))
 }
 
 /// The active claim of `customer` on campaign `c`, if any.

@@ -4,7 +4,10 @@
 //! `FLASHGATE_JWKS`.
 
 use anyhow::{bail, ensure, Context};
-use flashgate_shared::token::{is_valid_customer_id, Algorithm, SigningKey};
+use flashgate_shared::token::{
+    is_valid_customer_id, Algorithm, SigningKey, DEFAULT_MAX_LIFETIME_SECONDS,
+    MAX_MAX_LIFETIME_SECONDS,
+};
 
 use crate::secret::Secret;
 
@@ -14,10 +17,20 @@ pub struct TokenArgs {
     /// Customer id (`sub`).
     #[arg(long, required_unless_present = "jwks")]
     pub sub: Option<String>,
-    /// Lifetime in seconds, 1 ..= 31,536,000 (one year): a token that is expired when it is
-    /// minted, or one that never practically expires, is refused with a usage error (exit 2).
+    /// Lifetime in seconds, 1 ..= 31,536,000 (one year) and at most
+    /// `--jwt-max-lifetime-seconds`: a token that is expired when it is minted, or one the
+    /// origin would refuse as living too long, is refused with a usage error (exit 2).
     #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(i64).range(1..=31_536_000))]
     pub ttl_seconds: i64,
+    /// The origin's longest accepted token lifetime, in seconds (60..=2,592,000), the setting
+    /// of the same name that `flashgate serve` reads: `--ttl-seconds` may not be above it.
+    #[arg(
+        long,
+        env = "FLASHGATE_JWT_MAX_LIFETIME_SECONDS",
+        default_value_t = DEFAULT_MAX_LIFETIME_SECONDS,
+        value_parser = clap::value_parser!(u32).range(60..=i64::from(MAX_MAX_LIFETIME_SECONDS))
+    )]
+    pub jwt_max_lifetime_seconds: u32,
     /// Algorithm: HS256 (shared secret), RS256 or ES256 (`--key`).
     #[arg(long, default_value = "HS256")]
     pub alg: String,
@@ -43,8 +56,17 @@ pub struct TokenArgs {
 
 impl TokenArgs {
     /// The token (or the JWKS with `--jwks`). Errors: an unknown algorithm, a missing or
-    /// unreadable key or secret, a bad `sub`.
+    /// unreadable key or secret, a bad `sub`, a `--ttl-seconds` past
+    /// `--jwt-max-lifetime-seconds`.
     pub fn run(&self) -> anyhow::Result<String> {
+        let max = i64::from(self.jwt_max_lifetime_seconds);
+        ensure!(
+            self.jwks || self.ttl_seconds <= max,
+            "--ttl-seconds {} is past the longest token lifetime the origin accepts, {max} s \
+             (FLASHGATE_JWT_MAX_LIFETIME_SECONDS / --jwt-max-lifetime-seconds): the origin \
+             would refuse the token with 401",
+            self.ttl_seconds
+        );
         let alg = Algorithm::parse(&self.alg.to_ascii_uppercase())
             .with_context(|| format!("--alg must be HS256, RS256 or ES256, not {:?}", self.alg))?;
         let key = match (alg, &self.key) {
@@ -122,5 +144,26 @@ mod tests {
         }
         assert_eq!(parse("1"), Ok(1));
         assert_eq!(parse("31536000"), Ok(31_536_000));
+    }
+
+    #[test]
+    fn a_lifetime_past_the_origins_longest_is_refused_naming_the_setting() {
+        let cli = |args: &[&str]| {
+            let mut argv = vec!["flashgate", "--sub", "alice"];
+            argv.extend_from_slice(args);
+            Cli::try_parse_from(argv).expect("parses").token
+        };
+        let err = cli(&["--ttl-seconds=86401", "--jwt-max-lifetime-seconds=86400"])
+            .run()
+            .expect_err("past the max");
+        assert!(
+            err.to_string()
+                .contains("FLASHGATE_JWT_MAX_LIFETIME_SECONDS"),
+            "{err}"
+        );
+        let err = cli(&["--ttl-seconds=120", "--jwt-max-lifetime-seconds=60"])
+            .run()
+            .expect_err("past a lower max");
+        assert!(err.to_string().contains("60 s"), "{err}");
     }
 }

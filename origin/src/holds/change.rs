@@ -3,8 +3,8 @@
 use crate::db::Db;
 use flashgate_shared::api::{ClaimStatus, HoldReply};
 
-use super::Returned;
-use crate::claims::store::ClaimRow;
+use super::{expiry, Returned};
+use crate::claims::store::{self, ClaimRow};
 use crate::webhooks::{self, events::NewEvent};
 use flashgate_shared::api::webhooks::EventType;
 
@@ -17,28 +17,8 @@ pub(super) struct LifeRow {
 
 /// Claim `claim_id` with its `payment_ref`; `None` when unknown.
 pub(super) async fn find_life(db: &Db, claim_id: &str) -> sqlx::Result<Option<LifeRow>> {
-    let r = sqlx::query!(
-        r#"SELECT id, campaign_id, customer_id, status AS "status: ClaimStatus", held_until,
-                  code, idempotency_key, request_fp, created_at, payment_ref
-             FROM claims WHERE id = $1"#,
-        claim_id
-    )
-    .fetch_optional(db)
-    .await?;
-    Ok(r.map(|r| LifeRow {
-        row: ClaimRow {
-            id: r.id,
-            campaign_id: r.campaign_id,
-            customer_id: r.customer_id,
-            status: r.status,
-            held_until: r.held_until,
-            code: r.code,
-            idempotency_key: r.idempotency_key,
-            request_fp: r.request_fp,
-            created_at: r.created_at,
-        },
-        payment_ref: r.payment_ref,
-    }))
+    let found = store::find_with_payment(db, claim_id).await?;
+    Ok(found.map(|(row, payment_ref)| LifeRow { row, payment_ref }))
 }
 
 /// How a call ends a hold: [`pay`] or [`release`].
@@ -46,8 +26,8 @@ pub(super) async fn find_life(db: &Db, claim_id: &str) -> sqlx::Result<Option<Li
 enum Ending<'a> {
     /// `held → paid` while `held_until` is in the future; the ledger reason is fixed.
     Paid { payment_ref: &'a str },
-    /// `held → released` at any time before the sweeper expires it; the unit goes back to
-    /// `campaigns.remaining` and its gate return is queued.
+    /// `held → released` while `held_until` is in the future, as a payment; the unit goes
+    /// back to `campaigns.remaining` and its gate return is queued.
     Released { reason: &'a str },
 }
 
@@ -55,7 +35,7 @@ enum Ending<'a> {
 /// release the unit back in `remaining` and the queued gate return, and the ledger row (event
 /// = the new status, by `actor`); then, in the same transaction, its `claim.paid` or
 /// `claim.released` event ([`crate::webhooks::events`]). The changed row, or `None` when the claim is not a hold that
-/// this call may end (missing, already changed, or past `held_until` for a payment).
+/// this call may end (missing, already changed, or past `held_until`).
 async fn end_hold(
     db: &Db,
     claim_id: &str,
@@ -72,7 +52,7 @@ async fn end_hold(
         r#"WITH c AS (
             UPDATE claims
                SET status = $2, payment_ref = COALESCE($3, payment_ref), updated_at = now()
-             WHERE id = $1 AND status = 'held' AND ($2 = 'released' OR held_until > now())
+             WHERE id = $1 AND status = 'held' AND held_until > now()
             RETURNING *
          ), back AS (
             UPDATE campaigns k SET remaining = k.remaining + 1, updated_at = now()
@@ -161,7 +141,9 @@ pub async fn pay(
 /// return and appends the `released` ledger row. `Ok(None)`: no such claim (404).
 ///
 /// Answers: `released` (also for a repeated release; the second time nothing changes);
-/// `hold_expired` when the sweeper expired it first (its unit is back all the same);
+/// `hold_expired` when the hold is past `held_until`, as [`pay`] answers then: a hold the
+/// sweeper has not expired yet is expired by this call ([`expiry::expire_one`]), so its unit
+/// goes back once, by whichever of the two comes first;
 /// `already_paid` for a paid claim (it keeps its unit); `not_a_hold` for a giveaway coupon.
 /// The second value is the unit to give back to the gate ([`super::returns::return_to_gate`]) when this call
 /// made the change.
@@ -194,9 +176,12 @@ pub async fn release(
             claim: life.row.to_claim(),
         },
         ClaimStatus::Issued | ClaimStatus::Redeemed => HoldReply::NotAHold,
-        // `held` cannot be seen here unless the row changed between the two statements and
-        // back, which no transition allows; answer as expired, changing nothing.
-        ClaimStatus::Expired | ClaimStatus::Held => HoldReply::HoldExpired,
+        ClaimStatus::Expired => HoldReply::HoldExpired,
+        // Still `held`, so past `held_until`: expired now rather than at the next sweep.
+        ClaimStatus::Held => {
+            let returned = expiry::expire_one(db, &life.row.campaign_id, claim_id, actor).await?;
+            return Ok(Some((HoldReply::HoldExpired, returned)));
+        }
     };
     Ok(Some((reply, None)))
 }

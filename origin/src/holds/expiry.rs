@@ -18,11 +18,37 @@ pub const SWEEPER_ACTOR: &str = "sweeper";
 /// the same transaction, their `claim.expired` events ([`crate::webhooks::events`]). One
 /// campaign per statement, so two sweepers never lock campaign rows in opposite orders.
 pub async fn expire_due(db: &Db, c: &str, limit: i64) -> sqlx::Result<Vec<Returned>> {
+    expire(db, c, None, limit, SWEEPER_ACTOR).await
+}
+
+/// Expires hold `claim_id` of campaign `c` if it is past `held_until`, as the sweeper would
+/// ([`expire_due`]): a release that comes after `held_until` ends the hold this way, so its
+/// unit goes back once, whichever of the release and the sweeper locks the row first. The
+/// claim, or nothing when it was not a due hold (or the sweeper holds its row). `actor` is
+/// the ledger's.
+pub async fn expire_one(
+    db: &Db,
+    c: &str,
+    claim_id: &str,
+    actor: &str,
+) -> sqlx::Result<Option<Returned>> {
+    Ok(expire(db, c, Some(claim_id), 1, actor).await?.pop())
+}
+
+/// [`expire_due`], restricted to `claim_id` when given, with `actor` in the ledger rows.
+async fn expire(
+    db: &Db,
+    c: &str,
+    claim_id: Option<&str>,
+    limit: i64,
+    actor: &str,
+) -> sqlx::Result<Vec<Returned>> {
     let mut tx = db.begin().await?;
     let rows = sqlx::query!(
         r#"WITH due AS (
             SELECT id FROM claims
              WHERE campaign_id = $1 AND status = 'held' AND held_until <= now()
+               AND ($4::text IS NULL OR id = $4)
              ORDER BY held_until
              LIMIT $2
              FOR UPDATE SKIP LOCKED
@@ -46,7 +72,8 @@ pub async fn expire_due(db: &Db, c: &str, limit: i64) -> sqlx::Result<Vec<Return
            FROM x"#,
         c,
         limit,
-        SWEEPER_ACTOR,
+        actor,
+        claim_id,
     )
     .fetch_all(&mut *tx)
     .await?;

@@ -28,17 +28,21 @@ pub enum Extend {
     Reply(HoldReply),
     /// The campaign's `hold_extension_seconds` is 0: its holds cannot be extended (422).
     Off,
-    /// The request's `seconds` is above the campaign's `hold_extension_seconds` (`max`) (422).
+    /// The request's `seconds` is not 1..=the campaign's `hold_extension_seconds` (`max`) (422).
     TooLong {
         /// The campaign's `hold_extension_seconds`.
         max: i64,
     },
+    /// The claim was extended with this `Idempotency-Key` and another body (422
+    /// `idempotency_key_reused`).
+    KeyReused,
 }
 
 /// Extends hold `claim_id` by `seconds` (`None`: the campaign's `hold_extension_seconds`) in
 /// one statement: the conditional `UPDATE … WHERE status = 'held' AND held_until > now() AND
 /// extended_at IS NULL` joined to the campaign's limit, and its `extended` ledger row (by
-/// `actor`, recording `key`). Runs in the caller's transaction (`conn`).
+/// `actor`, recording `key` and the request's fingerprint `fp`). Runs in the caller's
+/// transaction (`conn`).
 ///
 /// The `claim.extended` event of this change is written right after this statement, in the
 /// same transaction ([`extend`]).
@@ -50,6 +54,7 @@ pub async fn extend_hold(
     claim_id: &str,
     seconds: Option<i32>,
     key: &str,
+    fp: &str,
     actor: &str,
 ) -> sqlx::Result<Option<ClaimRow>> {
     sqlx::query_as!(
@@ -58,7 +63,7 @@ pub async fn extend_hold(
             UPDATE claims c
                SET held_until = c.held_until
                        + make_interval(secs => COALESCE($2::int, k.hold_extension_seconds)),
-                   extended_at = now(), extend_key = $3, updated_at = now()
+                   extended_at = now(), extend_key = $3, extend_fp = $5, updated_at = now()
               FROM campaigns k
              WHERE c.id = $1 AND k.id = c.campaign_id
                AND c.status = 'held' AND c.held_until > now() AND c.extended_at IS NULL
@@ -81,6 +86,7 @@ pub async fn extend_hold(
         seconds,
         key,
         actor,
+        fp,
     )
     .fetch_optional(&mut *conn)
     .await
@@ -92,6 +98,8 @@ struct Refused {
     row: ClaimRow,
     /// The `Idempotency-Key` of the claim's extension, if it was extended.
     extend_key: Option<String>,
+    /// The fingerprint of that extension's request (`None` for one made before it was kept).
+    extend_fp: Option<String>,
     /// Whether `held_until` has passed (by PostgreSQL's clock, as the sweeper reads it).
     past: bool,
     /// The campaign's `hold_extension_seconds`.
@@ -103,7 +111,7 @@ async fn find_refused(db: &Db, claim_id: &str) -> sqlx::Result<Option<Refused>> 
         return Ok(None);
     };
     let r = sqlx::query!(
-        r#"SELECT c.extend_key, COALESCE(c.held_until <= now(), false) AS "past!",
+        r#"SELECT c.extend_key, c.extend_fp, COALESCE(c.held_until <= now(), false) AS "past!",
                   k.hold_extension_seconds
              FROM claims c JOIN campaigns k ON k.id = c.campaign_id WHERE c.id = $1"#,
         claim_id
@@ -113,14 +121,19 @@ async fn find_refused(db: &Db, claim_id: &str) -> sqlx::Result<Option<Refused>> 
     Ok(Some(Refused {
         row: life.row,
         extend_key: r.extend_key,
+        extend_fp: r.extend_fp,
         past: r.past,
         limit: i64::from(r.hold_extension_seconds),
     }))
 }
 
-/// The answer to a refused extend of `key` asking for `seconds`, from the claim as it is now.
-fn refusal(r: Refused, key: &str, seconds: Option<i32>) -> Extend {
+/// The answer to a refused extend of `key` (request fingerprint `fp`) asking for `seconds`,
+/// from the claim as it is now.
+fn refusal(r: Refused, key: &str, fp: &str, seconds: Option<i32>) -> Extend {
     if r.extend_key.as_deref() == Some(key) {
+        if r.extend_fp.as_deref().is_some_and(|first| first != fp) {
+            return Extend::KeyReused;
+        }
         // The same request again: the same 200, with the claim as it is now.
         return Extend::Reply(HoldReply::Extended {
             held_until: r.row.held_until.unwrap_or(r.row.created_at),
@@ -136,7 +149,7 @@ fn refusal(r: Refused, key: &str, seconds: Option<i32>) -> Extend {
         ClaimStatus::Held if r.past => HoldReply::HoldExpired,
         ClaimStatus::Held if r.extend_key.is_some() => HoldReply::AlreadyExtended { claim },
         ClaimStatus::Held if r.limit == 0 => return Extend::Off,
-        ClaimStatus::Held if i64::from(seconds.unwrap_or(1)) > r.limit => {
+        ClaimStatus::Held if !(1..=r.limit).contains(&i64::from(seconds.unwrap_or(1))) => {
             return Extend::TooLong { max: r.limit }
         }
         // Not reachable by any transition (the statement above would have extended it);
@@ -146,9 +159,11 @@ fn refusal(r: Refused, key: &str, seconds: Option<i32>) -> Extend {
 }
 
 /// Extends hold `claim_id` by `seconds` (`None`: all the campaign allows) for the request with
-/// Idempotency-Key `key`. `Ok(None)`: no such claim (404).
+/// Idempotency-Key `key` and fingerprint `fp` ([`crate::idempotency::fingerprint`] of the
+/// claim and the parsed body). `Ok(None)`: no such claim (404).
 ///
-/// Answers: `extended` with the new `held_until` (also for the same `key` again);
+/// Answers: `extended` with the new `held_until` (also for the same `key` and body again;
+/// [`Extend::KeyReused`] for the same `key` with another body);
 /// `already_extended` (extended before with another key), `hold_expired` (past `held_until`
 /// or expired), `released`, `already_paid`, `not_a_hold`; [`Extend::Off`] and
 /// [`Extend::TooLong`] for a campaign that does not allow it.
@@ -157,10 +172,11 @@ pub async fn extend(
     claim_id: &str,
     seconds: Option<i32>,
     key: &str,
+    fp: &str,
     actor: &str,
 ) -> sqlx::Result<Option<Extend>> {
     let mut tx = db.begin().await?;
-    let extended = extend_hold(&mut tx, claim_id, seconds, key, actor).await?;
+    let extended = extend_hold(&mut tx, claim_id, seconds, key, fp, actor).await?;
     if let Some(r) = &extended {
         let event = NewEvent::claim(
             EventType::ClaimExtended,
@@ -182,7 +198,7 @@ pub async fn extend(
     }
     Ok(find_refused(db, claim_id)
         .await?
-        .map(|r| refusal(r, key, seconds)))
+        .map(|r| refusal(r, key, fp, seconds)))
 }
 
 #[cfg(test)]
@@ -204,6 +220,7 @@ mod tests {
                 created_at: Utc::now(),
             },
             extend_key: key.map(str::to_string),
+            extend_fp: key.map(|_| "fp1".to_string()),
             past,
             limit,
         }
@@ -217,6 +234,7 @@ mod tests {
                 .to_string(),
             Extend::Off => "off".into(),
             Extend::TooLong { max } => format!("too_long {max}"),
+            Extend::KeyReused => "key_reused".into(),
         }
     }
 
@@ -236,9 +254,15 @@ mod tests {
             (refused(Issued, None, false, 0), None, "not_a_hold"),
             (refused(Held, None, false, 0), None, "off"),
             (refused(Held, None, false, 60), Some(61), "too_long 60"),
+            (refused(Held, None, false, 60), Some(0), "too_long 60"),
         ];
         for (r, seconds, want) in cases {
-            assert_eq!(result(&refusal(r, "k1", seconds)), want);
+            assert_eq!(result(&refusal(r, "k1", "fp1", seconds)), want);
         }
+        let r = refused(Held, Some("k1"), false, 60);
+        assert_eq!(result(&refusal(r, "k1", "fp2", None)), "key_reused");
+        let mut r = refused(Held, Some("k1"), false, 60);
+        r.extend_fp = None;
+        assert_eq!(result(&refusal(r, "k1", "fp2", None)), "extended");
     }
 }

@@ -4,7 +4,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{
-    codes, is_valid_slug, parse_claim_body, ClaimReply, ClaimRequest, ErrorBody,
+    codes, is_valid_slug, parse_claim_body, ClaimReply, ClaimRequest, ClaimStatus, ErrorBody,
+    MineReply,
 };
 
 use super::extract::{self, Path};
@@ -183,10 +184,12 @@ pub(crate) fn answered(state: &AppState, campaign: &str, reply: &Reply) {
 }
 
 /// Her claim on the campaign: 200 `{"result":"claimed","claim":{…}}` with the claim's real
-/// `status` — her active claim if she has one, else her latest (`released`, `expired`); 404
-/// when she never claimed. Lets a customer whose reply was lost (or answered `sold_out` by the
-/// edge after she won) find her claim, and one whose hold ended see that it did. Customer token
-/// required (401); a campaign id that is not a slug is a 404 without a query.
+/// `status` — her active claim if she has one, else her latest (`released`) — or
+/// `{"result":"expired","claim":{…}}` when that is a hold past `held_until` (expired, or not
+/// swept yet); 404 when she never claimed. Lets a customer whose reply was lost (or answered
+/// `sold_out` by the edge after she won) find her claim, and one whose hold ended see that it
+/// did. Customer token required (401); a campaign id that is not a slug is a 404 without a
+/// query.
 #[utoipa::path(
     get,
     path = "/api/v1/campaigns/{id}/claims/mine",
@@ -194,8 +197,9 @@ pub(crate) fn answered(state: &AppState, campaign: &str, reply: &Reply) {
     security(("customer_token" = [])),
     params(("id" = String, Path, description = "Campaign id.")),
     responses(
-        (status = 200, description = "Her claim on the campaign, `result` `claimed`, with its \
-            real status: her active claim if she has one, else her latest.", body = ClaimReply),
+        (status = 200, description = "Her claim on the campaign with its real status: her \
+            active claim if she has one, else her latest; `result` `claimed`, or `expired` when \
+            it is a hold past `held_until`.", body = MineReply),
         (status = 404, description = "not_found: she never claimed (or no such campaign).",
             body = ErrorBody),
     ),
@@ -222,6 +226,13 @@ pub async fn mine(
     {
         claim.variant = crate::campaigns::variants::of_claim(&state.db, &row.id).await?;
     }
-    let body = ClaimReply::Claimed { claim };
+    let expired = claim.status == ClaimStatus::Expired
+        || (claim.status == ClaimStatus::Held
+            && claim.held_until.is_some_and(|t| t <= chrono::Utc::now()));
+    let body = if expired {
+        MineReply::Expired { claim }
+    } else {
+        MineReply::Claimed { claim }
+    };
     Ok((StatusCode::OK, axum::Json(body)).into_response())
 }

@@ -14,7 +14,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use flashgate_shared::api::{
-    Claim, ErrorBody, ExtendRequest, HoldCall, HoldReply, PayRequest, ReleaseRequest,
+    codes, ClaimDetail, ErrorBody, ExtendRequest, HoldCall, HoldReply, PayRequest, ReleaseRequest,
     MAX_HOLD_EXTENSION_SECONDS, MAX_PAYMENT_REF_LEN, MAX_REASON_LEN,
 };
 use flashgate_shared::text;
@@ -25,6 +25,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::holds::extend::Extend;
 use crate::holds::{change, extend, returns};
 use crate::http::openapi::errors;
+use crate::idempotency::fingerprint;
 use crate::reply::{Outcome, Reply};
 use crate::state::AppState;
 
@@ -70,8 +71,9 @@ fn authorize(state: &AppState, headers: &HeaderMap, id: &str, call: &'static str
 }
 
 /// A claim by id, whatever its status (`held`, `paid`, `released`, `expired`, `issued`,
-/// `redeemed`): 200 with the [`flashgate_shared::api::Claim`]; 401/403 the service token; 404
-/// a malformed or unknown id; 503 `unavailable` when PostgreSQL is down.
+/// `redeemed`): 200 with the [`ClaimDetail`] (the claim, and for a paid one its `payment_ref`
+/// and `paid_at`); 401/403 the service token; 404 a malformed or unknown id; 503
+/// `unavailable` when PostgreSQL is down.
 #[utoipa::path(
     get,
     path = "/api/v1/claims/{id}",
@@ -79,7 +81,12 @@ fn authorize(state: &AppState, headers: &HeaderMap, id: &str, call: &'static str
     security(("service_token" = [])),
     params(("id" = String, Path, description = "Claim id (`c_` + 32 hex digits).")),
     responses(
-        (status = 200, description = "The claim, in whatever status it has.", body = Claim),
+        (status = 200, description = "The claim, in whatever status it has; `payment_ref` and \
+            `paid_at` are set once it is paid.", body = ClaimDetail, example = json!({
+                "id": "c_0123456789abcdef0123456789abcdef", "campaign": "tshirt",
+                "customer": "ana", "status": "paid", "held_until": "2026-01-01T12:10:00Z",
+                "code": null, "created_at": "2026-01-01T12:00:00Z",
+                "payment_ref": "pay_4242", "paid_at": "2026-01-01T12:04:31Z"})),
         errors::NoClaim,
     ),
 )]
@@ -89,10 +96,10 @@ pub async fn show(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     authorize(&state, &headers, &id, "claims")?;
-    let row = crate::claims::store::find(&state.db, &id)
+    let claim = crate::claims::store::find_detail(&state.db, &id)
         .await?
         .ok_or_else(|| no_claim(&id))?;
-    Ok(Json(row.to_claim()).into_response())
+    Ok(Json(claim).into_response())
 }
 
 /// Pays a hold. Body `{"payment_ref": "<1..=255 visible ASCII>"}`. 200 `paid` (the same
@@ -145,8 +152,9 @@ pub async fn pay(
 
 /// Releases a hold; its unit goes back to `remaining` and to the gate, exactly once however
 /// many releases and sweeps race. Optional body `{"reason": "<1..=200 characters, no control character>"}` for the
-/// ledger. 200 `released` (also when repeated); 409 `hold_expired` when the sweeper expired it
-/// first (its unit is back all the same); 409 `already_paid`; 409 `not_a_hold`.
+/// ledger. 200 `released` (also when repeated); 409 `hold_expired` past `held_until`, as a pay
+/// is told then (the hold is expired by this call or was by the sweeper; either way its unit
+/// is back, once); 409 `already_paid`; 409 `not_a_hold`.
 #[utoipa::path(
     post,
     path = "/api/v1/claims/{id}/release",
@@ -158,7 +166,8 @@ pub async fn pay(
     responses(
         (status = 200, description = "released: the unit is back (also when repeated).",
             body = HoldReply),
-        (status = 409, description = "hold_expired (the sweeper was first; the unit is back), \
+        (status = 409, description = "hold_expired (past `held_until`, as `pay` answers; \
+            expired by this call if the sweeper was not first; the unit is back, once), \
             already_paid, not_a_hold.", body = HoldReply),
         errors::JsonBody,
         errors::NoClaim,
@@ -192,11 +201,12 @@ pub async fn release(
 
 /// Extends a hold once: `held_until` moves later by `seconds` (optional body
 /// `{"seconds": n}`, 1..=the campaign's `hold_extension_seconds`; empty body: all of it),
-/// while the hold is still held. `Idempotency-Key` is required: the same key again gets the
-/// same 200. 200 `extended` with the new `held_until`; 409 `already_extended` (another key),
-/// `hold_expired`, `released`, `already_paid`, `not_a_hold`; 422 `validation_failed` when the
-/// campaign's `hold_extension_seconds` is 0 (off) or `seconds` is past it. A refusal changes
-/// nothing.
+/// while the hold is still held. `Idempotency-Key` is required: the same key and body again
+/// get the same 200, the same key with another body 422 `idempotency_key_reused`. 200
+/// `extended` with the new `held_until`; 409 `already_extended` (another key), `hold_expired`,
+/// `released`, `already_paid`, `not_a_hold`; 422 `validation_failed` when the campaign's
+/// `hold_extension_seconds` is 0 (off) or `seconds` is not 1..=it (one message naming the
+/// campaign's bound). A refusal changes nothing.
 #[utoipa::path(
     post,
     path = "/api/v1/claims/{id}/extend",
@@ -206,8 +216,9 @@ pub async fn release(
         ("id" = String, Path, description = "Claim id."),
         ("Idempotency-Key" = String, Header, description = "Required, 1..=255 visible ASCII \
             characters (400 `invalid_idempotency_key` otherwise). It is kept with the claim's \
-            one extension: the same key again gets the 200 of that extension (with the claim \
-            as it is now); another key gets 409 `already_extended`."),
+            one extension and its body: the same key and body again get the 200 of that \
+            extension (with the claim as it is now), the same key with another body 422 \
+            `idempotency_key_reused`; another key gets 409 `already_extended`."),
     ),
     request_body(content = Option<ExtendRequest>, description = "Optional; an empty body is \
         `{}` (extend by the campaign's `hold_extension_seconds`).",
@@ -236,8 +247,9 @@ pub async fn release(
         errors::PayloadTooLarge,
         errors::UnsupportedMediaType,
         (status = 422, description = "validation_failed: the campaign's \
-            `hold_extension_seconds` is 0 (extension off), or `seconds` is not 1..=it.",
-            body = ErrorBody),
+            `hold_extension_seconds` is 0 (extension off), or `seconds` is not 1..=it (the \
+            message names the campaign's bound); idempotency_key_reused: the key extended \
+            this hold with another body.", body = ErrorBody),
     ),
 )]
 pub async fn extend(
@@ -249,17 +261,15 @@ pub async fn extend(
     authorize(&state, &headers, &id, "extend")?;
     let key = extract::idempotency_key(&headers)?;
     let req: ExtendRequest = optional_json(&headers, body).await?;
-    let seconds = match req.seconds {
-        Some(n) if (1..=MAX_HOLD_EXTENSION_SECONDS).contains(&n) => Some(n as i32),
-        Some(_) => {
-            return Err(ApiError::validation(format!(
-                "seconds must be between 1 and the campaign's hold_extension_seconds (at most \
-                 {MAX_HOLD_EXTENSION_SECONDS})"
-            )))
-        }
-        None => None,
-    };
-    let outcome = extend::extend(&state.db, &id, seconds, &key, SERVICE_ACTOR)
+    // The parsed body written back, so that an empty body and `{}` are one request.
+    let body = serde_json::to_vec(&req).unwrap_or_default();
+    let fp = fingerprint(&format!("extend:{id}"), &body);
+    // Out of any campaign's bounds: kept out of them (and in an i32), so that the statement
+    // refuses it and the one message names this campaign's bound.
+    let seconds = req
+        .seconds
+        .map(|n| n.clamp(0, MAX_HOLD_EXTENSION_SECONDS + 1) as i32);
+    let outcome = extend::extend(&state.db, &id, seconds, &key, &fp, SERVICE_ACTOR)
         .await?
         .ok_or_else(|| no_claim(&id))?;
     match outcome {
@@ -270,5 +280,9 @@ pub async fn extend(
         Extend::TooLong { max } => Err(ApiError::validation(format!(
             "seconds must be between 1 and the campaign's hold_extension_seconds ({max})"
         ))),
+        Extend::KeyReused => Err(ApiError::Unprocessable(
+            codes::IDEMPOTENCY_KEY_REUSED,
+            "this Idempotency-Key extended this hold with another body".into(),
+        )),
     }
 }

@@ -162,6 +162,25 @@ impl ClaimReply {
     }
 }
 
+/// `GET /api/v1/campaigns/{id}/claims/mine` body (200), tagged by `result`: her claim, and
+/// whether her hold timed out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum MineReply {
+    /// Her claim, with its status (`held`, `paid`, `issued`, `redeemed`, `released`).
+    Claimed {
+        /// Her active claim if she has one, else her latest.
+        claim: Claim,
+    },
+    /// Her hold expired: `held_until` passed without a pay (its `status` is `expired` once the
+    /// sweeper got to it, `held` until then); its unit went back to the sale.
+    Expired {
+        /// Her latest claim, the expired hold.
+        claim: Claim,
+    },
+}
+
 /// Longest claim id accepted in a path, in bytes.
 pub const MAX_CLAIM_ID_LEN: usize = 64;
 

@@ -1,8 +1,23 @@
 //! Holds of a sale: pay, release or extend a held unit before `held_until`.
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::claims::Claim;
+
+/// `GET /api/v1/claims/{id}` body: the claim in whatever status it has, with what the
+/// checkout needs to match a paid one to its order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ClaimDetail {
+    /// The claim (flattened: its fields stand at the top level).
+    #[serde(flatten)]
+    pub claim: Claim,
+    /// The payment's reference as `pay` got it; `null` unless `status` is `paid`.
+    pub payment_ref: Option<String>,
+    /// When the hold was paid (RFC 3339 UTC); `null` unless `status` is `paid`.
+    pub paid_at: Option<DateTime<Utc>>,
+}
 
 /// Largest `payment_ref` accepted by `pay`, in bytes.
 pub const MAX_PAYMENT_REF_LEN: usize = 255;
@@ -82,7 +97,7 @@ pub enum HoldReply {
         /// The claim with its new `held_until`.
         claim: Claim,
         /// The new end of the hold (RFC 3339 UTC); the sweeper and `pay` both go by it.
-        held_until: chrono::DateTime<chrono::Utc>,
+        held_until: DateTime<Utc>,
     },
     /// 409: the hold timed out — past `held_until`, or expired by the sweeper. Its unit is
     /// back (or goes back at the next sweep); it cannot be paid or extended any more. (A hold

@@ -5,7 +5,7 @@
 //!   `not_started`, `ended`, `paused`, `in_progress` (with `Retry-After`); 422
 //!   `idempotency_key_reused`; 429 `queued` / `rate_limited` (a waiting room). The generator
 //!   sends well-formed claims, so 400, 401, 403, 404, 413, 415 are outside it;
-//! - a `/claims/mine` lookup: 200 `claimed` with a claim, or 404;
+//! - a `/claims/mine` lookup: 200 `claimed` or `expired` with a claim, or 404;
 //! - a transport error (no answer) is allowed when a later attempt with the same key (a claim)
 //!   or of the same customer (a lookup) got an answer; the last attempt must be answered.
 
@@ -31,7 +31,7 @@ pub fn breach(op: &Operation, retried: bool) -> Option<String> {
         .is_some_and(|v| v.trim().parse::<u64>().is_ok());
     let ok = match (op.op, status, result) {
         (_, 503, "unavailable") => retry_after,
-        (OpKind::Lookup, 200, "claimed") => has_claim,
+        (OpKind::Lookup, 200, "claimed" | "expired") => has_claim,
         (OpKind::Lookup, 404, _) => true,
         (OpKind::Lookup, _, _) => false,
         (_, 201, "claimed") | (_, 409, "already_claimed") => has_claim,

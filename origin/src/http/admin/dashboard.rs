@@ -1,7 +1,8 @@
 //! The managers' dashboard at `GET /admin`: one static page with its scripts (the campaigns'
-//! and the webhook endpoints') and style sheet, embedded in the binary (`origin/assets/admin/`). The page calls the admin API with the
-//! manager token the user pastes (kept in the tab's sessionStorage, sent as a bearer token);
-//! the page itself needs no token. A strict Content-Security-Policy allows only these files
+//! and the webhook endpoints') and style sheet, embedded in the binary (`origin/assets/admin/`).
+//! The page calls the admin API with the admin token the user pastes, a manager's or a
+//! viewer's (kept in the tab's sessionStorage, sent as a bearer token); the page itself needs
+//! no token. A strict Content-Security-Policy allows only these files
 //! and calls to this origin.
 
 use axum::http::{header, HeaderValue};
@@ -41,7 +42,8 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
     get,
     path = "/admin",
     tag = "operations",
-    responses((status = 200, description = "The dashboard page (it asks for a manager token).",
+    responses((status = 200, description = "The dashboard page (it asks for an admin token: a \
+        manager's, or a viewer's to watch only).",
         content_type = "text/html", body = String)),
 )]
 pub async fn index() -> Response {

@@ -6,8 +6,8 @@
 //!   writes an `export` audit row (who, which filters).
 //!
 //! Bad query values (a status that is not one, a `since` that is not RFC 3339, a cursor that
-//! this feed did not make, a `limit` outside 1..=1000, an unknown parameter) are 400
-//! `invalid_request`, nothing read or written.
+//! this feed did not make, a `limit` outside 1..=1000, an unknown parameter) are 422
+//! `validation_failed`, as a bad query is on every admin route, nothing read or written.
 
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::{
-    codes, feed_csv_line, ClaimFeed, ClaimStatus, ErrorBody, FeedCursor, DEFAULT_FEED_LIMIT,
+    feed_csv_line, ClaimFeed, ClaimStatus, ErrorBody, FeedCursor, DEFAULT_FEED_LIMIT,
     FEED_CSV_HEADER, MAX_FEED_LIMIT,
 };
 use futures::stream::{self, StreamExt};
@@ -29,7 +29,7 @@ use crate::http::openapi::errors;
 use crate::state::AppState;
 
 /// The query of the feed, for the document (the handlers read the pairs themselves, so that
-/// every bad value is a 400 in the documented shape): `status`, `since`, `cursor`, `limit` (the
+/// every bad value is a 422 in the documented shape): `status`, `since`, `cursor`, `limit` (the
 /// CSV export takes `status` and `since`).
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -67,7 +67,7 @@ struct Raw {
 }
 
 fn bad(message: impl Into<String>) -> ApiError {
-    ApiError::BadRequest(codes::INVALID_REQUEST, message.into())
+    ApiError::validation(message)
 }
 
 /// The query string's pairs, as sent.
@@ -154,7 +154,7 @@ async fn campaign_of(state: &AppState, headers: &HeaderMap, id: &str) -> ApiResu
     Ok(who.name)
 }
 
-/// 200 with one page of the campaign's claims, oldest first; 400 `invalid_request` for a bad
+/// 200 with one page of the campaign's claims, oldest first; 422 `validation_failed` for a bad
 /// `status`, `since`, `cursor`, `limit` or another parameter; 404 for an unknown campaign.
 #[utoipa::path(
     get,
@@ -165,8 +165,8 @@ async fn campaign_of(state: &AppState, headers: &HeaderMap, id: &str) -> ApiResu
     responses(
         (status = 200, description = "One page, oldest first (by `created_at`, then `id`); \
             `next_cursor` goes on after it.", body = ClaimFeed),
-        (status = 400, description = "invalid_request: a bad status, since, cursor or limit, or \
-            another query parameter.", body = ErrorBody),
+        (status = 422, description = "validation_failed: a bad status, since, cursor or limit, \
+            or another query parameter.", body = ErrorBody),
         errors::NoCampaign,
     ),
 )]
@@ -209,7 +209,7 @@ const CSV_PAGE: i64 = 1_000;
         (status = 200, description = "The claims as CSV, header \
             `id,customer,status,held_until,paid_at,payment_ref,created_at` (audited as an \
             export).", content_type = "text/csv", body = String),
-        (status = 400, description = "invalid_request: a bad status or since, or another \
+        (status = 422, description = "validation_failed: a bad status or since, or another \
             query parameter.", body = ErrorBody),
         errors::NoCampaign,
     ),
