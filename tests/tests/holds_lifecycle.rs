@@ -495,3 +495,54 @@ async fn bad_pay_and_release_requests_change_nothing() {
     assert_eq!(counts.get("released"), Some(&1));
     stop_reconciled(o, &c).await;
 }
+
+/// A campaign whose holds cannot be expired (its row says every unit is left although one is
+/// held, so giving that unit back would break `remaining <= stock`) does not stop the sweeper:
+/// the holds of the other campaigns still expire, and the broken one's hold stays held, whole,
+/// until its row is repaired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_campaign_that_cannot_expire_its_holds_does_not_stop_the_others() {
+    let o = TestOrigin::start().await;
+    let now = Utc::now();
+    let (from, to) = (
+        now - chrono::Duration::minutes(1),
+        now + chrono::Duration::hours(1),
+    );
+    // Several broken campaigns whose ids sort before the good one's: whatever order the
+    // sweeper takes them in, it meets a broken one before the good one.
+    let mut broken = Vec::new();
+    for i in 0..5 {
+        let id = format!("a{i}-{}", unique("broken"));
+        o.create_campaign(&id, "sale", 2, from, to, Some(1)).await;
+        won(&o, &id, &unique("stuck"), "k").await;
+        sqlx::query("UPDATE campaigns SET remaining = stock WHERE id = $1")
+            .bind(&id)
+            .execute(&o.db)
+            .await
+            .expect("break the row");
+        broken.push(id);
+    }
+    let good = format!("z-{}", unique("good"));
+    o.create_campaign(&good, "sale", 2, from, to, Some(1)).await;
+    let claim = won(&o, &good, &unique("gone"), "k").await;
+    let claim_id = claim["id"].as_str().expect("claim id");
+    wait_no_holds(&o, &good, 20).await;
+    assert_eq!(status_of(&o, claim_id).await, "expired");
+    assert_left(&o, &good, 2).await;
+    for id in &broken {
+        assert_eq!(
+            o.claim_rows(id, &["held"]).await,
+            1,
+            "{id}: its hold is untouched"
+        );
+        sqlx::query("UPDATE campaigns SET remaining = stock - 1 WHERE id = $1")
+            .bind(id)
+            .execute(&o.db)
+            .await
+            .expect("repair the row");
+    }
+    for id in &broken {
+        wait_no_holds(&o, id, 20).await;
+        assert_left(&o, id, 2).await;
+    }
+}

@@ -114,23 +114,40 @@ pub async fn campaigns_with_due_holds(db: &Db) -> sqlx::Result<Vec<String>> {
 /// One pass of the expiry sweeper: expires due holds campaign by campaign in batches of
 /// `batch_max` (`FLASHGATE_SWEEP_BATCH_MAX`), gives their units back to the gate, then drains
 /// old `gate_returns`. Returns the number of holds expired by this origin.
+///
+/// A campaign whose holds cannot be expired (a statement that fails on its rows) is logged
+/// (warn, with the campaign and the error) and skipped: the pass goes on with the others, so
+/// one campaign cannot stop expiry for all of them. Errors: the list of campaigns or the drain
+/// of `gate_returns` failed (PostgreSQL or Redis down).
 pub async fn sweep(returns: &GateReturns, batch_max: i64) -> anyhow::Result<usize> {
     let batch = batch_max.max(1);
     let mut expired = 0;
     for c in campaigns_with_due_holds(&returns.db).await? {
-        loop {
-            let returned = expire_due(&returns.db, &c, batch).await?;
-            if returned.is_empty() {
-                break;
-            }
-            expired += returned.len();
-            let back = return_to_gate(returns, &returned).await;
-            tracing::info!(campaign = %c, expired = returned.len(), back, "expired holds");
-            if (returned.len() as i64) < batch {
-                break;
+        match sweep_campaign(returns, &c, batch).await {
+            Ok(n) => expired += n,
+            Err(e) => {
+                tracing::warn!(campaign = %c, error = %e, "expiring holds failed; other campaigns go on")
             }
         }
     }
     drain_gate_returns(returns, batch).await?;
     Ok(expired)
+}
+
+/// Expires campaign `c`'s due holds in batches of `batch`, giving each batch's units back to
+/// the gate; the number expired.
+async fn sweep_campaign(returns: &GateReturns, c: &str, batch: i64) -> anyhow::Result<usize> {
+    let mut expired = 0;
+    loop {
+        let returned = expire_due(&returns.db, c, batch).await?;
+        if returned.is_empty() {
+            return Ok(expired);
+        }
+        expired += returned.len();
+        let back = return_to_gate(returns, &returned).await;
+        tracing::info!(campaign = %c, expired = returned.len(), back, "expired holds");
+        if (returned.len() as i64) < batch {
+            return Ok(expired);
+        }
+    }
 }
