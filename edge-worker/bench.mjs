@@ -19,7 +19,7 @@
 // HMAC and one SHA-256 whatever the difficulty); the load then sends exactly those joins, one
 // customer each, with `{"challenge", "solution"}` (autocannon's `amount` instead of a duration).
 import autocannon from "autocannon";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { createHash, createHmac } from "node:crypto";
 
 const phase = JSON.parse(process.argv[2]);
@@ -88,6 +88,17 @@ if (probe.status !== phase.expectStatus || by !== "edge" || (phase.expectBody &&
   process.exit(1);
 }
 
+// Core time of the serving runtime (`serverPids`: its process tree), in µs: every thread's
+// time on a core (/proc/PID/task/*/schedstat, ns), read right around the load.
+const serverCpuUs = () => (phase.serverPids ?? []).reduce((sum, pid) => {
+  let tasks = [];
+  try { tasks = readdirSync(`/proc/${pid}/task`); } catch { return sum; }
+  return sum + tasks.reduce((s, t) => {
+    try { return s + Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ")[0]) / 1000; }
+    catch { return s; }
+  }, 0);
+}, 0);
+const cpuBefore = serverCpuUs();
 const startedMs = performance.now();
 const result = await autocannon({
   url: phase.url,
@@ -110,6 +121,7 @@ const result = await autocannon({
   }),
 });
 const elapsedS = (performance.now() - startedMs) / 1000;
+const serverCpu = Math.round(serverCpuUs() - cpuBefore);
 const total = result.requests.total;
 const expected = phase.expectStatus >= 400 && phase.expectStatus < 500 ? result["4xx"] : result["2xx"];
 const out = {
@@ -124,6 +136,7 @@ const out = {
   p99_ms: result.latency.p99,
   expected_status: expected,
   errors: result.errors + result.timeouts,
+  ...(phase.serverPids && { server_cpu_us: serverCpu }),
 };
 console.log(JSON.stringify(out));
 if (expected !== total || out.errors > 0) {
