@@ -4,18 +4,21 @@
 //! durable claims/s of this path).
 //!
 //! One transaction per campaign per batch:
-//! 1. `INSERT … SELECT FROM UNNEST(…) ON CONFLICT DO NOTHING RETURNING` — the unique index over
-//!    active (campaign, customer) claims, and the unique coupon code, refuse duplicates;
-//! 2. `UPDATE campaigns SET remaining = remaining − n WHERE … remaining >= n AND NOT paused AND
-//!    starts_at <= now() AND ends_at > now()` — the record decides;
-//! 3. on a campaign with variants, the claims' `variant` and `UPDATE campaign_variants SET
-//!    remaining = remaining − n WHERE … remaining >= n` per variant ([`take_variants`]): a
-//!    variant short of units refuses the batch as step 2 does;
-//! 4. one ledger row per claim;
-//! 5. one `claim.held` (`coupon.issued`) event per claim, and `campaign.sold_out` when the
-//!    batch took the last unit ([`crate::webhooks::events`]).
+//! 1. `INSERT … SELECT FROM UNNEST(…) ON CONFLICT DO NOTHING RETURNING` (with each claim's
+//!    variant, on a campaign with variants) — the unique index over active (campaign,
+//!    customer) claims, and the unique coupon code, refuse duplicates;
+//! 2. one ledger row per claim;
+//! 3. one `claim.held` (`coupon.issued`) event per claim ([`crate::webhooks::events`]);
+//! 4. `UPDATE campaigns SET remaining = remaining − n WHERE … remaining >= n AND NOT paused AND
+//!    starts_at <= now() AND ends_at > now()` — the record decides. Every batch of the
+//!    campaign locks this row, so it comes after the writes that need no lock of it: the
+//!    lock is held for steps 4–6 and the commit only;
+//! 5. on a campaign with variants, `UPDATE campaign_variants SET remaining = remaining − n
+//!    WHERE … remaining >= n` per variant ([`take_variants`]): a variant short of units
+//!    refuses the batch as step 4 does;
+//! 6. `campaign.sold_out` when the batch took the last unit.
 //!
-//! If step 2 refuses, the batch rolls back and each claim is retried in a transaction of its
+//! If step 4 or 5 refuses, the batch rolls back and each claim is retried in a transaction of its
 //! own, so one refusal never sinks the others. Each waiting request is answered only after the
 //! commit that contains its claim. The workers run as their own tasks: a client that
 //! disconnects cannot interrupt a transaction.
@@ -168,43 +171,28 @@ async fn commit_group(db: &Db, jobs: Vec<Job>) {
     }
 }
 
-/// Step 3 of the module documentation: writes the variant of each claim `inserted` (from
-/// `claims`) and takes its units from its variant, in the batch's transaction. Returns false
-/// when a variant has fewer units than the batch takes of it (the caller rolls back). Nothing
-/// to do (true) on a campaign without variants.
+/// Step 5 of the module documentation: takes the units of the claims `inserted` from their
+/// variants (`of`: claim id → variant), in the batch's transaction. Returns false when a
+/// variant has fewer units than the batch takes of it (the caller rolls back). Nothing to do
+/// (true) on a campaign without variants.
 async fn take_variants(
     conn: &mut crate::db::Conn<'_>,
     c: &str,
-    claims: &[&NewClaim],
+    of: &HashMap<&str, &str>,
     inserted: &[ClaimRow],
 ) -> sqlx::Result<bool> {
-    let of: HashMap<&str, &str> = claims
-        .iter()
-        .filter_map(|x| x.variant.as_deref().map(|v| (x.id.as_str(), v)))
-        .collect();
     if of.is_empty() {
         return Ok(true);
     }
-    let (mut ids, mut variants) = (Vec::new(), Vec::new());
     let mut counts: HashMap<&str, i64> = HashMap::new();
     for row in inserted {
         if let Some(&v) = of.get(row.id.as_str()) {
-            ids.push(row.id.as_str());
-            variants.push(v);
             *counts.entry(v).or_default() += 1;
         }
     }
-    if ids.is_empty() {
+    if counts.is_empty() {
         return Ok(true);
     }
-    sqlx::query(
-        "UPDATE claims SET variant = t.v FROM UNNEST($1::text[], $2::text[]) AS t(id, v)
-          WHERE claims.id = t.id",
-    )
-    .bind(&ids)
-    .bind(&variants)
-    .execute(&mut *conn)
-    .await?;
     let (names, takes): (Vec<&str>, Vec<i64>) = counts.into_iter().unzip();
     let taken: Vec<(String,)> = sqlx::query_as(
         "UPDATE campaign_variants v SET remaining = v.remaining - t.n, updated_at = now()
@@ -238,6 +226,7 @@ async fn try_commit(db: &Db, claims: &[&NewClaim]) -> sqlx::Result<Option<Vec<Ou
     let codes: Vec<Option<&str>> = claims.iter().map(|x| x.code.as_deref()).collect();
     let keys: Vec<&str> = claims.iter().map(|x| x.idempotency_key.as_str()).collect();
     let fps: Vec<&str> = claims.iter().map(|x| x.request_fp.as_str()).collect();
+    let variants: Vec<Option<&str>> = claims.iter().map(|x| x.variant.as_deref()).collect();
     let status = match kind {
         CampaignKind::Sale => ClaimStatus::Held,
         CampaignKind::Giveaway => ClaimStatus::Issued,
@@ -247,13 +236,13 @@ async fn try_commit(db: &Db, claims: &[&NewClaim]) -> sqlx::Result<Option<Vec<Ou
     let inserted = sqlx::query_as!(
         ClaimRow,
         r#"INSERT INTO claims (id, campaign_id, customer_id, status, held_until, code,
-                             idempotency_key, request_fp)
+                             idempotency_key, request_fp, variant)
          SELECT t.id, $1, t.customer_id, $2,
                 CASE WHEN $3::int IS NULL THEN NULL
                      ELSE now() + make_interval(secs => $3::int) END,
-                t.code, t.idem, t.fp
-           FROM UNNEST($4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
-                AS t(id, customer_id, code, idem, fp)
+                t.code, t.idem, t.fp, t.variant
+           FROM UNNEST($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+                AS t(id, customer_id, code, idem, fp, variant)
          ON CONFLICT DO NOTHING
          RETURNING id, campaign_id, customer_id, status AS "status: ClaimStatus", held_until,
                    code, idempotency_key, request_fp, created_at"#,
@@ -265,30 +254,14 @@ async fn try_commit(db: &Db, claims: &[&NewClaim]) -> sqlx::Result<Option<Vec<Ou
         &codes[..] as &[Option<&str>],
         &keys[..] as &[&str],
         &fps[..] as &[&str],
+        &variants[..] as &[Option<&str>],
     )
     .fetch_all(&mut *tx)
     .await?;
 
     if !inserted.is_empty() {
-        let n = inserted.len() as i64;
-        let took = sqlx::query!(
-            "UPDATE campaigns SET remaining = remaining - $2, updated_at = now()
-              WHERE id = $1 AND remaining >= $2 AND NOT paused
-                AND starts_at <= now() AND ends_at > now()
-              RETURNING stock, remaining, paused, ends_at",
-            c,
-            n,
-        )
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(took) = took else {
-            tx.rollback().await?;
-            return Ok(None);
-        };
-        if !take_variants(&mut tx, c, claims, &inserted).await? {
-            tx.rollback().await?;
-            return Ok(None);
-        }
+        // The ledger and the claims' events first: the campaign row (every batch's hot row)
+        // is locked last, so its lock is held for the take and the commit only.
         let won_ids: Vec<&str> = inserted.iter().map(|r| r.id.as_str()).collect();
         let won_customers: Vec<&str> = inserted.iter().map(|r| r.customer_id.as_str()).collect();
         let event = if kind == CampaignKind::Sale {
@@ -311,10 +284,39 @@ async fn try_commit(db: &Db, claims: &[&NewClaim]) -> sqlx::Result<Option<Vec<Ou
             CampaignKind::Sale => (EventType::ClaimHeld, ClaimStatus::Held),
             CampaignKind::Giveaway => (EventType::CouponIssued, ClaimStatus::Issued),
         };
-        let mut events: Vec<NewEvent> = inserted
+        // Each claim's variant as this batch wrote it (none without variants): the events
+        // name it, none is read back.
+        let variant_of: HashMap<&str, &str> = claims
             .iter()
-            .map(|r| NewEvent::claim(event, c, &r.id, &r.customer_id, status, r.held_until, None))
+            .filter_map(|x| x.variant.as_deref().map(|v| (x.id.as_str(), v)))
             .collect();
+        let events: Vec<NewEvent> = inserted
+            .iter()
+            .map(|r| {
+                NewEvent::claim(event, c, &r.id, &r.customer_id, status, r.held_until, None)
+                    .with_variant(variant_of.get(r.id.as_str()).copied())
+            })
+            .collect();
+        webhooks::events::emit(&mut tx, &events).await?;
+        let n = inserted.len() as i64;
+        let took = sqlx::query!(
+            "UPDATE campaigns SET remaining = remaining - $2, updated_at = now()
+              WHERE id = $1 AND remaining >= $2 AND NOT paused
+                AND starts_at <= now() AND ends_at > now()
+              RETURNING stock, remaining, paused, ends_at",
+            c,
+            n,
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(took) = took else {
+            tx.rollback().await?;
+            return Ok(None);
+        };
+        if !take_variants(&mut tx, c, &variant_of, &inserted).await? {
+            tx.rollback().await?;
+            return Ok(None);
+        }
         if took.remaining == 0 {
             let data = CampaignData {
                 stock: took.stock,
@@ -322,9 +324,9 @@ async fn try_commit(db: &Db, claims: &[&NewClaim]) -> sqlx::Result<Option<Vec<Ou
                 paused: took.paused,
                 ends_at: took.ends_at,
             };
-            events.push(NewEvent::campaign(EventType::CampaignSoldOut, c, data));
+            let sold_out = NewEvent::campaign(EventType::CampaignSoldOut, c, data);
+            webhooks::events::emit(&mut tx, &[sold_out]).await?;
         }
-        webhooks::events::emit(&mut tx, &events).await?;
     }
     tx.commit().await?;
 

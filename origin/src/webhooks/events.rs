@@ -27,6 +27,9 @@ pub struct NewEvent {
     pub campaign: Option<String>,
     pub object_id: String,
     pub data: EventData,
+    /// A claim event whose `data` already names the claim's variant, or the absence of one
+    /// ([`NewEvent::with_variant`]): [`emit`] does not read it from the claim's row.
+    pub variant_known: bool,
 }
 
 impl NewEvent {
@@ -52,7 +55,18 @@ impl NewEvent {
                 payment_ref: payment_ref.map(str::to_string),
                 variant: None,
             }),
+            variant_known: false,
         }
+    }
+
+    /// This claim event with the claim's variant as its writer knows it (`None`: a campaign
+    /// without variants), so [`emit`] does not look it up. No change to other events.
+    pub fn with_variant(mut self, variant: Option<&str>) -> Self {
+        if let EventData::Claim(data) = &mut self.data {
+            data.variant = variant.map(str::to_string);
+            self.variant_known = true;
+        }
+        self
     }
 
     /// A `campaign.*` event about `campaign` with its counts after the change.
@@ -62,6 +76,7 @@ impl NewEvent {
             campaign: Some(campaign.to_string()),
             object_id: campaign.to_string(),
             data: EventData::Campaign(data),
+            variant_known: false,
         }
     }
 
@@ -72,6 +87,7 @@ impl NewEvent {
             campaign: None,
             object_id: data.use_id.clone(),
             data: EventData::CodeUse(data),
+            variant_known: false,
         }
     }
 
@@ -82,6 +98,7 @@ impl NewEvent {
             campaign: Some(campaign.to_string()),
             object_id: data.fulfilment_id.clone(),
             data: EventData::Gift(data),
+            variant_known: false,
         }
     }
 }
@@ -89,7 +106,7 @@ impl NewEvent {
 /// Writes `events` (in order: two events of one object get increasing sequence numbers) and
 /// their pending deliveries inside the caller's transaction. Returns the deliveries queued.
 /// A claim event's `data` gets the claim's `variant` here, from its row as the transaction
-/// sees it (so after the grouped commit wrote it), when it has one.
+/// sees it, when it has one, unless the event already names it ([`NewEvent::with_variant`]).
 pub async fn emit(conn: &mut Conn<'_>, events: &[NewEvent]) -> sqlx::Result<u64> {
     if events.is_empty() {
         return Ok(0);
@@ -98,14 +115,19 @@ pub async fn emit(conn: &mut Conn<'_>, events: &[NewEvent]) -> sqlx::Result<u64>
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.object_kind()).collect();
     let campaigns: Vec<Option<&str>> = events.iter().map(|e| e.campaign.as_deref()).collect();
     let objects: Vec<&str> = events.iter().map(|e| e.object_id.as_str()).collect();
+    let look: Vec<bool> = events
+        .iter()
+        .map(|e| matches!(e.data, EventData::Claim(_)) && !e.variant_known)
+        .collect();
     let payloads: Vec<serde_json::Value> = events
         .iter()
         .map(|e| serde_json::to_value(&e.data).unwrap_or_default())
         .collect();
     let done = sqlx::query!(
         r#"WITH t AS (
-               SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[])
-                        WITH ORDINALITY AS t(type, kind, campaign, obj, payload, ord)
+               SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[],
+                                    $6::bool[])
+                        WITH ORDINALITY AS t(type, kind, campaign, obj, payload, look, ord)
            ), ev AS (
                INSERT INTO webhook_events (id, type, campaign_id, object_kind, object_id,
                                            sequence, payload)
@@ -113,10 +135,10 @@ pub async fn emit(conn: &mut Conn<'_>, events: &[NewEvent]) -> sqlx::Result<u64>
                       coalesce((SELECT max(e.sequence) FROM webhook_events e
                                  WHERE e.object_kind = t.kind AND e.object_id = t.obj), 0)
                       + row_number() OVER (PARTITION BY t.kind, t.obj ORDER BY t.ord)::int,
-                      t.payload || coalesce(
+                      CASE WHEN t.look THEN t.payload || coalesce(
                           (SELECT jsonb_build_object('variant', c.variant) FROM claims c
-                            WHERE t.kind = 'claim' AND c.id = t.obj AND c.variant IS NOT NULL),
-                          '{}'::jsonb)
+                            WHERE c.id = t.obj AND c.variant IS NOT NULL),
+                          '{}'::jsonb) ELSE t.payload END
                  FROM t
                RETURNING id, type
            )
@@ -128,6 +150,7 @@ pub async fn emit(conn: &mut Conn<'_>, events: &[NewEvent]) -> sqlx::Result<u64>
         &campaigns[..] as &[Option<&str>],
         &objects[..] as &[&str],
         &payloads[..],
+        &look[..],
     )
     .execute(&mut *conn)
     .await?;

@@ -8,10 +8,13 @@
 //! pushes `next_attempt_at` past a lease (the call timeout, 15 s, twice, plus a second), so
 //! several origins relay side by side without sending one row twice at once; an origin that
 //! dies mid-call leaves its rows to be taken again when the lease ends (delivery is at least
-//! once: receivers deduplicate on `webhook-id`). It posts the events signed ([`super::sign`])
-//! and settles each row as soon as its call ends (the 2xx ones of all the calls that ended
-//! together in one statement), then takes more: when an endpoint's calls
-//! have all ended, and every relay interval while calls are in flight. A receiver that never
+//! once: receivers deduplicate on `webhook-id`). It posts the events signed ([`super::sign`]),
+//! settles a row whose call failed as soon as the call ends, and takes more when an endpoint's
+//! calls have all ended, and every relay interval while calls are in flight. The rows whose
+//! calls answered 2xx are marked `delivered` by that next take, in the same statement
+//! ([`take`]): one statement and one commit per round of calls instead of a take and
+//! settlements apart. A relay that stops between a 2xx and its next take leaves those rows to
+//! be sent again after their lease (at least once, as above). A receiver that never
 //! answers thus holds up to [`PER_ENDPOINT`] of its own rows for the timeout, and no other
 //! endpoint's. The pass ends when no call is in flight and nothing is due. Each row ends:
 //! - a 2xx → `delivered`;
@@ -140,6 +143,25 @@ struct Due {
     keys: Vec<Vec<u8>>,
 }
 
+/// A call answered 2xx whose row is not yet marked `delivered` (the next [`take`] does it).
+struct Delivered {
+    event_id: Uuid,
+    endpoint_id: Uuid,
+    status: u16,
+    occurred_at: DateTime<Utc>,
+}
+
+impl Delivered {
+    fn of(d: &Due, status: u16) -> Self {
+        Delivered {
+            event_id: d.event_id,
+            endpoint_id: d.endpoint_id,
+            status,
+            occurred_at: d.occurred_at,
+        }
+    }
+}
+
 /// What a call came to.
 enum Answer {
     Status(u16, HeaderMap),
@@ -175,11 +197,17 @@ async fn pump(r: &Relay) -> anyhow::Result<usize> {
     tick.reset();
     let (mut taken, mut look) = (0, true);
     let mut depth_at = tokio::time::Instant::now();
+    // 2xx calls not yet marked: the next take marks them. Every call's end that empties its
+    // endpoint sets `look`, so the last call's end is followed by a take before the return.
+    let mut delivered: Vec<Delivered> = Vec::new();
     loop {
         let room = r.batch - in_flight.len() as i64;
-        if look && room > 0 {
+        if look && (room > 0 || !delivered.is_empty()) {
             let skip: Vec<Uuid> = busy.keys().copied().collect();
-            for d in take(r, room, &skip).await? {
+            let due = take(r, room.max(0), &skip, &delivered).await?;
+            count_delivered(r, &delivered);
+            delivered.clear();
+            for d in due {
                 taken += 1;
                 *busy.entry(d.endpoint_id).or_default() += 1;
                 in_flight.push(async move {
@@ -194,13 +222,12 @@ async fn pump(r: &Relay) -> anyhow::Result<usize> {
         }
         tokio::select! {
             Some(first) = in_flight.next() => {
-                // Every call that has ended by now is settled with it: the 2xx ones in one
-                // statement ([`settle_delivered`]).
+                // Every call that has ended by now: the 2xx ones wait for the next take, the
+                // others are settled at once.
                 let mut ended = vec![first];
                 while let Some(Some(next)) = in_flight.next().now_or_never() {
                     ended.push(next);
                 }
-                let mut delivered = Vec::with_capacity(ended.len());
                 for (d, answer) in ended {
                     let left = busy.get_mut(&d.endpoint_id).map(|n| { *n -= 1; *n });
                     if left == Some(0) {
@@ -208,12 +235,12 @@ async fn pump(r: &Relay) -> anyhow::Result<usize> {
                         look = true;
                     }
                     match answer {
-                        Answer::Status(s, _) if (200..300).contains(&s) => delivered.push((d, s)),
+                        Answer::Status(s, _) if (200..300).contains(&s) => {
+                            delivered.push(Delivered::of(&d, s));
+                        }
                         answer => settle(r, &d, answer).await?,
                     }
                 }
-                let delivered: Vec<(&Due, u16)> = delivered.iter().map(|(d, s)| (d, *s)).collect();
-                settle_delivered(r, &delivered).await?;
             }
             _ = tick.tick() => {
                 look = true;
@@ -227,10 +254,27 @@ async fn pump(r: &Relay) -> anyhow::Result<usize> {
 }
 
 /// Takes up to `room` due rows (at most [`PER_ENDPOINT`] per endpoint, none of the endpoints
-/// in `skip`), counting the attempt and leasing them.
-async fn take(r: &Relay, room: i64, skip: &[Uuid]) -> anyhow::Result<Vec<Due>> {
+/// in `skip`), counting the attempt and leasing them; in the same statement, marks the rows of
+/// `delivered` (calls that answered 2xx) `delivered`. Those are leased, so never due: the two
+/// parts touch different rows.
+async fn take(
+    r: &Relay,
+    room: i64,
+    skip: &[Uuid],
+    delivered: &[Delivered],
+) -> anyhow::Result<Vec<Due>> {
+    let events: Vec<Uuid> = delivered.iter().map(|d| d.event_id).collect();
+    let endpoints: Vec<Uuid> = delivered.iter().map(|d| d.endpoint_id).collect();
+    let statuses: Vec<i32> = delivered.iter().map(|d| i32::from(d.status)).collect();
     let rows = sqlx::query!(
-        r#"WITH due AS (
+        r#"WITH settled AS (
+               UPDATE webhook_deliveries d SET status = 'delivered', delivered_at = now(),
+                      last_status = x.status, last_error = NULL
+                 FROM UNNEST($5::uuid[], $6::uuid[], $7::int[])
+                      AS x(event_id, endpoint_id, status)
+                WHERE d.event_id = x.event_id AND d.endpoint_id = x.endpoint_id
+                  AND d.status = 'pending'
+           ), due AS (
                SELECT x.event_id, x.endpoint_id FROM webhook_endpoints p
                 CROSS JOIN LATERAL (
                     SELECT d.event_id, d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
@@ -256,6 +300,9 @@ async fn take(r: &Relay, room: i64, skip: &[Uuid]) -> anyhow::Result<Vec<Due>> {
         r.lease_ms(),
         PER_ENDPOINT,
         skip,
+        &events[..],
+        &endpoints[..],
+        &statuses[..],
     )
     .fetch_all(&r.db)
     .await?;
@@ -313,43 +360,26 @@ async fn call(r: &Relay, d: &Due) -> Answer {
     }
 }
 
-/// Marks the rows whose calls answered 2xx `delivered`, in one statement: one commit for all
-/// the calls that ended together, where a statement per row cost the database a commit per
-/// event on the claim path's cores.
-async fn settle_delivered(r: &Relay, delivered: &[(&Due, u16)]) -> sqlx::Result<()> {
-    if delivered.is_empty() {
-        return Ok(());
-    }
-    let events: Vec<Uuid> = delivered.iter().map(|(d, _)| d.event_id).collect();
-    let endpoints: Vec<Uuid> = delivered.iter().map(|(d, _)| d.endpoint_id).collect();
-    let statuses: Vec<i32> = delivered.iter().map(|(_, s)| i32::from(*s)).collect();
-    sqlx::query!(
-        "UPDATE webhook_deliveries d SET status = 'delivered', delivered_at = now(),
-                last_status = x.status, last_error = NULL
-           FROM UNNEST($1::uuid[], $2::uuid[], $3::int[]) AS x(event_id, endpoint_id, status)
-          WHERE d.event_id = x.event_id AND d.endpoint_id = x.endpoint_id
-            AND d.status = 'pending'",
-        &events[..],
-        &endpoints[..],
-        &statuses[..],
-    )
-    .execute(&r.db)
-    .await?;
+/// Counts the calls of `delivered`, whose rows were just marked, in the metrics (with their
+/// lag from the event's time).
+fn count_delivered(r: &Relay, delivered: &[Delivered]) {
     let now = Utc::now();
-    for (d, _) in delivered {
+    for d in delivered {
         let lag = (now - d.occurred_at).to_std().unwrap_or_default();
         r.metrics
             .call(&d.endpoint_id.to_string(), CallResult::Delivered, Some(lag));
     }
-    Ok(())
 }
 
-/// Settles a call that did not answer 2xx (those go to [`settle_delivered`]).
-async fn settle(r: &Relay, d: &Due, answer: Answer) -> sqlx::Result<()> {
+/// Settles a call that did not answer 2xx (those are marked by the next [`take`]).
+async fn settle(r: &Relay, d: &Due, answer: Answer) -> anyhow::Result<()> {
     let endpoint = d.endpoint_id.to_string();
     let (status, error, wait) = match &answer {
         Answer::Status(s, _) if (200..300).contains(s) => {
-            return settle_delivered(r, &[(d, *s)]).await;
+            let done = [Delivered::of(d, *s)];
+            take(r, 0, &[], &done).await?;
+            count_delivered(r, &done);
+            return Ok(());
         }
         Answer::Status(410, _) => {
             let reason = "the receiver answered 410 Gone";

@@ -10,9 +10,10 @@
 //! 3. sold-out answers/s over HTTP vs. an axum handler returning a constant JSON body;
 //!    with p50/p99 latency for every HTTP leg;
 //! 4. winners/s over HTTP with a webhook endpoint subscribed to `claim.held` (an in-process
-//!    receiver answering 204; the relay delivers meanwhile) vs. without one, alternated
-//!    (without, with, without) so that drift shows (`--webhooks-only` runs this leg alone);
-//! 5. winners/s over HTTP on a campaign of 10 variants vs. a plain one, alternated the same
+//!    receiver answering 204; the relay delivers meanwhile) vs. without one, in `--rounds`
+//!    rounds whose order alternates, with each round's ratio and the median ([`rounds`];
+//!    `--webhooks-only` runs this leg alone);
+//! 5. winners/s over HTTP on a campaign of 10 variants vs. a plain one, in rounds the same
 //!    way ([`variants`]; `--variants-only` runs this leg alone).
 //!
 //! Run: `cargo run --release -p flashgate-tests --bin bench_origin -- --seconds 5`.
@@ -20,6 +21,7 @@
 mod calibration;
 mod copy;
 mod measure;
+mod rounds;
 mod variants;
 mod webhooks;
 
@@ -77,6 +79,10 @@ struct Args {
     /// Run only leg 5 (winners/s with 10 variants and without).
     #[arg(long)]
     variants_only: bool,
+    /// Rounds of legs 4 and 5 (each a leg without the feature and one with it, their order
+    /// alternating from round to round); their median ratio is the figure.
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
     #[command(flatten)]
     calibration: calibration::Out,
 }

@@ -1,6 +1,6 @@
-//! Leg 5: winners/s over HTTP on a campaign of 10 variants vs. a plain campaign, alternated
-//! (plain, variants, plain) so that drift shows; both of 10,000,000 units, the origin's default
-//! hold and gate shards (`--variants-only` runs this leg alone).
+//! Leg 5: winners/s over HTTP on a campaign of 10 variants vs. a plain campaign, in alternated
+//! rounds ([`super::rounds`]); each leg on a new campaign of 10,000,000 units, the origin's
+//! default hold and gate shards (`--variants-only` runs this leg alone).
 
 use std::sync::Arc;
 
@@ -8,7 +8,7 @@ use flashgate_tests::support::variants::variant_sale;
 use flashgate_tests::support::{token_for, unique, TestOrigin};
 
 use super::measure::Leg;
-use super::{http_leg, winners_over_http, Args};
+use super::{http_leg, rounds, winners_over_http, Args};
 
 /// Variants of the leg's campaign, and each one's stock (their sum is the plain one's).
 const VARIANTS: usize = 10;
@@ -56,15 +56,17 @@ pub async fn variants_leg(o: &TestOrigin, args: &Args) {
         "## 5. winners/s over HTTP, {VARIANTS} variants vs. none ({} clients)",
         args.http_clients
     );
-    let before = winners_over_http(o, args.http_clients, args.seconds, "no variants").await;
-    before.print();
-    let with = variant_winners(o, args.http_clients, args.seconds).await;
-    with.print();
-    let after = winners_over_http(o, args.http_clients, args.seconds, "no variants, again").await;
-    after.print();
-    let base = (before.rate() + after.rate()) / 2.0;
+    let (clients, secs) = (args.http_clients, args.seconds);
+    let ratios = rounds::alternate(
+        args.rounds,
+        async |_| winners_over_http(o, clients, secs, "no variants").await,
+        async |_| variant_winners(o, clients, secs).await,
+    )
+    .await;
     println!(
-        "ratio {VARIANTS} variants / none (mean of the two legs around it): {:.2}x (target >= 0.9x)\n",
-        with.rate() / base
+        "ratio {VARIANTS} variants / none, median of {} rounds: {:.2}x (target >= 0.9x; rounds {})\n",
+        ratios.len(),
+        rounds::median(&ratios),
+        rounds::listed(&ratios)
     );
 }
