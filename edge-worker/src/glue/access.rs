@@ -2,6 +2,7 @@
 //! siteverify call. The decisions are in [`crate::access`].
 
 use super::origin::send_bounded;
+use super::request_url::RequestUrl;
 use super::respond::{answer, edge_json_headers, respond};
 use super::{caller, now_ms, status_for};
 use crate::access::{self, Failure, Siteverify};
@@ -20,7 +21,7 @@ pub(super) async fn challenge(
     req: Request,
     cfg: &EdgeConfig,
     id: &str,
-    url: &worker::Url,
+    url: &RequestUrl,
 ) -> Result<Response> {
     let customer = match caller::joining(&req, cfg).await? {
         Ok((_, Some(customer))) => customer,

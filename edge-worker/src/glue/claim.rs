@@ -5,6 +5,7 @@
 //! counted where it is made ([`super::telemetry`]). Part of the wasm32 glue ([`super`]).
 
 use super::origin::{origin_target, relay, send, sign_forwarded};
+use super::request_url::RequestUrl;
 use super::status_cache::{learn, status_for};
 use super::telemetry::{count_relayed, edge_answer as answer};
 use super::{caller, index, jwks, now_ms, queue, shared_limit, winners, TOKENS};
@@ -23,7 +24,7 @@ pub(super) async fn claim(
     env: &Env,
     cfg: &EdgeConfig,
     id: &str,
-    url: &worker::Url,
+    url: &RequestUrl,
 ) -> Result<Response> {
     // Each header read is a call into the runtime: a header is read where the claim first
     // needs it, so a sold-out answer reads only the four its checks look at.
@@ -150,7 +151,7 @@ pub(super) async fn claim(
         out.set(REQUEST_ID_HEADER, &id)?;
     }
     sign_forwarded(cfg, &out, client_ip(), "POST", url.path(), &body)?;
-    let target = origin_target(cfg, url);
+    let target = origin_target(cfg, url)?;
     let mut init = RequestInit::new();
     init.with_method(Method::Post)
         .with_headers(out)

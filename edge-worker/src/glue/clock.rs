@@ -5,7 +5,7 @@
 use crate::config::EdgeConfig;
 use std::cell::RefCell;
 use std::rc::Rc;
-use worker::Date;
+use worker::js_sys;
 
 thread_local! {
     /// The settings whose offset [`now_ms`] applies; `None` until the isolate has read them.
@@ -26,6 +26,8 @@ pub(super) fn use_settings(cfg: Rc<EdgeConfig>) {
 
 /// Now on the worker's clock, ms since the Unix epoch.
 pub(super) fn now_ms() -> i64 {
-    let wall_ms = i64::try_from(Date::now().as_millis()).unwrap_or(i64::MAX);
+    // `js_sys::Date::now()`: no `Date` object is made (worker's `Date::now()` makes one per
+    // read, and the claim path reads the clock several times).
+    let wall_ms = js_sys::Date::now() as i64;
     SETTINGS.with(|s| s.borrow().as_ref().map_or(wall_ms, |c| c.clock_ms(wall_ms)))
 }

@@ -6,6 +6,7 @@
 //! answers (`waitUntil`).
 
 use super::origin::post_signed;
+use super::request_url::RequestUrl;
 use super::respond::{answer, edge_json_headers, respond};
 use super::{caller, now_ms, pass_through, shared_limit, status_for, telemetry};
 use crate::access::{self, open_shadow, InviteMemo, INVITE_MEMO_CAPACITY};
@@ -61,7 +62,7 @@ pub(super) async fn join(
     env: &Env,
     cfg: &EdgeConfig,
     id: &str,
-    url: &worker::Url,
+    url: &RequestUrl,
 ) -> Result<Response> {
     let (ip, customer) = match caller::joining(&req, cfg).await? {
         Ok(found) => found,
@@ -120,7 +121,7 @@ async fn join_here(
     req: &Request,
     cfg: &EdgeConfig,
     j: &Join<'_>,
-    url: &worker::Url,
+    url: &RequestUrl,
 ) -> Result<Response> {
     let (id, customer) = (j.id, j.customer);
     let Some(secret) = cfg.edge_secret.as_deref() else {

@@ -30,6 +30,7 @@ mod joins;
 mod jwks;
 mod origin;
 mod queue;
+mod request_url;
 mod respond;
 mod shared_limit;
 mod status_cache;
@@ -144,15 +145,12 @@ async fn handle(req: Request, env: &Env, cfg: Rc<EdgeConfig>, preflight: bool) -
         drain(req).await;
         return index::preflight();
     }
-    let mut url = req.url()?;
     // An id sent percent-encoded is the same campaign: routed, cached, gated, rate limited and
     // forwarded under its canonical path (the origin is only ever sent that).
-    if let Some(canonical) = decide::canonical_path(url.path()) {
-        url.set_path(&canonical);
-    }
+    let url = request_url::RequestUrl::of(&req);
     let method = req.method();
     let head = method == Method::Head;
-    let path = url.path().to_string();
+    let path = url.path();
     if path == crate::telemetry::METRICS_PATH {
         return telemetry::serve(&req, &cfg);
     }
@@ -164,7 +162,7 @@ async fn handle(req: Request, env: &Env, cfg: Rc<EdgeConfig>, preflight: bool) -
             retry_after_s: None,
         });
     }
-    let route = decide::route(method.as_ref(), &path);
+    let route = decide::route(method.as_ref(), path);
     // Unknown campaigns are answered here, before anything asks the origin (claims after
     // their request checks, in `claim`).
     let campaign = match &route {

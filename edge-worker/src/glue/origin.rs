@@ -2,6 +2,7 @@
 //! answer, signing what is forwarded, and passing other requests through. Part of the wasm32
 //! glue ([`super`]).
 
+use super::request_url::RequestUrl;
 use super::{answer, now_ms, telemetry, CF_CONNECTING_IP_HEADER};
 use crate::config::EdgeConfig;
 use crate::decide::{self, Answer};
@@ -163,11 +164,11 @@ pub(super) fn sign_forwarded(
 }
 
 /// The origin URL for the same path and query.
-pub(super) fn origin_target(cfg: &EdgeConfig, url: &worker::Url) -> String {
-    match url.query() {
+pub(super) fn origin_target(cfg: &EdgeConfig, url: &RequestUrl) -> Result<String> {
+    Ok(match url.parsed()?.query() {
         Some(q) => format!("{}{}?{q}", cfg.origin_url, url.path()),
         None => format!("{}{}", cfg.origin_url, url.path()),
-    }
+    })
 }
 
 // ---------------------------------------------------------------- pass-through
@@ -175,9 +176,9 @@ pub(super) fn origin_target(cfg: &EdgeConfig, url: &worker::Url) -> String {
 pub(super) async fn pass_through(
     mut req: Request,
     cfg: &EdgeConfig,
-    url: &worker::Url,
+    url: &RequestUrl,
 ) -> Result<Response> {
-    let target = origin_target(cfg, url);
+    let target = origin_target(cfg, url)?;
     let method = req.method();
     let client_ip = decide::client_ip(req.headers().get(CF_CONNECTING_IP_HEADER)?.as_deref());
     let out = Headers::new();

@@ -5,6 +5,7 @@
 use super::caller;
 use super::joins::{isolate_tag, with_recent_keys};
 use super::origin::post_signed;
+use super::request_url::RequestUrl;
 use super::respond::{edge_json_headers, respond};
 use super::{answer, now_ms, status_for};
 use crate::config::EdgeConfig;
@@ -86,7 +87,7 @@ pub(super) async fn poll(
     req: Request,
     cfg: &EdgeConfig,
     id: &str,
-    url: &worker::Url,
+    url: &RequestUrl,
 ) -> Result<Response> {
     match poll_answer(&req, cfg, id, url).await {
         Ok(resp) => Ok(resp),
@@ -98,7 +99,7 @@ async fn poll_answer(
     req: &Request,
     cfg: &EdgeConfig,
     id: &str,
-    url: &worker::Url,
+    url: &RequestUrl,
 ) -> std::result::Result<Response, Answer> {
     // Each header read is a call into the runtime: the client's IP is read only while the
     // per-IP limit is on.
@@ -114,7 +115,9 @@ async fn poll_answer(
     let entry = entry.ok_or_else(Answer::unavailable)?;
     let header = req_headers.get(TICKET_HEADER).ok().flatten();
     let raw = header.or_else(|| {
-        url.query_pairs()
+        url.parsed()
+            .ok()?
+            .query_pairs()
             .find(|(k, _)| k == "ticket")
             .map(|(_, v)| v.into_owned())
     });

@@ -4,6 +4,7 @@
 //! ([`super`]).
 
 use super::origin::send;
+use super::request_url::RequestUrl;
 use super::respond::{self, answer, respond};
 use super::{now_ms, wait_until};
 use crate::config::EdgeConfig;
@@ -38,7 +39,7 @@ thread_local! {
 pub(super) async fn serve_status(
     cfg: &EdgeConfig,
     id: &str,
-    url: &worker::Url,
+    url: &RequestUrl,
     head: bool,
 ) -> Result<Response> {
     let (entry, fresh) = status_for(cfg, id, url).await;
@@ -66,7 +67,7 @@ pub(super) async fn serve_status(
 pub(super) async fn status_for(
     cfg: &EdgeConfig,
     id: &str,
-    url: &worker::Url,
+    url: &RequestUrl,
 ) -> (Option<Rc<StatusEntry>>, bool) {
     let now = now_ms();
     let lead_timeout = cfg.origin_timeout_ms.saturating_add(1_000);
@@ -148,17 +149,20 @@ pub(super) async fn status_for(
 }
 
 /// The Cache API key of a campaign's status (a GET URL on the worker's own host).
-fn cache_key(url: &worker::Url, id: &str) -> String {
+fn cache_key(url: &RequestUrl, id: &str) -> String {
+    let parsed = url.parsed().ok();
     format!(
         "{}://{}/__flashgate/edge-status/{id}",
-        url.scheme(),
-        url.host_str().unwrap_or("flashgate-edge")
+        parsed.map_or("https", |u| u.scheme()),
+        parsed
+            .and_then(|u| u.host_str())
+            .unwrap_or("flashgate-edge")
     )
 }
 
 /// One refresh: a fresh copy from the Cache API if another isolate put one there, else the
 /// origin (copied into the Cache API). `None` when the origin fails.
-async fn refresh(cfg: &EdgeConfig, id: &str, url: &worker::Url) -> Option<StatusEntry> {
+async fn refresh(cfg: &EdgeConfig, id: &str, url: &RequestUrl) -> Option<StatusEntry> {
     let key = cache_key(url, id);
     let cache = Cache::default();
     if let Ok(Some(mut hit)) = cache.get(key.as_str(), false).await {
