@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use flashgate_shared::answers::{
-    is_result_label, AnswerCount, AnswerReport, CHALLENGE_PREFIX, MAX_REPORT_ROWS,
+    is_result_label, AnswerCount, AnswerReport, CHALLENGE_PREFIX, CLAIM_RESULTS, MAX_REPORT_ROWS,
 };
 
 use crate::reporter::{Next, Schedule};
@@ -20,19 +20,6 @@ pub const MAX_CAMPAIGNS: usize = 1_000;
 /// Rows (second, result) kept per campaign between reports at most; an answer past it is not
 /// counted (the origin is not taking the reports).
 pub const MAX_PENDING_ROWS: usize = 4 * MAX_REPORT_ROWS;
-
-/// The claim results counted: the campaign's answers the edge gives from its cached status,
-/// its waiting room and its rate limits. Refusals of the request itself (a bad token or body,
-/// an unknown campaign) are not: they say nothing of the sale, and their campaign id may be
-/// any text.
-pub const CLAIM_RESULTS: &[&str] = &[
-    "sold_out",
-    "not_started",
-    "ended",
-    "paused",
-    "queued",
-    "rate_limited",
-];
 
 /// One campaign's counts not reported yet, by (Unix second, result).
 #[derive(Debug, Default)]

@@ -14,6 +14,19 @@ pub fn answers_path(id: &str) -> String {
     format!("/edge/v1/campaigns/{id}/answers")
 }
 
+/// The claim results the edge counts: the campaign's answers it gives from its cached status,
+/// its waiting room and its rate limits. Refusals of the request itself (a bad token or body,
+/// an unknown campaign) are not: they say nothing of the sale, and their campaign id may be
+/// any text.
+pub const CLAIM_RESULTS: &[&str] = &[
+    "sold_out",
+    "not_started",
+    "ended",
+    "paused",
+    "queued",
+    "rate_limited",
+];
+
 /// Most rows (second, result) in one report; an isolate holding more sends the rest next.
 pub const MAX_REPORT_ROWS: usize = 1_000;
 
