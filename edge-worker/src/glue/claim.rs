@@ -124,7 +124,7 @@ pub(super) async fn claim(
     if crate::queue::admit_rate(entry.as_deref()).is_some() {
         let budget = crate::shared_limit::Budget::Claims;
         if let Err(a) = shared_limit::check(env, cfg, budget, &customer, client_ip()).await {
-            return answer(&a);
+            return answer(id, &a);
         }
     }
     let admission = match admission {
