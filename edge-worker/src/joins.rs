@@ -1,7 +1,7 @@
 //! Joins answered at the edge, in plain Rust: [`issue`] makes a customer's ticket (its
 //! sequence number is its order key, [`flashgate_shared::queue::keys`]), and [`Issued`] keeps
 //! the tickets an isolate issued until they are reported to the origin in one batch per
-//! campaign at most every [`REPORT_EVERY_MS`] ([`IssuedReport`]). The glue sends each report
+//! campaign at most every [`REPORT_EVERY_MS`](flashgate_shared::queue::presence::REPORT_EVERY_MS) ([`IssuedReport`]). The glue sends each report
 //! after the answers (`waitUntil`), so no customer waits for it; a join costs the origin
 //! nothing of its own.
 
@@ -12,10 +12,10 @@ use flashgate_shared::admission::{Place, Ticket};
 use flashgate_shared::api::codes;
 use flashgate_shared::queue::joins::{IssuedReport, MAX_ISSUED_TICKETS};
 use flashgate_shared::queue::keys::{arrival_key, drawn_key, EDGE_BLOCK};
-use flashgate_shared::queue::presence::REPORT_EVERY_MS;
 use flashgate_shared::queue::{QueueStatus, Queueing};
 
 use crate::decide::Answer;
+use crate::reporter::Schedule;
 
 /// Campaigns whose batch an isolate keeps at most (beyond, the batches start over; a report
 /// due is sent first).
@@ -77,19 +77,9 @@ pub fn issue(
 }
 
 /// What the reporter of one campaign does next ([`Issued::next`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Next {
-    /// Send this report now.
-    Send(IssuedReport),
-    /// Wait this many ms, then ask again.
-    Wait(i64),
-    /// Nothing pending: the reporter stops (the next join starts another).
-    Stop,
-}
+pub type Next = crate::reporter::Next<IssuedReport>;
 
-/// How long one reporter runs at most, ms: a task carried by `waitUntil` may be cut off after
-/// about 30 s, so a join after this starts a new reporter (the old one stops at its next step).
-pub const REPORTER_LIFE_MS: i64 = 20_000;
+pub use crate::reporter::REPORTER_LIFE_MS;
 
 /// How long an isolate remembers the arrival keys it issued, ms: well past one report interval
 /// plus one status TTL, the lag of the origin's line behind a join.
@@ -99,9 +89,8 @@ pub const RECENT_KEYS_MS: i64 = 10_000;
 #[derive(Debug, Default)]
 struct Batch {
     tickets: Vec<String>,
-    last_sent_ms: Option<i64>,
-    /// The running reporter's number and when it started; `None` when none runs.
-    reporter: Option<(u64, i64)>,
+    /// When it last sent, and the reporter running.
+    schedule: Schedule,
     /// Arrival keys issued here within [`RECENT_KEYS_MS`], increasing.
     recent: Vec<u64>,
 }
@@ -172,18 +161,11 @@ impl Issued {
     /// older than [`REPORTER_LIFE_MS`]): the caller starts it, and it calls [`Self::next`].
     pub fn add(&mut self, campaign: &str, ticket: String, now_ms: i64) -> Option<u64> {
         if !self.batches.contains_key(campaign) && self.batches.len() >= MAX_CAMPAIGNS {
-            self.batches.retain(|_, b| b.reporter.is_some());
+            self.batches.retain(|_, b| b.schedule.running());
         }
         let b = self.batches.entry(campaign.to_string()).or_default();
         b.tickets.push(ticket);
-        if b.reporter
-            .is_some_and(|(_, since)| now_ms.saturating_sub(since) < REPORTER_LIFE_MS)
-        {
-            return None;
-        }
-        self.reporters += 1;
-        b.reporter = Some((self.reporters, now_ms));
-        Some(self.reporters)
+        b.schedule.wake(&mut self.reporters, now_ms)
     }
 
     /// Puts back the tickets of a report that could not be delivered (sent again in the next).
@@ -195,26 +177,15 @@ impl Issued {
 
     /// Reporter `reporter`'s next step at `now_ms` ([`Next::Stop`] when another has taken
     /// over): a report of up to [`MAX_ISSUED_TICKETS`] (oldest
-    /// first) once the last went [`REPORT_EVERY_MS`] ago, else the wait; [`Next::Stop`] (and the
+    /// first) once the last went [`REPORT_EVERY_MS`](flashgate_shared::queue::presence::REPORT_EVERY_MS) ago, else the wait; [`Next::Stop`] (and the
     /// reporter is marked stopped) when nothing is pending.
     pub fn next(&mut self, campaign: &str, reporter: u64, now_ms: i64) -> Next {
         let Some(b) = self.batches.get_mut(campaign) else {
             return Next::Stop;
         };
-        if b.reporter.map(|(n, _)| n) != Some(reporter) {
-            return Next::Stop;
+        if let Err(next) = b.schedule.turn(reporter, !b.tickets.is_empty(), now_ms) {
+            return next;
         }
-        if b.tickets.is_empty() {
-            b.reporter = None;
-            return Next::Stop;
-        }
-        if let Some(at) = b.last_sent_ms {
-            let wait = at.saturating_add(REPORT_EVERY_MS).saturating_sub(now_ms);
-            if wait > 0 {
-                return Next::Wait(wait);
-            }
-        }
-        b.last_sent_ms = Some(now_ms);
         let n = b.tickets.len().min(MAX_ISSUED_TICKETS);
         let tickets: Vec<String> = b.tickets.drain(..n).collect();
         self.sent += 1;

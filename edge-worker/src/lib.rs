@@ -13,6 +13,9 @@
 //!   across isolates by the Workers rate-limit binding where one is bound: [`shared_limit`]); the
 //!   tickets that polled are reported to the origin in batches ([`presence`]); joins whose
 //!   customer token verifies here go to the origin in groups ([`joins`]).
+//! - The answers the edge gives itself (claims answered here, joins that failed their
+//!   challenge) are counted per campaign, second and result and reported to the origin once a
+//!   second ([`answers`], on the schedule of [`reporter`]).
 //! - A browser's `GET /api/v1/campaigns/{id}/draw` gets the draw's page ([`page_draw`]).
 //! - Every per-campaign path first checks the id against the isolate's campaign index
 //!   ([`index`], fetched at most once per TTL): an unknown campaign is a 404 at the edge.
@@ -21,7 +24,8 @@
 //! - Other documented `/api/v1/...` requests are passed through to the origin unchanged.
 //!
 //! Every decision is plain Rust in [`config`], [`decide`], [`status`], [`index`], [`winners`], [`held`], [`memo`], [`cors`],
-//! [`queue`], [`joins`], [`presence`], [`reveal`], [`limit`], [`shared_limit`] and [`page`], tested on the host;
+//! [`queue`], [`joins`], [`presence`], [`answers`], [`reporter`], [`reveal`], [`limit`],
+//! [`shared_limit`] and [`page`], tested on the host;
 //! the order of a claim's rules is [`plan`]'s.
 //! The glue that talks to the Workers runtime lives in a module compiled for `wasm32` only.
 //! Nothing here panics on input: a panic inside workerd resets the isolate (and its cache).
@@ -29,6 +33,7 @@
 #![warn(missing_docs)]
 
 pub mod access;
+pub mod answers;
 pub mod config;
 pub mod cors;
 pub mod decide;
@@ -42,6 +47,7 @@ pub mod page_draw;
 pub mod plan;
 pub mod presence;
 pub mod queue;
+pub mod reporter;
 pub mod reveal;
 pub mod shared_limit;
 pub mod status;

@@ -22,6 +22,7 @@
 //! - [`draw`]: the pure rules of a draw campaign (commitment, order, winners, digest, verify).
 //! - [`pow`]: proof-of-work challenges of a join (signed challenge, one-hash check).
 //! - [`invite`]: the shop's signed invites to an invite-only waiting room.
+//! - [`answers`]: the edge's reports of the answers it gave itself, per second and result.
 //! - [`cors`]: the allowed shop origins and the CORS header lists of both halves.
 //! - [`ip_limit`]: the bucket key of every per-client-IP limit (IPv6 per prefix, IPv4-mapped
 //!   addresses with their IPv4 address).
@@ -29,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod admission;
+pub mod answers;
 pub mod api;
 pub mod campaign_index;
 pub mod code;

@@ -38,8 +38,8 @@ pub use bins::{flashgate_bin, run_admin_cli};
 pub use databases::{drop_db, fresh_db};
 pub use edge::{ensure_edge_built, repo_root, EdgeRuntime, TestEdge};
 pub use edge_calls::{
-    claims_at_once, edge_claim, edge_with, get, reply, sale_behind_edge, sell_out_at_origin,
-    send_claim, status_url, winners_filter_of, ClaimReq, EdgeSettings, Reply,
+    claims_at_once, edge_claim, edge_with, get, post_edge_report, reply, sale_behind_edge,
+    sell_out_at_origin, send_claim, status_url, winners_filter_of, ClaimReq, EdgeSettings, Reply,
 };
 pub use gate::{
     assert_reconciled, customers, gate_keys_present, gate_remaining, idempotency_record_key,

@@ -20,7 +20,8 @@ use flashgate_shared::{ANSWERED_BY_HEADER, EDGE_SIGNATURE_HEADER};
 use flashgate_tests::support::room::{admission, campaign, room};
 use flashgate_tests::support::scrape::Scrape;
 use flashgate_tests::support::{
-    queue_config, test_config, token_for, unique, TestEdge, TestOrigin, TEST_EDGE_SECRET,
+    post_edge_report, queue_config, test_config, token_for, unique, TestEdge, TestOrigin,
+    TEST_EDGE_SECRET,
 };
 use futures::stream::{self, StreamExt};
 use serde_json::{json, Value};
@@ -254,26 +255,7 @@ async fn group(
     secret: Option<&[u8]>,
     t: i64,
 ) -> (u16, Value) {
-    let path = joins_path(id);
-    let mut req = o
-        .http
-        .post(format!("{}{path}", o.url))
-        .header("content-type", "application/json")
-        .body(body.to_vec());
-    if let Some(secret) = secret {
-        let signed = Signed {
-            method: "POST",
-            path: &path,
-            body,
-            ..Signed::default()
-        };
-        req = req.header(EDGE_SIGNATURE_HEADER, sign(secret, t, &signed));
-    }
-    let res = req.send().await.unwrap();
-    (
-        res.status().as_u16(),
-        res.json().await.unwrap_or(Value::Null),
-    )
+    post_edge_report(o, &joins_path(id), body, secret, t).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -35,16 +35,19 @@ pub(super) async fn claim(
         if decide::drain_before_refusing(content_length.as_deref()) {
             let _ = req.bytes().await;
         }
-        return answer(&a);
+        return answer(id, &a);
     }
     let body = match req.bytes().await {
         Ok(b) => b,
         Err(_) => {
-            return answer(&Answer::error(
-                400,
-                flashgate_shared::api::codes::INVALID_JSON,
-                "claim body could not be read",
-            ))
+            return answer(
+                id,
+                &Answer::error(
+                    400,
+                    flashgate_shared::api::codes::INVALID_JSON,
+                    "claim body could not be read",
+                ),
+            )
         }
     };
     let headers = req.headers();
@@ -75,13 +78,13 @@ pub(super) async fn claim(
     });
     let customer = match checked {
         Ok(c) => c,
-        Err(a) => return answer(&a),
+        Err(a) => return answer(id, &a),
     };
     if let Err(a) = decide::claim_campaign_check(id) {
-        return answer(&a);
+        return answer(id, &a);
     }
     if let Err(a) = index::known(cfg, id).await {
-        return answer(&a);
+        return answer(id, &a);
     }
     let (entry, fresh) = status_for(cfg, id, url).await;
     let now = now_ms();
@@ -92,7 +95,7 @@ pub(super) async fn claim(
     let mut got = Got::Start;
     loop {
         got = match plan.next(got) {
-            Do::Answer(a) => return answer(&a),
+            Do::Answer(a) => return answer(id, &a),
             Do::Forward => break,
             Do::Limit {
                 action,
@@ -122,7 +125,7 @@ pub(super) async fn claim(
     if crate::queue::admit_rate(entry.as_deref()).is_some() {
         let budget = crate::shared_limit::Budget::Claims;
         if let Err(a) = shared_limit::check(env, cfg, budget, &customer, client_ip()).await {
-            return answer(&a);
+            return answer(id, &a);
         }
     }
     let admission = match admission {
@@ -161,11 +164,11 @@ pub(super) async fn claim(
         Ok(r) if r.0 < 500 => r,
         Ok((code, _, _)) => {
             worker::console_warn!("claim on {id}: origin answered {code}");
-            return answer(&Answer::unavailable());
+            return answer(id, &Answer::unavailable());
         }
         Err(e) => {
             worker::console_warn!("claim on {id}: origin unreachable: {e}");
-            return answer(&Answer::unavailable());
+            return answer(id, &Answer::unavailable());
         }
     };
     let by = resp_headers.get(flashgate_shared::ANSWERED_BY_HEADER)?;

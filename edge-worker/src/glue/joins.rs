@@ -5,7 +5,7 @@
 //! (`POST /edge/v1/campaigns/{id}/joins`, edge-signed), sent by a reporter that runs after the
 //! answers (`waitUntil`).
 
-use super::origin::post_signed;
+use super::origin::post_report;
 use super::request_url::RequestUrl;
 use super::respond::{answer, edge_json_headers, respond};
 use super::{caller, now_ms, pass_through, shared_limit, status_for, telemetry};
@@ -188,7 +188,7 @@ async fn join_here(
             Ok(g) => g,
             Err(a) => {
                 if let Err(f) = check {
-                    telemetry::challenge_failed(f, true);
+                    telemetry::challenge_failed(id, f, true);
                 }
                 return answer(&a);
             }
@@ -210,7 +210,7 @@ async fn join_here(
     };
     if let access::Gate::InfiniteQueue(f) = gate {
         // Signed with the shadow key, kept out of the reports: the origin never sees it.
-        telemetry::challenge_failed(f, false);
+        telemetry::challenge_failed(id, f, false);
         let key = access::shadow_secret(secret);
         let raw = sign_ticket(&key, &ticket);
         return reply(201, raw, &ticket, &entry, secret, Some(&key), now);
@@ -293,26 +293,16 @@ pub(super) async fn report(cfg: Rc<EdgeConfig>, id: String, reporter: u64) {
     }
 }
 
-/// Sends report `r` of campaign `id`, up to [`REPORT_TRIES`] times; true once the origin
-/// answered it (a 4xx refusal included: sending it again would not help; logged).
+/// Sends report `r` of campaign `id`, up to [`REPORT_TRIES`] times ([`post_report`]).
 async fn send_report(cfg: &EdgeConfig, id: &str, r: &IssuedReport) -> bool {
-    let path = joins_path(id);
     let body = serde_json::to_vec(r).unwrap_or_default();
-    for attempt in 0..REPORT_TRIES {
-        if attempt > 0 {
-            Delay::from(Duration::from_millis(500 * u64::from(attempt))).await;
-        }
-        let sent = post_signed(cfg, &path, &body).await;
-        match sent {
-            Ok((code, _, _)) if code < 500 => {
-                if code != 200 {
-                    worker::console_error!("joins report for {id} refused: {code}");
-                }
-                return true;
-            }
-            Ok((code, _, _)) => worker::console_error!("joins report for {id}: {code}"),
-            Err(e) => worker::console_error!("joins report for {id}: {e}"),
-        }
-    }
-    false
+    post_report(
+        cfg,
+        "joins report",
+        id,
+        &joins_path(id),
+        &body,
+        REPORT_TRIES,
+    )
+    .await
 }

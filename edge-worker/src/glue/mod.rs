@@ -22,6 +22,7 @@ use std::time::Duration;
 use worker::{event, js_sys, Context, Delay, Env, Method, Request, Response, Result};
 
 mod access;
+mod answers;
 mod caller;
 mod claim;
 mod clock;
@@ -129,6 +130,10 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     // So do the reports of the tickets issued here (one reporter per campaign and isolate).
     for (id, reporter) in joins::take_starts() {
         ctx.wait_until(joins::report(cfg.clone(), id, reporter));
+    }
+    // And those of the answers given here (one reporter per campaign and isolate).
+    for (id, reporter) in answers::take_starts() {
+        ctx.wait_until(answers::report(cfg.clone(), id, reporter));
     }
     // The origin sends the id back on its answers; the edge's own answers echo the caller's.
     if let Some(id) = request_id {

@@ -42,6 +42,36 @@ pub(super) async fn post_signed(
     send(req, cfg.origin_timeout_ms).await
 }
 
+/// Sends report `body` (`what`, for the log) of campaign `id` to the origin's edge-only
+/// `path`, signed, up to `tries` times (the same report id each time: the origin counts it
+/// once), waiting 500 ms more before each retry; true once the origin answered it (a 4xx
+/// refusal included: sending it again would not help; logged).
+pub(super) async fn post_report(
+    cfg: &EdgeConfig,
+    what: &str,
+    id: &str,
+    path: &str,
+    body: &[u8],
+    tries: u32,
+) -> bool {
+    for attempt in 0..tries {
+        if attempt > 0 {
+            Delay::from(Duration::from_millis(500 * u64::from(attempt))).await;
+        }
+        match post_signed(cfg, path, body).await {
+            Ok((code, _, _)) if code < 500 => {
+                if code != 200 {
+                    worker::console_error!("{what} for {id} refused: {code}");
+                }
+                return true;
+            }
+            Ok((code, _, _)) => worker::console_error!("{what} for {id}: {code}"),
+            Err(e) => worker::console_error!("{what} for {id}: {e}"),
+        }
+    }
+    false
+}
+
 /// [`send`], reading at most `max_body` bytes of the body when set: a longer body (with or
 /// without `Content-Length`) is an error and the rest is never read.
 pub(super) async fn send_bounded(

@@ -21,11 +21,14 @@ thread_local! {
     static SHARED: RefCell<shared_limit::Counts> = RefCell::new(shared_limit::Counts::default());
 }
 
-/// The edge's own claim answer `a`, counted ([`Counts::add`]) as answered by the edge and
+/// The edge's own answer `a` to a claim on campaign `id`, counted ([`Counts::add`]) as
+/// answered by the edge and for the campaign's answer report ([`super::answers::count`]),
 /// then built ([`super::answer`]): nothing is read back from the response (each read would be
 /// a call into the runtime).
-pub(super) fn edge_answer(a: &Answer) -> Result<Response> {
-    COUNTS.with(|c| c.borrow_mut().add(a.body.as_bytes(), "edge"));
+pub(super) fn edge_answer(id: &str, a: &Answer) -> Result<Response> {
+    let body = a.body.as_bytes();
+    COUNTS.with(|c| c.borrow_mut().add(body, "edge"));
+    super::answers::count(id, &crate::telemetry::result_of(body));
     super::answer(a)
 }
 
@@ -35,10 +38,12 @@ pub(super) fn count_relayed(body: &[u8], answered_by: Option<&str>) {
     COUNTS.with(|c| c.borrow_mut().add(body, answered_by.unwrap_or("origin")));
 }
 
-/// Counts a join that failed its challenge with `f`, answered with a 403 (`forbidden`) or an
-/// infinite-queue ticket ([`FailureCounts::add`]).
-pub(super) fn challenge_failed(f: Failure, forbidden: bool) {
+/// Counts a join to campaign `id` that failed its challenge with `f`, answered with a 403
+/// (`forbidden`) or an infinite-queue ticket ([`FailureCounts::add`]); reported as
+/// `challenge_<reason>` in the campaign's answer report.
+pub(super) fn challenge_failed(id: &str, f: Failure, forbidden: bool) {
     FAILURES.with(|c| c.borrow_mut().add(f, forbidden));
+    super::answers::count(id, &flashgate_shared::answers::challenge_result(f.label()));
 }
 
 /// Counts `outcome` of `budget`'s binding ([`shared_limit::Counts::add`]): the count so far of

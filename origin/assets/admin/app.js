@@ -1,6 +1,7 @@
 // flashgate dashboard: campaigns with live counts (filtered by state and name, a page at a
 // time), the selected campaign's per-second chart drawn from the origin's series (claims,
-// sold-out answers, remaining over the last minutes, so a spike stays visible after it), its
+// sold-out answers at the origin and at the edge, remaining, over the whole sale or the last
+// 5 minutes, so a spike stays visible after it), the edge's answers by kind, its
 // variants with their live counts (a campaign with variants), its audit trail, its draw when it is one, and the manager's actions (pause, resume, restock, close) with a confirmation
 // step. The webhook endpoints and their deliveries are webhooks.js's, run from this poll
 // (pollHooks, forgetHooks). It only calls
@@ -13,7 +14,9 @@ const POLL_MS = 1000;
 const HISTORY = 2; // samples kept per campaign for its claims/s column (the last poll's delta)
 const PAGE_SIZE = 25; // campaigns per page
 const LISTED_MAX = 500; // most campaigns GET /admin/v1/campaigns lists (the newest)
-const SERIES_SECONDS = 300; // the chart's span (GET .../series?seconds=)
+const SERIES_SECONDS = 300; // the zoomed chart's span (GET .../series?seconds=)
+const SALE_LEAD_S = 600; // the whole-sale span starts this long before the start (the prequeue)
+const SALE_POLL_MS = 5000; // the whole-sale series (up to an hour) is read at most this often
 
 const $ = (sel) => document.querySelector(sel);
 const rows = new Map(); // campaign id -> {tr, cells}
@@ -22,6 +25,8 @@ let selected = null;
 let campaigns = []; // the last list the origin sent, newest first
 let page = 0;
 let series = null; // the selected campaign's last series
+let span = "sale"; // the chart's span: "sale" (from the sale's start) or "recent" (5 minutes)
+let seriesReadAt = 0; // when the series was last asked for (Date.now())
 let pollTimer = null;
 let pendingConfirm = null;
 const pollHooks = []; // functions run after each poll of the campaigns (webhooks.js)
@@ -60,6 +65,15 @@ function utc(t, timeOnly) {
   if (Number.isNaN(d.getTime())) return String(t);
   const iso = d.toISOString(); // always UTC
   return (timeOnly ? iso.slice(11, 19) : iso.slice(0, 10) + " " + iso.slice(11, 19)) + " UTC";
+}
+
+// A count for people: "1,234", "12.3k", "1.1M", "1.1T" (whole numbers below 10,000 as they
+// are, with a thousands separator); `exact` keeps every digit, with separators.
+const EXACT = new Intl.NumberFormat("en-US");
+const COMPACT = new Intl.NumberFormat("en-US", { notation: "compact", maximumFractionDigits: 1 });
+function human(n, exact) {
+  if (typeof n !== "number" || !Number.isFinite(n)) return n === undefined || n === null ? "–" : String(n);
+  return exact || Math.abs(n) < 10000 ? EXACT.format(n) : COMPACT.format(n);
 }
 
 // The ticks of a chart axis for counts from 0 to `max`: at most `most` distinct whole numbers
@@ -178,11 +192,11 @@ function render() {
     k.badge.textContent = c.state.replace("_", " ");
     k.badge.className = "badge state-" + c.state;
     k.state.dataset.state = c.state;
-    k.stock.textContent = c.stock;
-    k.remaining.textContent = c.remaining;
-    k.held.textContent = counts.held;
-    k.done.textContent = c.kind === "sale" ? counts.paid : counts.issued + counts.redeemed;
-    k.minute.textContent = counts.claims_last_minute;
+    k.stock.textContent = human(c.stock);
+    k.remaining.textContent = human(c.remaining);
+    k.held.textContent = human(counts.held);
+    k.done.textContent = human(c.kind === "sale" ? counts.paid : counts.issued + counts.redeemed);
+    k.minute.textContent = human(counts.claims_last_minute);
     const h = history.get(c.id) || [];
     k.rate.textContent = (h.length ? h[h.length - 1].rate : 0).toFixed(1);
     const ended = c.state === "ended";
@@ -190,8 +204,11 @@ function render() {
     k.pause.disabled = ended; k.resume.disabled = ended; k.close.disabled = ended;
     k.restock.disabled = ended; k.add.disabled = ended;
     const q = c.queue;
-    k.queue.textContent = q ? "waiting " + q.length + " · admitted " + q.admitted + " · unclaimed " +
-      q.admitted_unclaimed + " · now serving " + q.now_serving + " · " + q.admit_per_second + "/s" +
+    // `now_serving` is an order key (a join's arrival time, or a drawn number), not a count:
+    // shown in full, with separators.
+    k.queue.textContent = q ? "waiting " + human(q.length) + " · admitted " + human(q.admitted) +
+      " · unclaimed " + human(q.admitted_unclaimed) + " · now serving " + human(q.now_serving, true) +
+      " · " + human(q.admit_per_second) + "/s" +
       (q.paused ? " · paused" : "") : (c.waiting_room ? "unavailable" : "–");
     k.pauseAdmission.hidden = !c.waiting_room || Boolean(q && q.paused);
     k.resumeAdmission.hidden = !c.waiting_room || !(q && q.paused);
@@ -247,7 +264,7 @@ async function loadVariants() {
       state.append(el("span", "badge state-" + v.state, v.state.replace("_", " ")));
       const done = c.kind === "sale" ? v.paid : v.issued + v.redeemed;
       tr.append(el("td", null, v.id), el("td", null, v.name), state,
-        ...[v.stock, v.remaining, v.held, done].map((n) => el("td", "n", String(n))));
+        ...[v.stock, v.remaining, v.held, done].map((n) => el("td", "n", human(n))));
       return tr;
     }));
   } catch (err) {
@@ -290,12 +307,28 @@ async function loadDraw() {
   }
 }
 
-async function loadSeries() {
+// The query of the selected campaign's series: from the sale's start (less SALE_LEAD_S, not
+// before its creation; the origin keeps the span to the last hour), or the last 5 minutes.
+function seriesQuery(id) {
+  const c = campaigns.find((x) => x.id === id);
+  if (span === "recent" || !c) return "seconds=" + SERIES_SECONDS;
+  const start = Date.parse(c.starts_at) - SALE_LEAD_S * 1000;
+  const created = Date.parse(c.created_at);
+  const from = Number.isNaN(created) ? start : Math.max(start, created);
+  if (Number.isNaN(from) || from > Date.now()) return "seconds=" + SERIES_SECONDS;
+  return "from=" + encodeURIComponent(new Date(from).toISOString().slice(0, 19) + "Z");
+}
+
+// Reads the selected campaign's series; `polled`: from the poll, which reads the whole-sale
+// span (up to an hour of rows) at most every SALE_POLL_MS.
+async function loadSeries(polled) {
   const id = selected;
   if (!id) return;
+  if (polled && span === "sale" && Date.now() - seriesReadAt < SALE_POLL_MS) return;
+  seriesReadAt = Date.now();
   try {
     const data = await api("GET", "/admin/v1/campaigns/" + encodeURIComponent(id) +
-      "/series?seconds=" + SERIES_SECONDS);
+      "/series?" + seriesQuery(id));
     if (id !== selected) return; // another campaign was selected meanwhile
     series = data;
   } catch (err) {
@@ -335,9 +368,37 @@ async function loadAudit() {
   }
 }
 
-// The selected campaign's series: claims/s and sold-out answers/s on the left axis, remaining
-// on the right one, the last SERIES_SECONDS seconds. The figures drawn are also kept in the
-// canvas's data attributes (the browser test reads them).
+// A span of seconds for people: "45 s", "5 min", "1 h 20 min".
+function spanText(n) {
+  if (n < 120) return n + " s";
+  const m = Math.round(n / 60);
+  return m < 60 ? m + " min" : Math.floor(m / 60) + " h" + (m % 60 ? " " + (m % 60) + " min" : "");
+}
+
+// The edge's answers in the series, by kind, with their totals (sold out first, then the
+// claim answers, then the challenge failures). Kept in the items' data attributes too.
+function drawEdgeAnswers(s) {
+  const list = $("#edge-answers");
+  const kinds = s ? Object.keys(s.edge || {}) : [];
+  const rank = (k) => (k === "sold_out" ? 0 : k.startsWith("challenge_") ? 2 : 1);
+  kinds.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  const sum = (a) => a.reduce((t, v) => t + v, 0);
+  list.replaceChildren(...kinds.map((k) => {
+    const total = sum(s.edge[k]);
+    const li = el("li");
+    li.dataset.result = k; li.dataset.total = String(total);
+    const label = k.startsWith("challenge_") ? "challenge failed: " + k.slice(10).replaceAll("_", " ")
+      : k.replaceAll("_", " ");
+    li.append(el("span", "kind", label), " ", el("strong", null, human(total)));
+    li.title = human(total, true) + " " + label + " answers at the edge";
+    return li;
+  }));
+  if (!kinds.length) list.replaceChildren(el("li", "none", s ? "none reported" : "–"));
+}
+
+// The selected campaign's series: claims/s and sold-out answers/s (this origin's and the
+// edge's) on the left axis, remaining on the right one, over the span chosen. The figures drawn
+// are also kept in the canvas's data attributes (the browser test reads them).
 function drawChart() {
   const canvas = $("#chart");
   const ctx = canvas.getContext("2d");
@@ -346,8 +407,10 @@ function drawChart() {
   const s = series && series.campaign === selected ? series : null;
   const n = s ? s.seconds : SERIES_SECONDS;
   const claims = s ? s.claims : [], soldOut = s ? s.sold_out : [], remaining = s ? s.remaining : [];
-  const leftTicks = countTicks(Math.max(0, ...claims, ...soldOut), 5);
-  const rightTicks = countTicks(Math.max(0, ...remaining), 5);
+  const edgeSoldOut = s && s.edge && s.edge.sold_out ? s.edge.sold_out : [];
+  const peak = (a) => a.reduce((m, v) => Math.max(m, v), 0); // no spread: an hour is 3,600 values
+  const leftTicks = countTicks(Math.max(peak(claims), peak(soldOut), peak(edgeSoldOut)), 5);
+  const rightTicks = countTicks(peak(remaining), 5);
   const max = leftTicks[leftTicks.length - 1], maxRem = rightTicks[rightTicks.length - 1];
   const x = (i) => left + (w - left - right) * i / Math.max(1, n - 1);
   const y = (v, m) => top + (h - top - bottom) * (1 - v / m);
@@ -355,10 +418,10 @@ function drawChart() {
   for (const v of leftTicks) {
     const yy = y(v, max);
     ctx.beginPath(); ctx.moveTo(left, yy); ctx.lineTo(w - right, yy); ctx.stroke();
-    ctx.fillText(String(v), 4, yy + 4);
+    ctx.fillText(human(v), 4, yy + 4);
   }
-  for (const v of rightTicks) ctx.fillText(String(v), w - right + 6, y(v, maxRem) + 4);
-  ctx.fillText("−" + Math.round(n / 60) + " min", left, h - 6);
+  for (const v of rightTicks) ctx.fillText(human(v), w - right + 6, y(v, maxRem) + 4);
+  ctx.fillText(s ? utc(s.from, true) : "−" + spanText(n), left, h - 6);
   ctx.fillText("now", w - right - 22, h - 6);
   const line = (values, m, color, dash) => {
     if (values.length < 2) return;
@@ -367,19 +430,26 @@ function drawChart() {
     ctx.stroke(); ctx.setLineDash([]); ctx.lineWidth = 1;
   };
   line(remaining, maxRem, "#98a2b3", [4, 3]);
+  line(edgeSoldOut, max, "#f79009", []);
   line(soldOut, max, "#c4320a", []);
   line(claims, max, "#2f6fed", []);
   const sum = (a) => a.reduce((t, v) => t + v, 0);
   canvas.dataset.leftTicks = leftTicks.join(",");
   canvas.dataset.rightTicks = rightTicks.join(",");
   canvas.dataset.points = String(claims.length);
-  canvas.dataset.claimsPeak = String(claims.length ? Math.max(...claims) : 0);
+  canvas.dataset.claimsPeak = String(peak(claims));
   canvas.dataset.claimsTotal = String(sum(claims));
   canvas.dataset.soldOutTotal = String(sum(soldOut));
-  canvas.dataset.remainingPeak = String(remaining.length ? Math.max(...remaining) : "");
+  canvas.dataset.edgeSoldOutTotal = String(sum(edgeSoldOut));
+  canvas.dataset.remainingPeak = String(remaining.length ? peak(remaining) : "");
   canvas.dataset.remainingLast = String(remaining.length ? remaining[remaining.length - 1] : "");
-  $("#chart-sum").textContent = s ? "· " + sum(claims) + " claims, peak " + Math.max(0, ...claims) +
-    "/s, " + sum(soldOut) + " sold-out answers in the last " + Math.round(n / 60) + " min" : "";
+  canvas.dataset.span = span;
+  $("#span-title").textContent = span === "sale" ? "whole sale" + (s ? ", " + spanText(n) : "")
+    : "last 5 minutes";
+  $("#chart-sum").textContent = s ? "· " + human(sum(claims)) + " claims, peak " + human(peak(claims)) +
+    "/s, " + human(sum(soldOut)) + " sold-out answers here and " + human(sum(edgeSoldOut)) +
+    " at the edge in " + spanText(n) : "";
+  drawEdgeAnswers(s);
 }
 
 async function poll() {
@@ -391,7 +461,7 @@ async function poll() {
     const now = Date.now();
     for (const c of campaigns) rateOf(c.id, (c.counts || {}).claims_total, now);
     render();
-    loadSeries();
+    loadSeries(true);
     loadVariants();
     loadDraw();
     for (const hook of pollHooks) hook();
@@ -475,6 +545,13 @@ document.addEventListener("DOMContentLoaded", () => {
     const b = ev.target.closest("button[data-action]");
     if (b) act(b.dataset.action, b.dataset.campaign);
   });
+  for (const b of document.querySelectorAll("#span button")) {
+    b.addEventListener("click", () => {
+      span = b.dataset.span;
+      for (const o of document.querySelectorAll("#span button")) o.setAttribute("aria-pressed", String(o === b));
+      series = null; drawChart(); loadSeries();
+    });
+  }
   $("#filter-state").addEventListener("change", () => { page = 0; render(); });
   $("#filter-name").addEventListener("input", () => { page = 0; render(); });
   $("#page-prev").addEventListener("click", () => { page = Math.max(0, page - 1); render(); });

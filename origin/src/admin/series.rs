@@ -1,7 +1,9 @@
-//! A campaign's per-second series over the last minutes (`GET /admin/v1/campaigns/{id}/series`,
-//! drawn by the dashboard): claims and remaining from PostgreSQL, so the spike of a sell-out is
-//! there whenever the page is opened and whichever origin made the claims; `sold_out` answers
-//! from this origin's memory ([`crate::telemetry::series`]).
+//! A campaign's per-second series over the last minutes, up to an hour
+//! (`GET /admin/v1/campaigns/{id}/series`, drawn by the dashboard): claims and remaining from
+//! PostgreSQL, so the spike of a sell-out is there whenever the page is opened and whichever
+//! origin made the claims; the edge's own answers from its reports, in PostgreSQL too
+//! ([`super::edge_answers`]); `sold_out` answers from this origin's memory
+//! ([`crate::telemetry::series`]).
 //!
 //! Remaining at the end of each second is worked back from the campaign's `remaining` now:
 //! each later second's claims took one unit each, its returned holds (claims `released` /
@@ -18,13 +20,21 @@ use chrono::{DateTime, Utc};
 pub use flashgate_shared::api::admin::CampaignSeries;
 
 use crate::db::Db;
-use crate::telemetry::series::{AnswerSeries, WINDOW_SECONDS};
+use crate::telemetry::series::AnswerSeries;
 
 /// Seconds a series covers when the request does not say.
 pub const DEFAULT_SECONDS: i64 = 300;
 
-/// Most seconds one series covers (what the origin keeps of its sold-out answers).
-pub const MAX_SECONDS: i64 = WINDOW_SECONDS as i64;
+/// Most seconds one series covers (an hour: a sale from its start). This origin's own sold-out
+/// answers are kept for the last
+/// [`WINDOW_SECONDS`](crate::telemetry::series::WINDOW_SECONDS) only.
+pub const MAX_SECONDS: i64 = 3_600;
+
+/// Seconds of a series from `from` to `now`, both included: 1 for a `from` at or after `now`,
+/// at most [`MAX_SECONDS`].
+pub fn seconds_since(from: DateTime<Utc>, now: DateTime<Utc>) -> i64 {
+    (now.timestamp() - from.timestamp() + 1).clamp(1, MAX_SECONDS)
+}
 
 /// One second's changes as PostgreSQL recorded them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -90,6 +100,7 @@ pub async fn read(
         changes[i].returned += returned;
         changes[i].managed += managed;
     }
+    let edge = super::edge_answers::per_second(db, id, from, len).await?;
     let newest = from + seconds - 1;
     let sold_out = sold_out
         .counts(id, from, len, newest)
@@ -103,6 +114,7 @@ pub async fn read(
         claims: changes.iter().map(|c| c.claims).collect(),
         sold_out,
         remaining: remaining_back(remaining_now, &changes),
+        edge,
     }))
 }
 
@@ -134,5 +146,15 @@ mod tests {
         let changes = [ch(0, 0, 10), ch(4, 0, 0), ch(0, 1, 5), ch(3, 0, 0)];
         assert_eq!(remaining_back(9, &changes), vec![10, 6, 12, 9]);
         assert_eq!(remaining_back(0, &[]), Vec::<i64>::new());
+    }
+
+    #[test]
+    fn a_series_since_a_time_is_at_least_a_second_and_at_most_an_hour() {
+        let now = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
+        let ago = |s| now - chrono::Duration::seconds(s);
+        assert_eq!(seconds_since(ago(299), now), 300);
+        assert_eq!(seconds_since(ago(0), now), 1);
+        assert_eq!(seconds_since(ago(-5), now), 1, "a start ahead of the clock");
+        assert_eq!(seconds_since(ago(86_400), now), MAX_SECONDS);
     }
 }

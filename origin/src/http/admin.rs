@@ -4,8 +4,9 @@
 //! - `PATCH /admin/v1/campaigns/{id}` — pause, resume, close, restock, set stock, move the end,
 //!   set the waiting room, pause or resume its admission (manager);
 //! - `GET /admin/v1/campaigns/{id}/audit` — the audit trail, newest first (viewer);
-//! - `GET /admin/v1/campaigns/{id}/series` — claims, sold-out answers and remaining per
-//!   second over the last minutes (viewer; [`crate::admin::series`]);
+//! - `GET /admin/v1/campaigns/{id}/series` — claims, sold-out answers, remaining and the
+//!   edge's own answers per second over the last minutes or since a time, up to an hour
+//!   (viewer; [`crate::admin::series`]);
 //! - `GET /admin/v1/campaigns/{id}/claims` and `…/claims.csv` — the claims feed and its
 //!   export (viewer; [`feed`]);
 //! - `GET /admin` — the dashboard ([`dashboard`]).
@@ -121,20 +122,24 @@ pub async fn audit_trail(
     .into_response())
 }
 
-/// The query of [`series_of`]: `?seconds=N`.
+/// The query of [`series_of`]: `?seconds=N` or `?from=<time>`, not both.
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct SeriesQuery {
     /// Seconds back from now (1 to [`series::MAX_SECONDS`]; default
     /// [`series::DEFAULT_SECONDS`]).
-    #[param(minimum = 1, maximum = 600)]
+    #[param(minimum = 1, maximum = 3600)]
     pub seconds: Option<i64>,
+    /// The first second of the series (RFC 3339), e.g. the sale's start: the series runs from
+    /// it to now, at most the last 3,600 s (an earlier `from` starts 3,600 s back; a later
+    /// one, the current second only).
+    pub from: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// 200 with the campaign's per-second series ([`series::CampaignSeries`]); 404 when the
-/// campaign is unknown; 422 `validation_failed` for `seconds` outside 1..=600 or another
-/// query parameter.
+/// campaign is unknown; 422 `validation_failed` for `seconds` outside 1..=3600, a `from` that
+/// is not an RFC 3339 time, both, or another query parameter.
 #[utoipa::path(
     get,
     path = "/admin/v1/campaigns/{id}/series",
@@ -142,11 +147,11 @@ pub struct SeriesQuery {
     security(("admin_token" = [])),
     params(("id" = String, Path, description = "Campaign id."), SeriesQuery),
     responses(
-        (status = 200, description = "Per second over the last `seconds` seconds.",
-            body = CampaignSeries),
+        (status = 200, description = "Per second over the last `seconds` seconds, or from \
+            `from` to now.", body = CampaignSeries),
         errors::NoCampaign,
-        (status = 422, description = "validation_failed: `seconds` outside 1..=600, or another \
-            query parameter.", body = ErrorBody),
+        (status = 422, description = "validation_failed: `seconds` outside 1..=3600, a `from` \
+            that is not an RFC 3339 time, both, or another query parameter.", body = ErrorBody),
     ),
 )]
 pub async fn series_of(
@@ -158,12 +163,17 @@ pub async fn series_of(
     authorize(&headers, &state, Role::Viewer, &id)?;
     let bad = || {
         ApiError::validation(format!(
-            "the query must be ?seconds=N with N a whole number from 1 to {}",
+            "the query must be ?seconds=N with N a whole number from 1 to {}, or \
+             ?from=<RFC 3339 time>",
             series::MAX_SECONDS
         ))
     };
     let Query(q) = q.map_err(|_| bad())?;
-    let seconds = q.seconds.unwrap_or(series::DEFAULT_SECONDS);
+    let seconds = match (q.seconds, q.from) {
+        (Some(_), Some(_)) => return Err(bad()),
+        (None, Some(from)) => series::seconds_since(from, chrono::Utc::now()),
+        (seconds, None) => seconds.unwrap_or(series::DEFAULT_SECONDS),
+    };
     if !(1..=series::MAX_SECONDS).contains(&seconds) {
         return Err(bad());
     }

@@ -1,6 +1,7 @@
 //! The HTTP surface: routes, and the layers every response passes through.
 
 pub mod admin;
+pub mod answers;
 pub mod body_deadline;
 pub mod body_first;
 pub mod campaigns;
@@ -91,6 +92,7 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(queue::join))
         .routes(routes!(queue::presence))
         .routes(routes!(queue::joins))
+        .routes(routes!(answers::answers))
         .routes(routes!(draw::enter))
         .routes(routes!(draw::mine))
         .routes(routes!(draw::run))

@@ -230,7 +230,7 @@ pub async fn joins(
 /// carry a valid edge signature over method, path and body: 403 without one, with a stale one,
 /// or when this origin has no edge secret to check it with (the caller's error, not an outage
 /// of this origin).
-async fn edge_body(
+pub(super) async fn edge_body(
     state: &AppState,
     uri: &Uri,
     headers: &HeaderMap,

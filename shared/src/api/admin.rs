@@ -6,6 +6,8 @@
 //! With the `sqlx` feature (the origin's), [`Counts`] and [`AuditEntry`] also read straight
 //! from PostgreSQL rows (`sqlx::FromRow`).
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -314,7 +316,7 @@ pub struct ChangeReply {
 
 /// `GET /admin/v1/campaigns/{id}/series` 200 body: a campaign's answers and units, one value
 /// per second over the last `seconds` seconds (oldest first; the last is the current second,
-/// still counting). The three arrays have `seconds` values each.
+/// still counting). Every array has `seconds` values.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CampaignSeries {
@@ -323,16 +325,24 @@ pub struct CampaignSeries {
     /// The first second of the series (RFC 3339 UTC, whole seconds); value `i` is the second
     /// `from + i` seconds.
     pub from: DateTime<Utc>,
-    /// Seconds in the series (1 to 600).
+    /// Seconds in the series (1 to 3,600).
     pub seconds: i64,
     /// Claims made in each second, by every origin (rows of PostgreSQL's `claims`).
     pub claims: Vec<i64>,
-    /// `sold_out` answers this origin gave in each second (counted in its memory: the other
-    /// origins' and the edge's own sold-out answers are not in it).
+    /// `sold_out` answers this origin gave in each second (counted in its memory for the last
+    /// 600 s, 0 before: the other origins' and the edge's own sold-out answers are not in it).
     pub sold_out: Vec<i64>,
     /// Units remaining at the end of each second, by the claims, returned holds and manager
     /// changes PostgreSQL recorded since.
     pub remaining: Vec<i64>,
+    /// The answers the edge gave itself in each second, summed over its isolates, by result:
+    /// claim answers (`sold_out`, `not_started`, `ended`, `paused`, `queued`, `rate_limited`)
+    /// and joins that failed their challenge (`challenge_<reason>`: `missing`, `malformed`,
+    /// `forged`, `foreign`, `expired`, `unsolved`, `rejected`, `provider_error`). Only results
+    /// reported in the span are present; from the edge's answer reports, kept for the
+    /// campaign's life (up to a second behind).
+    #[serde(default)]
+    pub edge: BTreeMap<String, Vec<i64>>,
 }
 
 /// `PATCH /admin/v1/codes/{code}` 200 body.

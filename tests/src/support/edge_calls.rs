@@ -236,3 +236,36 @@ pub async fn winners_filter_of(
         flashgate_shared::winners_filter::MAX_WINNERS,
     )
 }
+
+/// Posts `body` to the origin's edge-only `path` (a report route) as the edge does, signed with
+/// `secret` at Unix time `t` (unsigned when `secret` is `None`). Returns status and JSON body
+/// (`Value::Null` when not JSON).
+pub async fn post_edge_report(
+    o: &TestOrigin,
+    path: &str,
+    body: &[u8],
+    secret: Option<&[u8]>,
+    t: i64,
+) -> (u16, Value) {
+    use flashgate_shared::signature::{sign, Signed};
+    let mut req = o
+        .http
+        .post(format!("{}{path}", o.url))
+        .header("content-type", "application/json")
+        .body(body.to_vec());
+    if let Some(secret) = secret {
+        let signed = Signed {
+            method: "POST",
+            path,
+            body,
+            ..Signed::default()
+        };
+        req = req.header(
+            flashgate_shared::EDGE_SIGNATURE_HEADER,
+            sign(secret, t, &signed),
+        );
+    }
+    let res = req.send().await.expect("send the report");
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
