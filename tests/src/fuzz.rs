@@ -1,7 +1,7 @@
 //! Odd values for every field of every endpoint, and the check that an answer stays within the
 //! API contract (docs/API.md, "Shared rules"): a documented 2xx or 4xx, never a 5xx, and a non-2xx
 //! body `{"result": …}` that carries a `message` when it is a request error, with no internal
-//! error text. Used by `tests/tests/fuzz_fields.rs`.
+//! error text. Used by `tests/tests/it/api/fuzz_fields.rs`.
 
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;

@@ -27,6 +27,7 @@ mod gate;
 pub mod holds;
 pub mod logs;
 mod origin_calls;
+mod own_redis;
 mod poll;
 mod promo;
 mod raw;
@@ -35,7 +36,7 @@ pub mod room;
 pub mod scrape;
 pub mod variants;
 pub use bins::{flashgate_bin, run_admin_cli};
-pub use databases::{drop_db, fresh_db};
+pub use databases::{drop_db, fresh_db, own_services, OwnServices};
 pub use edge::{ensure_edge_built, repo_root, EdgeRuntime, TestEdge};
 pub use edge_calls::{
     claims_at_once, edge_claim, edge_with, get, post_edge_report, reply, sale_behind_edge,
@@ -45,6 +46,7 @@ pub use gate::{
     assert_reconciled, customers, gate_keys_present, gate_remaining, idempotency_record_key,
     sold_out_flag_set, stop_reconciled,
 };
+pub use own_redis::{own_redis_db, OwnRedisDb};
 pub use poll::{eventually, eventually_blocking, eventually_timed, until_state, POLL_STEP_MS};
 pub use promo::{
     check_at, enc, fresh_code_name, fresh_ip, new_batch, new_code, one_time_rules, post_raw,

@@ -1,19 +1,17 @@
 //! The webhook test receiver (scripts/webhook-receiver: Python, the reference
 //! `standardwebhooks` library from PyPI, pinned) run from the integration tests, an endpoint
-//! that never answers, origins on a database of their own, and the admin calls on endpoints.
+//! that never answers, and the admin calls on endpoints.
 
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use flashgate_origin::config::Config;
-
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::support::{direct_database_url, fresh_db, test_config, TestOrigin};
+use crate::support::TestOrigin;
 
 /// A running receiver; killed when dropped.
 pub struct Receiver {
@@ -220,23 +218,6 @@ impl Drop for DeadEndpoint {
     fn drop(&mut self) {
         self.task.abort();
     }
-}
-
-/// [`test_config`] on a new, empty database of its own named after `tag` (no other test's
-/// origin relays its deliveries, no other test's endpoint is in it): its name (for
-/// [`crate::support::drop_db`]) and the configuration.
-pub async fn own_database(tag: &str) -> (String, Config) {
-    let (name, _) = fresh_db(tag).await;
-    let direct = direct_database_url();
-    let (head, query) = match direct.split_once('?') {
-        Some((h, q)) => (h.to_string(), format!("?{q}")),
-        None => (direct.clone(), String::new()),
-    };
-    let base = head.rsplit_once('/').map(|(b, _)| b).unwrap_or(&head);
-    let mut config = test_config();
-    config.database_url = format!("{base}/{name}{query}");
-    config.migration_database_url = None;
-    (name, config)
 }
 
 /// Registers an endpoint for `url` and `types` with the manager token; returns its id and

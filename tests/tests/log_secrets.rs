@@ -3,6 +3,11 @@
 //! paths, bodies and headers: one access line per request with its route template, result,
 //! latency and, from the `request` span, its trace id and campaign; and nowhere a coupon code,
 //! a token or a secret.
+//!
+//! A test binary of its own, not a module of `it`: it asserts on every log line the process
+//! writes (one access line per request, no 404 but its own), and a process has one log
+//! subscriber, installed once with one filter (tracing caches each call site's interest, so a
+//! per-test subscriber loses lines of tasks on other threads).
 
 use std::collections::HashSet;
 

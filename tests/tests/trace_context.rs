@@ -2,6 +2,11 @@
 //! (PostgreSQL, Redis, HTTP) whose JSON log lines are read back, alone and behind the built
 //! worker in workerd. The access line of each request names its route, result and latency
 //! and, from the `request` span, its campaign and trace id.
+//!
+//! A test binary of its own, not a module of `it`: its lines come from the process's one log
+//! subscriber, installed with this file's filter; in a binary shared with other tests the
+//! first filter installed would win (tracing caches each call site's interest, so a per-test
+//! subscriber loses lines of tasks on other threads).
 
 use flashgate_tests::support::logs::{json_logs, request_span, JsonLogs};
 use flashgate_tests::support::{

@@ -3,7 +3,7 @@
 //!
 //! "Set the sold-out flag with a new generation" is written once, in [`SOLD_OUT_FN`], and
 //! every script that sets the flag starts with it. Scripts are only called through the
-//! functions of [`super`]; `tests/tests/gate_scripts.rs` runs each of them against a real
+//! functions of [`super`]; `tests/tests/it/gate/scripts.rs` runs each of them against a real
 //! Redis.
 
 use redis::Script;

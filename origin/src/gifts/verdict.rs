@@ -11,7 +11,7 @@
 //! A day is 24 hours: the windows are written in hours (`make_interval(hours => 24 * per_days)`),
 //! never in days, because `timestamptz ± n days` steps calendar days in the session's
 //! `TimeZone` (23 or 25 hours across a daylight-saving change there), and the result must not
-//! depend on the session (tests/tests/gifts_caps.rs runs it in `America/New_York`).
+//! depend on the session (tests/tests/it/gifts/caps.rs runs it in `America/New_York`).
 
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::gifts::{Gift, GiftCampaignState, GiftKind};

@@ -245,7 +245,8 @@ pub async fn winners_filter(
     let built = match state.campaigns.winners(&state.gate, &row.id, max).await {
         // A gate that is not in Redis (Redis lost it, or an ended campaign's was never loaded
         // by this Redis) is loaded here from PostgreSQL, then read once more: a 503 would never
-        // clear for a campaign no claim reloads (schemathesis found it, tests/tests/openapi.rs).
+        // clear for a campaign no claim reloads (schemathesis found it,
+        // tests/tests/it/api/openapi.rs).
         Err(e) if matches!(*e, BuildError::NotLoaded(_)) => {
             let mut gate = state.gate.clone();
             crate::gate::load::load_missing(&state.db, &mut gate, &row.id)

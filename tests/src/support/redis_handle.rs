@@ -35,15 +35,20 @@ pub async fn redis_conn() -> RedisConn {
 }
 
 /// Makes Redis lose its state the way a restart without persistence does, for a test that
-/// owns the Redis database of `config` (see [`super::redis_url_with_db`]): `FLUSHDB` on one
-/// Redis. A Redis Cluster has database 0 only, shared by every test, and `FLUSHDB` there would
+/// owns the Redis database of `config` ([`super::own_services`]): `FLUSHDB` on one Redis (the
+/// database's owner key kept, see [`super::own_redis_db`]). A Redis Cluster has database 0 only, shared by every test, and `FLUSHDB` there would
 /// reach one node only; so on a cluster the keys this test owns are deleted instead: the gate
 /// keys of `campaigns` and the Redis keys in `other_keys` (idempotency records, ...). Prints
 /// which variant ran.
 pub async fn lose_redis_state(config: &Config, campaigns: &[&str], other_keys: &[String]) {
     let mut r = redis_of(config).await;
     if !r.is_cluster() {
-        let _: () = ::redis::cmd("FLUSHDB").query_async(&mut r).await.unwrap();
+        assert_ne!(
+            config.redis_url,
+            super::redis_url(),
+            "the test Redis database is every test's: give this origin one of its own"
+        );
+        super::own_redis::flush_keeping_owner(&mut r).await;
         return;
     }
     println!(

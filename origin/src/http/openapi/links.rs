@@ -230,7 +230,7 @@ const LINKS: &[(From, To)] = &[
 /// Adds [`LINKS`] to the answers they start from, in the document's JSON (utoipa 5 writes a
 /// link's `operationId` as `operation_id`, which OpenAPI does not know). A link from or to an
 /// operation that is not in the document panics: the router is built at start-up and in every
-/// test (`tests/tests/openapi.rs`), so such a mistake cannot ship.
+/// test (`tests/tests/it/api/openapi.rs`), so such a mistake cannot ship.
 pub fn add(doc: &mut Value) {
     for ((method, path, status), (name, to_method, to_path, param, expr)) in LINKS {
         assert!(

@@ -14,7 +14,8 @@ use flashgate_shared::queue::RANDOM_BLOCK;
 use flashgate_tests::stampede::report::queue::kendall_tau_b;
 use flashgate_tests::support::room::{admission, campaign, room, size};
 use flashgate_tests::support::{
-    edge_headers, eventually, queue_config, send_raw, unique, TestOrigin, TEST_EDGE_SECRET,
+    edge_headers, eventually, own_services, queue_config, send_raw, unique, TestOrigin,
+    TEST_EDGE_SECRET,
 };
 use futures::future::join_all;
 use serde_json::Value;
@@ -455,9 +456,9 @@ async fn lose_queue(config: &flashgate_origin::config::Config, id: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_waiting_room_resumes_by_itself_after_redis_loses_its_queue() {
-    // A Redis database of its own: this test flushes it.
-    let mut config = queue_config();
-    config.redis_url = flashgate_tests::support::redis_url_with_db(4);
+    // A Redis database of its own, as this test empties it, and so a database of its own.
+    let own = own_services(queue_config(), "wr_lost").await;
+    let config = own.config.clone();
     let o = TestOrigin::start_with(config.clone()).await;
     let id = campaign(&o, 100, chrono::Duration::minutes(-1), None, room(2)).await;
     admission(&o, &id, ChangeAction::PauseAdmission).await;
@@ -540,6 +541,7 @@ async fn a_waiting_room_resumes_by_itself_after_redis_loses_its_queue() {
         "no `{stalled}` in /metrics"
     );
     o.stop().await;
+    own.release().await;
 }
 
 /// A waiting room of drawn numbers (`queueing: random`) that Redis loses while customers wait:
@@ -547,9 +549,9 @@ async fn a_waiting_room_resumes_by_itself_after_redis_loses_its_queue() {
 /// give, so every drawn ticket is admitted with no later join to carry `now_serving` past it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_drawn_ticket_is_admitted_after_redis_loses_the_queue_with_no_new_join() {
-    // A Redis database of its own: this test flushes it.
-    let mut config = queue_config();
-    config.redis_url = flashgate_tests::support::redis_url_with_db(8);
+    // A Redis database of its own, as this test empties it, and so a database of its own.
+    let own = own_services(queue_config(), "wr_drawn").await;
+    let config = own.config.clone();
     let o = TestOrigin::start_with(config.clone()).await;
     let mut w = room(50);
     w.queueing = flashgate_shared::queue::Queueing::Random;
@@ -584,4 +586,5 @@ async fn every_drawn_ticket_is_admitted_after_redis_loses_the_queue_with_no_new_
     })
     .await;
     o.stop().await;
+    own.release().await;
 }

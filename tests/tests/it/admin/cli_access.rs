@@ -3,7 +3,7 @@
 //! campaign's public status then shows them. A challenge without a waiting room is a usage
 //! error (exit 2) and a draw window the admin API refuses is exit 4; neither creates anything.
 //!
-//! The binary is `target/<profile>/flashgate` (see tests/tests/webhooks_cli.rs).
+//! The binary is `target/<profile>/flashgate` (see tests/tests/it/webhooks/cli.rs).
 
 use std::process::Output;
 

@@ -381,13 +381,8 @@ async fn shutdown_does_not_wait_for_a_webhook_receiver_that_never_answers() {
     });
     // A database of its own: no other test's origin relays this delivery, so the call under
     // way at the stop is this origin's.
-    let (name, _) = flashgate_tests::support::fresh_db("silent_hook").await;
-    let mut config = test_config();
-    use sqlx::ConnectOptions;
-    let url_of_db: sqlx::postgres::PgConnectOptions =
-        config.database_url.parse().expect("URL parses");
-    config.database_url = url_of_db.database(&name).to_url_lossy().to_string();
-    config.migration_database_url = None;
+    let own = flashgate_tests::support::own_services(test_config(), "silent_hook").await;
+    let mut config = own.config.clone();
     config.shutdown_timeout_ms = 5_000;
     let o = TestOrigin::start_with(config).await;
     let (endpoint, _) = register(&o, &url, &["claim.held"]).await;
@@ -405,7 +400,7 @@ async fn shutdown_does_not_wait_for_a_webhook_receiver_that_never_answers() {
     o.stop().await;
     let took = started.elapsed();
     drop(held);
-    flashgate_tests::support::drop_db(&name).await;
+    own.release().await;
     assert!(took < Duration::from_secs(5), "shutdown took {took:?}");
     assert_eq!(tasks.len(), 0, "every task was joined");
 }

@@ -6,25 +6,27 @@
 //! A delivery whose calls all lose their reply fails, is retried by a manager and delivered
 //! once; its delivery history keeps every call, the failure and the retry, in order.
 //!
-//! The scenarios run one at a time (the first two in one test, the tests behind [`RELAYS`]): a
-//! relay takes every pending row of the database, so two relays with two simulators side by
-//! side would take each other's rows.
+//! Each test's origins run on a database of their own ([`own_services`]): a relay takes every
+//! pending row of its database, so relays of two tests side by side on one database would take
+//! each other's rows.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use flashgate_provider_sim::{spawn, Faults, Running};
 use flashgate_tests::gifts::{campaign, fulfil, key, members, msisdn, retry};
-use flashgate_tests::support::{eventually, TestOrigin};
+use flashgate_tests::support::{eventually, own_services, test_config, OwnServices, TestOrigin};
 use futures::future::join_all;
 
-/// Held by each test of this file while its relays run (see the module documentation).
-static RELAYS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// An origin whose relay calls `sim`; its lease on a taken row is twice
-/// `provider_timeout_ms` plus a second (origin/src/gifts/relay.rs).
-async fn relaying_origin(sim: &Running, max_attempts: i32, provider_timeout_ms: u64) -> TestOrigin {
-    let mut config = flashgate_tests::support::test_config();
+/// An origin on the test's services `own` whose relay calls `sim`; its lease on a taken row is
+/// twice `provider_timeout_ms` plus a second (origin/src/gifts/relay.rs).
+async fn relaying_origin(
+    own: &OwnServices,
+    sim: &Running,
+    max_attempts: i32,
+    provider_timeout_ms: u64,
+) -> TestOrigin {
+    let mut config = own.config.clone();
     config.gifts.gift_test_clock = true;
     config.gifts.gift_provider_url = Some(sim.url.clone());
     config.gifts.gift_provider_timeout_ms = provider_timeout_ms;
@@ -101,7 +103,7 @@ async fn drained(o: &TestOrigin, c: &str) -> (i64, i64) {
 
 #[tokio::test]
 async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_never_credit_twice() {
-    let _one_at_a_time = RELAYS.lock().await;
+    let own = own_services(test_config(), "gift_relay").await;
     // 1. 1,000 fulfilments, 20 % timeouts, 10 % accept-then-timeout.
     let sim = spawn(
         "127.0.0.1:0".parse().unwrap(),
@@ -114,7 +116,7 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
     )
     .await
     .unwrap();
-    let o = relaying_origin(&sim, 20, 300).await;
+    let o = relaying_origin(&own, &sim, 20, 300).await;
     let c = campaign(&o, &[("s1", 2_000, &[])]).await;
     let ours = grant(&o, &c, 1_000).await;
     assert_eq!(
@@ -162,8 +164,8 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
     // A lease (5 s) no batch outlasts, even on a loaded machine: the assertion below is that
     // two relays never take the same row, not that a lapsed lease is never taken over (which
     // the relay allows on purpose, the provider's idempotency key making it safe).
-    let a = relaying_origin(&sim, 20, 2_000).await;
-    let b = relaying_origin(&sim, 20, 2_000).await;
+    let a = relaying_origin(&own, &sim, 20, 2_000).await;
+    let b = relaying_origin(&own, &sim, 20, 2_000).await;
     let c = campaign(&a, &[("s1", 5_000, &[])]).await;
     let (first, second) = futures::join!(grant(&a, &c, 300), async {
         // B grants to subscribers of its own at the same time (same campaign).
@@ -211,7 +213,7 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
     )
     .await
     .unwrap();
-    let o = relaying_origin(&sim, 4, 300).await;
+    let o = relaying_origin(&own, &sim, 4, 300).await;
     let c = campaign(&o, &[("s1", 2_000, &[])]).await;
     let ours = grant(&o, &c, 3).await;
     assert_eq!(drained(&o, &c).await, (0, 3));
@@ -249,6 +251,7 @@ async fn provider_faults_still_end_in_exactly_one_credit_each_and_two_relays_nev
     assert_eq!(sim.sim.ledger().count, 1);
     o.stop().await;
     sim.stop();
+    own.release().await;
 }
 
 /// One history entry as the test compares it: outcome, attempt, answer, actor.
@@ -256,7 +259,7 @@ type Entry = (String, Option<i64>, Option<String>, Option<String>);
 
 #[tokio::test]
 async fn a_retried_delivery_keeps_every_failed_attempt_in_its_history() {
-    let _one_at_a_time = RELAYS.lock().await;
+    let own = own_services(test_config(), "gift_relay").await;
     // Every call credits, then its reply is lost (the provider hangs past the origin's 300 ms
     // timeout): 8 attempts, then `failed`.
     let sim = spawn(
@@ -269,7 +272,7 @@ async fn a_retried_delivery_keeps_every_failed_attempt_in_its_history() {
     )
     .await
     .unwrap();
-    let o = relaying_origin(&sim, 8, 300).await;
+    let o = relaying_origin(&own, &sim, 8, 300).await;
     let c = campaign(&o, &[("s1", 2_000, &[])]).await;
     let ours = grant(&o, &c, 1).await;
     let id = ours.keys().next().unwrap().clone();
@@ -361,6 +364,7 @@ async fn a_retried_delivery_keeps_every_failed_attempt_in_its_history() {
     assert_eq!(s, 401);
     o.stop().await;
     sim.stop();
+    own.release().await;
 }
 
 /// A fulfilment id nobody was granted.

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use flashgate_origin::migrate::{self, SchemaTooOld};
 use flashgate_origin::server;
-use flashgate_tests::support::{drop_db, eventually, fresh_db, test_config, TestOrigin};
-use sqlx::postgres::PgConnectOptions;
+use flashgate_tests::support::{
+    drop_db, eventually, fresh_db, own_services, test_config, TestOrigin,
+};
 use sqlx::{ConnectOptions, PgPool};
 use tokio_util::sync::CancellationToken;
 
@@ -132,17 +133,12 @@ async fn a_panicking_background_pass_is_logged_and_the_loop_goes_on() {
 
 #[tokio::test]
 async fn readyz_stays_ready_under_concurrent_probes() {
-    // A database of its own (reached the way DATABASE_URL is: through the pooler in the
-    // pooler leg) with three live campaigns whose gates readyz checks on every probe: the
+    // A database (and Redis database) of its own (reached the way DATABASE_URL is: through the
+    // pooler in the pooler leg) with three live campaigns whose gates readyz checks on every probe: the
     // suite database holds the campaigns of every earlier test, some with gates in another
     // Redis (the cluster leg), which would measure those tests rather than the pooler.
-    let (name, direct) = fresh_db("readyz").await;
-    migrate::run(&direct).await.expect("migrates");
-    let mut config = test_config();
-    let url: PgConnectOptions = config.database_url.parse().expect("URL parses");
-    config.database_url = url.database(&name).to_url_lossy().to_string();
-    config.migration_database_url = None;
-    let origin = TestOrigin::start_with(config).await;
+    let own = own_services(test_config(), "readyz").await;
+    let origin = TestOrigin::start_with(own.config.clone()).await;
     for stock in [5, 50, 500] {
         origin.campaign("sale", stock).await;
     }
@@ -169,5 +165,5 @@ async fn readyz_stays_ready_under_concurrent_probes() {
         }
     }
     origin.stop().await;
-    drop_db(&name).await;
+    own.release().await;
 }

@@ -1,38 +1,30 @@
 //! `/readyz` against a real origin, PostgreSQL and Redis (one server, or the cluster in the
 //! cluster leg of scripts/test): ready, degraded while a gate loads, not ready while a gate is
 //! lost, and no flap once ready while many gates reload under concurrent probes. Each test
-//! runs on a database of its own, so the campaigns other tests leave in the suite database
-//! (whose gates live in other Redis databases) are not what it measures.
+//! runs on a database and a Redis database of its own, so the campaigns other tests leave in
+//! the suite database are not what it measures.
 
 use std::time::Duration;
 
 use flashgate_origin::config::Config;
 use flashgate_origin::gate::{load, Gate, Keys};
-use flashgate_origin::migrate;
 use flashgate_tests::support::{
-    drop_db, eventually, fresh_db, lose_redis_state, redis_of, redis_url_with_db, test_config,
-    unique, TestOrigin,
+    eventually, lose_redis_state, own_services, redis_of, test_config, unique, OwnServices,
+    TestOrigin,
 };
 use futures::future::join_all;
 use redis::AsyncCommands;
 use serde_json::Value;
-use sqlx::postgres::PgConnectOptions;
-use sqlx::ConnectOptions;
 
 /// Deadline of the polls in these tests.
 const WAIT: Duration = Duration::from_secs(20);
 
-/// An origin on a fresh database (`tag`) and Redis database `redis_db` (the shared database 0
-/// on a cluster); returns it, its configuration and the database name.
-async fn origin_on_fresh_db(tag: &str, redis_db: u8) -> (TestOrigin, Config, String) {
-    let (name, direct) = fresh_db(tag).await;
-    migrate::run(&direct).await.expect("migrates");
-    let mut config = test_config();
-    let url: PgConnectOptions = config.database_url.parse().expect("URL parses");
-    config.database_url = url.database(&name).to_url_lossy().to_string();
-    config.migration_database_url = None;
-    config.redis_url = redis_url_with_db(redis_db);
-    (TestOrigin::start_with(config.clone()).await, config, name)
+/// An origin on services of its own ([`own_services`]: a database, and a Redis database, the
+/// shared database 0 on a cluster); returns it, its configuration and its services.
+async fn origin_on_own_services(tag: &str) -> (TestOrigin, Config, OwnServices) {
+    let own = own_services(test_config(), tag).await;
+    let config = own.config.clone();
+    (TestOrigin::start_with(config.clone()).await, config, own)
 }
 
 /// `GET /readyz` of `o`: status and body.
@@ -60,7 +52,7 @@ async fn until_ready(o: &TestOrigin, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_reports_a_lost_gate_and_reloads_it_without_any_claim() {
-    let (o, config, name) = origin_on_fresh_db("readyz_lost", 6).await;
+    let (o, config, own) = origin_on_own_services("readyz_lost").await;
     let c = o.campaign("sale", 4).await;
     until_ready(&o, "readyz before the loss").await;
     let mut r = redis_of(&config).await;
@@ -79,12 +71,12 @@ async fn readyz_reports_a_lost_gate_and_reloads_it_without_any_claim() {
     let (s, _) = o.claim(&c, &unique("ana"), "k").await;
     assert_eq!(s, 201);
     o.stop().await;
-    drop_db(&name).await;
+    own.release().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_is_degraded_not_down_while_a_gate_loads() {
-    let (o, config, name) = origin_on_fresh_db("readyz_loading", 6).await;
+    let (o, config, own) = origin_on_own_services("readyz_loading").await;
     let (c, other) = (o.campaign("sale", 4).await, o.campaign("giveaway", 4).await);
     until_ready(&o, "readyz before the load").await;
     // A load under way: its lock held, the gate not loaded yet.
@@ -117,12 +109,12 @@ async fn readyz_is_degraded_not_down_while_a_gate_loads() {
     let remaining: i64 = r.get(&k.remaining).await.unwrap();
     assert_eq!(remaining, 4);
     o.stop().await;
-    drop_db(&name).await;
+    own.release().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_ready_origin_stays_ready_while_many_gates_reload_under_concurrent_probes() {
-    let (o, config, name) = origin_on_fresh_db("readyz_many", 5).await;
+    let (o, config, own) = origin_on_own_services("readyz_many").await;
     let mut campaigns = Vec::new();
     for i in 0..12 {
         campaigns.push(o.campaign("sale", 5 + i).await);
@@ -165,7 +157,7 @@ async fn a_ready_origin_stays_ready_while_many_gates_reload_under_concurrent_pro
         "no gate was loaded again"
     );
     o.stop().await;
-    drop_db(&name).await;
+    own.release().await;
 }
 
 /// The `loaded` time of shard 0 of each campaign.
@@ -184,7 +176,7 @@ async fn a_load_for_a_gate_seen_unloaded_leaves_a_loaded_gate_alone() {
     // does: `load_missing` checks again under the load lock and leaves the gate loaded (a full
     // reload would unload every shard for its duration: the /readyz flap). A reload on purpose
     // (`load`) still replaces it.
-    let (o, config, name) = origin_on_fresh_db("readyz_missing", 6).await;
+    let (o, config, own) = origin_on_own_services("readyz_missing").await;
     let c = o.sharded_campaign("giveaway", 40, 4).await;
     let mut gate = Gate::new(redis_of(&config).await);
     let db = flashgate_origin::db::Db::from(o.db.clone());
@@ -204,5 +196,5 @@ async fn a_load_for_a_gate_seen_unloaded_leaves_a_loaded_gate_alone() {
     assert_ne!(loaded_at_all(&config, &[&c]).await, before);
     assert!(load::is_loaded(&mut gate, &c).await.unwrap());
     o.stop().await;
-    drop_db(&name).await;
+    own.release().await;
 }

@@ -15,11 +15,14 @@ use flashgate_tests::history::read::{campaigns_of, read_history, read_record, Re
 use flashgate_tests::history::record::{OpKind, Operation};
 use flashgate_tests::history::writer::{HistoryWriter, Recorder};
 use flashgate_tests::stampede::{run_stampede, Args};
-use flashgate_tests::support::{direct_database_url, unique, TestOrigin};
+use flashgate_tests::support::{own_services, test_config, unique, OwnServices, TestOrigin};
 use serde_json::json;
 
-/// A recorded run: the origin, the two campaigns (sold out, with units left) and their history.
+/// A recorded run: the origin on services of its own (the checks doctor its rows: a campaign
+/// with more `remaining` than its stock would stop every sweeper of a shared database), the
+/// two campaigns (sold out, with units left) and their history.
 struct Recorded {
+    own: OwnServices,
     o: TestOrigin,
     dir: PathBuf,
     sold_out: String,
@@ -39,7 +42,11 @@ async fn stampede(
 ) -> (String, Vec<Operation>) {
     let path = dir.join(format!("{}.jsonl", unique("history")));
     let secret = String::from_utf8(o.customer_secret()).expect("a text secret");
-    let db = direct_database_url();
+    let db = o
+        .config
+        .migration_database_url
+        .clone()
+        .unwrap_or_else(|| o.config.database_url.clone());
     let (stock, customers, tries) = (stock.to_string(), customers.to_string(), tries.to_string());
     let mut argv = vec![
         "stampede",
@@ -83,7 +90,8 @@ async fn stampede(
 }
 
 async fn recorded() -> Recorded {
-    let o = TestOrigin::start().await;
+    let own = own_services(test_config(), "history").await;
+    let o = TestOrigin::start_with(own.config.clone()).await;
     let dir = std::env::temp_dir().join(unique("history-checker"));
     std::fs::create_dir_all(&dir).expect("temp dir");
     // Sells out: 3 units, 12 customers; every winner retries her key after the sell-out.
@@ -92,6 +100,7 @@ async fn recorded() -> Recorded {
     let (units_left, more) = stampede(&o, &dir, 10, 4, 6, &[]).await;
     history.extend(more);
     Recorded {
+        own,
         o,
         dir,
         sold_out,
@@ -102,7 +111,7 @@ async fn recorded() -> Recorded {
 
 impl Recorded {
     async fn record(&self) -> Record {
-        read_record(&direct_database_url(), &campaigns_of(&self.history))
+        read_record(self.own.direct_url(), &campaigns_of(&self.history))
             .await
             .expect("the record reads")
     }
@@ -337,6 +346,7 @@ async fn a_clean_history_passes_and_each_doctored_one_fails_its_check() {
 
     let _ = std::fs::remove_dir_all(&r.dir);
     r.o.stop().await;
+    r.own.release().await;
 }
 
 /// Writes `ops` as a history file.
@@ -348,12 +358,12 @@ fn write(path: &Path, ops: &[Operation]) {
     std::fs::write(path, lines.join("\n") + "\n").expect("history written");
 }
 
-fn check_history(path: &Path, json: &Path) -> (i32, String, String) {
+fn check_history(r: &Recorded, path: &Path, json: &Path) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_check_history"))
         .arg(path)
         .arg("--json")
         .arg(json)
-        .env("DATABASE_URL", direct_database_url())
+        .env("DATABASE_URL", r.own.direct_url())
         .output()
         .expect("check_history runs");
     (
@@ -369,7 +379,7 @@ async fn the_binary_exits_0_1_and_2() {
     let (path, json) = (r.dir.join("history.jsonl"), r.dir.join("result.json"));
 
     write(&path, &r.history);
-    let (code, out, err) = check_history(&path, &json);
+    let (code, out, err) = check_history(&r, &path, &json);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("history check: PASS"), "{out}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
@@ -389,7 +399,7 @@ async fn the_binary_exits_0_1_and_2() {
     (broken.status, broken.body) = (Some(500), json!({"result": "internal", "message": "x"}));
     h.push(broken);
     write(&path, &h);
-    let (code, out, err) = check_history(&path, &json);
+    let (code, out, err) = check_history(&r, &path, &json);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("FAIL (contract)"), "{out}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
@@ -398,14 +408,15 @@ async fn the_binary_exits_0_1_and_2() {
     let mut text = std::fs::read_to_string(&path).unwrap();
     text.push_str("{\"seq\": \"not an operation\"}\n");
     std::fs::write(&path, text).unwrap();
-    let (code, out, err) = check_history(&path, &json);
+    let (code, out, err) = check_history(&r, &path, &json);
     assert_eq!(code, 2, "{out}{err}");
     assert!(err.contains(&format!("line {}", h.len() + 1)), "{err}");
 
-    let (code, _, err) = check_history(&r.dir.join("missing.jsonl"), &json);
+    let (code, _, err) = check_history(&r, &r.dir.join("missing.jsonl"), &json);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("cannot read the history"), "{err}");
 
     let _ = std::fs::remove_dir_all(&r.dir);
     r.o.stop().await;
+    r.own.release().await;
 }

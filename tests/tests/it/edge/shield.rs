@@ -9,12 +9,10 @@ use std::time::{Duration, Instant};
 
 use flashgate_shared::campaign_index::{CampaignIndex, CONTENT_TYPE, INDEX_PATH};
 use flashgate_tests::support::{
-    drop_db, edge_headers, edge_with as edge, fresh_db, get, reply, send_claim, signed_test_config,
+    edge_headers, edge_with as edge, get, own_services, reply, send_claim, signed_test_config,
     status_url, unique, ClaimReq, EdgeSettings, Reply, TestEdge, TestOrigin, TEST_EDGE_SECRET,
 };
 use futures::future::join_all;
-use sqlx::postgres::PgConnectOptions;
-use sqlx::ConnectOptions;
 
 fn index_fetches(o: &TestOrigin) -> u64 {
     o.origin_count(|m| &m.index_requests)
@@ -433,13 +431,8 @@ async fn the_index_route_takes_the_edge_or_the_service_token_and_answers_304_whe
 /// The index's size and refresh cost for 100,000 campaigns at a real origin over HTTP, printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn index_figures_for_100_000_campaigns() {
-    let (name, direct) = fresh_db("index100k").await;
-    flashgate_origin::migrate::run(&direct)
-        .await
-        .expect("migrates");
-    let pool = sqlx::PgPool::connect_with(direct.clone())
-        .await
-        .expect("pool");
+    let own = own_services(signed_test_config(), "index100k").await;
+    let pool = sqlx::PgPool::connect(own.direct_url()).await.expect("pool");
     // Ended yesterday: listed (kept 7 days), and no gate to load at start-up.
     sqlx::query(
         "INSERT INTO campaigns (id, name, kind, stock, remaining, starts_at, ends_at, hold_seconds)
@@ -459,11 +452,7 @@ async fn index_figures_for_100_000_campaigns() {
         .expect("ids");
     let query_t = t.elapsed();
     assert_eq!(ids.len(), 100_000);
-    let mut config = signed_test_config();
-    let url: PgConnectOptions = config.database_url.parse().expect("URL parses");
-    config.database_url = url.database(&name).to_url_lossy().to_string();
-    config.migration_database_url = None;
-    let o = TestOrigin::start_with(config).await;
+    let o = TestOrigin::start_with(own.config.clone()).await;
     let url = format!("{}{INDEX_PATH}", o.url);
     let service = o.config.service_token.expose().to_string();
     let fetch = |tag: Option<String>| {
@@ -504,5 +493,5 @@ async fn index_figures_for_100_000_campaigns() {
     );
     o.stop().await;
     pool.close().await;
-    drop_db(&name).await;
+    own.release().await;
 }

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use flashgate_origin::config::Config;
 use flashgate_shared::api::{PayRequest, ReleaseRequest};
-use flashgate_tests::support::{drop_db, eventually, unique, TestOrigin};
-use flashgate_tests::webhooks::{self, own_database, register, Received, Receiver, ALL_TYPES};
+use flashgate_tests::support::{eventually, own_services, test_config, unique, TestOrigin};
+use flashgate_tests::webhooks::{self, register, Received, Receiver, ALL_TYPES};
 use serde_json::json;
 use sqlx::PgPool;
 
@@ -144,7 +144,8 @@ async fn leased(db: &PgPool) -> BTreeSet<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_event_survives_500s_429s_and_a_relay_killed_mid_call_in_order_by_sequence() {
-    let (db_name, config) = own_database("wh_faults").await;
+    let own = own_services(test_config(), "wh_faults").await;
+    let config = own.config.clone();
     let o = TestOrigin::start_with(config.clone()).await;
     let doomed = Doomed::start(config);
     let db = &o.db;
@@ -347,5 +348,5 @@ async fn every_event_survives_500s_429s_and_a_relay_killed_mid_call_in_order_by_
     );
 
     o.stop().await;
-    drop_db(&db_name).await;
+    own.release().await;
 }

@@ -3,42 +3,33 @@
 //! reconcile still answers from PostgreSQL, and a purge is refused while the campaign is live
 //! or holds are outstanding and changes nothing then.
 //!
-//! Each test runs its origin on a database of its own and Redis database 12 (database 0,
+//! Each test runs its origin on a database and a Redis database of its own (database 0,
 //! shared, on a cluster: the tests look only at their own campaigns' keys).
 
 use std::time::Duration;
 
 use chrono::Utc;
-use flashgate_origin::config::Config;
-use flashgate_origin::migrate;
 use flashgate_origin::repair::keys;
 use flashgate_shared::api::{CampaignKind, ChangeAction, ChangeRequest, NewCampaign, PayRequest};
 use flashgate_tests::support::room;
 use flashgate_tests::support::scrape::Scrape;
 use flashgate_tests::support::{
-    drop_db, eventually, fresh_db, queue_config, redis_of, redis_url_with_db, unique, TestOrigin,
+    eventually, own_services, queue_config, redis_of, unique, OwnServices, TestOrigin,
 };
 use reqwest::Method;
 use serde_json::Value;
-use sqlx::postgres::PgConnectOptions;
-use sqlx::ConnectOptions;
 
 /// Deadline of the polls in these tests.
 const WAIT: Duration = Duration::from_secs(60);
 
-/// An origin (signed claims, as behind the edge) on a fresh database (`tag`) and Redis
-/// database 12, keeping ended campaigns' keys `grace_seconds`; returns it and the database
-/// name.
-async fn origin(tag: &str, grace_seconds: u64) -> (TestOrigin, String) {
-    let (name, direct) = fresh_db(tag).await;
-    migrate::run(&direct).await.expect("migrates");
-    let mut config: Config = queue_config();
-    let url: PgConnectOptions = config.database_url.parse().expect("URL parses");
-    config.database_url = url.database(&name).to_url_lossy().to_string();
-    config.migration_database_url = None;
-    config.redis_url = redis_url_with_db(12);
+/// An origin (signed claims, as behind the edge) on services of its own ([`own_services`]:
+/// the clean-up counts every key of its Redis database), keeping ended campaigns' keys
+/// `grace_seconds`; returns it and its services.
+async fn origin(tag: &str, grace_seconds: u64) -> (TestOrigin, OwnServices) {
+    let own = own_services(queue_config(), tag).await;
+    let mut config = own.config.clone();
     config.ended_keys_grace_seconds = grace_seconds;
-    (TestOrigin::start_with(config).await, name)
+    (TestOrigin::start_with(config).await, own)
 }
 
 /// A sale of `stock` units started a minute ago, ending in an hour, holds of `hold_seconds`,
@@ -201,7 +192,7 @@ async fn an_ended_sale_leaves_no_redis_key_after_the_grace_and_reconcile_still_a
     let (s, b) = purge(&o, &c).await;
     assert_eq!((s, b["keys_deleted"].as_u64()), (200, Some(0)), "{b}");
     o.stop().await;
-    drop_db(&db).await;
+    db.release().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -258,7 +249,7 @@ async fn a_purge_is_refused_while_live_or_held_and_then_deletes_every_key() {
     let (s, b) = purge(&o, "no-such-campaign").await;
     assert_eq!(s, 404, "{b}");
     o.stop().await;
-    drop_db(&db).await;
+    db.release().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -284,5 +275,5 @@ async fn flashgate_admin_purge_exits_refused_while_live_and_ok_once_ended() {
     assert_eq!(keys_of(&o, &c).await, Vec::<String>::new());
     assert_eq!(run(purge("no-such-campaign")).await, exit::NOT_FOUND);
     o.stop().await;
-    drop_db(&db).await;
+    db.release().await;
 }

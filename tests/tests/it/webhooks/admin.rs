@@ -2,8 +2,8 @@
 //! is refused with the documented 4xx and changes nothing; writes are audited and idempotent;
 //! a stampede's losers write no event; deliveries are listed and replayed.
 
-use flashgate_tests::support::{drop_db, unique, TestOrigin};
-use flashgate_tests::webhooks::{own_database, register, unregister};
+use flashgate_tests::support::{own_services, test_config, unique, TestOrigin};
+use flashgate_tests::webhooks::{register, unregister};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -19,7 +19,8 @@ async fn endpoint_count(o: &TestOrigin) -> i64 {
 #[tokio::test]
 async fn bad_endpoint_writes_are_refused_with_422_and_change_nothing() {
     // A database of its own: the other tests of this binary create endpoints meanwhile.
-    let (db, mut config) = own_database("wh_bad").await;
+    let own = own_services(test_config(), "wh_bad").await;
+    let mut config = own.config.clone();
     config.webhooks.webhook_allow_private = false;
     let o = TestOrigin::start_with(config).await;
     let token = o.manager_token().to_string();
@@ -145,7 +146,7 @@ async fn bad_endpoint_writes_are_refused_with_422_and_change_nothing() {
     }
     unregister(&o, &id).await;
     o.stop().await;
-    drop_db(&db).await;
+    own.release().await;
 }
 
 #[tokio::test]

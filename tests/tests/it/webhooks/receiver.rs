@@ -13,9 +13,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use flashgate_shared::api::{PayRequest, ReleaseRequest};
-use flashgate_tests::support::{drop_db, eventually, unique, TestOrigin};
+use flashgate_tests::support::{eventually, own_services, test_config, unique, TestOrigin};
 use flashgate_tests::webhooks::{
-    extend, own_database, register, unregister, DeadEndpoint, Received, Receiver, ALL_TYPES,
+    extend, register, unregister, DeadEndpoint, Received, Receiver, ALL_TYPES,
 };
 use serde_json::{json, Value};
 
@@ -356,7 +356,8 @@ async fn a_receiver_answering_410_disables_its_endpoint_with_an_audit_row() {
 #[tokio::test]
 async fn a_receiver_that_never_answers_delays_only_its_own_deliveries() {
     // A database of its own: only this origin relays, and only these two endpoints exist.
-    let (db, config) = own_database("wh_fair").await;
+    let own = own_services(test_config(), "wh_fair").await;
+    let config = own.config.clone();
     let o = TestOrigin::start_with(config).await;
     let r = Receiver::start().await;
     let dead = DeadEndpoint::start().await;
@@ -414,5 +415,5 @@ async fn a_receiver_that_never_answers_delays_only_its_own_deliveries() {
     assert_eq!(attempts.len(), n + 1);
     assert!(attempts.iter().sum::<i32>() <= 1, "{attempts:?}");
     o.stop().await;
-    drop_db(&db).await;
+    own.release().await;
 }

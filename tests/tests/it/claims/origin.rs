@@ -7,8 +7,8 @@ use std::time::Duration;
 use flashgate_origin::gate::Keys;
 use flashgate_tests::support::idempotency_record_key;
 use flashgate_tests::support::{
-    claim_at, count_replies, customers, eventually, lose_redis_state, redis_conn,
-    redis_url_with_db, test_config, unique, TestOrigin,
+    claim_at, count_replies, customers, eventually, lose_redis_state, own_services, redis_conn,
+    test_config, unique, TestOrigin,
 };
 use futures::future::join_all;
 use redis::AsyncCommands;
@@ -177,9 +177,9 @@ async fn a_retry_after_an_origin_restart_gets_the_same_claim() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn redis_flushed_mid_run_never_oversells_and_recovers() {
-    // A Redis database of its own: this test flushes it.
-    let mut config = test_config();
-    config.redis_url = redis_url_with_db(7);
+    // A Redis database of its own, as this test empties it, and so a database of its own.
+    let own = own_services(test_config(), "redis_flushed").await;
+    let config = own.config.clone();
     let o = TestOrigin::start_with(config.clone()).await;
     let c = o.campaign("sale", 30).await;
     let people = customers(200);
@@ -226,6 +226,7 @@ async fn redis_flushed_mid_run_never_oversells_and_recovers() {
         .collect();
     assert_eq!(distinct.len(), 30);
     o.stop().await;
+    own.release().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

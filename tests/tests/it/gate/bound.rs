@@ -6,6 +6,9 @@
 //! `remaining` and then the gate's: the gate's `remaining` may only be at or below it (takes
 //! leave the gate before their commit; no unit comes back meanwhile). The repair times are
 //! printed; only the documented bound is waited for.
+//!
+//! Redis refuses the restock's writes through an ACL user of the test's own, the origin's only:
+//! `CONFIG SET maxmemory` would refuse every writer of the server, every other test's too.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -16,15 +19,11 @@ use flashgate_origin::gate::{self, Keys};
 use flashgate_shared::api::{ChangeRequest, ReleaseRequest};
 use flashgate_tests::support::{
     assert_reconciled, count_replies, customers, eventually_timed, gate_remaining, redis_conn,
-    unique, TestOrigin,
+    redis_url, test_config, unique, TestOrigin,
 };
-use tokio::sync::Mutex;
 
 /// The documented bound on repairing drift (docs/ARCHITECTURE.md, "Gate audit").
 const REPAIRED_WITHIN: Duration = Duration::from_secs(5);
-
-/// One test at a time: one of them makes the shared Redis refuse writes for a moment.
-static SERIAL: Mutex<()> = Mutex::const_new(());
 
 /// A running sampler: its stop flag, and its task, which returns every (gate, PostgreSQL) pair
 /// where the gate allowed more than PostgreSQL, and how many samples it took.
@@ -93,9 +92,63 @@ async fn gate_agrees(o: &TestOrigin, c: &str) {
     .await;
 }
 
+/// A Redis ACL user of this test's own (every command, key and channel), whose writes can be
+/// refused and allowed again; removed when dropped.
+struct WriteSwitch {
+    name: String,
+    password: String,
+}
+
+impl WriteSwitch {
+    async fn new() -> Self {
+        let s = WriteSwitch {
+            name: unique("fg-bound"),
+            password: unique("pw"),
+        };
+        s.acl(&["on", &format!(">{}", s.password), "~*", "&*", "+@all"])
+            .await;
+        s
+    }
+
+    /// `ACL SETUSER <name> <rules>`; it applies to the user's open connections at once.
+    async fn acl(&self, rules: &[&str]) {
+        let mut r = redis_conn().await;
+        let _: () = redis::cmd("ACL")
+            .arg("SETUSER")
+            .arg(&self.name)
+            .arg(rules)
+            .query_async(&mut r)
+            .await
+            .unwrap();
+    }
+
+    /// The test Redis URL, logged in as this user.
+    fn url(&self) -> String {
+        let url = redis_url();
+        let (scheme, rest) = url.split_once("://").expect("a Redis URL");
+        let host = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+        format!("{scheme}://{}:{}@{host}", self.name, self.password)
+    }
+}
+
+impl Drop for WriteSwitch {
+    fn drop(&mut self) {
+        let deleted = redis::Client::open(redis_url())
+            .and_then(|c| c.get_connection())
+            .and_then(|mut c| {
+                redis::cmd("ACL")
+                    .arg("DELUSER")
+                    .arg(&self.name)
+                    .query::<i64>(&mut c)
+            });
+        if let Err(e) = deleted {
+            eprintln!("ACL DELUSER {}: {e}", self.name);
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_correction_racing_commits_lowers_the_gate_to_postgresql_and_no_further() {
-    let _one = SERIAL.lock().await;
     let o = TestOrigin::start().await;
     for shards in [1, 4] {
         let c = o.sharded_campaign("sale", 40, shards).await;
@@ -123,8 +176,10 @@ async fn a_correction_racing_commits_lowers_the_gate_to_postgresql_and_no_furthe
 
 #[tokio::test]
 async fn a_restock_whose_redis_write_fails_reaches_the_gate_by_the_audit_and_no_further() {
-    let _one = SERIAL.lock().await;
-    let o = TestOrigin::start().await;
+    let writes = WriteSwitch::new().await;
+    let mut config = test_config();
+    config.redis_url = writes.url();
+    let o = TestOrigin::start_with(config).await;
     let c = o.campaign("sale", 10).await;
     let first = customers(10);
     assert_eq!(
@@ -132,17 +187,11 @@ async fn a_restock_whose_redis_write_fails_reaches_the_gate_by_the_audit_and_no_
         10
     );
     let sampling = sampler(&o, &c);
-    // Redis refuses writes while a manager restocks by 5: PostgreSQL has them, the gate not.
-    let mut r = redis_conn().await;
-    let set =
-        |k: &'static str, v: &'static str| redis::cmd("CONFIG").arg("SET").arg(k).arg(v).clone();
-    let _: () = set("maxmemory-policy", "noeviction")
-        .query_async(&mut r)
-        .await
-        .unwrap();
-    let _: () = set("maxmemory", "1").query_async(&mut r).await.unwrap();
+    // Redis refuses the origin's writes while a manager restocks by 5: PostgreSQL has them,
+    // the gate not.
+    writes.acl(&["-@write"]).await;
     let (status, reply) = o.change(&c, ChangeRequest::restock(5)).await;
-    let _: () = set("maxmemory", "0").query_async(&mut r).await.unwrap();
+    writes.acl(&["+@all"]).await;
     assert_eq!(status, 200, "{reply}");
     assert_eq!(reply["gate"], "pending", "{reply}");
     let restocked = Instant::now();
@@ -181,7 +230,6 @@ async fn a_restock_whose_redis_write_fails_reaches_the_gate_by_the_audit_and_no_
 
 #[tokio::test]
 async fn give_backs_racing_each_other_and_new_claims_never_lift_the_gate_above_postgresql() {
-    let _one = SERIAL.lock().await;
     let o = TestOrigin::start().await;
     let c = o.held_sale(20, 600).await;
     let holders = o.winners(&c, 20).await;

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use flashgate_provider_sim::{spawn, Faults};
 use flashgate_tests::gifts::{campaign, fulfil, key, members, msisdn, retry};
-use flashgate_tests::support::{eventually, test_config, unique, TestOrigin};
+use flashgate_tests::support::{
+    eventually, own_services, test_config, unique, OwnServices, TestOrigin,
+};
 use flashgate_tests::webhooks::{register, unregister, Received, Receiver};
 use serde_json::Value;
 
@@ -177,15 +179,13 @@ async fn code_uses_send_held_then_used_or_released_by_the_shop_or_the_sweeper() 
     unregister(&o, &endpoint).await;
 }
 
-/// Held by each gift test while its origin runs: a gift relay takes every pending row of the
-/// database, so two tests' relays side by side would call each other's simulators.
-static GIFT_RELAYS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// A gift campaign (segment `s1`, 2,000 minor units) on an origin relaying to the provider
 /// simulator (one attempt per delivery), and a receiver subscribed to the `gift.*` events.
-/// Holds [`GIFT_RELAYS`] (the origin's tasks end with the test's runtime).
+/// The origin runs on a database of its own ([`own_services`]): a gift relay takes every
+/// pending row of its database, so two tests' relays on one database would call each other's
+/// simulators.
 struct GiftSale {
-    one_at_a_time: tokio::sync::MutexGuard<'static, ()>,
+    own: OwnServices,
     sim: flashgate_provider_sim::Running,
     o: TestOrigin,
     r: Receiver,
@@ -195,11 +195,11 @@ struct GiftSale {
 
 impl GiftSale {
     async fn start() -> Self {
-        let one_at_a_time = GIFT_RELAYS.lock().await;
+        let own = own_services(test_config(), "gift_events").await;
         let sim = spawn("127.0.0.1:0".parse().unwrap(), Faults::none())
             .await
             .unwrap();
-        let mut config = test_config();
+        let mut config = own.config.clone();
         config.gifts.gift_test_clock = true;
         config.gifts.gift_provider_url = Some(sim.url.clone());
         config.gifts.gift_provider_timeout_ms = 2_000;
@@ -212,7 +212,7 @@ impl GiftSale {
         r.secrets(&[&secret]).await;
         let c = campaign(&o, &[("s1", 2_000, &[])]).await;
         GiftSale {
-            one_at_a_time,
+            own,
             sim,
             o,
             r,
@@ -225,7 +225,7 @@ impl GiftSale {
 #[tokio::test]
 async fn a_gift_grant_sends_granted_then_delivered_or_failed_as_the_provider_settles_it() {
     let GiftSale {
-        one_at_a_time: _one_at_a_time,
+        own,
         sim,
         o,
         r,
@@ -296,12 +296,14 @@ async fn a_gift_grant_sends_granted_then_delivered_or_failed_as_the_provider_set
     once_and_verified(&r, &got).await;
     unregister(&o, &endpoint).await;
     sim.stop();
+    o.stop().await;
+    own.release().await;
 }
 
 #[tokio::test]
 async fn a_managers_retry_of_a_failed_gift_sends_granted_again_then_delivered() {
     let GiftSale {
-        one_at_a_time: _one_at_a_time,
+        own,
         sim,
         o,
         r,
@@ -349,4 +351,6 @@ async fn a_managers_retry_of_a_failed_gift_sends_granted_again_then_delivered() 
     once_and_verified(&r, &got).await;
     unregister(&o, &endpoint).await;
     sim.stop();
+    o.stop().await;
+    own.release().await;
 }

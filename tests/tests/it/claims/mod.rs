@@ -1,0 +1,8 @@
+//! The claim path: concurrent claims at the origin, the sold-out fast path, reading a claim back,
+//! the claims feed, and the history checker.
+
+mod feed;
+mod history_checker;
+mod lookup;
+mod origin;
+mod sold_out_fast_path;

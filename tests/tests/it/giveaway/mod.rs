@@ -1,0 +1,3 @@
+//! Giveaway coupons redeemed in store.
+
+mod redeem;

@@ -1,0 +1,5 @@
+//! Promo codes: the code service, its concurrency, and its admin API.
+
+mod admin;
+mod concurrency;
+mod service;

@@ -1,0 +1,8 @@
+//! The waiting room: joins, admission, presence, access checks, at the origin and through the edge.
+
+mod edge;
+mod join_access;
+mod joins;
+mod origin;
+mod presence;
+mod trip;
