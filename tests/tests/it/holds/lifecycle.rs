@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use flashgate_origin::holds::returns::GATE_RETURN_SETTLE_SECONDS;
 use flashgate_shared::api::{PayRequest, ReleaseRequest};
 use flashgate_tests::support::eventually;
 use flashgate_tests::support::holds::{hold_of, second_sweeper, sleep_until};
@@ -108,8 +109,12 @@ fn ms_from_now(ms: i64) -> DateTime<Utc> {
 
 /// Waits until no claim of `c` is held (the sweeper expired the unpaid ones) and the gate has
 /// the units back (the sweeper commits the expiry first, then gives the units back through the
-/// gate's bounded step), at most `secs`.
+/// gate's bounded step), at most `secs`, plus the drain's settle time when the units of
+/// concurrent ends are involved: a give-back refused by the gate's bound in a race (it read
+/// PostgreSQL's remaining before another end committed) is retried by the sweeper's drain once
+/// the return is `GATE_RETURN_SETTLE_SECONDS` old.
 async fn wait_no_holds(o: &TestOrigin, c: &str, secs: u64) {
+    let secs = secs + GATE_RETURN_SETTLE_SECONDS as u64;
     let what = format!("the holds of {c} to expire and their units to reach the gate");
     eventually(&what, Duration::from_secs(secs), || async {
         match o.claim_rows(c, &["held"]).await {
