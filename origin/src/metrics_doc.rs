@@ -62,6 +62,7 @@ fn sample_registry() -> Metrics {
         .redis_campaign_keys
         .get_or_create(&KeyStateLabels { state: "live" })
         .set(0);
+    metrics.edge_answers([("sold_out", 0)]);
     metrics
 }
 

@@ -69,5 +69,9 @@ pub async fn answers(
         .validate(chrono::Utc::now().timestamp())
         .map_err(|m| ApiError::BadRequest(codes::INVALID_REQUEST, m))?;
     let receipt = crate::admin::edge_answers::record(&state.db, &id, &report).await?;
+    if !receipt.duplicate {
+        let rows = report.counts.iter().map(|c| (c.result.as_str(), c.count));
+        state.metrics.edge_answers(rows);
+    }
     Ok((StatusCode::OK, axum::Json(receipt)).into_response())
 }

@@ -115,6 +115,14 @@ pub struct KeyStateLabels {
     pub state: &'static str,
 }
 
+/// The `result` label of `flashgate_edge_reported_answers_total`: a result label the edge
+/// reports ([`flashgate_shared::answers::is_result_label`]: `[a-z_]`, bounded in length; the
+/// edge's own small set of answers).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct EdgeAnswerLabels {
+    pub result: String,
+}
+
 /// One live campaign's figures, as set by [`Metrics::set_live`] at each scrape.
 #[derive(Debug, Clone, Default)]
 pub struct LiveFigures {
@@ -210,6 +218,9 @@ pub struct Metrics {
     /// `flashgate_redis_campaign_keys{state}`: Redis keys of campaigns by campaign state, as
     /// the last clean-up pass of this origin counted them ([`crate::repair::cleanup`]).
     pub redis_campaign_keys: Family<KeyStateLabels, Gauge>,
+    /// `flashgate_edge_reported_answers_total{result}`: the answers the edge's isolates gave
+    /// themselves, as their reports to this origin counted them ([`Metrics::edge_answers`]).
+    pub edge_reported_answers: Family<EdgeAnswerLabels, Counter>,
     /// `sold_out` answers of this origin per campaign and second (the dashboard's series; not
     /// exported to Prometheus, which has `flashgate_claims_total{result="sold_out"}`).
     pub sold_out_series: super::series::AnswerSeries,
@@ -267,6 +278,7 @@ impl Metrics {
             queue_join_requests: Counter::default(),
             queue_joins: Counter::default(),
             redis_campaign_keys: Family::default(),
+            edge_reported_answers: Family::default(),
             sold_out_series: Default::default(),
         };
         // The claim route's series exist from the start, at 0: Prometheus computes a rate only
@@ -437,6 +449,11 @@ impl Metrics {
             "Redis keys of campaigns by state (live, ended with holds outstanding, expiring)",
             m.redis_campaign_keys.clone(),
         );
+        r.register(
+            "edge_reported_answers",
+            "Answers the edge gave itself (sold_out, queued, rate_limited, challenge_*, ...), summed from its isolates' reports",
+            m.edge_reported_answers.clone(),
+        );
         m
     }
 
@@ -506,6 +523,17 @@ impl Metrics {
         }
     }
 
+    /// Adds one counted edge report's rows, (result, answers), to
+    /// `flashgate_edge_reported_answers_total`.
+    pub fn edge_answers<'a>(&self, rows: impl IntoIterator<Item = (&'a str, u64)>) {
+        for (result, n) in rows {
+            let labels = EdgeAnswerLabels {
+                result: result.to_string(),
+            };
+            self.edge_reported_answers.get_or_create(&labels).inc_by(n);
+        }
+    }
+
     /// Counts one pending take until the returned guard drops.
     pub fn pending_take(&self) -> PendingTake<'_> {
         self.pending_takes.inc();
@@ -548,45 +576,4 @@ impl Metrics {
 /// A float gauge (seconds, ratios).
 pub type FloatGauge = Gauge<f64, AtomicU64>;
 
-/// The log target of the one line per request ([`record_request`]): on with
-/// `FLASHGATE_LOG_FORMAT=json`, off by default (see `RUST_LOG`).
-pub const ACCESS_LOG_TARGET: &str = "flashgate_access";
-
-/// Middleware (on every route, inside the `request` span): records the request's time in
-/// `flashgate_http_request_duration_seconds{route,result}` and writes one access log line
-/// (route, result, status, latency in milliseconds; the span adds method, path, request id,
-/// trace id and campaign). The route is the matched template, never the raw path, so the
-/// label stays bounded.
-pub async fn record_request(
-    axum::extract::State(metrics): axum::extract::State<std::sync::Arc<Metrics>>,
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    let t0 = Instant::now();
-    let route = req
-        .extensions()
-        .get::<axum::extract::MatchedPath>()
-        .cloned();
-    let res = next.run(req).await;
-    let elapsed = t0.elapsed();
-    let route = route.as_ref().map_or("unmatched", |p| p.as_str());
-    let status = res.status();
-    let result = res.extensions().get::<ResultLabel>().map_or(
-        if status.is_client_error() || status.is_server_error() {
-            "error"
-        } else {
-            "ok"
-        },
-        |r| r.0,
-    );
-    metrics.request(route, result, elapsed);
-    tracing::info!(
-        target: ACCESS_LOG_TARGET,
-        route,
-        result,
-        status = status.as_u16(),
-        latency_ms = elapsed.as_secs_f64() * 1e3,
-        "answered"
-    );
-    res
-}
+pub use super::access_log::{record_request, ACCESS_LOG_TARGET};

@@ -3,6 +3,7 @@
 //! in the `request` span and so in every log line of the request), and the per-second answer
 //! counts the dashboard draws ([`series`]).
 
+pub mod access_log;
 pub mod exposition;
 pub mod metrics;
 pub mod series;

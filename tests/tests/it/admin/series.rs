@@ -15,6 +15,7 @@ use std::time::Duration;
 use flashgate_shared::answers::{answers_path, CLAIM_RESULTS};
 use flashgate_shared::api::admin::CampaignSeries;
 use flashgate_shared::api::{ChangeRequest, ReleaseRequest};
+use flashgate_tests::support::scrape::Scrape;
 use flashgate_tests::support::{
     claims_at_once, count_replies, customers, edge_claim, eventually, post_edge_report as report,
     sale_behind_edge, unique, EdgeSettings, TestOrigin, TEST_EDGE_SECRET,
@@ -269,6 +270,13 @@ async fn an_answer_report_counts_once_and_a_bad_one_changes_nothing() {
     assert_eq!(edge_total(&since, "sold_out"), 7, "{since:?}");
     let hour = series(&o, &c, "from=2001-01-01T00:00:00Z").await;
     assert_eq!(hour.seconds, 3_600, "an hour at most");
+    // The same counts as a Prometheus counter, once each (the duplicate and the refusals add
+    // nothing).
+    let scrape = Scrape::of(&o.http, &o.url).await;
+    let reported = "flashgate_edge_reported_answers_total";
+    assert_eq!(scrape.count(reported, &[("result", "sold_out")]), 7);
+    assert_eq!(scrape.count(reported, &[("result", "challenge_forged")]), 3);
+    assert_eq!(scrape.count(reported, &[]), 10);
     o.stop().await;
 }
 
