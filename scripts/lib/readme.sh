@@ -10,6 +10,10 @@
 #                               `target/debug` are this build's debug binaries (the block names
 #                               target/release/…). Output (stdout and
 #                               stderr) in LOG; returns the block's exit status.
+#   readme_run_in_clone MARKER LOG
+#                               runs that block with bash -euo pipefail in this clone's root,
+#                               as a reader would (what it starts keeps running: `scripts/dev
+#                               up`); output in LOG; returns the block's exit status.
 #   readme_expect LOG TEXT...   true when LOG contains every TEXT (fixed strings); else names
 #                               the first one missing.
 #   doc_blocks FILE             prints every ```sh block of FILE (a path from the clone's root,
@@ -54,6 +58,13 @@ readme_run() {
   block="$(readme_block "$marker")"
   [ -n "$block" ] || { fg_log "README.md has no sh block after '$marker'"; return 1; }
   _doc_exec "$block" "$2" "$3"
+}
+
+readme_run_in_clone() {
+  local marker="$1" block
+  block="$(readme_block "$marker")"
+  [ -n "$block" ] || { fg_log "README.md has no sh block after '$marker'"; return 1; }
+  (cd "$FG_ROOT" && exec bash -euo pipefail -c "$block") >"$2" 2>&1
 }
 
 doc_blocks() {

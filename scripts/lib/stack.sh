@@ -62,9 +62,14 @@ fg_cargo_build() {
   (cd "$FG_ROOT" && cargo build "${flag[@]}" "$@") || fg_die "cargo build $* failed"
 }
 
-# stack_build PROFILE: builds the origin (flashgate) and the load generator (stampede) in one
-# cargo invocation, so both see the same feature set and nothing is compiled twice.
-stack_build() { fg_cargo_build "$1" -p flashgate-origin -p flashgate-tests -p flashgate-provider-sim --bins; }
+# stack_build PROFILE: builds the origin (flashgate), the load generator (stampede, with the
+# benches of flashgate-bench), the chaos tools (check_history, fault_proxy) and the provider
+# simulator in one cargo invocation, so all see the same feature set and nothing is compiled
+# twice.
+stack_build() {
+  fg_cargo_build "$1" -p flashgate-origin -p flashgate-bench -p flashgate-tests \
+    -p flashgate-provider-sim --bins
+}
 
 # stack_secrets STATE: loads (creating on first use) the random secrets of this stack.
 stack_secrets() {

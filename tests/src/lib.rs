@@ -1,8 +1,9 @@
-//! Test support shared by the integration tests, and the stampede load generator.
+//! Test support shared by the integration tests, the chaos tools (`check_history`,
+//! `fault_proxy`) and flashgate-bench (the stampede records its `history`; the benches run the
+//! origin in-process with `support`).
 pub mod fuzz;
 pub mod gifts;
 pub mod history;
 pub mod idp;
-pub mod stampede;
 pub mod support;
 pub mod webhooks;

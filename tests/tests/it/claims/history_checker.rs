@@ -8,13 +8,13 @@ use std::process::Command;
 
 use chrono::Duration;
 use clap::Parser;
+use flashgate_bench::stampede::{run_stampede, Args};
 use flashgate_tests::history::check::{check, Options, CHECKS};
 use flashgate_tests::history::lookups;
 use flashgate_tests::history::outcome::Outcome;
 use flashgate_tests::history::read::{campaigns_of, read_history, read_record, Record};
 use flashgate_tests::history::record::{OpKind, Operation};
 use flashgate_tests::history::writer::{HistoryWriter, Recorder};
-use flashgate_tests::stampede::{run_stampede, Args};
 use flashgate_tests::support::{own_services, test_config, unique, OwnServices, TestOrigin};
 use serde_json::json;
 

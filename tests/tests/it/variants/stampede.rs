@@ -7,9 +7,9 @@
 use std::path::PathBuf;
 
 use clap::Parser;
+use flashgate_bench::stampede::{run_stampede, Args};
 use flashgate_tests::history::check::{check, Options};
 use flashgate_tests::history::read::{campaigns_of, read_history, read_record};
-use flashgate_tests::stampede::{run_stampede, Args};
 use flashgate_tests::support::{assert_reconciled, direct_database_url, unique, TestOrigin};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

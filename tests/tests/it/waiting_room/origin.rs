@@ -8,10 +8,10 @@
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
+use flashgate_bench::stampede::report::queue::kendall_tau_b;
 use flashgate_shared::admission::{mint_admission, open_ticket, sign_ticket, Place, Ticket};
 use flashgate_shared::api::ChangeAction;
 use flashgate_shared::queue::RANDOM_BLOCK;
-use flashgate_tests::stampede::report::queue::kendall_tau_b;
 use flashgate_tests::support::room::{admission, campaign, room, size};
 use flashgate_tests::support::{
     edge_headers, eventually, own_services, queue_config, send_raw, unique, TestOrigin,

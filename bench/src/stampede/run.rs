@@ -13,8 +13,8 @@ use tokio::time::{sleep, sleep_until, Instant};
 use super::plan::{Plan, PlannedTry, TapKind};
 use super::progress::Progress;
 use super::report::{Answerer, TryOutcome, NOT_SENT, TRANSPORT_ERROR};
-use crate::history::record::OpKind;
-use crate::history::writer::{Answer, Recorder};
+use flashgate_tests::history::record::OpKind;
+use flashgate_tests::history::writer::{Answer, Recorder};
 
 /// How the tries are sent.
 #[derive(Debug, Clone)]

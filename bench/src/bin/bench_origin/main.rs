@@ -16,7 +16,7 @@
 //! 5. winners/s over HTTP on a campaign of 10 variants vs. a plain one, in rounds the same
 //!    way ([`variants`]; `--variants-only` runs this leg alone).
 //!
-//! Run: `cargo run --release -p flashgate-tests --bin bench_origin -- --seconds 5`.
+//! Run: `cargo run --release -p flashgate-bench --bin bench_origin -- --seconds 5`.
 
 mod calibration;
 mod copy;

@@ -8,11 +8,11 @@
 //! - [`plots`]: SVG plots of the run's time series, beside the JSON report.
 //! - [`progress`]: the live progress line while the tries are sent.
 //! - [`lost_reply`]: winners whose 201 was lost retry with the same key after the sell-out.
-//! - `recorded`: the history of `--history` (every request and answer; `crate::history`).
+//! - `recorded`: the history of `--history` (every request and answer; `flashgate_tests::history`).
 //! - `reconcile`: the origin's reconciliation as a check.
 //! - [`variants`]: `--variants N`, the campaign's variants and their per-variant checks.
 //!
-//! The binary is `stampede` (tests/src/bin/stampede.rs); `stampede --help` lists the flags.
+//! The binary is `stampede` (bench/src/bin/stampede.rs); `stampede --help` lists the flags.
 //! All traffic goes to loopback addresses only: other targets are refused.
 
 pub mod db;

@@ -1,5 +1,5 @@
 //! `stampede`: the flashgate load generator. See `stampede --help` and
-//! `flashgate_tests::stampede`.
+//! `flashgate_bench::stampede`.
 //!
 //! Exit status: 0 when every check passed, 1 when a check failed, 2 when the run itself could
 //! not be done (bad flags, a service down, the campaign not created).
@@ -7,7 +7,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use flashgate_tests::stampede::{plots, run_stampede, Args};
+use flashgate_bench::stampede::{plots, run_stampede, Args};
 
 fn main() -> ExitCode {
     let args = Args::parse();

@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use flashgate_bench::stampede::progress::Progress;
 use flashgate_origin::gate;
 use flashgate_origin::gate::Gate;
 use flashgate_origin::redis_conn::RedisConn;
-use flashgate_tests::stampede::progress::Progress;
 use flashgate_tests::support::{claim_at, TestOrigin};
 use hdrhistogram::Histogram;
 

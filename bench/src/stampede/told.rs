@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use super::db::Facts;
 use super::report::{Report, TryOutcome};
-use crate::history::lookups::claims_mine;
+use flashgate_tests::history::lookups::claims_mine;
 
 /// Claims looked up through `/claims/mine` at most (the rest count as not looked up).
 const LOOKUPS_MAX: usize = 2_000;

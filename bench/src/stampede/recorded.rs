@@ -1,4 +1,4 @@
-//! The stampede's history (`--history`, `crate::history`): the writer every attempt is
+//! The stampede's history (`--history`, `flashgate_tests::history`): the writer every attempt is
 //! recorded with, and the end-of-run `/claims/mine` lookups.
 
 use std::collections::HashSet;
@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::db::Facts;
 use super::report::TryOutcome;
 use super::{customer_id, Args};
-use crate::history::writer::{HistoryWriter, Recorder};
+use flashgate_tests::history::writer::{HistoryWriter, Recorder};
 
 /// The history file of `--history`, when given, created before anything else happens so that
 /// a path that cannot be written stops the run before a campaign is made. Errors: the file
@@ -24,7 +24,7 @@ pub(super) fn recorder(file: Option<Arc<HistoryWriter>>, campaign: &str) -> Opti
     file.map(|w| Recorder::new(w, campaign))
 }
 
-/// The end-of-run `/claims/mine` lookups of `--history` ([`crate::history::lookups`]), then
+/// The end-of-run `/claims/mine` lookups of `--history` ([`flashgate_tests::history::lookups`]), then
 /// the history file is closed. Errors: the history could not be written.
 pub(super) async fn lookups(
     http: &reqwest::Client,
@@ -45,12 +45,12 @@ pub(super) async fn lookups(
         .map(|o| customer_id(o.customer))
         .collect();
     let with_claims: Option<HashSet<String>> = facts.map(|f| f.claims.values().cloned().collect());
-    let who = crate::history::lookups::who(&tried, &won, with_claims.as_ref());
+    let who = flashgate_tests::history::lookups::who(&tried, &won, with_claims.as_ref());
     let auth_of = |c: &str| {
         let i = c.strip_prefix('c')?.parse::<usize>().ok()?;
         auth.get(i).cloned()
     };
-    let looked = crate::history::lookups::record_all(
+    let looked = flashgate_tests::history::lookups::record_all(
         http,
         &args.target,
         recorder,

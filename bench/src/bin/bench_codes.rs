@@ -12,7 +12,7 @@
 //!
 //! The tables are emptied (TRUNCATE) and a CHECKPOINT taken before each leg. Uses its own
 //! database (`BENCH_DATABASE_URL`, default `postgres://postgres@127.0.0.1:5432/flashgate_bench`,
-//! created when missing). Run: `cargo run --release -p flashgate-tests --bin bench_codes`.
+//! created when missing). Run: `cargo run --release -p flashgate-bench --bin bench_codes`.
 
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,7 @@
 //! advisory-lock wait p50/p99 as the origin measured it (its histogram buckets: the figure
 //! printed is the upper bound of the bucket holding that quantile) and the replay rate.
 //!
-//! `cargo run --release -p flashgate-tests --bin bench_gifts`
+//! `cargo run --release -p flashgate-bench --bin bench_gifts`
 
 use std::sync::Arc;
 use std::time::Instant;
