@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use flashgate_tests::stampede::{run_stampede, Args};
-use flashgate_tests::support::variants::{create_variant_sale, variant_remaining};
+use flashgate_tests::support::variants::{
+    create_variant_sale, gate_variant_remaining, variant_remaining,
+};
 use flashgate_tests::support::{
     assert_reconciled, direct_database_url, edge_with, eventually, get, send_claim, status_url,
     unique, ClaimReq, EdgeRuntime, EdgeSettings, Reply, TestOrigin,
@@ -96,15 +98,15 @@ async fn a_sold_out_variant_is_answered_at_the_edge_while_another_sells() {
 }
 
 /// Issue 35's "Done when", concurrency, through the edge: a campaign of 10 variants of 20
-/// units (`v0` .. `v9`), 3,000 customers each sending exactly 3 claims, each claim with its own
-/// idempotency key naming a variant picked at random, all over 1 s with 200 on the wire at
-/// once (the `stampede` generator, `--tries-per-customer 3`), through the edge worker in
-/// workerd; then the read-back and the reconciliation. For every variant: claims =
-/// min(stock, demand), none past its stock, `remaining = stock − claims`, and the edge answered
-/// at least 95 % of the tries naming it sent after it sold out (winners' taps apart); every
-/// customer holds at most one active claim.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn ten_variants_of_20_and_3000_customers_with_3_claims_each_through_the_edge() {
+/// units (`v0` .. `v9`) on a gate of `shards` shards, 3,000 customers each sending exactly 3
+/// claims, each claim with its own idempotency key naming a variant picked at random, all over
+/// 1 s with 200 on the wire at once (the `stampede` generator, `--tries-per-customer 3`),
+/// through the edge worker in workerd; then the read-back and the reconciliation. For every
+/// variant: claims = min(stock, demand), none past its stock, `remaining = stock − claims`,
+/// and the edge answered at least 95 % of the tries naming it sent after it sold out (winners'
+/// taps apart); every customer holds at most one active claim. scripts/test runs the 4-shard
+/// one again on a Redis Cluster.
+async fn through_the_edge(shards: u16) {
     let o = TestOrigin::start_signed().await;
     let e = edge_with(
         &o.url,
@@ -122,6 +124,7 @@ async fn ten_variants_of_20_and_3000_customers_with_3_claims_each_through_the_ed
         "--variants", "10", "--stock", "200", "--customers", "3000",
         "--tries-per-customer", "3", "--window", "1", "--concurrency", "200",
         "--min-edge-share", "0.95", "--progress-seconds", "0", "--seed", "35",
+        "--gate-shards", &shards.to_string(),
     ]);
     let report = run_stampede(&args).await.expect("the stampede runs");
     let text = report.render();
@@ -171,7 +174,20 @@ async fn ten_variants_of_20_and_3000_customers_with_3_claims_each_through_the_ed
             (line.claims, line.remaining),
             "{v:?}"
         );
+        // The gate's count of the variant, summed over its shards, agrees.
+        let gate = gate_variant_remaining(&o, &c, &v.id, shards).await;
+        assert_eq!(Some(gate), line.remaining, "the gate's count of {}", v.id);
     }
     drop(e);
     o.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ten_variants_of_20_and_3000_customers_with_3_claims_each_through_the_edge_one_shard() {
+    through_the_edge(1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ten_variants_of_20_and_3000_customers_with_3_claims_each_through_the_edge_four_shards() {
+    through_the_edge(4).await;
 }
