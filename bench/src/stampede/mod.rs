@@ -15,6 +15,7 @@
 //! The binary is `stampede` (bench/src/bin/stampede.rs); `stampede --help` lists the flags.
 //! All traffic goes to loopback addresses only: other targets are refused.
 
+mod campaign;
 pub mod db;
 pub mod lost_reply;
 pub mod plan;
@@ -35,9 +36,8 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 use chrono::Utc;
 use clap::Parser;
-use flashgate_shared::api::{CampaignKind, CampaignStatus, NewCampaign};
+use flashgate_shared::api::CampaignKind;
 use flashgate_shared::token::SigningKey;
-use rand::Rng;
 
 use self::report::Report;
 
@@ -100,6 +100,12 @@ pub struct Args {
     /// Share of double taps that resend the same idempotency key (the rest use a new one).
     #[arg(long, default_value_t = 0.5)]
     pub same_key: f64,
+    /// Every customer sends exactly this many tries, each with a new idempotency key (with
+    /// `--variants`, each names a variant picked at random), at independent times over the
+    /// window; the plan is then `--customers` × this, without double taps. 0: the shape of
+    /// `--tries`, `--double-tap` and `--same-key`, which it cannot be given with.
+    #[arg(long, default_value_t = 0, conflicts_with_all = ["tries", "double_tap", "same_key"])]
+    pub tries_per_customer: u32,
     /// Requests in flight at most.
     #[arg(long, default_value_t = 128)]
     pub concurrency: usize,
@@ -221,69 +227,6 @@ fn base(url: &str) -> &str {
     url.trim_end_matches('/')
 }
 
-async fn create_campaign(
-    http: &reqwest::Client,
-    args: &Args,
-    kind: CampaignKind,
-) -> anyhow::Result<CampaignStatus> {
-    let token = args.admin_token.as_deref().ok_or_else(|| {
-        anyhow!("--admin-token (FLASHGATE_ADMIN_TOKEN) is needed to create the campaign")
-    })?;
-    let now = Utc::now();
-    let id = format!(
-        "stampede-{}-{:04x}",
-        now.format("%Y%m%d-%H%M%S"),
-        rand::rng().random::<u16>()
-    );
-    let starts_at = if args.starts_in > 0.0 {
-        now + chrono::Duration::milliseconds((args.starts_in * 1000.0) as i64)
-    } else {
-        now - chrono::Duration::seconds(2)
-    };
-    let body = NewCampaign {
-        id: id.clone(),
-        name: format!("Stampede {}", now.format("%Y-%m-%d %H:%M:%S")),
-        kind,
-        stock: args.stock,
-        starts_at,
-        ends_at: now + chrono::Duration::hours(2),
-        hold_seconds: args.hold_seconds,
-        hold_extension_seconds: None,
-        gate_shards: args.gate_shards,
-        waiting_room: waiting_room::option(args)?,
-        access: None,
-        draw: None,
-        variants: variants::list(args.stock, args.variants),
-    };
-    let resp = http
-        .post(format!("{}/admin/v1/campaigns", base(&args.origin)))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .context("creating the campaign at the origin")?;
-    let status = resp.status();
-    let text = resp.text().await.unwrap_or_default();
-    if status.as_u16() != 201 {
-        bail!("creating campaign {id}: origin answered {status}: {text}");
-    }
-    get_status(http, &args.origin, &id).await
-}
-
-async fn get_status(http: &reqwest::Client, url: &str, id: &str) -> anyhow::Result<CampaignStatus> {
-    let resp = http
-        .get(format!("{}/api/v1/campaigns/{id}", base(url)))
-        .send()
-        .await
-        .with_context(|| format!("GET campaign {id} from {url}"))?;
-    let status = resp.status();
-    let text = resp.text().await.unwrap_or_default();
-    if !status.is_success() {
-        bail!("GET campaign {id} from {url}: {status}: {text}");
-    }
-    serde_json::from_str(&text).with_context(|| format!("campaign status from {url}: {text}"))
-}
-
 /// Runs a whole stampede: campaign, plan, load, report, checks. The caller prints/writes.
 pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
     require_loopback(&args.target)?;
@@ -301,13 +244,13 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
 
     let history_file = recorded::open(args)?;
     let campaign = match &args.campaign {
-        Some(id) => get_status(&http, &args.origin, id).await?,
-        None => create_campaign(&http, args, kind).await?,
+        Some(id) => campaign::read_status(&http, &args.origin, id).await?,
+        None => campaign::create(&http, args, kind).await?,
     };
     // The target must know the campaign and see it active before the crowd arrives.
     let mut seen = None;
     for _ in 0..50 {
-        match get_status(&http, &args.target, &campaign.id).await {
+        match campaign::read_status(&http, &args.target, &campaign.id).await {
             Ok(s)
                 if s.state == flashgate_shared::api::CampaignState::Active
                     || (args.starts_in > 0.0
@@ -333,6 +276,7 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         window_us: (args.window * 1e6) as u64,
         double_tap: args.double_tap,
         same_key: args.same_key,
+        each: args.tries_per_customer,
         seed: args.seed,
     });
     // Six hours: within the verifiers' default longest lifetime (24 h).

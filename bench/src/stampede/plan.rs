@@ -8,6 +8,10 @@
 //! - the rest of the try budget are "repeat" tries: customers who already tapped press Buy
 //!   again later in the window, each time with a new key.
 //!
+//! With `each` set (`--tries-per-customer N`) the shape is simpler: every customer sends
+//! exactly `N` tries, each with a new key, at `N` independent times along the same curve (the
+//! earliest is her first tap, the others repeat taps); no double taps.
+//!
 //! Everything is decided by a seeded RNG, so the same flags give the same plan.
 
 use rand::rngs::StdRng;
@@ -62,6 +66,9 @@ pub struct PlanParams {
     pub double_tap: f64,
     /// Share of the double taps that reuse the first tap's key (0..=1).
     pub same_key: f64,
+    /// Tries per customer: when above 0, every one of `customers` sends exactly this many
+    /// (`tries`, `double_tap` and `same_key` are then unused; see [`build_each`]).
+    pub each: u32,
     pub seed: u64,
 }
 
@@ -98,7 +105,11 @@ pub fn arrival_offset(u: f64, window_us: u64) -> u64 {
 }
 
 /// Builds the plan. Total tries = `p.tries`; customers taking part = `min(customers, tries)`.
+/// With `p.each` above 0: [`build_each`].
 pub fn build(p: &PlanParams) -> Plan {
+    if p.each > 0 {
+        return build_each(p);
+    }
     let mut rng = StdRng::seed_from_u64(p.seed);
     let participants = p.customers.min(p.tries);
     let mut budget = p.tries - participants;
@@ -176,6 +187,42 @@ pub fn build(p: &PlanParams) -> Plan {
     plan
 }
 
+/// The plan of `p.each` tries per customer: `customers × each` tries, every one with its own
+/// key (so with variants each names its own variant, picked at random from the key), at
+/// independent times along the arrival curve over the window; a customer's earliest is her
+/// `First`, the others `Repeat`.
+pub fn build_each(p: &PlanParams) -> Plan {
+    let mut rng = StdRng::seed_from_u64(p.seed);
+    let mut tries = Vec::with_capacity(p.customers as usize * p.each as usize);
+    for c in 0..p.customers {
+        let mut at: Vec<u64> = (0..p.each)
+            .map(|_| arrival_offset(rng.random::<f64>(), p.window_us))
+            .collect();
+        at.sort_unstable();
+        for (i, at_us) in at.into_iter().enumerate() {
+            tries.push(PlannedTry {
+                at_us,
+                customer: c,
+                key: c * p.each + i as u32,
+                kind: if i == 0 {
+                    TapKind::First
+                } else {
+                    TapKind::Repeat
+                },
+            });
+        }
+    }
+    tries.sort_by_key(|t| (t.at_us, t.customer, t.key));
+    Plan {
+        customers: p.customers,
+        first: p.customers,
+        repeat: p.customers * (p.each - 1),
+        keys: p.customers * p.each,
+        tries,
+        ..Plan::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,8 +235,36 @@ mod tests {
             window_us: 10_000_000,
             double_tap: 0.3,
             same_key: 0.5,
+            each: 0,
             seed: 7,
         }
+    }
+
+    #[test]
+    fn each_customer_sends_exactly_its_tries_with_new_keys() {
+        let plan = build(&PlanParams {
+            each: 3,
+            ..params(3_000, 123)
+        });
+        assert_eq!(plan.tries.len(), 9_000);
+        assert_eq!(
+            (plan.customers, plan.first, plan.repeat),
+            (3_000, 3_000, 6_000)
+        );
+        assert_eq!(plan.double_same_key + plan.double_new_key, 0);
+        let mut per: HashMap<u32, Vec<&PlannedTry>> = HashMap::new();
+        for t in &plan.tries {
+            per.entry(t.customer).or_default().push(t);
+        }
+        assert_eq!(per.len(), 3_000);
+        assert!(per.values().all(|ts| ts.len() == 3
+            && ts[0].kind == TapKind::First
+            && ts[1..].iter().all(|t| t.kind == TapKind::Repeat)));
+        let keys: HashSet<u32> = plan.tries.iter().map(|t| t.key).collect();
+        assert_eq!(keys.len() as u32, plan.keys);
+        assert_eq!(plan.keys, 9_000);
+        assert!(plan.tries.windows(2).all(|w| w[0].at_us <= w[1].at_us));
+        assert!(plan.tries.iter().all(|t| t.at_us < 10_000_000));
     }
 
     #[test]
