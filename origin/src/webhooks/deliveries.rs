@@ -54,7 +54,8 @@ pub enum Replay {
 /// Queues `what` again for endpoint `endpoint` (of its event types only): each delivery row is
 /// put back to `pending`, due now, attempts reset (or written when the event was never queued
 /// for it), with a `replay` audit row. `None` when the endpoint is unknown; else the number of
-/// deliveries queued.
+/// deliveries queued. The endpoint's row is locked `FOR KEY SHARE`, so a concurrent delete
+/// waits and then deletes these rows too ([`super::endpoints::delete`]).
 pub async fn replay(
     db: &Db,
     actor: &str,
@@ -67,7 +68,7 @@ pub async fn replay(
     };
     let n = sqlx::query_scalar!(
         r#"WITH p AS (
-               SELECT id, event_types FROM webhook_endpoints WHERE id = $1
+               SELECT id, event_types FROM webhook_endpoints WHERE id = $1 FOR KEY SHARE
            ), ev AS (
                SELECT e.id FROM webhook_events e, p
                 WHERE e.type = ANY (p.event_types)

@@ -171,7 +171,12 @@ pub async fn change(
 }
 
 /// Deletes endpoint `id` and its deliveries, with its `delete` audit row. False when unknown.
+///
+/// The deliveries go in a second statement of the transaction: deleting the endpoint's row
+/// waits for the claim transactions that hold it `FOR KEY SHARE` while writing its deliveries
+/// ([`super::events::emit`]), and only a later statement's snapshot sees what they committed.
 pub async fn delete(db: &Db, actor: &str, id: Uuid) -> sqlx::Result<bool> {
+    let mut tx = db.begin().await?;
     let n = sqlx::query_scalar!(
         r#"WITH e AS (
                DELETE FROM webhook_endpoints WHERE id = $1 RETURNING id, url
@@ -183,8 +188,12 @@ pub async fn delete(db: &Db, actor: &str, id: Uuid) -> sqlx::Result<bool> {
         id,
         actor,
     )
-    .fetch_one(db)
+    .fetch_one(&mut *tx)
     .await?;
+    sqlx::query!("DELETE FROM webhook_deliveries WHERE endpoint_id = $1", id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
     Ok(n > 0)
 }
 

@@ -7,6 +7,11 @@
 //! subscribed or not (a later endpoint can replay it); with no endpoint the delivery insert
 //! finds nothing to fan out to.
 //!
+//! The statement locks the enabled endpoints subscribed to its types `FOR KEY SHARE`, once
+//! each: an endpoint being deleted waits for the claim's commit and then deletes the rows it
+//! wrote ([`super::endpoints::delete`]). `webhook_deliveries` has no foreign keys (migration
+//! 0022): they ran two trigger queries per row on the claim path.
+//!
 //! The sequence is the object's highest one plus one: changes of one object are serialised by
 //! their own row lock (the claim's, the use's, the gift outbox row's or the campaign's
 //! `UPDATE`), and the unique index on
@@ -128,6 +133,10 @@ pub async fn emit(conn: &mut Conn<'_>, events: &[NewEvent]) -> sqlx::Result<u64>
                SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[],
                                     $6::bool[])
                         WITH ORDINALITY AS t(type, kind, campaign, obj, payload, look, ord)
+           ), p AS (
+               SELECT id, event_types FROM webhook_endpoints
+                WHERE enabled AND event_types && $1::text[]
+                  FOR KEY SHARE
            ), ev AS (
                INSERT INTO webhook_events (id, type, campaign_id, object_kind, object_id,
                                            sequence, payload)
@@ -143,8 +152,7 @@ pub async fn emit(conn: &mut Conn<'_>, events: &[NewEvent]) -> sqlx::Result<u64>
                RETURNING id, type
            )
            INSERT INTO webhook_deliveries (event_id, endpoint_id)
-           SELECT ev.id, p.id FROM ev JOIN webhook_endpoints p
-               ON p.enabled AND ev.type = ANY (p.event_types)"#,
+           SELECT ev.id, p.id FROM ev JOIN p ON ev.type = ANY (p.event_types)"#,
         &types[..] as &[&str],
         &kinds[..] as &[&str],
         &campaigns[..] as &[Option<&str>],

@@ -282,7 +282,15 @@ async fn main() {
             .expect("serve");
         return;
     }
-    let config = test_config();
+    let mut config = test_config();
+    // Attribution runs of leg 4: a relay interval of an hour keeps the relay idle during the
+    // legs, so the ratio then counts only the delivery rows written on the claim path.
+    if let Some(ms) = std::env::var("FLASHGATE_BENCH_WEBHOOK_RELAY_INTERVAL_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        config.webhooks.webhook_relay_interval_ms = ms;
+    }
     ensure_database(&config.database_url).await;
     let o = TestOrigin::start_with(config.clone()).await;
     let db = o.db.clone();

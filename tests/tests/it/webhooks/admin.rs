@@ -1,6 +1,7 @@
 //! The webhook admin API and the outbox against a real origin, PostgreSQL and Redis: bad input
 //! is refused with the documented 4xx and changes nothing; writes are audited and idempotent;
-//! a stampede's losers write no event; deliveries are listed and replayed.
+//! a stampede's losers write no event; deliveries are listed and replayed, and deleted with
+//! their endpoint.
 
 use flashgate_tests::support::{own_services, test_config, unique, TestOrigin};
 use flashgate_tests::webhooks::{register, unregister};
@@ -341,5 +342,33 @@ async fn a_giveaway_coupon_writes_issued_then_redeemed_once() {
     let kinds: Vec<(&str, i32)> = events.iter().map(|(t, s, _)| (t.as_str(), *s)).collect();
     assert_eq!(kinds, vec![("coupon.issued", 1), ("coupon.redeemed", 2)]);
     assert_eq!(events[1].2["status"], "redeemed");
+    o.stop().await;
+}
+
+#[tokio::test]
+async fn deleting_an_endpoint_deletes_its_deliveries() {
+    let o = TestOrigin::start().await;
+    let (id, _) = register(&o, "https://93.184.216.34/h", &["claim.held"]).await;
+    let c = o.held_sale(5, 60).await;
+    let (s, body) = o.claim(&c, &unique("gone"), &unique("key")).await;
+    assert_eq!(s, 201, "{body}");
+    // Rows of this endpoint: of this campaign's events, and of any (other tests' claims are
+    // queued for it too while it exists).
+    let rows = || async {
+        sqlx::query_as::<_, (i64, i64)>(
+            "SELECT count(*) FILTER (WHERE e.campaign_id = $2), count(*)
+               FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+              WHERE d.endpoint_id = $1::uuid",
+        )
+        .bind(&id)
+        .bind(&c)
+        .fetch_one(&o.db)
+        .await
+        .unwrap()
+    };
+    // Written with the claim, in its transaction.
+    assert_eq!(rows().await.0, 1);
+    unregister(&o, &id).await;
+    assert_eq!(rows().await, (0, 0));
     o.stop().await;
 }
