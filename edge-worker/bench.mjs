@@ -140,6 +140,7 @@ const out = {
 };
 console.log(JSON.stringify(out));
 if (expected !== total || out.errors > 0) {
-  console.error(`${phase.name}: ${total - expected} answers with another status, ${out.errors} errors`);
+  const byClass = ["2xx", "3xx", "4xx", "5xx"].map((c) => `${c} ${result[c]}`).join(", ");
+  console.error(`${phase.name}: ${total - expected} answers with another status (${byClass}), ${out.errors} errors`);
   process.exit(1);
 }
