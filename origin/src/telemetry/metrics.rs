@@ -290,6 +290,12 @@ impl Metrics {
             };
             drop(m.http_duration.get_or_create(&labels));
         }
+        // So do the edge's claim answers (challenge failures appear with their first report).
+        m.edge_answers(
+            flashgate_shared::answers::CLAIM_RESULTS
+                .iter()
+                .map(|r| (*r, 0)),
+        );
         let r = &mut m.registry;
         // Counters are registered without `_total`: the encoder appends it to the samples (and
         // super::exposition to the family). Help texts end without a period: the registry
