@@ -98,12 +98,16 @@ fg_apt_install() {
     sudo="sudo"
   fi
   fg_log "installing Debian packages: $*"
+  # One install at a time (scripts/test installs in the background while its legs run): the
+  # lock file waits for another of ours where apt-get would fail on dpkg's lock.
+  local lock=(flock "${TMPDIR:-/tmp}/flashgate-apt.lock")
+  fg_have flock || lock=()
   if [ -z "${FG_APT_UPDATED:-}" ]; then
-    $sudo apt-get update -qq >&2 || fg_die "apt-get update failed"
+    "${lock[@]}" $sudo apt-get update -qq >&2 || fg_die "apt-get update failed"
     FG_APT_UPDATED=1
   fi
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >&2 \
-    || fg_die "apt-get install $* failed"
+  DEBIAN_FRONTEND=noninteractive "${lock[@]}" $sudo apt-get install -y -qq \
+    --no-install-recommends "$@" >&2 || fg_die "apt-get install $* failed"
 }
 
 # fg_need_cmd CMD PACKAGE: installs PACKAGE when CMD is missing.
