@@ -38,8 +38,10 @@ pub const AUDIT_EVERY: Duration = Duration::from_secs(1);
 /// Campaigns audited at once in a pass.
 const CAMPAIGNS_AT_ONCE: usize = 8;
 
-/// The audit's turn: the origin that sets it runs the pass, for a little less than
-/// [`AUDIT_EVERY`].
+/// The audit's turn, followed by `:` and the name of the database the origin serves: the
+/// origin that sets it runs the pass, for a little less than [`AUDIT_EVERY`]. Per database,
+/// because the pass audits that database's campaigns: origins of another database on the same
+/// Redis (a second stack on one Redis Cluster, the suite's tests) must not take its turns.
 const TURN_KEY: &str = "fg:gate_audit:turn";
 
 /// The code audit's record of repairs (all codes): counts `flags`, `holders_dropped` and
@@ -57,8 +59,14 @@ pub async fn audit_live(
     stop: &CancellationToken,
 ) -> Result<(Repaired, CodeRepairs), StoreError> {
     let mut gate = gate.clone();
+    let database = db
+        .pool()
+        .connect_options()
+        .get_database()
+        .unwrap_or("")
+        .to_owned();
     let turn: Option<String> = redis::cmd("SET")
-        .arg(TURN_KEY)
+        .arg(format!("{TURN_KEY}:{database}"))
         .arg(1)
         .arg("NX")
         .arg("PX")
