@@ -18,8 +18,8 @@ use flashgate_origin::db::Db;
 use flashgate_origin::gate::{self, Keys};
 use flashgate_shared::api::{ChangeRequest, ReleaseRequest};
 use flashgate_tests::support::{
-    assert_reconciled, count_replies, customers, eventually_timed, gate_remaining, redis_conn,
-    redis_url, test_config, unique, TestOrigin,
+    assert_reconciled, count_replies, customers, eventually_timed, gate_remaining, own_services,
+    redis_conn, redis_url, test_config, unique, OwnServices, TestOrigin,
 };
 
 /// The documented bound on repairing drift (docs/ARCHITECTURE.md, "Gate audit").
@@ -122,9 +122,8 @@ impl WriteSwitch {
             .unwrap();
     }
 
-    /// The test Redis URL, logged in as this user.
-    fn url(&self) -> String {
-        let url = redis_url();
+    /// `url` (a Redis URL), logged in as this user.
+    fn url(&self, url: &str) -> String {
         let (scheme, rest) = url.split_once("://").expect("a Redis URL");
         let host = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
         format!("{scheme}://{}:{}@{host}", self.name, self.password)
@@ -147,9 +146,18 @@ impl Drop for WriteSwitch {
     }
 }
 
+/// An origin on a fresh database and Redis database of their own (the returned services keep
+/// them): the gate audit passes over every live campaign of its database each second, and by
+/// the time these tests run the suite's database holds hundreds, which made a pass longer than
+/// the bound waited for here.
+async fn own_origin(tag: &str) -> (TestOrigin, OwnServices) {
+    let own = own_services(test_config(), tag).await;
+    (TestOrigin::start_with(own.config.clone()).await, own)
+}
+
 #[tokio::test]
 async fn a_correction_racing_commits_lowers_the_gate_to_postgresql_and_no_further() {
-    let o = TestOrigin::start().await;
+    let (o, _own) = own_origin("bound_correction").await;
     for shards in [1, 4] {
         let c = o.sharded_campaign("sale", 40, shards).await;
         // The gate promises 30 units PostgreSQL does not have (a lost take), on shard 0.
@@ -177,8 +185,9 @@ async fn a_correction_racing_commits_lowers_the_gate_to_postgresql_and_no_furthe
 #[tokio::test]
 async fn a_restock_whose_redis_write_fails_reaches_the_gate_by_the_audit_and_no_further() {
     let writes = WriteSwitch::new().await;
-    let mut config = test_config();
-    config.redis_url = writes.url();
+    let own = own_services(test_config(), "bound_restock").await;
+    let mut config = own.config.clone();
+    config.redis_url = writes.url(&own.config.redis_url);
     let o = TestOrigin::start_with(config).await;
     let c = o.campaign("sale", 10).await;
     let first = customers(10);
@@ -230,7 +239,7 @@ async fn a_restock_whose_redis_write_fails_reaches_the_gate_by_the_audit_and_no_
 
 #[tokio::test]
 async fn give_backs_racing_each_other_and_new_claims_never_lift_the_gate_above_postgresql() {
-    let o = TestOrigin::start().await;
+    let (o, _own) = own_origin("bound_give_backs").await;
     let c = o.held_sale(20, 600).await;
     let holders = o.winners(&c, 20).await;
     // Every hold released twice at once, while 40 new customers claim at the same time.
