@@ -128,7 +128,11 @@ _svc_redis_start_own() {
 _svc_pg_recreate_db() {
   fg_log "recreating the database of $1 (fresh for this run)"
   _svc_pg_drop_db "$1"
+  _svc_pg_ensure_db "$1"
 }
+
+# _svc_pg_url_of URL DB: URL (its query string dropped) naming database DB on the same server.
+_svc_pg_url_of() { local url="${1%%\?*}"; echo "${url%/*}/$2"; }
 
 # _svc_pg_drop_db URL: drops the database named in URL (only a flashgate_* one).
 _svc_pg_drop_db() {
