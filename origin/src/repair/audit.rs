@@ -13,7 +13,7 @@
 //!   those takes anyway.
 //! - Promising less in both reads (a give-back or a returned unit a promoted replica lost; such
 //!   units would never be sold): the gate is raised, and the sold-out flag cleared, only when
-//!   the previous audit, at most [`DEFICIT_KEPT_MS`](super::repaired::DEFICIT_KEPT_MS)
+//!   the previous audit, at least [`DEFICIT_APART_MS`](super::repaired::DEFICIT_APART_MS)
 //!   earlier, saw a shortfall too, and by the smaller of the two. A hold that ends is written
 //!   to PostgreSQL first and given back to the gate right after, so a single sighting may be
 //!   that unit on its way. The raise goes through the gate's one bounded step
@@ -48,16 +48,28 @@ const TURN_KEY: &str = "fg:gate_audit:turn";
 /// `last_repair_at` (RFC 3339 UTC).
 const CODES_KEY: &str = "fg:gate_audit:codes";
 
+/// One audit pass: what it repaired and how long it took.
+#[derive(Debug, Default)]
+pub struct Pass {
+    /// Repairs of the campaigns' gates.
+    pub campaigns: Repaired,
+    /// Repairs of the coupon codes' cached state.
+    pub codes: CodeRepairs,
+    /// The pass's length, in seconds.
+    pub seconds: f64,
+}
+
 /// Audits every live campaign, then the coupon codes' cached state ([`code_audit`]), when
-/// this origin gets the turn (else does nothing). A campaign whose audit fails is logged and
-/// skipped, as is a failed code audit. Once `stop` is cancelled no further campaign is
+/// this origin gets the turn; `None` when it does not. A campaign whose audit fails is logged
+/// and skipped, as is a failed code audit. Once `stop` is cancelled no further campaign is
 /// started (those under way finish) and the code audit is skipped. Errors: PostgreSQL or
 /// Redis failing before any campaign was looked at.
 pub async fn audit_live(
     db: &Db,
     gate: &Gate,
     stop: &CancellationToken,
-) -> Result<(Repaired, CodeRepairs), StoreError> {
+) -> Result<Option<Pass>, StoreError> {
+    let started = std::time::Instant::now();
     let mut gate = gate.clone();
     let database = db
         .pool()
@@ -73,10 +85,10 @@ pub async fn audit_live(
         .arg(AUDIT_EVERY.as_millis() as u64 - 100)
         .query_async(&mut gate)
         .await?;
-    let mut total = Repaired::default();
     if turn.is_none() {
-        return Ok((total, CodeRepairs::default()));
+        return Ok(None);
     }
+    let mut total = Repaired::default();
     // Several campaigns at once: a pass is round trips, and its length bounds the repair time.
     let live = crate::campaigns::store::live(db).await?;
     let shared = gate.clone();
@@ -94,8 +106,16 @@ pub async fn audit_live(
         }
     }
     drop(audits);
+    let pass = |campaigns, codes| {
+        let seconds = started.elapsed().as_secs_f64();
+        Ok(Some(Pass {
+            campaigns,
+            codes,
+            seconds,
+        }))
+    };
     if stop.is_cancelled() {
-        return Ok((total, CodeRepairs::default()));
+        return pass(total, CodeRepairs::default());
     }
     let codes = match code_audit::audit_codes(db, &mut gate.redis()).await {
         Ok(r) => r,
@@ -108,7 +128,7 @@ pub async fn audit_live(
         let fields = [("flags", codes.flags), ("holders_dropped", codes.holders)];
         record_at(&mut gate, CODES_KEY, &fields).await?;
     }
-    Ok((total, codes))
+    pass(total, codes)
 }
 
 /// Audits campaign `c` (see the module doc). Does nothing when the gate is not loaded or

@@ -12,8 +12,8 @@
 //! - **A variant promising more** than PostgreSQL's `remaining` of it (its counts plus its
 //!   takes not yet committed) in both reads is lowered at once, with the campaign count of the
 //!   same shards ([`crate::gate::variants::adjust`]).
-//! - **A variant promising less** in both reads is raised only when the previous audit, at most
-//!   [`super::repaired::DEFICIT_KEPT_MS`] earlier, saw a shortfall of it too, by the smaller of
+//! - **A variant promising less** in both reads is raised only when the previous audit, at least
+//!   [`super::repaired::DEFICIT_APART_MS`] earlier, saw a shortfall of it too, by the smaller of
 //!   the two (a unit on its way back looks like a shortfall once), with the campaign count of
 //!   the same shard.
 //!

@@ -67,8 +67,12 @@ pub fn start(state: &AppState, stop: &CancellationToken) {
         crate::repair::audit::AUDIT_EVERY,
         "gate audit",
         |s, stop| async move {
-            let (r, codes) = crate::repair::audit::audit_live(&s.db, &s.gate, &stop).await?;
+            let Some(pass) = crate::repair::audit::audit_live(&s.db, &s.gate, &stop).await? else {
+                return Ok(0);
+            };
+            let (r, codes) = (pass.campaigns, pass.codes);
             let m = &s.metrics;
+            m.gate_audit_pass.observe(pass.seconds);
             m.gate_audit_lowered.inc_by(r.lowered as u64);
             m.gate_audit_raised.inc_by(r.raised as u64);
             m.gate_audit_holders_dropped

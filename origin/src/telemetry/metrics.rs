@@ -178,6 +178,9 @@ pub struct Metrics {
     /// `flashgate_gate_audit_raised_total`: units the gate audit put back on gates that had lost
     /// them.
     pub gate_audit_raised: Counter,
+    /// `flashgate_gate_audit_pass_seconds`: one gate audit pass over every live campaign (on
+    /// the origin whose turn it was). A lost unit is put back within two passes.
+    pub gate_audit_pass: Histogram,
     /// `flashgate_gate_audit_holders_dropped_total`: gate holders the audit found naming no
     /// active claim and dropped ([`crate::repair::holders`]).
     pub gate_audit_holders_dropped: Counter,
@@ -264,6 +267,7 @@ impl Metrics {
             orphaned_takes_settled: Counter::default(),
             gate_audit_lowered: Counter::default(),
             gate_audit_raised: Counter::default(),
+            gate_audit_pass: Histogram::new(exponential_buckets(0.01, 2.0, 12)),
             gate_audit_holders_dropped: Counter::default(),
             gate_audit_holders_restored: Counter::default(),
             gate_audit_code_flags: Counter::default(),
@@ -384,6 +388,11 @@ impl Metrics {
             "gate_audit_raised",
             "Units the gate audit put back on gates that had lost them",
             m.gate_audit_raised.clone(),
+        );
+        r.register(
+            "gate_audit_pass_seconds",
+            "Time of one gate audit pass over every live campaign",
+            m.gate_audit_pass.clone(),
         );
         r.register(
             "gate_audit_holders_dropped",

@@ -112,6 +112,42 @@ async fn a_gate_that_lost_units_gets_them_back_and_sells_them() {
     o.stop().await;
 }
 
+/// A shortfall is raised only when two audits at least `DEFICIT_APART_MS` apart saw it, and a
+/// sighting outlives a long pass: with hundreds of live campaigns a pass takes seconds, and a
+/// sighting forgotten before the next pass came back would leave the units unsold for good.
+#[tokio::test]
+async fn a_shortfall_pairs_with_a_sighting_from_a_long_pass_ago_never_with_one_just_made() {
+    use flashgate_origin::repair::repaired::{forget_deficit, to_raise, DEFICIT_APART_MS};
+    let mut r = Gate::new(redis_conn().await);
+    let key = unique("fg:test:audit_deficit");
+    assert_eq!(
+        to_raise(&mut r, &key, 3).await.unwrap(),
+        None,
+        "a first sighting"
+    );
+    assert_eq!(
+        to_raise(&mut r, &key, 3).await.unwrap(),
+        None,
+        "a second sighting within {DEFICIT_APART_MS} ms (an overlapping pass) does not count"
+    );
+    // The previous pass saw 4 short, 10 s ago (past the 5 s such a sighting once lived).
+    let long_ago = chrono::Utc::now().timestamp_millis() - 10_000;
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg(format!("4@{long_ago}"))
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    assert_eq!(
+        to_raise(&mut r, &key, 2).await.unwrap(),
+        Some(2),
+        "the smaller of the two shortfalls is raised"
+    );
+    forget_deficit(&mut r, &key).await.unwrap();
+    assert_eq!(to_raise(&mut r, &key, 2).await.unwrap(), None, "forgotten");
+    forget_deficit(&mut r, &key).await.unwrap();
+}
+
 #[tokio::test]
 async fn a_gate_that_promises_more_than_postgresql_is_lowered() {
     let o = TestOrigin::start().await;
