@@ -62,8 +62,8 @@ use crate::state::AppState;
             invalid_idempotency_key, invalid_request (an admission token that is not one).",
             body = ErrorBody),
         (status = 403, description = "forbidden: no valid edge signature on an origin with an \
-            edge secret; a forged, expired or another customer's or campaign's admission token; \
-            on a draw campaign, no admission token (only admitted winners claim).",
+            edge secret; a forged, expired or another customer's or campaign's admission token, \
+            or one a winning claim used already; on a draw campaign, no admission token (only admitted winners claim).",
             body = ErrorBody),
         errors::NoCampaign,
         errors::PayloadPast4KiB,
@@ -96,6 +96,21 @@ pub async fn create(
         && crate::access::admit::is_draw(&state.draw_kinds, &state.db, &row.id).await?;
     let admitted = match crate::queue::check_claim(&state, &row, draw, &customer, &headers) {
         Ok(Some(seq)) => {
+            // A waiting room's token admits one winning claim: after a release it is spent
+            // (a draw winner's holds for her buying window). A retry of the winning claim
+            // itself gets its recorded answer.
+            if !draw && crate::queue::admission_used(&state, &campaign, seq).await {
+                let recorded = crate::queue::replay::recorded_answer(
+                    &state, &campaign, &customer, &key, &body,
+                )
+                .await;
+                if let Some(reply) = recorded {
+                    answered(&state, &campaign, &reply);
+                    return Ok(reply.into_response());
+                }
+                let message = "this admission token was used by a winning claim already";
+                return Err(ApiError::Forbidden(message.into()));
+            }
             if let Err(paced) = crate::queue::pace(&state, &row).await {
                 return Ok(paced);
             }

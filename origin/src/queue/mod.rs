@@ -95,6 +95,19 @@ pub async fn pace(state: &AppState, row: &CampaignRow) -> Result<(), Response> {
     }
 }
 
+/// True when the admission of sequence `seq` on campaign `c` won a claim already
+/// ([`store::mark_used`]). A Redis error is logged and counts as not used: the gate still
+/// holds one active claim per customer.
+pub async fn admission_used(state: &AppState, c: &str, seq: u64) -> bool {
+    let mut redis = state.redis.clone();
+    store::is_used(&mut redis, c, seq)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, campaign = %c, "admission use not checked");
+            false
+        })
+}
+
 /// A claim refused by [`check_claim`].
 #[derive(Debug)]
 pub struct Refusal {

@@ -65,6 +65,7 @@ pub struct Keys {
     pub wave: String,
     pub keys: String,
     pub issued: String,
+    pub used: String,
 }
 
 impl Keys {
@@ -90,6 +91,7 @@ impl Keys {
             wave: k("wave"),
             keys: k("keys"),
             issued: k("issued"),
+            used: k("used"),
         }
     }
 }
@@ -302,11 +304,30 @@ pub async fn advance(
     })
 }
 
-/// Marks the admission of sequence `seq` used (her claim went through), so she no longer counts
-/// as admitted-but-unclaimed.
+/// How long a used admission is remembered, in seconds: past any admission token's life
+/// (`admission_ttl_seconds` is at most an hour), after which the token is refused as expired.
+const USED_KEPT_SECONDS: i64 = 2 * 3600;
+
+/// Marks the admission of sequence `seq` used (her claim went through): she no longer counts
+/// as admitted-but-unclaimed, and the token admits no further claim ([`is_used`]).
 pub async fn mark_used(redis: &mut RedisConn, c: &str, seq: u64) -> redis::RedisResult<()> {
-    let _: i64 = redis.zrem(Keys::of(c).unclaimed, seq.to_string()).await?;
-    Ok(())
+    let k = Keys::of(c);
+    let seq = seq.to_string();
+    redis::pipe()
+        .atomic()
+        .zrem(&k.unclaimed, &seq)
+        .ignore()
+        .sadd(&k.used, &seq)
+        .ignore()
+        .expire(&k.used, USED_KEPT_SECONDS)
+        .ignore()
+        .query_async::<()>(redis)
+        .await
+}
+
+/// True when the admission of sequence `seq` won a claim already ([`mark_used`]).
+pub async fn is_used(redis: &mut RedisConn, c: &str, seq: u64) -> redis::RedisResult<bool> {
+    redis.sismember(Keys::of(c).used, seq.to_string()).await
 }
 
 // KEYS: pace. ARGV: tokens per second (>= 1). Redis's own clock, so that every origin fills

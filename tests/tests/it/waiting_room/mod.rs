@@ -6,3 +6,4 @@ mod joins;
 mod origin;
 mod presence;
 mod trip;
+mod used;
