@@ -50,8 +50,17 @@ pub async fn optional_json<T: DeserializeOwned + Default>(
     extract::parse_json(&bytes)
 }
 
-fn hold_response(reply: HoldReply, call: HoldCall) -> Response {
-    Reply::with_status(reply.http_status(call), Outcome::Hold, &reply).into_response()
+/// `reply` as its response, its claim completed with the claim's variant (one read; a pay,
+/// release or extend shows the claim as `GET /api/v1/claims/{id}` does).
+async fn hold_response(
+    state: &AppState,
+    mut reply: HoldReply,
+    call: HoldCall,
+) -> ApiResult<Response> {
+    if let Some(claim) = reply.claim_mut() {
+        claim.variant = crate::campaigns::variants::of_claim(&state.db, &claim.id).await?;
+    }
+    Ok(Reply::with_status(reply.http_status(call), Outcome::Hold, &reply).into_response())
 }
 
 fn no_claim(id: &str) -> ApiError {
@@ -147,7 +156,7 @@ pub async fn pay(
     let reply = change::pay(&state.db, &id, &req.payment_ref, SERVICE_ACTOR)
         .await?
         .ok_or_else(|| no_claim(&id))?;
-    Ok(hold_response(reply, HoldCall::Pay))
+    hold_response(&state, reply, HoldCall::Pay).await
 }
 
 /// Releases a hold; its unit goes back to `remaining` and to the gate, exactly once however
@@ -196,7 +205,7 @@ pub async fn release(
     if let Some(r) = returned {
         returns::return_to_gate(&state.gate_returns(), &[r]).await;
     }
-    Ok(hold_response(reply, HoldCall::Release))
+    hold_response(&state, reply, HoldCall::Release).await
 }
 
 /// Extends a hold once: `held_until` moves later by `seconds` (optional body
@@ -273,7 +282,7 @@ pub async fn extend(
         .await?
         .ok_or_else(|| no_claim(&id))?;
     match outcome {
-        Extend::Reply(reply) => Ok(hold_response(reply, HoldCall::Extend)),
+        Extend::Reply(reply) => hold_response(&state, reply, HoldCall::Extend).await,
         Extend::Off => Err(ApiError::validation(
             "this campaign does not allow hold extension (its hold_extension_seconds is 0)",
         )),

@@ -120,6 +120,19 @@ pub enum HoldReply {
 }
 
 impl HoldReply {
+    /// The claim the reply carries, to complete (its variant); `None` for the answers without
+    /// one (`hold_expired`, `not_a_hold`).
+    pub fn claim_mut(&mut self) -> Option<&mut Claim> {
+        match self {
+            HoldReply::Paid { claim, .. }
+            | HoldReply::Released { claim }
+            | HoldReply::Extended { claim, .. }
+            | HoldReply::AlreadyExtended { claim }
+            | HoldReply::AlreadyPaid { claim } => Some(claim),
+            HoldReply::HoldExpired | HoldReply::NotAHold => None,
+        }
+    }
+
     /// The HTTP status of this answer to `call`: 200 for `paid`, `extended`, and `released`
     /// answering a release; 409 for everything else (`released` answering a pay or an extend
     /// included).

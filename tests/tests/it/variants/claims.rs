@@ -228,6 +228,50 @@ async fn two_tabs_two_sizes_make_exactly_one_claim() {
     o.stop().await;
 }
 
+/// Pay and release (and extend) answer with the claim as `GET /api/v1/claims/{id}` shows it: with
+/// its variant.
+#[tokio::test]
+async fn pay_and_release_replies_name_the_claims_variant() {
+    let o = TestOrigin::start().await;
+    let c = create_variant_sale(&o, &[("s", 5), ("m", 5)], 600, 1).await;
+    let service = o.config.service_token.expose().to_string();
+    let mut ids = Vec::new();
+    for v in ["s", "m"] {
+        let token = o.token(&unique("buyer"));
+        let (s, b) = claim_variant(&o.http, &o.url, &token, &c, &unique("k"), Some(v)).await;
+        assert_eq!(s, 201, "{b}");
+        ids.push(b["claim"]["id"].as_str().unwrap().to_string());
+    }
+    let (s, paid) = o
+        .claim_action(&ids[0], "pay", &service, &json!({"payment_ref": "order-1"}))
+        .await;
+    assert_eq!(
+        (s, &paid["result"], &paid["claim"]["variant"]),
+        (200, &json!("paid"), &json!("s")),
+        "{paid}"
+    );
+    let (s, again) = o
+        .claim_action(&ids[0], "release", &service, &json!({}))
+        .await;
+    assert_eq!(
+        (s, &again["result"], &again["claim"]["variant"]),
+        (409, &json!("already_paid"), &json!("s")),
+        "{again}"
+    );
+    let (s, released) = o
+        .claim_action(&ids[1], "release", &service, &json!({}))
+        .await;
+    assert_eq!(
+        (s, &released["result"], &released["claim"]["variant"]),
+        (200, &json!("released"), &json!("m")),
+        "{released}"
+    );
+    assert_eq!(variant_remaining(&o, &c, "m").await, 5);
+    assert_eq!(variant_remaining(&o, &c, "s").await, 4);
+    end(&o, &c).await;
+    o.stop().await;
+}
+
 /// Second wave per variant: an expired hold of size 42 comes back as size 42 only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_expired_hold_returns_to_its_own_variant() {
