@@ -99,8 +99,8 @@ pub enum SetOutcome {
 /// stock's difference, as the campaign's `stock` and `remaining` do), with its `set_variant`
 /// audit row (actor `actor`), in one transaction under the campaign row's lock. Refused
 /// (nothing written): a campaign without variants, an ended one, a stock below the variant's
-/// claimed units ([`SetOutcome::Conflict`]); a new variant past [`MAX_VARIANTS`] or a campaign
-/// stock past [`MAX_STOCK`] ([`SetOutcome::Invalid`]).
+/// claimed units ([`SetOutcome::Conflict`]); a new variant past [`MAX_VARIANTS`], a campaign
+/// stock past [`MAX_STOCK`] or down to 0 ([`SetOutcome::Invalid`]).
 pub async fn set(
     db: &Db,
     c: &str,
@@ -152,6 +152,12 @@ pub async fn set(
         )));
     }
     let delta = new.stock - old_stock;
+    if stock + delta < 1 {
+        return Ok(SetOutcome::Invalid(format!(
+            "stock: variant {v} holds the campaign's last units, and a campaign keeps at least \
+             one (close the campaign to stop the sale)"
+        )));
+    }
     if stock + delta > MAX_STOCK {
         return Ok(SetOutcome::Invalid(format!(
             "stock: the campaign's stock would pass {MAX_STOCK}"

@@ -281,6 +281,21 @@ async fn bad_variant_changes_are_refused_and_change_nothing() {
     assert_eq!(variant_remaining(&o, &c, "41").await, 1);
     assert_eq!(o.remaining(&c).await, 1);
     assert_eq!(o.remaining(&plain).await, 3);
+    // The last stocked variant down to 0 would leave the campaign no stock: a 422 naming
+    // `stock`, not the database's refusal.
+    let lone = create_variant_sale(&o, &[("x", 2), ("y", 0)], 600, 1).await;
+    let (s, b, _) = put(&o, &lone, "x", None, json!({"name": "X", "stock": 0})).await;
+    assert_eq!(
+        (s, b["result"].as_str()),
+        (422, Some("validation_failed")),
+        "{b}"
+    );
+    assert!(
+        b["message"].as_str().unwrap_or("").starts_with("stock:"),
+        "{b}"
+    );
+    assert_eq!(variant_remaining(&o, &lone, "x").await, 2);
+    assert_eq!(audited(&o, &lone, "set_variant").await, 0);
 
     // Ended: no change at all.
     let (s, b) = o.change(&c, json!({"action": "close"})).await;
