@@ -10,9 +10,14 @@ use super::{now_ms, wait_until};
 use crate::config::EdgeConfig;
 use crate::decide::Answer;
 use crate::status::{self, Freshness, RefreshState, StatusEntry, Step};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
+
+thread_local! {
+    /// Whether a status put into the Cache API failed in this isolate already.
+    static CACHE_PUT_FAILED: Cell<bool> = const { Cell::new(false) };
+}
 use worker::{Cache, Headers, Method, Request, Response, Result};
 
 /// Header with the age of the cached status in ms (the standard `Age` header has it in s).
@@ -201,7 +206,14 @@ async fn refresh(cfg: &EdgeConfig, id: &str, url: &RequestUrl) -> Option<StatusE
         }
     };
     if let Err(e) = put_in_cache(&cache, &key, &entry, cfg.status_ttl_ms).await {
-        worker::console_warn!("status refresh of {id}: cache put failed: {e}");
+        // Once per isolate: a runtime without a Cache API (plain workerd, the local stack)
+        // fails every put, and the isolate's own status cache still serves the TTL.
+        if !CACHE_PUT_FAILED.replace(true) {
+            worker::console_warn!(
+                "status refresh of {id}: cache put failed: {e} (further failures of this \
+                 isolate are not logged)"
+            );
+        }
     }
     Some(entry)
 }
