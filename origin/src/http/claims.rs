@@ -94,23 +94,16 @@ pub async fn create(
     // A campaign with a waiting room, or a draw, needs the admission token.
     let draw = row.waiting_room.is_none()
         && crate::access::admit::is_draw(&state.draw_kinds, &state.db, &row.id).await?;
-    let admitted = match crate::queue::check_claim(&state, &row, draw, &customer, &headers) {
+    let mut checked = crate::queue::check_claim(&state, &row, draw, &customer, &headers);
+    // A waiting room's token admits one winning claim (a draw winner's holds for her buying
+    // window).
+    if let (Ok(Some(seq)), false) = (&checked, draw) {
+        if let Err(spent) = crate::queue::check_unspent(&state, &campaign, *seq).await {
+            checked = Err(spent);
+        }
+    }
+    let admitted = match checked {
         Ok(Some(seq)) => {
-            // A waiting room's token admits one winning claim: after a release it is spent
-            // (a draw winner's holds for her buying window). A retry of the winning claim
-            // itself gets its recorded answer.
-            if !draw && crate::queue::admission_used(&state, &campaign, seq).await {
-                let recorded = crate::queue::replay::recorded_answer(
-                    &state, &campaign, &customer, &key, &body,
-                )
-                .await;
-                if let Some(reply) = recorded {
-                    answered(&state, &campaign, &reply);
-                    return Ok(reply.into_response());
-                }
-                let message = "this admission token was used by a winning claim already";
-                return Err(ApiError::Forbidden(message.into()));
-            }
             if let Err(paced) = crate::queue::pace(&state, &row).await {
                 return Ok(paced);
             }
@@ -118,9 +111,9 @@ pub async fn create(
         }
         Ok(None) => None,
         Err(refusal) => {
-            // A genuine but expired token: a retry of a decided claim gets its recorded
+            // A genuine token, expired or spent: a retry of a decided claim gets its recorded
             // answer; anything else stays refused.
-            if refusal.expired {
+            if refusal.replayable {
                 let recorded = crate::queue::replay::recorded_answer(
                     &state, &campaign, &customer, &key, &body,
                 )

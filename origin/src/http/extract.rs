@@ -358,12 +358,50 @@ fn json_error(e: &serde_json::Error, path: Option<&serde_path_to_error::Path>) -
     if !matches!(e.classify(), Category::Data) {
         return ApiError::invalid_json(format!("body is not valid JSON: {e}"));
     }
+    let e = without_type_names(&e.to_string());
     match path.map(ToString::to_string).filter(|p| p != ".") {
         Some(at) => ApiError::validation(format!(
             "body does not match the expected shape at `{at}`: {e}"
         )),
         None => ApiError::validation(format!("body does not match the expected shape: {e}")),
     }
+}
+
+/// A serde message with the code's type names taken out: "struct WaitingRoom with 11
+/// elements" and "struct WaitingRoom" become "a JSON object" (serde reads an array as the
+/// fields in order, and says so in its own terms; the API speaks JSON).
+fn without_type_names(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("struct ") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "struct ".len()..];
+        let name_len = after
+            .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+            .unwrap_or(after.len());
+        if name_len == 0 {
+            out.push_str("struct ");
+            rest = after;
+            continue;
+        }
+        out.push_str("a JSON object");
+        rest = &after[name_len..];
+        if let Some(tail) = rest.strip_prefix(" with ") {
+            let digits = tail
+                .find(|ch: char| !ch.is_ascii_digit())
+                .unwrap_or(tail.len());
+            if digits > 0 {
+                if let Some(r) = tail[digits..]
+                    .strip_prefix(" elements")
+                    .or_else(|| tail[digits..].strip_prefix(" element"))
+                {
+                    rest = r;
+                }
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Content type check, size limit and strict parse, in that order.

@@ -95,17 +95,26 @@ pub async fn pace(state: &AppState, row: &CampaignRow) -> Result<(), Response> {
     }
 }
 
-/// True when the admission of sequence `seq` on campaign `c` won a claim already
-/// ([`store::mark_used`]). A Redis error is logged and counts as not used: the gate still
-/// holds one active claim per customer.
-pub async fn admission_used(state: &AppState, c: &str, seq: u64) -> bool {
+/// `Err` (403 `forbidden`, replayable) when the admission of sequence `seq` on campaign `c`
+/// won a claim already ([`store::mark_used`]): a waiting room's token admits one winning claim,
+/// so a release does not make it good again. A Redis error is logged and counts as not used:
+/// the gate still holds one active claim per customer.
+pub async fn check_unspent(state: &AppState, c: &str, seq: u64) -> Result<(), Refusal> {
     let mut redis = state.redis.clone();
-    store::is_used(&mut redis, c, seq)
-        .await
-        .unwrap_or_else(|e| {
+    match store::is_used(&mut redis, c, seq).await {
+        Ok(false) => Ok(()),
+        Ok(true) => {
+            let message = "this admission token was used by a winning claim already";
+            Err(Refusal {
+                response: Box::new(ApiError::Forbidden(message.into()).into_response()),
+                replayable: true,
+            })
+        }
+        Err(e) => {
             tracing::warn!(error = %e, campaign = %c, "admission use not checked");
-            false
-        })
+            Ok(())
+        }
+    }
 }
 
 /// A claim refused by [`check_claim`].
@@ -113,16 +122,16 @@ pub async fn admission_used(state: &AppState, c: &str, seq: u64) -> bool {
 pub struct Refusal {
     /// The answer (429 `queued`, 400, 403 or 503).
     pub response: Box<Response>,
-    /// True when the token was genuine (signed, this customer's, this campaign's) but expired:
-    /// a retry of a decided claim may still be answered from its record ([`replay`]).
-    pub expired: bool,
+    /// True when the token was genuine (signed, this customer's, this campaign's) but expired
+    /// or spent: a retry of a decided claim may still be answered from its record ([`replay`]).
+    pub replayable: bool,
 }
 
 impl From<Response> for Refusal {
     fn from(response: Response) -> Self {
         Refusal {
             response: Box::new(response),
-            expired: false,
+            replayable: false,
         }
     }
 }
@@ -133,7 +142,7 @@ impl From<Response> for Refusal {
 /// `Ok(None)`: no waiting room and not a draw, nothing to check; `Ok(Some(seq))`: admitted
 /// with the token of sequence `seq`. Refusals: 429 `queued` without a token ([`queued`]),
 /// 400 `invalid_request` for a malformed one, 403 `forbidden` for a forged, expired, or
-/// another customer's or campaign's token (`expired` set for a genuine expired one), 503
+/// another customer's or campaign's token (`replayable` set for a genuine expired one), 503
 /// without the edge secret.
 pub fn check_claim(
     state: &AppState,
@@ -172,7 +181,7 @@ pub fn check_claim(
             .into_response();
             Refusal {
                 response: Box::new(response),
-                expired: e == AdmissionError::Expired,
+                replayable: e == AdmissionError::Expired,
             }
         })
 }

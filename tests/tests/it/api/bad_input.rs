@@ -251,6 +251,15 @@ async fn bad_campaigns_are_refused_by_the_admin_api() {
         let message = b["message"].as_str().unwrap_or_default();
         assert!(message.contains(&format!("`{field}`")), "{field}: {b}");
     }
+    // A shape error names JSON, not the code's types.
+    for body in [with("waiting_room", json!([])), json!([])] {
+        let r = post(body.clone(), Some(&admin)).await.unwrap();
+        assert_eq!(r.status(), 422, "{body}");
+        let b: Value = r.json().await.unwrap();
+        let message = b["message"].as_str().unwrap_or_default();
+        assert!(message.contains("a JSON object"), "{body}: {b}");
+        assert!(!message.contains("struct"), "{body}: {b}");
+    }
     let r = post(ok.clone(), Some(&admin)).await.unwrap();
     assert_eq!(r.status(), 201);
     let r = post(ok.clone(), Some(&admin)).await.unwrap();
