@@ -100,3 +100,47 @@ pub async fn poll_ticket(
     assert_eq!(res.status().as_u16(), 200);
     res.json().await.expect("a poll's JSON")
 }
+
+/// A join of `customer` to campaign `id` at `edge` with `body` sent as `content_type`: (status,
+/// who answered, JSON body or `Null`).
+pub async fn join_with_body(
+    http: &reqwest::Client,
+    edge: &TestEdge,
+    id: &str,
+    customer: &str,
+    content_type: &str,
+    body: &str,
+) -> (u16, String, serde_json::Value) {
+    let res = http
+        .post(format!("{}/api/v1/campaigns/{id}/queue", edge.url))
+        .bearer_auth(super::token_for(&super::queue_config(), customer))
+        .header("content-type", content_type)
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("join");
+    let st = res.status().as_u16();
+    let by = res
+        .headers()
+        .get(flashgate_shared::ANSWERED_BY_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    (st, by, res.json().await.unwrap_or(serde_json::Value::Null))
+}
+
+/// Waits (at most 30 s) until the origin's `queue` of `id` satisfies `done`; returns it.
+pub async fn queue_until(
+    o: &TestOrigin,
+    id: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let q = o.status(id).await["queue"].clone();
+        if done(&q) || std::time::Instant::now() > deadline {
+            return q;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

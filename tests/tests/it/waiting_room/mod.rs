@@ -2,6 +2,7 @@
 
 mod edge;
 mod join_access;
+mod join_body;
 mod joins;
 mod origin;
 mod presence;
