@@ -4,6 +4,7 @@ mod edge;
 mod join_access;
 mod join_body;
 mod joins;
+mod one_admission;
 mod origin;
 mod presence;
 mod trip;
