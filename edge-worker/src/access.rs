@@ -123,19 +123,24 @@ pub enum Gate {
     InfiniteQueue(Failure),
 }
 
-/// The join's body ([`JoinBody`]); empty (or only white space) is the empty body. Error: 400
-/// `invalid_json`.
+/// The join's body ([`JoinBody`]), with access options or without; empty (or only white space)
+/// is the empty body. Error: 400 `invalid_json` for anything but a JSON object of its fields
+/// (an array, which serde would read as the fields in order, included).
 pub fn parse_body(bytes: &[u8]) -> Result<JoinBody, Answer> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+    let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace()) else {
         return Ok(JoinBody::default());
-    }
-    serde_json::from_slice(bytes).map_err(|e| {
+    };
+    let bad = |e: &dyn std::fmt::Display| {
         Answer::error(
             400,
             codes::INVALID_JSON,
             &format!("the join's body must be a JSON object without unknown fields: {e}"),
         )
-    })
+    };
+    if *first != b'{' {
+        return Err(bad(&"not an object"));
+    }
+    serde_json::from_slice(bytes).map_err(|e| bad(&e))
 }
 
 /// A `pow` challenge for `customer` on campaign `campaign` at `now_s` with the 16 random bytes

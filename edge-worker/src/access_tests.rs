@@ -199,6 +199,26 @@ fn invites_are_checked_only_when_needed_and_refused_403() {
     assert_eq!(m.get("spring", "bo", "i1"), None);
     assert_eq!(parse_body(b" ").unwrap(), JoinBody::default());
     assert_eq!(parse_body(b"{\"x\":1}").unwrap_err().status, 400);
+    assert_eq!(parse_body(b"").unwrap(), JoinBody::default());
+    assert_eq!(parse_body(b" {} ").unwrap(), JoinBody::default());
+    for bad in [
+        &b"{"[..],
+        b"null",
+        b"[]",
+        b"[\"c\",\"1\"]",
+        b"\"x\"",
+        b"1",
+        b"hello",
+        b"{\"foo\":1}",
+    ] {
+        let a = parse_body(bad).unwrap_err();
+        assert_eq!(
+            (a.status, a.body.contains("invalid_json")),
+            (400, true),
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
+    }
 }
 
 #[test]

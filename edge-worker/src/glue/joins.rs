@@ -101,8 +101,8 @@ struct Join<'a> {
     id: &'a str,
     /// The customer (the token's `sub`).
     customer: &'a str,
-    /// The request body, read whole (a [`flashgate_shared::queue::access::JoinBody`] when the
-    /// waiting room has a challenge or invites; ignored otherwise).
+    /// The request body, read whole: empty or a [`flashgate_shared::queue::access::JoinBody`]
+    /// (its fields used when the waiting room has a challenge or invites).
     body: &'a [u8],
     /// The client's IP, when known.
     ip: Option<&'a str>,
@@ -113,10 +113,10 @@ struct Join<'a> {
 /// else 201 with a new one, issued here, once her invite and challenge pass
 /// ([`crate::access`]); a failed challenge gets an infinite-queue ticket (never reported) or
 /// 403. Errors as a poll's (404, 409 `no_waiting_room`, 503 without a status), 400
-/// `invalid_json` for a bad body on a waiting room with access options, 403 `forbidden` for a
-/// bad invite, 409 `conflict` before the prequeue opens, 429 `rate_limited` past a budget held
-/// across isolates (asked only for a join that gets a new ticket), 503 when this isolate holds
-/// too many tickets not reported yet.
+/// `invalid_json` for a body neither empty nor a JSON object of the join's fields, 403
+/// `forbidden` for a bad invite, 409 `conflict` before the prequeue opens, 429 `rate_limited`
+/// past a budget held across isolates (asked only for a join that gets a new ticket), 503 when
+/// this isolate holds too many tickets not reported yet.
 async fn join_here(
     req: &Request,
     cfg: &EdgeConfig,
@@ -151,16 +151,18 @@ async fn join_here(
         }
     }
     let acc = known.access;
+    // Checked with access options or without: a join's body is empty or a JSON object of its
+    // fields, never ignored.
+    let body = match access::parse_body(j.body) {
+        Ok(body) => body,
+        Err(a) => return answer(&a),
+    };
     let mut invite = None;
     let mut gate = access::Gate::Pass;
     if !acc.is_open() {
         let now_s = now.div_euclid(1000);
-        let checked = access::parse_body(j.body).and_then(|body| {
-            let jti = access::check_invite(secret, &acc, &body, id, customer, now_s)?;
-            Ok((body, jti))
-        });
-        let (body, jti) = match checked {
-            Ok(found) => found,
+        let jti = match access::check_invite(secret, &acc, &body, id, customer, now_s) {
+            Ok(jti) => jti,
             Err(a) => return answer(&a),
         };
         if let Some(jti) = &jti {

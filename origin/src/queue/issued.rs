@@ -9,7 +9,8 @@ use flashgate_shared::queue::joins::IssuedReport;
 use flashgate_shared::queue::keys::arrival_ms;
 use flashgate_shared::queue::presence::{PresenceReceipt, REPORT_ID_KEPT_S};
 
-use super::store::issued::{self, Added};
+use super::store::issued::{self, Added, IssuedTicket};
+use super::store::who::fingerprint;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -39,7 +40,11 @@ pub async fn record(
             ));
         }
         let at_ms = arrival_ms(seq).unwrap_or(ticket.issued_at_s.saturating_mul(1000));
-        tickets.push((seq, at_ms));
+        tickets.push(IssuedTicket {
+            seq,
+            at_ms,
+            who: fingerprint(&ticket.place.customer),
+        });
     }
     state.metrics.queue_join_requests.inc();
     let mut redis = state.redis.clone();

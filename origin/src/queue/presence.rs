@@ -15,8 +15,10 @@
 //! - An arrival key reported here that is not in line yet (its report of joins was lost) and
 //!   is still ahead of `now_serving` joins the line (`fg:{c}:q:keys`).
 //! - `fg:{c}:q:report:{id}` — a report id already counted (kept [`REPORT_ID_KEPT_S`]).
+//! - `fg:{c}:q:who` — the customer of a reported ticket not known there yet
+//!   ([`super::store::who`]).
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use flashgate_shared::admission::{self, AdmissionError};
@@ -25,14 +27,16 @@ use flashgate_shared::queue::keys::EDGE_BLOCK;
 use flashgate_shared::queue::presence::{PresenceReceipt, PresenceReport, REPORT_ID_KEPT_S};
 use redis::Script;
 
+use super::store::who::{fingerprint, KEPT_S};
 use super::store::Keys;
 use crate::error::ApiError;
 use crate::redis_conn::RedisConn;
 use crate::state::AppState;
 
-// KEYS: report id key, present, reported, skipped, back, serving, keys, issued. ARGV: now ms,
-// report id kept s, EDGE_BLOCK, then the sequence numbers. Returns -1 for
-// a report id counted before (nothing changed), else the tickets counted.
+// KEYS: report id key, present, reported, skipped, back, serving, keys, issued, who. ARGV: now
+// ms, report id kept s, EDGE_BLOCK, who kept s, then per ticket its sequence number and its
+// customer's fingerprint. Returns -1 for a report id counted before (nothing changed), else the
+// tickets counted.
 //
 // An arrival key not in line yet and still ahead of `serving` (its join report was lost: a
 // reporter cut off, or Redis lost the line) joins the line here.
@@ -44,15 +48,17 @@ local now = ARGV[1]
 redis.call('SET', KEYS[3], now, 'NX')
 local serving = tonumber(redis.call('GET', KEYS[6]) or '0')
 local E = tonumber(ARGV[3])
-for i = 4, #ARGV do
+for i = 5, #ARGV, 2 do
   local s = ARGV[i]
+  redis.call('HSETNX', KEYS[9], s, ARGV[i + 1])
   redis.call('ZADD', KEYS[2], 'GT', now, s)
   if redis.call('ZSCORE', KEYS[4], s) then redis.call('ZADD', KEYS[5], s, s) end
   if tonumber(s) >= E and tonumber(s) > serving then
     if redis.call('ZADD', KEYS[7], 'NX', s, s) == 1 then redis.call('INCR', KEYS[8]) end
   end
 end
-return #ARGV - 3
+if #ARGV > 4 then redis.call('EXPIRE', KEYS[9], ARGV[4]) end
+return math.floor((#ARGV - 4) / 2)
 ",
     )
 });
@@ -70,9 +76,10 @@ pub async fn record(
     r.validate()
         .map_err(|m| ApiError::BadRequest(codes::INVALID_REQUEST, m))?;
     let secret = super::secret(state)?;
-    let mut seqs = BTreeSet::new();
+    let mut seqs = BTreeMap::new();
     for t in &r.tickets {
-        seqs.insert(open_reported(secret, t, c)?.place.sequence);
+        let place = open_reported(secret, t, c)?.place;
+        seqs.insert(place.sequence, fingerprint(&place.customer));
     }
     let mut redis = state.redis.clone();
     let n = store_report(&mut redis, c, &r.report_id, &seqs, now_ms).await?;
@@ -94,12 +101,13 @@ pub fn open_reported(secret: &[u8], t: &str, c: &str) -> Result<admission::Ticke
     })
 }
 
-/// The Redis step of [`record`]: -1 for a report id seen before, else the tickets counted.
+/// The Redis step of [`record`] (`seqs`: each sequence number with its customer's
+/// fingerprint): -1 for a report id seen before, else the tickets counted.
 async fn store_report(
     redis: &mut RedisConn,
     c: &str,
     report_id: &str,
-    seqs: &BTreeSet<u64>,
+    seqs: &BTreeMap<u64, String>,
     now_ms: i64,
 ) -> redis::RedisResult<i64> {
     let k = Keys::of(c);
@@ -112,11 +120,13 @@ async fn store_report(
         .key(&k.serving)
         .key(&k.keys)
         .key(&k.issued)
+        .key(&k.who)
         .arg(now_ms)
         .arg(REPORT_ID_KEPT_S)
-        .arg(EDGE_BLOCK);
-    for s in seqs {
-        inv.arg(*s);
+        .arg(EDGE_BLOCK)
+        .arg(KEPT_S);
+    for (s, who) in seqs {
+        inv.arg(*s).arg(who);
     }
     inv.invoke_async(redis).await
 }

@@ -14,6 +14,9 @@
 //! - the arrival counter, skipped ahead by twice the arrivals of the last checkpoint interval,
 //!   so that the numbers issued after the checkpoint are not issued again.
 //!
+//! Whose ticket is whose (`who`, `holders`, [`super::store::who`]) starts over: placeholders
+//! belong to nobody, and the next presence reports name the customers of the tickets polled.
+//!
 //! Every placeholder is written before `open` is set back, under a lock, so no join or
 //! admission step ever sees a half-restored queue.
 
@@ -191,6 +194,8 @@ async fn reopen_locked(
             &k.grants,
             &k.lease,
             &k.pace,
+            &k.who,
+            &k.holders,
         ])
         .await?;
     let all: Vec<u64> = placeholders(n).collect();

@@ -15,8 +15,9 @@ use redis::Script;
 use super::Keys;
 use crate::redis_conn::RedisConn;
 
-// KEYS: report id key, open, serving, drawn, keys, present, skipped, back, issued. ARGV: report
-// id kept s, EDGE_BLOCK, then per ticket its sequence number and issue time (Unix ms). Returns
+// KEYS: report id key, open, serving, drawn, keys, present, skipped, back, issued, who. ARGV:
+// report id kept s, EDGE_BLOCK, who kept s, then per ticket its sequence number, issue time
+// (Unix ms) and customer fingerprint ([`super::who`]). Returns
 // -2 when the queue is not open, -1 for a report id counted before (nothing changed), else the
 // tickets new to the line.
 //
@@ -32,7 +33,7 @@ if not redis.call('SET', KEYS[1], 1, 'NX', 'EX', ARGV[1]) then return -1 end
 local serving = tonumber(redis.call('GET', KEYS[3]) or '0')
 local E = tonumber(ARGV[2])
 local added = 0
-for i = 3, #ARGV, 2 do
+for i = 4, #ARGV, 3 do
   local s = ARGV[i]
   local z = KEYS[4]
   if tonumber(s) >= E then z = KEYS[5] end
@@ -46,7 +47,9 @@ for i = 3, #ARGV, 2 do
     added = added + 1
   end
   redis.call('ZADD', KEYS[6], 'GT', ARGV[i + 1], s)
+  redis.call('HSET', KEYS[10], s, ARGV[i + 2])
 end
+if #ARGV > 3 then redis.call('EXPIRE', KEYS[10], ARGV[3]) end
 redis.call('INCRBY', KEYS[9], added)
 return added
 ",
@@ -64,14 +67,26 @@ pub enum Added {
     NotOpen,
 }
 
-/// Adds `tickets` (sequence number, issue time in Unix ms) of report `report_id` to campaign
-/// `c`'s line, once per report id (kept `kept_s` seconds); each counts as seen at its issue.
+/// A ticket of a report of issued tickets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssuedTicket {
+    /// Its sequence number.
+    pub seq: u64,
+    /// When it was issued, Unix ms.
+    pub at_ms: i64,
+    /// Its customer's [`super::who::fingerprint`].
+    pub who: String,
+}
+
+/// Adds `tickets` of report `report_id` to campaign `c`'s line, once per report id (kept
+/// `kept_s` seconds); each counts as seen at its issue, and its customer is noted
+/// ([`super::who`]).
 pub async fn add(
     redis: &mut RedisConn,
     c: &str,
     report_id: &str,
     kept_s: u64,
-    tickets: &[(u64, i64)],
+    tickets: &[IssuedTicket],
 ) -> redis::RedisResult<Added> {
     let k = Keys::of(c);
     let mut inv = ADD.prepare_invoke();
@@ -84,10 +99,12 @@ pub async fn add(
         .key(&k.skipped)
         .key(&k.back)
         .key(&k.issued)
+        .key(&k.who)
         .arg(kept_s)
-        .arg(EDGE_BLOCK);
-    for (seq, at_ms) in tickets {
-        inv.arg(*seq).arg(*at_ms);
+        .arg(EDGE_BLOCK)
+        .arg(super::who::KEPT_S);
+    for t in tickets {
+        inv.arg(t.seq).arg(t.at_ms).arg(&t.who);
     }
     let n: i64 = inv.invoke_async(redis).await?;
     Ok(match n {

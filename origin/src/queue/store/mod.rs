@@ -28,6 +28,11 @@
 //! - `fg:{c}:q:keys`     — sorted set of the arrival keys the edge issued (score = member = the
 //!   key, above `EDGE_BLOCK`), walked in order after the arrivals ([`issued`]);
 //!   `fg:{c}:q:issued` — how many tickets the edge reported issuing.
+//! - `fg:{c}:q:who`, `holders` — whose ticket is whose, and the admission each customer holds
+//!   ([`who`]): a ticket whose customer holds one, or won a claim with one, is passed as if
+//!   away.
+//! - `fg:{c}:q:used`     — set of the sequence numbers whose admission won a claim
+//!   ([`mark_used`]): such a token admits no further claim.
 //! - `fg:{c}:q:lease`    — the admitting origin's lease (`SET NX PX`).
 //! - `fg:{c}:q:pace`     — the claims' pace: a token bucket (`milli` tokens in thousandths,
 //!   `at` Redis time in ms) of `admit_per_second` tokens per second and one second's burst,
@@ -66,6 +71,8 @@ pub struct Keys {
     pub keys: String,
     pub issued: String,
     pub used: String,
+    pub who: String,
+    pub holders: String,
 }
 
 impl Keys {
@@ -92,6 +99,8 @@ impl Keys {
             keys: k("keys"),
             issued: k("issued"),
             used: k("used"),
+            who: k("who"),
+            holders: k("holders"),
         }
     }
 }
@@ -107,6 +116,7 @@ pub enum Draw {
 
 pub mod issued;
 mod places;
+pub mod who;
 pub use places::{join, Joined, Place};
 
 /// Opens campaign `c`'s queue (idempotent: an open queue keeps its order).
@@ -116,11 +126,16 @@ pub async fn open(redis: &mut RedisConn, c: &str) -> redis::RedisResult<()> {
 }
 
 // KEYS: open, lease, serving, admitted, drawn, arrivals, unclaimed, gate loaded, grants,
-// present, reported, skipped, back, returned, wave, keys. ARGV: lease holder, lease ms, budget,
-// now ms, ttl ms, RANDOM_BLOCK, units left in the gate (all shards), presence window ms,
-// second-wave ttl ms, most tickets the cursor may pass, EDGE_BLOCK, the newest arrival time
-// (ms) the cursor may pass. Returns the number admitted (>= 0), -1 queue not
-// open, -2 another origin holds the lease, -3 gate not loaded.
+// present, reported, skipped, back, returned, wave, keys, who, holders, used. ARGV: lease holder,
+// lease ms, budget, now ms, ttl ms, RANDOM_BLOCK, units left in the gate (all shards), presence
+// window ms, second-wave ttl ms, most tickets the cursor may pass, EDGE_BLOCK, the newest
+// arrival time (ms) the cursor may pass, who kept s. Returns the number admitted (>= 0), -1
+// queue not open, -2 another origin holds the lease, -3 gate not loaded.
+//
+// A present ticket whose customer holds an admission (hers in `unclaimed`: neither used nor
+// lapsed) or won a claim with one (hers in `used`: one claim per customer, so a second would
+// only keep a unit from the next in line) is passed as an away one is: it joins the skipped
+// ones (one seen again stays there).
 //
 // `admitted` counts the tickets the cursor passed (admitted, or skipped while away), so it
 // still maps to sequence numbers (the k-th drawn number, then the arrivals, then the k-th
@@ -142,6 +157,7 @@ redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', now - ttl)
 redis.call('ZREMRANGEBYSCORE', KEYS[14], '-inf', now - ttl)
 local n = math.min(tonumber(ARGV[3]), gate_left - redis.call('ZCARD', KEYS[7]))
 if n <= 0 then return 0 end
+local done = 0
 local since = now - tonumber(ARGV[8])
 local all_present = tonumber(redis.call('GET', KEYS[11]) or now) > since
 local function present(s)
@@ -149,14 +165,30 @@ local function present(s)
   local seen = redis.call('ZSCORE', KEYS[10], s)
   return seen and tonumber(seen) >= since
 end
-local done = 0
+local function holder(s)
+  local f = redis.call('HGET', KEYS[17], s)
+  if not f then return nil, false end
+  local h = redis.call('HGET', KEYS[18], f)
+  if not h or h == s then return f, false end
+  return f, (redis.call('ZSCORE', KEYS[7], h) or redis.call('SISMEMBER', KEYS[19], h) == 1) and true or false
+end
+local function admit(s, f)
+  redis.call('ZADD', KEYS[7], now, s)
+  if f then
+    redis.call('HSET', KEYS[18], f, s)
+    redis.call('EXPIRE', KEYS[18], ARGV[13])
+  end
+  done = done + 1
+end
 for _, s in ipairs(redis.call('ZRANGE', KEYS[13], 0, n - 1)) do
   redis.call('ZREM', KEYS[13], s)
   if present(s) then
-    redis.call('ZREM', KEYS[12], s)
-    redis.call('ZADD', KEYS[7], now, s)
-    redis.call('ZADD', KEYS[14], now, s)
-    done = done + 1
+    local f, held = holder(s)
+    if not held then
+      redis.call('ZREM', KEYS[12], s)
+      redis.call('ZADD', KEYS[14], now, s)
+      admit(s, f)
+    end
   end
 end
 local k = tonumber(redis.call('GET', KEYS[4]) or '0')
@@ -179,9 +211,10 @@ while done < n and k < p + a + e and scan > 0 do
   k = k + 1
   scan = scan - 1
   last = s
-  if present(s) then
-    redis.call('ZADD', KEYS[7], now, s)
-    done = done + 1
+  local here, f, held = present(s), nil, false
+  if here then f, held = holder(s) end
+  if here and not held then
+    admit(s, f)
   else
     redis.call('ZADD', KEYS[12], s, s)
   end
@@ -245,8 +278,9 @@ pub enum Advanced {
 /// Admits up to `budget` customers of campaign `c` in line order among those present (seen
 /// within `rules.window_ms`; the skipped ones who came back first), never more than the gate's
 /// remaining units minus the admitted-but-unclaimed customers (admitted within the TTL of
-/// `rules`), when `holder` has (or takes) the lease for `lease_ms`. Tickets away are passed and
-/// kept in `fg:{c}:q:skipped`.
+/// `rules`), when `holder` has (or takes) the lease for `lease_ms`. Tickets away, and those of
+/// a customer who holds an admission already ([`who`]), are passed and kept in
+/// `fg:{c}:q:skipped`.
 pub async fn advance(
     redis: &mut crate::gate::Gate,
     c: &str,
@@ -282,6 +316,9 @@ pub async fn advance(
         .key(&k.returned)
         .key(&k.wave)
         .key(&k.keys)
+        .key(&k.who)
+        .key(&k.holders)
+        .key(&k.used)
         .arg(holder)
         .arg(lease_ms)
         .arg(budget)
@@ -294,6 +331,7 @@ pub async fn advance(
         .arg(MAX_PASSED_PER_STEP)
         .arg(EDGE_BLOCK)
         .arg(now_ms.saturating_sub(ADMIT_LAG_MS))
+        .arg(who::KEPT_S)
         .invoke_async(redis)
         .await?;
     Ok(match n {

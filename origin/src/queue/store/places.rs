@@ -15,8 +15,9 @@ const CANDIDATES: usize = 8;
 
 // KEYS: open, seq, drawn, arrivals, serving, admitted, unclaimed, present (a new place counts
 // as seen at its join: the grace of a fresh ticket), keys (once the edge has issued arrival
-// keys, an arrival here gets one too, by the second, so the cursor's ranks never shift). ARGV: 'arrival' | 'random', RANDOM_BLOCK,
-// now (Unix s), then per customer her id and CANDIDATES fractions in [0, 1). The hash keeps
+// keys, an arrival here gets one too, by the second, so the cursor's ranks never shift), who.
+// ARGV: 'arrival' | 'random', RANDOM_BLOCK, now (Unix s), who kept s, then per customer her
+// id, her fingerprint ([`super::who`]) and CANDIDATES fractions in [0, 1). The hash keeps
 // '<seq>:<issued at>:<drawn waiting at issue>' (the last 0 for arrival numbers; absent in
 // places written before it existed), so a re-join gets the same ticket. Returns -1 when the
 // queue is not open, else per customer in order {seq, created 0/1, issued at, drawn, admitted,
@@ -37,7 +38,7 @@ end
 local arrival = ARGV[1] == 'arrival'
 local B = tonumber(ARGV[2])
 local now = ARGV[3]
-local function join(customer, c0)
+local function join(customer, fp, c0)
   local had = redis.call('HGET', KEYS[2], customer)
   if had then
     local s, t, w = string.match(had, '^(%d+):(%d+):?(%d*)$')
@@ -67,10 +68,12 @@ local function join(customer, c0)
   end
   redis.call('HSET', KEYS[2], customer, seq .. ':' .. now .. ':' .. w)
   redis.call('ZADD', KEYS[8], string.format('%.0f', tonumber(now) * 1000), seq)
+  redis.call('HSET', KEYS[10], seq, fp)
+  redis.call('EXPIRE', KEYS[10], ARGV[4])
   return figures(tonumber(seq), 1, tonumber(now), w)
 end
 local out = {}
-for i = 4, #ARGV, 9 do out[#out + 1] = join(ARGV[i], i + 1) end
+for i = 5, #ARGV, 10 do out[#out + 1] = join(ARGV[i], ARGV[i + 1], i + 2) end
 return out
 ",
     )
@@ -135,14 +138,17 @@ pub async fn join(
             .key(&k.unclaimed)
             .key(&k.present)
             .key(&k.keys)
+            .key(&k.who)
             .arg(match draw {
                 Draw::Arrival => "arrival",
                 Draw::Random => "random",
             })
             .arg(RANDOM_BLOCK)
-            .arg(now_s);
+            .arg(now_s)
+            .arg(super::who::KEPT_S);
         for &i in &due {
-            inv.arg(customers[i]);
+            inv.arg(customers[i])
+                .arg(super::who::fingerprint(customers[i]));
             for _ in 0..CANDIDATES {
                 inv.arg(rand::random::<f64>());
             }

@@ -8,11 +8,9 @@
 use std::time::{Duration, Instant};
 
 use flashgate_shared::queue::{WaitingRoom, ADMISSION_HEADER, TICKET_HEADER};
-use flashgate_tests::support::room::room;
+use flashgate_tests::support::room::{room, room_edge};
 use flashgate_tests::support::variants::{variant_remaining, variant_sale};
-use flashgate_tests::support::{
-    assert_reconciled, queue_config, unique, TestEdge, TestOrigin, TEST_EDGE_SECRET,
-};
+use flashgate_tests::support::{assert_reconciled, queue_config, unique, TestOrigin};
 use serde_json::{json, Value};
 
 /// How long a poll may take to show what the origin knows (TTL 300 ms, generously).
@@ -114,16 +112,7 @@ async fn one_room_serves_every_variant_and_the_poll_says_which_are_sold_out() {
     });
     o.create(&body).await;
     let c = body.id;
-    let edge = TestEdge::start(
-        &o.url,
-        &[
-            ("FLASHGATE_EDGE_SECRET", TEST_EDGE_SECRET.to_string()),
-            ("FLASHGATE_STATUS_TTL_MS", "300".to_string()),
-            ("FLASHGATE_LIMIT_IP_PER_S", "0".to_string()),
-            ("FLASHGATE_LIMIT_JOINS_PER_S", "0".to_string()),
-            ("FLASHGATE_LIMIT_POLLS_PER_S", "0".to_string()),
-        ],
-    );
+    let edge = room_edge(&o);
     let http = reqwest::Client::new();
     let who: Vec<(String, String)> = (0..3)
         .map(|_| {

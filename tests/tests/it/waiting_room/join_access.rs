@@ -14,7 +14,7 @@ use flashgate_shared::invite::{self, Invite};
 use flashgate_shared::pow;
 use flashgate_shared::queue::access::{ChallengeFailure, ChallengeKind};
 use flashgate_shared::queue::{WaitingRoom, TICKET_HEADER};
-use flashgate_tests::support::room::{campaign, room, size};
+use flashgate_tests::support::room::{campaign, poll_ticket as poll, room, size};
 use flashgate_tests::support::scrape::Scrape;
 use flashgate_tests::support::{
     queue_config, token_for, unique, TestEdge, TestOrigin, TEST_EDGE_SECRET,
@@ -86,17 +86,6 @@ async fn get_challenge(
     let res = req.send().await.expect("challenge");
     let st = res.status().as_u16();
     (st, res.json().await.unwrap_or(Value::Null))
-}
-
-async fn poll(http: &reqwest::Client, edge: &TestEdge, id: &str, ticket: &str) -> Value {
-    let res = http
-        .get(format!("{}/api/v1/campaigns/{id}/queue", edge.url))
-        .header(TICKET_HEADER, ticket)
-        .send()
-        .await
-        .expect("poll");
-    assert_eq!(res.status().as_u16(), 200);
-    res.json().await.unwrap()
 }
 
 /// The origin's count of joins placed (reported by the edge).

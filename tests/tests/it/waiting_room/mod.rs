@@ -2,7 +2,9 @@
 
 mod edge;
 mod join_access;
+mod join_body;
 mod joins;
+mod one_admission;
 mod origin;
 mod presence;
 mod trip;

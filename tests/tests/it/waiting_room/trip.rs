@@ -20,7 +20,7 @@ use flashgate_shared::admission::{check_admission, mint_admission, open_ticket};
 use flashgate_shared::api::ChangeAction;
 use flashgate_shared::queue::{WaitingRoom, ADMISSION_HEADER, TICKET_HEADER};
 use flashgate_shared::ANSWERED_BY_HEADER;
-use flashgate_tests::support::room::{admission, campaign, room, size};
+use flashgate_tests::support::room::{admission, campaign, room, room_edge, size};
 use flashgate_tests::support::{queue_config, unique, TestEdge, TestOrigin, TEST_EDGE_SECRET};
 use futures::future::join_all;
 use serde_json::Value;
@@ -418,16 +418,7 @@ fn expiry_of(token: &str, id: &str, who: &str) -> i64 {
 async fn polling_never_renews_an_admission() {
     let o = TestOrigin::start_with(queue_config()).await;
     let id = campaign(&o, 3, chrono::Duration::minutes(-1), None, room(50)).await;
-    let edge = TestEdge::start(
-        &o.url,
-        &[
-            ("FLASHGATE_EDGE_SECRET", TEST_EDGE_SECRET.to_string()),
-            ("FLASHGATE_STATUS_TTL_MS", "300".to_string()),
-            ("FLASHGATE_LIMIT_IP_PER_S", "0".to_string()),
-            ("FLASHGATE_LIMIT_JOINS_PER_S", "0".to_string()),
-            ("FLASHGATE_LIMIT_POLLS_PER_S", "0".to_string()),
-        ],
-    );
+    let edge = room_edge(&o);
     let http = reqwest::Client::new();
     let ana = unique("ana");
     let token = o.token(&ana);
