@@ -9,12 +9,14 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{
     DrawProgress, DrawState, DrawStatus, EntryOutcome, EntryReceipt, ErrorBody, MyEntry,
+    NO_WAITING_ROOM,
 };
 
 use super::extract::{self, Path, Role};
 use crate::access::admit;
 use crate::access::run::{self, Ran};
 use crate::access::store::{self, DrawRow, Entered};
+use crate::admin::toggles::Change;
 use crate::error::{ApiError, ApiResult};
 use crate::http::openapi::errors;
 use crate::state::AppState;
@@ -27,6 +29,18 @@ async fn draw_of(state: &AppState, id: &str) -> ApiResult<(DrawRow, i64)> {
         .await?
         .ok_or_else(|| ApiError::Conflict(format!("campaign {id} is not a draw")))?;
     Ok((d, row.stock))
+}
+
+/// The rules of a draw's creation that a manager's change of campaign `id` must keep too
+/// (`PATCH /admin/v1/campaigns/{id}`): a draw takes no waiting room. 422 `validation_failed`
+/// naming the field, before anything is written; other campaigns and changes pass.
+pub async fn check_change(state: &AppState, id: &str, change: &Change) -> ApiResult<()> {
+    if let Change::SetWaitingRoom { .. } = change {
+        if admit::is_draw(&state.draw_kinds, &state.db, id).await? {
+            return Err(ApiError::validation(NO_WAITING_ROOM));
+        }
+    }
+    Ok(())
 }
 
 /// Enters the customer of the token into the campaign's draw; no body needed (up to 4 KiB is

@@ -26,6 +26,9 @@ pub const MIN_BUYING_WINDOW_SECONDS: i64 = 1;
 /// Buying window of a draw that does not set one, seconds (24 hours).
 pub const DEFAULT_BUYING_WINDOW_SECONDS: i64 = 86_400;
 
+/// Why a draw campaign is refused a waiting room, at creation and by a manager's change.
+pub const NO_WAITING_ROOM: &str = "a draw campaign has no waiting_room";
+
 /// The `draw` option of a campaign created with `access: "draw"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -86,9 +89,7 @@ pub fn check_access(
             Err("draw applies to campaigns with access \"draw\" only".into())
         }
         (CampaignAccess::Draw, None) => Err("access \"draw\" needs the draw option".into()),
-        (CampaignAccess::Draw, Some(_)) if waiting_room => {
-            Err("a draw campaign has no waiting_room".into())
-        }
+        (CampaignAccess::Draw, Some(_)) if waiting_room => Err(NO_WAITING_ROOM.into()),
         (CampaignAccess::Draw, Some(d)) => d.validate(ends_at),
     }
 }
