@@ -24,7 +24,8 @@ pub enum Ran {
 /// Draws campaign `id`: takes the draw's lock exclusive (entries in flight hold it shared, so
 /// every entry answered with a receipt is ranked) and its row, and unless drawn already, ranks the entries and
 /// writes their places, each winner's `admitted_at` (her buying window opens now), the
-/// digest, the count and `drawn_at`. With `close_now`, a window still open closes now (a
+/// digest, the count, the stock drawn for (`drawn_stock`, which a later restock leaves as it
+/// is) and `drawn_at`. With `close_now`, a window still open closes now (a
 /// manager's early draw). Safe with several origins at once: the row lock and `drawn_at` make
 /// one of them draw.
 pub async fn draw(db: &Db, id: &str, close_now: bool) -> sqlx::Result<Ran> {
@@ -89,12 +90,14 @@ pub async fn draw(db: &Db, id: &str, close_now: bool) -> sqlx::Result<Ran> {
     .execute(&mut *tx)
     .await?;
     sqlx::query(
-        "UPDATE draws SET drawn_at = clock_timestamp(), entries_digest = $2, entry_count = $3
+        "UPDATE draws SET drawn_at = clock_timestamp(), entries_digest = $2, entry_count = $3,
+                          drawn_stock = $4
           WHERE campaign_id = $1",
     )
     .bind(id)
     .bind(entries_digest(&entries))
     .bind(order.len() as i32)
+    .bind(stock.max(0))
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;

@@ -22,6 +22,9 @@ pub struct DrawRow {
     pub drawn_at: Option<DateTime<Utc>>,
     pub entries_digest: Option<String>,
     pub entry_count: Option<i32>,
+    /// The stock the draw was made for (its winners are the first this many places), set
+    /// with `drawn_at`: a restock after the draw does not change it.
+    pub drawn_stock: Option<i64>,
 }
 
 impl DrawRow {
@@ -47,7 +50,7 @@ impl DrawRow {
 }
 
 const COLUMNS: &str = "campaign_id, entries_open_at, entries_close_at, buying_window_seconds, \
-                       seed, commitment, drawn_at, entries_digest, entry_count";
+                       seed, commitment, drawn_at, entries_digest, entry_count, drawn_stock";
 
 /// Creates the draw of campaign `id` with a new seed from the thread-local CSPRNG
 /// (`rand::rng()`, seeded from the operating system), inside the caller's transaction (the
@@ -189,11 +192,11 @@ pub async fn entry_of(db: &Db, id: &str, customer: &str) -> sqlx::Result<Option<
     .await
 }
 
-/// The public status of draw `d` of a campaign of `stock` units: with the published result
-/// once drawn (the order read back from the stored places).
-pub async fn status(db: &Db, d: &DrawRow, stock: i64) -> sqlx::Result<DrawStatus> {
-    let result = match (d.drawn_at, &d.entries_digest, d.entry_count) {
-        (Some(_), Some(digest), Some(count)) => {
+/// The public status of draw `d`: with the published result once drawn (the order read back
+/// from the stored places, the winners the first `drawn_stock` of it).
+pub async fn status(db: &Db, d: &DrawRow) -> sqlx::Result<DrawStatus> {
+    let result = match (d.drawn_at, &d.entries_digest, d.entry_count, d.drawn_stock) {
+        (Some(_), Some(digest), Some(count), Some(stock)) => {
             let mut order: Vec<String> = sqlx::query_scalar(
                 "SELECT customer_id FROM draw_entries
                   WHERE campaign_id = $1 AND place IS NOT NULL ORDER BY place",
@@ -219,9 +222,9 @@ pub async fn status(db: &Db, d: &DrawRow, stock: i64) -> sqlx::Result<DrawStatus
     Ok(DrawStatus { result, ..brief(d) })
 }
 
-/// The counts of draw `d`'s entries for a manager, the first `stock` places being the winners
-/// ([`DrawProgress`]).
-pub async fn progress(db: &Db, d: &DrawRow, stock: i64) -> sqlx::Result<DrawProgress> {
+/// The counts of draw `d`'s entries for a manager, the first `drawn_stock` places being the
+/// winners ([`DrawProgress`]; before the draw none is).
+pub async fn progress(db: &Db, d: &DrawRow) -> sqlx::Result<DrawProgress> {
     let (entries, winners, waitlist, admitted, admitted_from_waitlist, claimed, lapsed): (
         i64,
         i64,
@@ -244,7 +247,7 @@ pub async fn progress(db: &Db, d: &DrawRow, stock: i64) -> sqlx::Result<DrawProg
            FROM draw_entries e WHERE e.campaign_id = $1",
     )
     .bind(&d.campaign_id)
-    .bind(stock)
+    .bind(d.drawn_stock.unwrap_or(0))
     .fetch_one(db)
     .await?;
     Ok(DrawProgress {

@@ -22,13 +22,12 @@ use crate::http::openapi::errors;
 use crate::state::AppState;
 
 /// The draw of campaign `id`: 404 when the id is not a slug or no campaign has it; 409
-/// `conflict` when the campaign is not a draw. Returns the draw and the campaign's stock.
-async fn draw_of(state: &AppState, id: &str) -> ApiResult<(DrawRow, i64)> {
-    let row = extract::campaign(state, id).await?;
-    let d = store::find(&state.db, id)
+/// `conflict` when the campaign is not a draw.
+async fn draw_of(state: &AppState, id: &str) -> ApiResult<DrawRow> {
+    extract::campaign(state, id).await?;
+    store::find(&state.db, id)
         .await?
-        .ok_or_else(|| ApiError::Conflict(format!("campaign {id} is not a draw")))?;
-    Ok((d, row.stock))
+        .ok_or_else(|| ApiError::Conflict(format!("campaign {id} is not a draw")))
 }
 
 /// The rules of a draw's creation that a manager's change of campaign `id` must keep too
@@ -71,7 +70,7 @@ pub async fn enter(
     post: extract::ForwardedPost,
 ) -> ApiResult<Response> {
     let (campaign, customer) = post.signed_customer(&state).await?;
-    let (d, _) = draw_of(&state, &campaign).await?;
+    let d = draw_of(&state, &campaign).await?;
     match store::enter(&state.db, &d, &customer).await? {
         Entered::New(r) => Ok((StatusCode::CREATED, axum::Json(r)).into_response()),
         Entered::Again(r) => Ok((StatusCode::OK, axum::Json(r)).into_response()),
@@ -112,7 +111,7 @@ pub async fn mine(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let customer = extract::customer(&headers, &state).await?;
-    let (d, _) = draw_of(&state, &campaign).await?;
+    let d = draw_of(&state, &campaign).await?;
     let e = store::entry_of(&state.db, &campaign, &customer)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no entry of yours in {campaign}")))?;
@@ -166,8 +165,8 @@ pub async fn status(
     State(state): State<AppState>,
     Path(campaign): Path<String>,
 ) -> ApiResult<Response> {
-    let (d, stock) = draw_of(&state, &campaign).await?;
-    let body = store::status(&state.db, &d, stock).await?;
+    let d = draw_of(&state, &campaign).await?;
+    let body = store::status(&state.db, &d).await?;
     Ok(super::public_status(body))
 }
 
@@ -209,8 +208,8 @@ pub async fn run(
             )))
         }
     }
-    let (d, stock) = draw_of(&state, &campaign).await?;
-    let body: DrawStatus = store::status(&state.db, &d, stock).await?;
+    let d = draw_of(&state, &campaign).await?;
+    let body: DrawStatus = store::status(&state.db, &d).await?;
     Ok(axum::Json(body).into_response())
 }
 
@@ -236,7 +235,7 @@ pub async fn progress(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     extract::admin(&headers, &state, Role::Viewer)?;
-    let (d, stock) = draw_of(&state, &campaign).await?;
-    let body: DrawProgress = store::progress(&state.db, &d, stock).await?;
+    let d = draw_of(&state, &campaign).await?;
+    let body: DrawProgress = store::progress(&state.db, &d).await?;
     Ok(axum::Json(body).into_response())
 }

@@ -175,3 +175,18 @@ pub async fn audit_trail(o: &TestOrigin, c: &str) -> Vec<(String, String)> {
         .await
         .expect("audit trail")
 }
+
+/// Creates a draw of `stock` units at `o` whose entries opened a second ago and close in 30
+/// minutes; returns its id, new, starting with `prefix`.
+pub async fn open_draw(o: &TestOrigin, prefix: &str, stock: i64) -> String {
+    let c = unique(prefix);
+    let now = Utc::now();
+    o.create(&draw_campaign(
+        &c,
+        stock,
+        now - chrono::Duration::seconds(1),
+        now + chrono::Duration::minutes(30),
+    ))
+    .await;
+    c
+}

@@ -3,13 +3,12 @@
 //! entry window), an entry window already closed is refused at creation, entries stop when the
 //! campaign ends, and a manager's early draw is audited.
 
-use chrono::{Duration, Utc};
-use flashgate_tests::support::draws::{audit_trail, draw_campaign, origin, patch};
-use flashgate_tests::support::{unique, TestOrigin};
+use flashgate_tests::support::draws::{audit_trail, open_draw, origin, patch};
+use flashgate_tests::support::TestOrigin;
 use serde_json::{json, Value};
 
 /// Campaign `c`'s `ends_at` and waiting room, as stored.
-async fn stored(o: &TestOrigin, c: &str) -> (chrono::DateTime<Utc>, Option<Value>) {
+async fn stored(o: &TestOrigin, c: &str) -> (chrono::DateTime<chrono::Utc>, Option<Value>) {
     sqlx::query_as("SELECT ends_at, waiting_room FROM campaigns WHERE id = $1")
         .bind(c)
         .fetch_one(&o.db)
@@ -27,15 +26,7 @@ fn assert_refused(reply: &(u16, Value), status: u16, result: &str, message: &str
 #[tokio::test]
 async fn a_draw_is_refused_a_waiting_room_by_patch_as_at_creation() {
     let o = origin().await;
-    let c = unique("no-room");
-    let now = Utc::now();
-    o.create(&draw_campaign(
-        &c,
-        2,
-        now - Duration::seconds(1),
-        now + Duration::minutes(30),
-    ))
-    .await;
+    let c = open_draw(&o, "no-room", 2).await;
     let before = stored(&o, &c).await;
     let reply = patch(&o, &c, json!({"waiting_room": {"admit_per_second": 5}})).await;
     assert_refused(

@@ -4,4 +4,5 @@
 mod changes;
 mod edge;
 mod origin;
+mod reveal;
 mod window;
