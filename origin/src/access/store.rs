@@ -97,9 +97,14 @@ pub enum Entered {
     New(EntryReceipt),
     /// She had entered before: the same receipt (200).
     Again(EntryReceipt),
-    /// No entry of hers and the window is not open (or the draw has run): nothing written.
-    /// The draw as it is now.
-    Closed(Box<DrawRow>),
+    /// No entry of hers and the window is not open (or the draw has run, or the campaign has
+    /// ended): nothing written.
+    Closed {
+        /// The draw as it is now.
+        draw: Box<DrawRow>,
+        /// The campaign's end.
+        ends_at: DateTime<Utc>,
+    },
 }
 
 /// The key of campaign `id`'s draw lock: entries take it shared, the draw exclusive
@@ -107,7 +112,8 @@ pub enum Entered {
 /// transactions).
 pub const LOCK_KEY_SQL: &str = "hashtextextended('flashgate-draw:' || $1, 0)";
 
-/// Enters `customer` into the draw `d`. The entry's transaction first takes the draw's lock
+/// Enters `customer` into the draw `d` while its window is open and its campaign has not
+/// ended (a manager may close it, or move its end, during the window). The entry's transaction first takes the draw's lock
 /// shared ([`LOCK_KEY_SQL`]) and only then reads the window, so the draw (which takes it
 /// exclusive) ranks every entry that was answered with a receipt, and no entry lands after it.
 /// An advisory lock rather than a row lock: thousands of entries at once share it without
@@ -125,25 +131,27 @@ pub async fn enter(db: &Db, d: &DrawRow, customer: &str) -> sqlx::Result<Entered
     .await?;
     // A statement of its own after the lock: its snapshot sees a draw that committed while
     // this entry waited.
-    let (open, new_at): (Option<bool>, Option<DateTime<Utc>>) = sqlx::query_as(
-        "WITH d AS (
-             SELECT campaign_id,
-                    now() >= entries_open_at AND clock_timestamp() < entries_close_at
-                        AND drawn_at IS NULL AS open
-               FROM draws WHERE campaign_id = $1
+    let (open, ends_at, new_at): (Option<bool>, Option<DateTime<Utc>>, Option<DateTime<Utc>>) =
+        sqlx::query_as(
+            "WITH d AS (
+             SELECT d.campaign_id, c.ends_at,
+                    now() >= d.entries_open_at AND clock_timestamp() < d.entries_close_at
+                        AND clock_timestamp() < c.ends_at AND d.drawn_at IS NULL AS open
+               FROM draws d JOIN campaigns c ON c.id = d.campaign_id
+              WHERE d.campaign_id = $1
          ), ins AS (
              INSERT INTO draw_entries (campaign_id, customer_id, entry_id)
              SELECT campaign_id, $2, $3 FROM d WHERE open
              ON CONFLICT (campaign_id, customer_id) DO NOTHING
              RETURNING entered_at
          )
-         SELECT (SELECT open FROM d), (SELECT entered_at FROM ins)",
-    )
-    .bind(&d.campaign_id)
-    .bind(customer)
-    .bind(&entry_id)
-    .fetch_one(&mut *tx)
-    .await?;
+         SELECT (SELECT open FROM d), (SELECT ends_at FROM d), (SELECT entered_at FROM ins)",
+        )
+        .bind(&d.campaign_id)
+        .bind(customer)
+        .bind(&entry_id)
+        .fetch_one(&mut *tx)
+        .await?;
     tx.commit().await?;
     let receipt = |entry_id: String, entered_at| EntryReceipt {
         entry_id,
@@ -162,9 +170,10 @@ pub async fn enter(db: &Db, d: &DrawRow, customer: &str) -> sqlx::Result<Entered
         // Read again: a manager may have closed the window early and drawn meanwhile.
         None => {
             let fresh = find(db, &d.campaign_id).await?;
-            Ok(Entered::Closed(Box::new(
-                fresh.unwrap_or_else(|| d.clone()),
-            )))
+            Ok(Entered::Closed {
+                draw: Box::new(fresh.unwrap_or_else(|| d.clone())),
+                ends_at: ends_at.unwrap_or(DateTime::<Utc>::MAX_UTC),
+            })
         }
     }
 }

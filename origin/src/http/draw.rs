@@ -8,8 +8,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{
-    DrawProgress, DrawState, DrawStatus, EntryOutcome, EntryReceipt, ErrorBody, MyEntry,
-    NO_WAITING_ROOM,
+    check_end_after_entries, DrawProgress, DrawState, DrawStatus, EntryOutcome, EntryReceipt,
+    ErrorBody, MyEntry, NO_WAITING_ROOM,
 };
 
 use super::extract::{self, Path, Role};
@@ -31,15 +31,26 @@ async fn draw_of(state: &AppState, id: &str) -> ApiResult<DrawRow> {
 }
 
 /// The rules of a draw's creation that a manager's change of campaign `id` must keep too
-/// (`PATCH /admin/v1/campaigns/{id}`): a draw takes no waiting room. 422 `validation_failed`
-/// naming the field, before anything is written; other campaigns and changes pass.
+/// (`PATCH /admin/v1/campaigns/{id}`): a draw takes no waiting room, and its `ends_at` stays
+/// after `draw.entries_close_at`. 422 `validation_failed` naming the field, before anything is
+/// written; other campaigns and changes pass. (A draw's `entries_close_at` only ever moves
+/// earlier, when a manager draws early, so a change checked here stays valid.)
 pub async fn check_change(state: &AppState, id: &str, change: &Change) -> ApiResult<()> {
-    if let Change::SetWaitingRoom { .. } = change {
-        if admit::is_draw(&state.draw_kinds, &state.db, id).await? {
-            return Err(ApiError::validation(NO_WAITING_ROOM));
+    match change {
+        Change::SetWaitingRoom { .. } => {
+            match admit::is_draw(&state.draw_kinds, &state.db, id).await? {
+                true => Err(ApiError::validation(NO_WAITING_ROOM)),
+                false => Ok(()),
+            }
         }
+        Change::SetEndsAt { ends_at } => match store::find(&state.db, id).await? {
+            Some(d) => {
+                check_end_after_entries(d.entries_close_at, *ends_at).map_err(ApiError::validation)
+            }
+            None => Ok(()),
+        },
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// Enters the customer of the token into the campaign's draw; no body needed (up to 4 KiB is
@@ -47,7 +58,8 @@ pub async fn check_change(state: &AppState, id: &str, change: &Change) -> ApiRes
 /// (401), campaign id (404), a draw campaign (409 `conflict`), then the entry: 201 with the
 /// receipt the first time, 200 with the same receipt after (one entry per customer, however
 /// often she enters, even after the window closed); without an entry, 409 `conflict` before
-/// `entries_open_at` or from `entries_close_at` on. Nothing changes on a refusal.
+/// `entries_open_at`, from `entries_close_at` on, or once the campaign has ended (its `ends_at`
+/// passed, or a manager closed it). Nothing changes on a refusal.
 #[utoipa::path(
     post,
     path = "/api/v1/campaigns/{id}/draw/entries",
@@ -60,8 +72,8 @@ pub async fn check_change(state: &AppState, id: &str, change: &Change) -> ApiRes
         errors::CustomerToken,
         errors::EdgeSignature,
         errors::NoCampaign,
-        (status = 409, description = "conflict: the campaign is not a draw, or its entry \
-            window is not open (not yet, or closed).", body = ErrorBody),
+        (status = 409, description = "conflict: the campaign is not a draw, its entry \
+            window is not open (not yet, or closed), or the campaign has ended.", body = ErrorBody),
         errors::PayloadPast4KiB,
     ),
 )]
@@ -74,16 +86,24 @@ pub async fn enter(
     match store::enter(&state.db, &d, &customer).await? {
         Entered::New(r) => Ok((StatusCode::CREATED, axum::Json(r)).into_response()),
         Entered::Again(r) => Ok((StatusCode::OK, axum::Json(r)).into_response()),
-        Entered::Closed(now) => Err(ApiError::Conflict(match now.state_at(chrono::Utc::now()) {
-            DrawState::Scheduled => format!(
-                "entries to {campaign} open at {}",
-                now.entries_open_at.to_rfc3339()
-            ),
-            _ => format!(
-                "entries to {campaign} closed at {}",
-                now.entries_close_at.to_rfc3339()
-            ),
-        })),
+        Entered::Closed { draw: now, ends_at } if ends_at < now.entries_close_at => {
+            Err(ApiError::Conflict(format!(
+                "entries to {campaign} closed at {}: the campaign ended",
+                ends_at.to_rfc3339()
+            )))
+        }
+        Entered::Closed { draw: now, .. } => {
+            Err(ApiError::Conflict(match now.state_at(chrono::Utc::now()) {
+                DrawState::Scheduled => format!(
+                    "entries to {campaign} open at {}",
+                    now.entries_open_at.to_rfc3339()
+                ),
+                _ => format!(
+                    "entries to {campaign} closed at {}",
+                    now.entries_close_at.to_rfc3339()
+                ),
+            }))
+        }
     }
 }
 

@@ -64,6 +64,7 @@ impl DrawSettings {
         if self.entries_close_at >= ends_at {
             return Err("draw.entries_close_at must be before ends_at".into());
         }
+        // (The same rule as a later change of the end, [`check_end_after_entries`].)
         let w = self.buying_window();
         if !(MIN_BUYING_WINDOW_SECONDS..=MAX_BUYING_WINDOW_SECONDS).contains(&w) {
             return Err(format!(
@@ -91,6 +92,23 @@ pub fn check_access(
         (CampaignAccess::Draw, None) => Err("access \"draw\" needs the draw option".into()),
         (CampaignAccess::Draw, Some(_)) if waiting_room => Err(NO_WAITING_ROOM.into()),
         (CampaignAccess::Draw, Some(d)) => d.validate(ends_at),
+    }
+}
+
+/// Checks a new `ends_at` of a draw campaign whose entries close at `entries_close_at`: the
+/// rule of creation ([`DrawSettings::validate`]), the end after the entry window.
+pub fn check_end_after_entries(
+    entries_close_at: DateTime<Utc>,
+    ends_at: DateTime<Utc>,
+) -> Result<(), String> {
+    if entries_close_at < ends_at {
+        Ok(())
+    } else {
+        Err(format!(
+            "ends_at must be after draw.entries_close_at ({}): the draw's entries close before \
+             the campaign ends",
+            entries_close_at.to_rfc3339()
+        ))
     }
 }
 
