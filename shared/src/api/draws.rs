@@ -95,6 +95,22 @@ pub fn check_access(
     }
 }
 
+/// Checks that a new draw's entry window closes after `now`: one closed already would be drawn
+/// at once, with no entries. The message names the field.
+pub fn check_entries_ahead(d: &DrawSettings, now: DateTime<Utc>) -> Result<(), String> {
+    if d.entries_close_at > now {
+        Ok(())
+    } else {
+        Err(format!(
+            "draw.entries_close_at must be in the future ({} is not after now, {}): a window \
+             closed already would be drawn at once, with no entries",
+            d.entries_close_at
+                .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+            now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ))
+    }
+}
+
 /// Checks a new `ends_at` of a draw campaign whose entries close at `entries_close_at`: the
 /// rule of creation ([`DrawSettings::validate`]), the end after the entry window.
 pub fn check_end_after_entries(
