@@ -190,8 +190,9 @@ pub async fn status(
     Ok(super::public_status(body))
 }
 
-/// Draws now (manager token): closes an open entry window at once and draws; a draw that ran
-/// already is answered with its status, unchanged. 200 with the draw's status (with its
+/// Draws now (manager token): closes an open entry window at once and draws, with its
+/// `draw_run` audit row; a draw that ran already is answered with its status, unchanged (and
+/// unaudited). 200 with the draw's status (with its
 /// result); 404 no such campaign; 409 `conflict` when the campaign is not a draw or its
 /// entries have not opened; 401/403 without / with a wrong token.
 #[utoipa::path(
@@ -213,9 +214,9 @@ pub async fn run(
     Path(campaign): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    extract::admin(&headers, &state, Role::Manager)?;
+    let who = extract::admin(&headers, &state, Role::Manager)?;
     draw_of(&state, &campaign).await?;
-    match run::draw(&state.db, &campaign, true).await? {
+    match run::draw(&state.db, &campaign, Some(&who.name)).await? {
         Ran::Drawn(_) | Ran::AlreadyDrawn => {}
         Ran::NotOpen | Ran::NotClosed => {
             return Err(ApiError::Conflict(format!(

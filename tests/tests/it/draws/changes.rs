@@ -5,7 +5,7 @@
 
 use chrono::{Duration, SubsecRound, TimeZone, Utc};
 use flashgate_tests::support::draws::{
-    audit_trail, draw_campaign, enter, entries_in_db, open_draw, origin, patch,
+    audit_trail, draw_campaign, enter, entries_in_db, open_draw, origin, patch, run_now,
 };
 use flashgate_tests::support::{unique, TestOrigin};
 use serde_json::{json, Value};
@@ -140,5 +140,38 @@ async fn an_entry_window_closed_already_is_refused_at_creation() {
             .await;
         assert_eq!(s, 404, "{} was created", body.id);
     }
+    o.stop().await;
+}
+
+#[tokio::test]
+async fn a_managers_early_draw_is_audited_once() {
+    let o = origin().await;
+    let c = open_draw(&o, "audited", 1).await;
+    for p in ["ana", "bea", "cy"] {
+        assert_eq!(enter(&o, &c, p).await.0, 201);
+    }
+    assert_eq!(run_now(&o, &c).await.0, 200);
+    // A second run changes nothing and writes nothing.
+    assert_eq!(run_now(&o, &c).await.0, 200);
+    let trail = audit_trail(&o, &c).await;
+    let actions: Vec<&str> = trail.iter().map(|(a, _)| a.as_str()).collect();
+    assert_eq!(actions, ["create", "draw_run"]);
+    assert_eq!(trail[1].1, trail[0].1, "the manager who ran it");
+    let path = format!("/admin/v1/campaigns/{c}/audit");
+    let (s, b) = o
+        .admin(reqwest::Method::GET, &path, Some(o.viewer_token()), None)
+        .await;
+    assert_eq!(s, 200, "{b}");
+    let run = &b["entries"][0];
+    assert_eq!(run["action"], "draw_run", "{b}");
+    assert_eq!(
+        (
+            &run["before"]["drawn_at"],
+            &run["after"]["entry_count"],
+            &run["after"]["stock"]
+        ),
+        (&Value::Null, &json!(3), &json!(1)),
+        "{run}"
+    );
     o.stop().await;
 }
