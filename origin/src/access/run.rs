@@ -24,10 +24,12 @@ pub enum Ran {
 /// Draws campaign `id`: takes the draw's lock exclusive (entries in flight hold it shared, so
 /// every entry answered with a receipt is ranked) and its row, and unless drawn already, ranks the entries and
 /// writes their places, each winner's `admitted_at` (her buying window opens now), the
-/// digest, the count and `drawn_at`. With `close_now`, a window still open closes now (a
-/// manager's early draw). Safe with several origins at once: the row lock and `drawn_at` make
+/// digest, the count, the stock drawn for (`drawn_stock`, which a later restock leaves as it
+/// is) and `drawn_at`. `by` names the manager who asked (`None` for the draw task): her
+/// window still open closes now (an early draw), and the draw gets its `draw_run` audit row in
+/// the same transaction. Safe with several origins at once: the row lock and `drawn_at` make
 /// one of them draw.
-pub async fn draw(db: &Db, id: &str, close_now: bool) -> sqlx::Result<Ran> {
+pub async fn draw(db: &Db, id: &str, by: Option<&str>) -> sqlx::Result<Ran> {
     let mut tx = db.begin().await?;
     // Waits for the entries in flight; entries that come after wait for this draw.
     sqlx::query(&format!(
@@ -37,23 +39,31 @@ pub async fn draw(db: &Db, id: &str, close_now: bool) -> sqlx::Result<Ran> {
     .bind(id)
     .execute(&mut *tx)
     .await?;
-    let row: Option<(Vec<u8>, bool, bool, bool, i64)> = sqlx::query_as(
+    type Row = (
+        Vec<u8>,
+        bool,
+        bool,
+        bool,
+        i64,
+        chrono::DateTime<chrono::Utc>,
+    );
+    let row: Option<Row> = sqlx::query_as(
         "SELECT d.seed, d.drawn_at IS NOT NULL, clock_timestamp() >= d.entries_close_at,
-                clock_timestamp() > d.entries_open_at, c.stock
+                clock_timestamp() > d.entries_open_at, c.stock, d.entries_close_at
            FROM draws d JOIN campaigns c ON c.id = d.campaign_id
           WHERE d.campaign_id = $1 FOR UPDATE OF d",
     )
     .bind(id)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((seed, drawn, closed, opened, stock)) = row else {
+    let Some((seed, drawn, closed, opened, stock, close_at)) = row else {
         return Ok(Ran::NoDraw);
     };
     if drawn {
         return Ok(Ran::AlreadyDrawn);
     }
     if !closed {
-        if !close_now {
+        if by.is_none() {
             return Ok(Ran::NotClosed);
         }
         if !opened {
@@ -89,14 +99,33 @@ pub async fn draw(db: &Db, id: &str, close_now: bool) -> sqlx::Result<Ran> {
     .execute(&mut *tx)
     .await?;
     sqlx::query(
-        "UPDATE draws SET drawn_at = clock_timestamp(), entries_digest = $2, entry_count = $3
+        "UPDATE draws SET drawn_at = clock_timestamp(), entries_digest = $2, entry_count = $3,
+                          drawn_stock = $4
           WHERE campaign_id = $1",
     )
     .bind(id)
     .bind(entries_digest(&entries))
     .bind(order.len() as i32)
+    .bind(stock.max(0))
     .execute(&mut *tx)
     .await?;
+    if let Some(actor) = by {
+        sqlx::query(
+            "INSERT INTO admin_audit (campaign_id, actor, action, params, before, after)
+             SELECT campaign_id, $2, 'draw_run', '{}'::jsonb,
+                    jsonb_build_object('entries_close_at', $3::timestamptz, 'drawn_at', NULL),
+                    jsonb_build_object('entries_close_at', entries_close_at,
+                                       'drawn_at', drawn_at, 'stock', drawn_stock,
+                                       'entry_count', entry_count, 'winners', $4::int)
+               FROM draws WHERE campaign_id = $1",
+        )
+        .bind(id)
+        .bind(actor)
+        .bind(close_at)
+        .bind(winners)
+        .execute(&mut *tx)
+        .await?;
+    }
     tx.commit().await?;
     tracing::info!(campaign = id, entries = order.len(), winners, "drawn");
     Ok(Ran::Drawn(order.len()))
@@ -112,7 +141,7 @@ pub async fn pass(db: &Db) -> anyhow::Result<usize> {
     .await?;
     let mut n = 0;
     for id in due {
-        if let Ran::Drawn(_) = draw(db, &id, false).await? {
+        if let Ran::Drawn(_) = draw(db, &id, None).await? {
             n += 1;
         }
     }

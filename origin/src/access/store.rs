@@ -22,6 +22,9 @@ pub struct DrawRow {
     pub drawn_at: Option<DateTime<Utc>>,
     pub entries_digest: Option<String>,
     pub entry_count: Option<i32>,
+    /// The stock the draw was made for (its winners are the first this many places), set
+    /// with `drawn_at`: a restock after the draw does not change it.
+    pub drawn_stock: Option<i64>,
 }
 
 impl DrawRow {
@@ -47,7 +50,7 @@ impl DrawRow {
 }
 
 const COLUMNS: &str = "campaign_id, entries_open_at, entries_close_at, buying_window_seconds, \
-                       seed, commitment, drawn_at, entries_digest, entry_count";
+                       seed, commitment, drawn_at, entries_digest, entry_count, drawn_stock";
 
 /// Creates the draw of campaign `id` with a new seed from the thread-local CSPRNG
 /// (`rand::rng()`, seeded from the operating system), inside the caller's transaction (the
@@ -94,9 +97,14 @@ pub enum Entered {
     New(EntryReceipt),
     /// She had entered before: the same receipt (200).
     Again(EntryReceipt),
-    /// No entry of hers and the window is not open (or the draw has run): nothing written.
-    /// The draw as it is now.
-    Closed(Box<DrawRow>),
+    /// No entry of hers and the window is not open (or the draw has run, or the campaign has
+    /// ended): nothing written.
+    Closed {
+        /// The draw as it is now.
+        draw: Box<DrawRow>,
+        /// The campaign's end.
+        ends_at: DateTime<Utc>,
+    },
 }
 
 /// The key of campaign `id`'s draw lock: entries take it shared, the draw exclusive
@@ -104,7 +112,8 @@ pub enum Entered {
 /// transactions).
 pub const LOCK_KEY_SQL: &str = "hashtextextended('flashgate-draw:' || $1, 0)";
 
-/// Enters `customer` into the draw `d`. The entry's transaction first takes the draw's lock
+/// Enters `customer` into the draw `d` while its window is open and its campaign has not
+/// ended (a manager may close it, or move its end, during the window). The entry's transaction first takes the draw's lock
 /// shared ([`LOCK_KEY_SQL`]) and only then reads the window, so the draw (which takes it
 /// exclusive) ranks every entry that was answered with a receipt, and no entry lands after it.
 /// An advisory lock rather than a row lock: thousands of entries at once share it without
@@ -122,25 +131,27 @@ pub async fn enter(db: &Db, d: &DrawRow, customer: &str) -> sqlx::Result<Entered
     .await?;
     // A statement of its own after the lock: its snapshot sees a draw that committed while
     // this entry waited.
-    let (open, new_at): (Option<bool>, Option<DateTime<Utc>>) = sqlx::query_as(
-        "WITH d AS (
-             SELECT campaign_id,
-                    now() >= entries_open_at AND clock_timestamp() < entries_close_at
-                        AND drawn_at IS NULL AS open
-               FROM draws WHERE campaign_id = $1
+    let (open, ends_at, new_at): (Option<bool>, Option<DateTime<Utc>>, Option<DateTime<Utc>>) =
+        sqlx::query_as(
+            "WITH d AS (
+             SELECT d.campaign_id, c.ends_at,
+                    now() >= d.entries_open_at AND clock_timestamp() < d.entries_close_at
+                        AND clock_timestamp() < c.ends_at AND d.drawn_at IS NULL AS open
+               FROM draws d JOIN campaigns c ON c.id = d.campaign_id
+              WHERE d.campaign_id = $1
          ), ins AS (
              INSERT INTO draw_entries (campaign_id, customer_id, entry_id)
              SELECT campaign_id, $2, $3 FROM d WHERE open
              ON CONFLICT (campaign_id, customer_id) DO NOTHING
              RETURNING entered_at
          )
-         SELECT (SELECT open FROM d), (SELECT entered_at FROM ins)",
-    )
-    .bind(&d.campaign_id)
-    .bind(customer)
-    .bind(&entry_id)
-    .fetch_one(&mut *tx)
-    .await?;
+         SELECT (SELECT open FROM d), (SELECT ends_at FROM d), (SELECT entered_at FROM ins)",
+        )
+        .bind(&d.campaign_id)
+        .bind(customer)
+        .bind(&entry_id)
+        .fetch_one(&mut *tx)
+        .await?;
     tx.commit().await?;
     let receipt = |entry_id: String, entered_at| EntryReceipt {
         entry_id,
@@ -159,9 +170,10 @@ pub async fn enter(db: &Db, d: &DrawRow, customer: &str) -> sqlx::Result<Entered
         // Read again: a manager may have closed the window early and drawn meanwhile.
         None => {
             let fresh = find(db, &d.campaign_id).await?;
-            Ok(Entered::Closed(Box::new(
-                fresh.unwrap_or_else(|| d.clone()),
-            )))
+            Ok(Entered::Closed {
+                draw: Box::new(fresh.unwrap_or_else(|| d.clone())),
+                ends_at: ends_at.unwrap_or(DateTime::<Utc>::MAX_UTC),
+            })
         }
     }
 }
@@ -189,11 +201,11 @@ pub async fn entry_of(db: &Db, id: &str, customer: &str) -> sqlx::Result<Option<
     .await
 }
 
-/// The public status of draw `d` of a campaign of `stock` units: with the published result
-/// once drawn (the order read back from the stored places).
-pub async fn status(db: &Db, d: &DrawRow, stock: i64) -> sqlx::Result<DrawStatus> {
-    let result = match (d.drawn_at, &d.entries_digest, d.entry_count) {
-        (Some(_), Some(digest), Some(count)) => {
+/// The public status of draw `d`: with the published result once drawn (the order read back
+/// from the stored places, the winners the first `drawn_stock` of it).
+pub async fn status(db: &Db, d: &DrawRow) -> sqlx::Result<DrawStatus> {
+    let result = match (d.drawn_at, &d.entries_digest, d.entry_count, d.drawn_stock) {
+        (Some(_), Some(digest), Some(count), Some(stock)) => {
             let mut order: Vec<String> = sqlx::query_scalar(
                 "SELECT customer_id FROM draw_entries
                   WHERE campaign_id = $1 AND place IS NOT NULL ORDER BY place",
@@ -219,9 +231,9 @@ pub async fn status(db: &Db, d: &DrawRow, stock: i64) -> sqlx::Result<DrawStatus
     Ok(DrawStatus { result, ..brief(d) })
 }
 
-/// The counts of draw `d`'s entries for a manager, the first `stock` places being the winners
-/// ([`DrawProgress`]).
-pub async fn progress(db: &Db, d: &DrawRow, stock: i64) -> sqlx::Result<DrawProgress> {
+/// The counts of draw `d`'s entries for a manager, the first `drawn_stock` places being the
+/// winners ([`DrawProgress`]; before the draw none is).
+pub async fn progress(db: &Db, d: &DrawRow) -> sqlx::Result<DrawProgress> {
     let (entries, winners, waitlist, admitted, admitted_from_waitlist, claimed, lapsed): (
         i64,
         i64,
@@ -244,7 +256,7 @@ pub async fn progress(db: &Db, d: &DrawRow, stock: i64) -> sqlx::Result<DrawProg
            FROM draw_entries e WHERE e.campaign_id = $1",
     )
     .bind(&d.campaign_id)
-    .bind(stock)
+    .bind(d.drawn_stock.unwrap_or(0))
     .fetch_one(db)
     .await?;
     Ok(DrawProgress {

@@ -3,7 +3,8 @@
 //! actions (disable, enable, batch export) are rows with `code` or `batch_id` instead of
 //! `campaign_id` ([`crate::promo::admin`]). Rows are written by
 //! the change's own statement ([`super::toggles::apply`]; for `create`,
-//! [`crate::campaigns::store::insert`]) and never updated or deleted.
+//! [`crate::campaigns::store::insert`]; for a manager's early draw, `draw_run`, the draw's
+//! transaction, [`crate::access::run::draw`]) and never updated or deleted.
 
 use crate::db::Db;
 pub use flashgate_shared::api::admin::AuditEntry;

@@ -187,7 +187,8 @@ pub async fn series_of(
 /// `conflict` when the campaign's facts forbid it (stock below the units claimed, stock above
 /// the maximum, a restock or stock change of a campaign with variants: their stock changes per
 /// variant, [`super::variants::put`]); 422 `validation_failed` for a bad body, an end before the start or an end that
-/// is not in the future (`close` ends a campaign now); 400, 413,
+/// is not in the future (`close` ends a campaign now), a waiting room on a draw or a draw's end
+/// not after its `draw.entries_close_at` ([`super::draw::check_change`]); 400, 413,
 /// 415 for malformed requests. Nothing is written on any refusal.
 #[utoipa::path(
     patch,
@@ -209,7 +210,9 @@ pub async fn series_of(
             changes per variant); in_progress (+ `Retry-After`) for a running request with this key.",
             body = ErrorBody, headers(("Retry-After" = u32))),
         (status = 422, description = "validation_failed (an unknown action, an end before the \
-            start or not in the future, …), idempotency_key_reused.", body = ErrorBody),
+            start or not in the future, a waiting room on a draw, a draw's end not after its \
+            entries close, …), idempotency_key_reused.",
+            body = ErrorBody),
     ),
 )]
 pub async fn change(
@@ -226,6 +229,7 @@ pub async fn change(
         flashgate_shared::api::check_end_ahead("ends_at", ends_at, chrono::Utc::now())
             .map_err(ApiError::validation)?;
     }
+    super::draw::check_change(&state, &id, &change).await?;
     if matches!(change, Change::SetWaitingRoom { .. }) {
         crate::queue::require_secret(&state)?;
     }

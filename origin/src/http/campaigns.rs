@@ -85,8 +85,9 @@ pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> Ap
 /// Creates a campaign (manager token) with its `create` audit row, and opens its waiting room
 /// when it has one; a draw campaign (`access: "draw"`) gets its secret seed and commitment in
 /// the same transaction. 201 with the campaign; 409 when the id exists; 422 when a rule of
-/// [`NewCampaign::validate`] is broken, `ends_at` is not in the future
-/// ([`flashgate_shared::api::check_end_ahead`]; nothing is written, no gate loaded), or a
+/// [`NewCampaign::validate`] is broken, `ends_at` (or a draw's `draw.entries_close_at`) is not in
+/// the future ([`flashgate_shared::api::check_end_ahead`],
+/// [`flashgate_shared::api::check_entries_ahead`]; nothing is written, no gate loaded), or a
 /// waiting room is asked for on an origin without
 /// `FLASHGATE_EDGE_SECRET`; 401/403 without / with a wrong token.
 #[utoipa::path(
@@ -108,7 +109,8 @@ pub async fn status(State(state): State<AppState>, Path(id): Path<String>) -> Ap
         errors::PayloadTooLarge,
         errors::NotJson,
         (status = 422, description = "validation_failed (a rule of the body, naming the field: \
-            e.g. `ends_at` not in the future, nothing created; a waiting room on an origin \
+            e.g. `ends_at` or a draw's `draw.entries_close_at` not in the future, nothing \
+            created; a waiting room on an origin \
             without an edge secret; `variants`: more than 1,000, a duplicate id, a stock below \
             0, or `stock` neither their sum nor 0) or idempotency_key_reused.",
             body = ErrorBody),
@@ -125,8 +127,12 @@ pub async fn create(
     new.validate().map_err(ApiError::validation)?;
     // Checked before anything is written: a campaign created already ended would have its
     // gate loaded into Redis for nothing.
-    flashgate_shared::api::check_end_ahead("ends_at", new.ends_at, chrono::Utc::now())
+    let now = chrono::Utc::now();
+    flashgate_shared::api::check_end_ahead("ends_at", new.ends_at, now)
         .map_err(ApiError::validation)?;
+    if let Some(d) = &new.draw {
+        flashgate_shared::api::check_entries_ahead(d, now).map_err(ApiError::validation)?;
+    }
     if new.waiting_room.is_some() || new.draw.is_some() {
         crate::queue::require_secret(&state)?;
     }

@@ -8,25 +8,49 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{
-    DrawProgress, DrawState, DrawStatus, EntryOutcome, EntryReceipt, ErrorBody, MyEntry,
+    check_end_after_entries, DrawProgress, DrawState, DrawStatus, EntryOutcome, EntryReceipt,
+    ErrorBody, MyEntry, NO_WAITING_ROOM,
 };
 
 use super::extract::{self, Path, Role};
 use crate::access::admit;
 use crate::access::run::{self, Ran};
 use crate::access::store::{self, DrawRow, Entered};
+use crate::admin::toggles::Change;
 use crate::error::{ApiError, ApiResult};
 use crate::http::openapi::errors;
 use crate::state::AppState;
 
 /// The draw of campaign `id`: 404 when the id is not a slug or no campaign has it; 409
-/// `conflict` when the campaign is not a draw. Returns the draw and the campaign's stock.
-async fn draw_of(state: &AppState, id: &str) -> ApiResult<(DrawRow, i64)> {
-    let row = extract::campaign(state, id).await?;
-    let d = store::find(&state.db, id)
+/// `conflict` when the campaign is not a draw.
+async fn draw_of(state: &AppState, id: &str) -> ApiResult<DrawRow> {
+    extract::campaign(state, id).await?;
+    store::find(&state.db, id)
         .await?
-        .ok_or_else(|| ApiError::Conflict(format!("campaign {id} is not a draw")))?;
-    Ok((d, row.stock))
+        .ok_or_else(|| ApiError::Conflict(format!("campaign {id} is not a draw")))
+}
+
+/// The rules of a draw's creation that a manager's change of campaign `id` must keep too
+/// (`PATCH /admin/v1/campaigns/{id}`): a draw takes no waiting room, and its `ends_at` stays
+/// after `draw.entries_close_at`. 422 `validation_failed` naming the field, before anything is
+/// written; other campaigns and changes pass. (A draw's `entries_close_at` only ever moves
+/// earlier, when a manager draws early, so a change checked here stays valid.)
+pub async fn check_change(state: &AppState, id: &str, change: &Change) -> ApiResult<()> {
+    match change {
+        Change::SetWaitingRoom { .. } => {
+            match admit::is_draw(&state.draw_kinds, &state.db, id).await? {
+                true => Err(ApiError::validation(NO_WAITING_ROOM)),
+                false => Ok(()),
+            }
+        }
+        Change::SetEndsAt { ends_at } => match store::find(&state.db, id).await? {
+            Some(d) => {
+                check_end_after_entries(d.entries_close_at, *ends_at).map_err(ApiError::validation)
+            }
+            None => Ok(()),
+        },
+        _ => Ok(()),
+    }
 }
 
 /// Enters the customer of the token into the campaign's draw; no body needed (up to 4 KiB is
@@ -34,7 +58,8 @@ async fn draw_of(state: &AppState, id: &str) -> ApiResult<(DrawRow, i64)> {
 /// (401), campaign id (404), a draw campaign (409 `conflict`), then the entry: 201 with the
 /// receipt the first time, 200 with the same receipt after (one entry per customer, however
 /// often she enters, even after the window closed); without an entry, 409 `conflict` before
-/// `entries_open_at` or from `entries_close_at` on. Nothing changes on a refusal.
+/// `entries_open_at`, from `entries_close_at` on, or once the campaign has ended (its `ends_at`
+/// passed, or a manager closed it). Nothing changes on a refusal.
 #[utoipa::path(
     post,
     path = "/api/v1/campaigns/{id}/draw/entries",
@@ -47,8 +72,8 @@ async fn draw_of(state: &AppState, id: &str) -> ApiResult<(DrawRow, i64)> {
         errors::CustomerToken,
         errors::EdgeSignature,
         errors::NoCampaign,
-        (status = 409, description = "conflict: the campaign is not a draw, or its entry \
-            window is not open (not yet, or closed).", body = ErrorBody),
+        (status = 409, description = "conflict: the campaign is not a draw, its entry \
+            window is not open (not yet, or closed), or the campaign has ended.", body = ErrorBody),
         errors::PayloadPast4KiB,
     ),
 )]
@@ -57,20 +82,28 @@ pub async fn enter(
     post: extract::ForwardedPost,
 ) -> ApiResult<Response> {
     let (campaign, customer) = post.signed_customer(&state).await?;
-    let (d, _) = draw_of(&state, &campaign).await?;
+    let d = draw_of(&state, &campaign).await?;
     match store::enter(&state.db, &d, &customer).await? {
         Entered::New(r) => Ok((StatusCode::CREATED, axum::Json(r)).into_response()),
         Entered::Again(r) => Ok((StatusCode::OK, axum::Json(r)).into_response()),
-        Entered::Closed(now) => Err(ApiError::Conflict(match now.state_at(chrono::Utc::now()) {
-            DrawState::Scheduled => format!(
-                "entries to {campaign} open at {}",
-                now.entries_open_at.to_rfc3339()
-            ),
-            _ => format!(
-                "entries to {campaign} closed at {}",
-                now.entries_close_at.to_rfc3339()
-            ),
-        })),
+        Entered::Closed { draw: now, ends_at } if ends_at < now.entries_close_at => {
+            Err(ApiError::Conflict(format!(
+                "entries to {campaign} closed at {}: the campaign ended",
+                ends_at.to_rfc3339()
+            )))
+        }
+        Entered::Closed { draw: now, .. } => {
+            Err(ApiError::Conflict(match now.state_at(chrono::Utc::now()) {
+                DrawState::Scheduled => format!(
+                    "entries to {campaign} open at {}",
+                    now.entries_open_at.to_rfc3339()
+                ),
+                _ => format!(
+                    "entries to {campaign} closed at {}",
+                    now.entries_close_at.to_rfc3339()
+                ),
+            }))
+        }
     }
 }
 
@@ -98,7 +131,7 @@ pub async fn mine(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let customer = extract::customer(&headers, &state).await?;
-    let (d, _) = draw_of(&state, &campaign).await?;
+    let d = draw_of(&state, &campaign).await?;
     let e = store::entry_of(&state.db, &campaign, &customer)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no entry of yours in {campaign}")))?;
@@ -152,13 +185,14 @@ pub async fn status(
     State(state): State<AppState>,
     Path(campaign): Path<String>,
 ) -> ApiResult<Response> {
-    let (d, stock) = draw_of(&state, &campaign).await?;
-    let body = store::status(&state.db, &d, stock).await?;
+    let d = draw_of(&state, &campaign).await?;
+    let body = store::status(&state.db, &d).await?;
     Ok(super::public_status(body))
 }
 
-/// Draws now (manager token): closes an open entry window at once and draws; a draw that ran
-/// already is answered with its status, unchanged. 200 with the draw's status (with its
+/// Draws now (manager token): closes an open entry window at once and draws, with its
+/// `draw_run` audit row; a draw that ran already is answered with its status, unchanged (and
+/// unaudited). 200 with the draw's status (with its
 /// result); 404 no such campaign; 409 `conflict` when the campaign is not a draw or its
 /// entries have not opened; 401/403 without / with a wrong token.
 #[utoipa::path(
@@ -180,9 +214,9 @@ pub async fn run(
     Path(campaign): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    extract::admin(&headers, &state, Role::Manager)?;
+    let who = extract::admin(&headers, &state, Role::Manager)?;
     draw_of(&state, &campaign).await?;
-    match run::draw(&state.db, &campaign, true).await? {
+    match run::draw(&state.db, &campaign, Some(&who.name)).await? {
         Ran::Drawn(_) | Ran::AlreadyDrawn => {}
         Ran::NotOpen | Ran::NotClosed => {
             return Err(ApiError::Conflict(format!(
@@ -195,8 +229,8 @@ pub async fn run(
             )))
         }
     }
-    let (d, stock) = draw_of(&state, &campaign).await?;
-    let body: DrawStatus = store::status(&state.db, &d, stock).await?;
+    let d = draw_of(&state, &campaign).await?;
+    let body: DrawStatus = store::status(&state.db, &d).await?;
     Ok(axum::Json(body).into_response())
 }
 
@@ -222,7 +256,7 @@ pub async fn progress(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     extract::admin(&headers, &state, Role::Viewer)?;
-    let (d, stock) = draw_of(&state, &campaign).await?;
-    let body: DrawProgress = store::progress(&state.db, &d, stock).await?;
+    let d = draw_of(&state, &campaign).await?;
+    let body: DrawProgress = store::progress(&state.db, &d).await?;
     Ok(axum::Json(body).into_response())
 }

@@ -26,6 +26,9 @@ pub const MIN_BUYING_WINDOW_SECONDS: i64 = 1;
 /// Buying window of a draw that does not set one, seconds (24 hours).
 pub const DEFAULT_BUYING_WINDOW_SECONDS: i64 = 86_400;
 
+/// Why a draw campaign is refused a waiting room, at creation and by a manager's change.
+pub const NO_WAITING_ROOM: &str = "a draw campaign has no waiting_room";
+
 /// The `draw` option of a campaign created with `access: "draw"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -61,6 +64,7 @@ impl DrawSettings {
         if self.entries_close_at >= ends_at {
             return Err("draw.entries_close_at must be before ends_at".into());
         }
+        // (The same rule as a later change of the end, [`check_end_after_entries`].)
         let w = self.buying_window();
         if !(MIN_BUYING_WINDOW_SECONDS..=MAX_BUYING_WINDOW_SECONDS).contains(&w) {
             return Err(format!(
@@ -86,10 +90,41 @@ pub fn check_access(
             Err("draw applies to campaigns with access \"draw\" only".into())
         }
         (CampaignAccess::Draw, None) => Err("access \"draw\" needs the draw option".into()),
-        (CampaignAccess::Draw, Some(_)) if waiting_room => {
-            Err("a draw campaign has no waiting_room".into())
-        }
+        (CampaignAccess::Draw, Some(_)) if waiting_room => Err(NO_WAITING_ROOM.into()),
         (CampaignAccess::Draw, Some(d)) => d.validate(ends_at),
+    }
+}
+
+/// Checks that a new draw's entry window closes after `now`: one closed already would be drawn
+/// at once, with no entries. The message names the field.
+pub fn check_entries_ahead(d: &DrawSettings, now: DateTime<Utc>) -> Result<(), String> {
+    if d.entries_close_at > now {
+        Ok(())
+    } else {
+        Err(format!(
+            "draw.entries_close_at must be in the future ({} is not after now, {}): a window \
+             closed already would be drawn at once, with no entries",
+            d.entries_close_at
+                .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+            now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ))
+    }
+}
+
+/// Checks a new `ends_at` of a draw campaign whose entries close at `entries_close_at`: the
+/// rule of creation ([`DrawSettings::validate`]), the end after the entry window.
+pub fn check_end_after_entries(
+    entries_close_at: DateTime<Utc>,
+    ends_at: DateTime<Utc>,
+) -> Result<(), String> {
+    if entries_close_at < ends_at {
+        Ok(())
+    } else {
+        Err(format!(
+            "ends_at must be after draw.entries_close_at ({}): the draw's entries close before \
+             the campaign ends",
+            entries_close_at.to_rfc3339()
+        ))
     }
 }
 

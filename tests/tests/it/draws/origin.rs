@@ -6,18 +6,17 @@
 //! draw runs on its own when the window closes; bad input changes nothing. The
 //! buying window: draws_window.rs.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::NewCampaign;
 use flashgate_shared::draw::{self, DrawResult};
 use flashgate_tests::support::draws::{
-    draw_campaign, enter, enter_raw, enter_with, entries_in_db, get, origin, run_now, secret,
-    status,
+    draw_campaign, enter, enter_raw, enter_with, entries_in_db, get, origin, run, run_now, secret,
+    status, verify_both,
 };
-use flashgate_tests::support::{eventually, flashgate_bin, repo_root, unique};
+use flashgate_tests::support::{eventually, flashgate_bin, unique};
 use futures::stream::{self, StreamExt};
 use serde_json::{json, Value};
 
@@ -26,42 +25,6 @@ use serde_json::{json, Value};
 /// 2-core machine (each entry is one short transaction). A 503 past it is retried after its
 /// `Retry-After`, as the docs tell clients to (an entry is idempotent per customer).
 const IN_FLIGHT: usize = 250;
-
-/// The Python procedure of docs/DRAWS.md, written to a file of its own.
-fn python_procedure(dir: &std::path::Path) -> PathBuf {
-    let doc = std::fs::read_to_string(repo_root().join("docs/DRAWS.md")).expect("docs/DRAWS.md");
-    let start = doc.find("```python\n").expect("a python block") + "```python\n".len();
-    let len = doc[start..].find("```").expect("its end");
-    let path = dir.join("verify.py");
-    std::fs::write(&path, &doc[start..start + len]).expect("write verify.py");
-    path
-}
-
-fn run(cmd: &mut Command) -> (i32, String, String) {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = cmd.output().expect("runs");
-    (
-        status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&stdout).into_owned(),
-        String::from_utf8_lossy(&stderr).into_owned(),
-    )
-}
-
-/// `flashgate draw verify <file>` and `python3 verify.py <file>` on `published`.
-fn verify_both(dir: &std::path::Path, published: &Value) -> [(i32, String, String); 2] {
-    let file = dir.join(format!("{}.json", unique("draw")));
-    std::fs::write(&file, published.to_string()).expect("write draw.json");
-    let cli = run(Command::new(flashgate_bin())
-        .args(["draw", "verify"])
-        .arg(&file));
-    let py = run(Command::new("python3")
-        .arg(python_procedure(dir))
-        .arg(&file));
-    [cli, py]
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ten_thousand_entries_one_hundred_verified_winners() {
