@@ -147,5 +147,35 @@ async fn a_customer_who_joins_many_times_holds_one_admission() {
         .filter(|((c, _, _), (a, _))| *c == hog && *a)
         .count();
     assert_eq!(hers_admitted, 1, "one admission for her four tickets");
+
+    // She wins a claim with it, and the shop releases it: a unit comes back. Her admission won
+    // a claim, so her passed tickets stay passed, and the unit goes to d.
+    let token = states[0].1["admission_token"]
+        .as_str()
+        .expect("her token")
+        .to_string();
+    let won = o
+        .signed_claim_with_key(&id, &hog, Some(&token), &unique("k"))
+        .await;
+    assert_eq!(won.status, 201, "{}", won.body);
+    let claim = won.body["claim"]["id"].as_str().unwrap().to_string();
+    let service = o.config.service_token.expose().to_string();
+    let release = flashgate_shared::api::ReleaseRequest { reason: None };
+    let (st, b) = o.claim_action(&claim, "release", &service, &release).await;
+    assert_eq!(st, 200, "{b}");
+    // (Her first ticket is left out: its admission is spent, whatever the poll shows.)
+    let want = [false, true, false, true, false, true, true];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let got = loop {
+        let mut got = Vec::new();
+        for (_, _, t) in &tickets[1..] {
+            got.push(poll_ticket(&http, &edge, &id, t).await["admitted"] == json!(true));
+        }
+        if got == want || Instant::now() > deadline {
+            break got;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(got, want, "after her win and its release: d, none of hers");
     o.stop().await;
 }
