@@ -119,14 +119,9 @@ pub async fn join_with_body(
         .send()
         .await
         .expect("join");
-    let st = res.status().as_u16();
-    let by = res
-        .headers()
-        .get(flashgate_shared::ANSWERED_BY_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    (st, by, res.json().await.unwrap_or(serde_json::Value::Null))
+    let r = super::reply(res).await;
+    let json = r.json();
+    (r.status, r.by, json)
 }
 
 /// Waits (at most 30 s) until the origin's `queue` of `id` satisfies `done`; returns it.
