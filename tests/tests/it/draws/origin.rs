@@ -9,7 +9,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeZone, Utc};
 use flashgate_shared::api::NewCampaign;
 use flashgate_shared::draw::{self, DrawResult};
 use flashgate_tests::support::draws::{
@@ -379,6 +379,25 @@ async fn bad_entries_and_bad_options_are_refused_and_change_nothing() {
                 c
             },
             "draw.buying_window_seconds",
+        ),
+        // An entry window that has closed already, long ago or a second ago.
+        (
+            draw_campaign(
+                &unique("past"),
+                3,
+                Utc.with_ymd_and_hms(2020, 1, 1, 0, 0, 0).unwrap(),
+                Utc.with_ymd_and_hms(2020, 1, 2, 0, 0, 0).unwrap(),
+            ),
+            "draw.entries_close_at must be in the future",
+        ),
+        (
+            draw_campaign(
+                &unique("past"),
+                3,
+                now - chrono::Duration::minutes(5),
+                now - chrono::Duration::seconds(1),
+            ),
+            "draw.entries_close_at must be in the future",
         ),
     ];
     let token = o.manager_token().to_string();
