@@ -295,6 +295,7 @@ async fn try_commit(db: &Db, claims: &[&NewClaim]) -> sqlx::Result<Option<Vec<Ou
             .map(|r| {
                 NewEvent::claim(event, c, &r.id, &r.customer_id, status, r.held_until, None)
                     .with_variant(variant_of.get(r.id.as_str()).copied())
+                    .of_new_object()
             })
             .collect();
         webhooks::events::emit(&mut tx, &events).await?;

@@ -15,7 +15,11 @@
 //! The sequence is the object's highest one plus one: changes of one object are serialised by
 //! their own row lock (the claim's, the use's, the gift outbox row's or the campaign's
 //! `UPDATE`), and the unique index on
-//! `(object_kind, object_id, sequence)` refuses a second writer that did not hold it.
+//! `(object_kind, object_id, sequence)` refuses a second writer that did not hold it. An event
+//! about an object its own transaction created ([`NewEvent::of_new_object`], a grouped commit's
+//! `claim.held`) starts at 1 without looking the highest one up: no other transaction can
+//! have written an event of an object that is not committed yet, and the unique index still
+//! guards it.
 
 use chrono::{DateTime, Utc};
 use flashgate_shared::api::webhooks::{
@@ -35,6 +39,9 @@ pub struct NewEvent {
     /// A claim event whose `data` already names the claim's variant, or the absence of one
     /// ([`NewEvent::with_variant`]): [`emit`] does not read it from the claim's row.
     pub variant_known: bool,
+    /// The object was created in the transaction that writes this event, so it has no earlier
+    /// event ([`NewEvent::of_new_object`]).
+    pub new_object: bool,
 }
 
 impl NewEvent {
@@ -61,6 +68,7 @@ impl NewEvent {
                 variant: None,
             }),
             variant_known: false,
+            new_object: false,
         }
     }
 
@@ -74,6 +82,13 @@ impl NewEvent {
         self
     }
 
+    /// This event with its object created in the writer's own transaction: [`emit`] numbers
+    /// it from 1 without reading the object's earlier events (it has none).
+    pub fn of_new_object(mut self) -> Self {
+        self.new_object = true;
+        self
+    }
+
     /// A `campaign.*` event about `campaign` with its counts after the change.
     pub fn campaign(kind: EventType, campaign: &str, data: CampaignData) -> Self {
         NewEvent {
@@ -82,6 +97,7 @@ impl NewEvent {
             object_id: campaign.to_string(),
             data: EventData::Campaign(data),
             variant_known: false,
+            new_object: false,
         }
     }
 
@@ -93,6 +109,7 @@ impl NewEvent {
             object_id: data.use_id.clone(),
             data: EventData::CodeUse(data),
             variant_known: false,
+            new_object: false,
         }
     }
 
@@ -104,6 +121,7 @@ impl NewEvent {
             object_id: data.fulfilment_id.clone(),
             data: EventData::Gift(data),
             variant_known: false,
+            new_object: false,
         }
     }
 }
@@ -124,6 +142,7 @@ pub async fn emit(conn: &mut Conn<'_>, events: &[NewEvent]) -> sqlx::Result<u64>
         .iter()
         .map(|e| matches!(e.data, EventData::Claim(_)) && !e.variant_known)
         .collect();
+    let new: Vec<bool> = events.iter().map(|e| e.new_object).collect();
     let payloads: Vec<serde_json::Value> = events
         .iter()
         .map(|e| serde_json::to_value(&e.data).unwrap_or_default())
@@ -131,8 +150,8 @@ pub async fn emit(conn: &mut Conn<'_>, events: &[NewEvent]) -> sqlx::Result<u64>
     let done = sqlx::query!(
         r#"WITH t AS (
                SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[],
-                                    $6::bool[])
-                        WITH ORDINALITY AS t(type, kind, campaign, obj, payload, look, ord)
+                                    $6::bool[], $7::bool[])
+                        WITH ORDINALITY AS t(type, kind, campaign, obj, payload, look, new, ord)
            ), p AS (
                SELECT id, event_types FROM webhook_endpoints
                 WHERE enabled AND event_types && $1::text[]
@@ -141,8 +160,10 @@ pub async fn emit(conn: &mut Conn<'_>, events: &[NewEvent]) -> sqlx::Result<u64>
                INSERT INTO webhook_events (id, type, campaign_id, object_kind, object_id,
                                            sequence, payload)
                SELECT gen_random_uuid(), t.type, t.campaign, t.kind, t.obj,
-                      coalesce((SELECT max(e.sequence) FROM webhook_events e
-                                 WHERE e.object_kind = t.kind AND e.object_id = t.obj), 0)
+                      CASE WHEN t.new THEN 0
+                           ELSE coalesce((SELECT max(e.sequence) FROM webhook_events e
+                                           WHERE e.object_kind = t.kind AND e.object_id = t.obj),
+                                         0) END
                       + row_number() OVER (PARTITION BY t.kind, t.obj ORDER BY t.ord)::int,
                       CASE WHEN t.look THEN t.payload || coalesce(
                           (SELECT jsonb_build_object('variant', c.variant) FROM claims c
@@ -159,6 +180,7 @@ pub async fn emit(conn: &mut Conn<'_>, events: &[NewEvent]) -> sqlx::Result<u64>
         &objects[..] as &[&str],
         &payloads[..],
         &look[..],
+        &new[..],
     )
     .execute(&mut *conn)
     .await?;

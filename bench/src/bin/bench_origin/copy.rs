@@ -48,6 +48,14 @@ pub async fn copy_rows(
     })
     .await;
     run.ops = rows.load(Ordering::Relaxed);
+    if let Some(b) = run.by_process {
+        let ops = run.ops.max(1) as f64;
+        println!(
+            "  (core-us per claim: this process {:.0}, PostgreSQL {:.0})",
+            b.this * 1e6 / ops,
+            b.postgres * 1e6 / ops
+        );
+    }
     Leg {
         name: format!("COPY of the same rows, {writers} x {batch} per tx"),
         run,

@@ -140,7 +140,8 @@ async fn hot_row(db: &PgPool, campaign: &str, clients: usize, secs: u64) -> Leg 
 
 /// Leg 1b: claims submitted to the grouped committer by `clients` at once.
 async fn grouped(db: &Db, campaign: &str, clients: usize, secs: u64) -> Leg {
-    let committer = Committer::start(db.clone(), COMMIT_WORKERS, COMMIT_BATCH, Default::default());
+    let metrics = Arc::new(flashgate_origin::metrics::Metrics::new());
+    let committer = Committer::start(db.clone(), COMMIT_WORKERS, COMMIT_BATCH, metrics.clone());
     let c = campaign.to_string();
     let run = for_secs(clients, secs, move |w, i| {
         let claim = NewClaim {
@@ -163,11 +164,42 @@ async fn grouped(db: &Db, campaign: &str, clients: usize, secs: u64) -> Leg {
         }
     })
     .await;
-    Leg {
+    let (claims, commits) = batch_totals(&metrics.render());
+    let leg = Leg {
         name: format!("grouped commit, {clients} submitters"),
         run,
         hist: None,
+    };
+    if commits > 0.0 {
+        let split = leg
+            .by_process_us_per_op()
+            .map(|b| {
+                format!(
+                    "; core-us per claim: this process {:.0}, PostgreSQL {:.0}",
+                    b.this, b.postgres
+                )
+            })
+            .unwrap_or_default();
+        println!(
+            "  ({commits:.0} transactions, {:.1} claims each on average{split})",
+            claims / commits
+        );
     }
+    leg
+}
+
+/// The claims and transactions of every grouped commit so far, from the Prometheus text of
+/// `flashgate_commit_batch_size` (its `_sum` and `_count`).
+fn batch_totals(text: &str) -> (f64, f64) {
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (
+        value("flashgate_commit_batch_size_sum"),
+        value("flashgate_commit_batch_size_count"),
+    )
 }
 
 /// An HTTP leg: `clients` loops sending requests built by `make(i)` for `secs`; counts replies
