@@ -184,6 +184,7 @@ mod tests {
             target: "t".into(),
             edge_runtime: None,
             concurrency: 1,
+            open_loop: false,
             seed: 1,
             window_ms: 1,
         };

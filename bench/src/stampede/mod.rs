@@ -106,9 +106,20 @@ pub struct Args {
     /// `--tries`, `--double-tap` and `--same-key`, which it cannot be given with.
     #[arg(long, default_value_t = 0, conflicts_with_all = ["tries", "double_tap", "same_key"])]
     pub tries_per_customer: u32,
-    /// Requests in flight at most.
+    /// Closed loop (the default): requests in flight at most; a try due while all are busy
+    /// waits for a free one, so slow answers hold back the tries behind them.
     #[arg(long, default_value_t = 128)]
     pub concurrency: usize,
+    /// Open loop: every try goes out at its due instant whatever the earlier answers (a new
+    /// connection when none is idle), as a real crowd does, bounded only by
+    /// `--open-loop-cap`; `--concurrency` is then unused. The report counts the tries that
+    /// still waited for a free slot (`tries_held_by_cap`): 0 means the crowd was sent open.
+    #[arg(long)]
+    pub open_loop: bool,
+    /// Open loop: requests in flight at most (against running out of sockets; keep it
+    /// under `ulimit -n` and the target's accept backlog, `net.core.somaxconn`).
+    #[arg(long, default_value_t = 4_096, requires = "open_loop")]
+    pub open_loop_cap: usize,
     /// Seed of the random choices (arrival times, who double-taps, who repeats).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -200,6 +211,17 @@ pub struct Args {
     /// another, so `claims = min(stock, customers who tried)` needs each variant to sell out.
     #[arg(long, default_value_t = 0)]
     pub variants: u32,
+}
+
+impl Args {
+    /// Requests in flight at most: `--open-loop-cap` in the open loop, else `--concurrency`.
+    pub fn in_flight_cap(&self) -> usize {
+        if self.open_loop {
+            self.open_loop_cap
+        } else {
+            self.concurrency
+        }
+    }
 }
 
 /// Refuses any URL whose host is not a loopback address.
@@ -295,7 +317,7 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         })
         .collect();
     eprintln!(
-        "stampede: campaign {} ({}, stock {}): {} tries by {} customers over {} s via {} (concurrency {})",
+        "stampede: campaign {} ({}, stock {}): {} tries by {} customers over {} s via {} ({} loop, {} in flight at most)",
         campaign.id,
         campaign.kind.as_str(),
         campaign.stock,
@@ -303,7 +325,8 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         plan.customers,
         args.window,
         args.target,
-        args.concurrency
+        if args.open_loop { "open" } else { "closed" },
+        args.in_flight_cap()
     );
     let history = recorded::recorder(history_file, &campaign.id);
     let send = run::SendConfig {
@@ -313,7 +336,8 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
             campaign.id
         ),
         key_prefix: campaign.id.clone(),
-        concurrency: args.concurrency,
+        concurrency: args.in_flight_cap(),
+        held_by_cap: Default::default(),
         max_attempts: args.max_attempts.max(1),
         max_backoff: Duration::from_millis(args.max_backoff_ms),
         request_timeout: Duration::from_secs_f64(args.request_timeout),
@@ -330,6 +354,7 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         .progress
         .report(Duration::from_secs_f64(args.progress_seconds.max(0.0)));
     let auth_after = auth.clone();
+    let held_by_cap = send.held_by_cap.clone();
     let started_unix_ms = Utc::now().timestamp_millis();
     let lost_reply =
         (args.lost_reply > 0.0 && !args.waiting_room).then(|| (send.clone(), auth.clone()));
@@ -350,7 +375,8 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
             stock: campaign.stock,
             target: args.target.clone(),
             edge_runtime: args.edge_runtime.clone(),
-            concurrency: args.concurrency,
+            concurrency: args.in_flight_cap(),
+            open_loop: args.open_loop,
             seed: args.seed,
             window_ms: (args.window * 1000.0) as u64,
         },
@@ -358,6 +384,7 @@ pub async fn run_stampede(args: &Args) -> anyhow::Result<Report> {
         &outcomes,
     );
     report.started_unix_ms = Some(started_unix_ms);
+    report.tries_held_by_cap = held_by_cap.load(std::sync::atomic::Ordering::Relaxed);
     variants::tally(&mut report, args.variants, &outcomes);
     if let Some(visits) = &visits {
         waiting_room::report(args, &mut report, visits, &outcomes)?;

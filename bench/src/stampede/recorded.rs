@@ -56,7 +56,7 @@ pub(super) async fn lookups(
         recorder,
         &who,
         auth_of,
-        args.concurrency,
+        args.in_flight_cap(),
     )
     .await;
     let written = recorder.writer().finish()?;

@@ -1,6 +1,9 @@
 //! Sends the planned tries: each at its due time (or as soon as one of `concurrency` slots is
-//! free), retrying 503s, transport errors and `in_progress` with bounded backoff.
+//! free), retrying 503s, transport errors and `in_progress` with bounded backoff. Closed or
+//! open loop is only the size of `concurrency` (`stampede --open-loop`): with a cap the crowd
+//! never reaches, every try goes out at its due time whatever the earlier answers.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,7 +27,10 @@ pub struct SendConfig {
     /// Prefix of every idempotency key (unique per run, since keys are scoped per customer and
     /// a key reused on another campaign is refused).
     pub key_prefix: String,
+    /// Requests in flight at most (`--concurrency`, or `--open-loop-cap`).
     pub concurrency: usize,
+    /// Tries that found every slot busy at their due time and waited for one ([`send_all`]).
+    pub held_by_cap: Arc<AtomicU64>,
     /// Attempts per try, first included.
     pub max_attempts: u32,
     /// Longest wait between two attempts (also caps a larger `Retry-After`).
@@ -257,6 +263,9 @@ pub async fn send_all(
             break;
         }
         sleep_until(due).await;
+        if sem.available_permits() == 0 {
+            cfg.held_by_cap.fetch_add(1, Ordering::Relaxed);
+        }
         let permit = tokio::select! {
             p = sem.clone().acquire_owned() => p?,
             _ = sleep_until(deadline) => break,

@@ -64,6 +64,18 @@ pub struct PlanArgs {
     /// Edge isolates holding the campaign (default: one per edge core the plan needs).
     #[arg(long)]
     pub edge_isolates: Option<u64>,
+    /// Cores the edge has, when fixed (a local workerd: 1): the taps queue for them. Default:
+    /// as many as the crowd needs. Without a waiting room only.
+    #[arg(long)]
+    pub edge_cores: Option<f64>,
+    /// Origins the sale runs on, when fixed (--cores-per-origin each): the taps queue for
+    /// them. Default: as many as the crowd needs. Without a waiting room only.
+    #[arg(long)]
+    pub origins: Option<u64>,
+    /// Connections of a closed-loop load generator (each waits for its answer): at most this
+    /// many taps in flight. Default: an open crowd. Without a waiting room only.
+    #[arg(long)]
+    pub clients: Option<u64>,
     /// The origin's FLASHGATE_ENDED_KEYS_GRACE_SECONDS.
     #[arg(long, default_value_t = 86_400.0)]
     pub ended_keys_grace_seconds: f64,
@@ -116,6 +128,9 @@ impl PlanArgs {
             target_utilisation: self.target_utilisation,
             edge_isolates: self.edge_isolates,
             ended_keys_grace_seconds: self.ended_keys_grace_seconds,
+            edge_cores: self.edge_cores,
+            origins: self.origins,
+            clients: self.clients,
         }
     }
 }

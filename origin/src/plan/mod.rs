@@ -75,6 +75,16 @@ pub struct Inputs {
     pub edge_isolates: Option<u64>,
     /// `FLASHGATE_ENDED_KEYS_GRACE_SECONDS`: how long the ended campaign's Redis keys stay.
     pub ended_keys_grace_seconds: f64,
+    /// Cores the edge has, when fixed (one local workerd: 1); `None`: as many as the crowd
+    /// needs (the plan sizes them). Fixed, the taps queue for them (model, `bounded`).
+    pub edge_cores: Option<f64>,
+    /// Origins the sale runs on, when fixed (`cores_per_origin` each, all of it usable);
+    /// `None`: as many as the crowd needs.
+    pub origins: Option<u64>,
+    /// Connections of a closed-loop load generator (each waits for its answer before the
+    /// next try): at most this many taps in flight, each forwarded one for a round trip;
+    /// `None`: an open crowd.
+    pub clients: Option<u64>,
 }
 
 impl Default for Inputs {
@@ -100,6 +110,9 @@ impl Default for Inputs {
             target_utilisation: 0.6,
             edge_isolates: None,
             ended_keys_grace_seconds: 86_400.0,
+            edge_cores: None,
+            origins: None,
+            clients: None,
         }
     }
 }
@@ -159,6 +172,15 @@ impl Inputs {
         between("target-utilisation", self.target_utilisation, 0.01, 1.0)?;
         if self.edge_isolates == Some(0) {
             return Err("--edge-isolates must be at least 1".into());
+        }
+        if let Some(e) = self.edge_cores {
+            between("edge-cores", e, 0.01, 1_000_000.0)?;
+        }
+        if !matches!(self.origins, None | Some(1..=100_000)) {
+            return Err("--origins must be between 1 and 100000".into());
+        }
+        if !matches!(self.clients, None | Some(1..=100_000_000)) {
+            return Err("--clients must be between 1 and 100000000".into());
         }
         between(
             "ended-keys-grace-seconds",

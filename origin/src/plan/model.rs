@@ -29,6 +29,9 @@
 //! - queue wait of the `x`-th visitor (x ≤ S): `D⁻¹(x) − A⁻¹(x) + d`, `A(t) = V F(t)` the
 //!   joins so far, `D(t)` the admissions so far; p50 / p95 over the admitted.
 //!
+//! **On a fixed capacity** (`edge_cores`, `origins` or `clients` given; no waiting room): the
+//! taps queue for what that capacity answers, see [`bounded`].
+//!
 //! **Both**, per second and campaign:
 //! - join reports `= min(J, I)` for `J` joins (the edge issues the tickets; each isolate
 //!   reports those it issued once a second per campaign), carrying every join's ticket;
@@ -290,9 +293,10 @@ pub fn plan(inputs: &Inputs, calibration: &Calibration) -> Plan {
     let c = calibration;
     let variants = f64::from(i.variants);
     let (v, s) = (i.visitors as f64 / variants, i.stock as f64 / variants);
-    let mut run = match i.admit_per_second {
-        None => direct(i, c, v, s),
-        Some(r) => queued(i, v, s, r),
+    let mut run = match (i.admit_per_second, bounded::rates(i, c)) {
+        (None, None) => direct(i, c, v, s),
+        (None, Some(mu)) => bounded::direct(i, c, v, s, mu),
+        (Some(r), _) => queued(i, v, s, r),
     };
     let util = i.target_utilisation;
     // Edge cores, from the edge's own requests (every variant).
@@ -459,6 +463,9 @@ pub fn plan(inputs: &Inputs, calibration: &Calibration) -> Plan {
         calibration_source: c.source.clone(),
     }
 }
+
+#[path = "bounded.rs"]
+mod bounded;
 
 #[cfg(test)]
 #[path = "model_tests.rs"]

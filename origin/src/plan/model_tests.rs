@@ -87,8 +87,12 @@ fn a_flat_sale_without_a_waiting_room() {
         1_000.0 + 50.0 + 98_950.0 * 0.0003,
         1e-3,
     );
-    // Edge cores at second 0: (1,000 / 4,700 + 1,000 / 2,500) / 0.6 → 2 isolates.
-    close(p.edge.cores_needed, (1_000.0 / 4_700.0 + 0.4) / 0.6, 1e-9);
+    // Edge cores at second 0: (1,000 / 4,700 + 1,000 / 1,500) / 0.6 → 2 isolates.
+    close(
+        p.edge.cores_needed,
+        (1_000.0 / 4_700.0 + 1_000.0 / 1_500.0) / 0.6,
+        1e-9,
+    );
     assert_eq!(p.edge.isolates, 2);
     // Origin: 1,000 winners × 120 µs + 2 status fetches × 40 µs.
     close(p.origin.peak_busy_cores, 0.120_08, 1e-9);
@@ -300,6 +304,27 @@ fn bad_inputs_name_their_option() {
     let bad = [
         (
             Inputs {
+                edge_cores: Some(0.0),
+                ..Inputs::default()
+            },
+            "--edge-cores",
+        ),
+        (
+            Inputs {
+                origins: Some(0),
+                ..Inputs::default()
+            },
+            "--origins",
+        ),
+        (
+            Inputs {
+                clients: Some(0),
+                ..Inputs::default()
+            },
+            "--clients",
+        ),
+        (
+            Inputs {
                 visitors: 0,
                 ..Inputs::default()
             },
@@ -367,4 +392,144 @@ fn bad_inputs_name_their_option() {
         assert!(e.contains(option), "{e}");
     }
     Inputs::default().check().unwrap();
+}
+
+/// Round numbers for the fixed-capacity tests: forwarding 2,000 taps per edge core-second,
+/// 4,000 `sold_out` answers, a 50 ms round trip, 0.03 % forwarded after the sell-out.
+fn round_calibration() -> Calibration {
+    Calibration {
+        edge_claims_forwarded_per_core_second: 2_000.0,
+        edge_sold_out_answers_per_core_second: 4_000.0,
+        edge_origin_round_trip_ms: 50.0,
+        edge_forward_share_after_sold_out: 0.0003,
+        origin_core_us_per_winner: 120.0,
+        origin_core_us_per_other_claim_answer: 60.0,
+        ..Calibration::default()
+    }
+}
+
+#[test]
+fn fixed_capacity_rates_are_the_tightest_bound() {
+    let c = round_calibration();
+    assert_eq!(bounded::rates(&flat_sale(), &c), None);
+    // A quarter of an edge core: 500 forwarded and 1,000 answered taps a second.
+    let edge = Inputs {
+        edge_cores: Some(0.25),
+        ..flat_sale()
+    };
+    assert_eq!(bounded::rates(&edge, &c), Some((500.0, 1_000.0)));
+    // Two tries each: (120 + 60) / 2 = 90 µs a tap; one origin of 0.09 cores: 1,000 a second.
+    let origin = Inputs {
+        tries_per_visitor: 2.0,
+        origins: Some(1),
+        cores_per_origin: 0.09,
+        ..flat_sale()
+    };
+    let (pre, post) = bounded::rates(&origin, &c).unwrap();
+    close(pre, 1_000.0, 1e-9);
+    assert!(post.is_infinite());
+    // 128 closed-loop clients, 50 ms a forwarded tap: 2,560 a second; with the edge the lower.
+    let clients = Inputs {
+        clients: Some(128),
+        ..flat_sale()
+    };
+    assert_eq!(bounded::rates(&clients, &c), Some((2_560.0, f64::INFINITY)));
+    let both = Inputs {
+        edge_cores: Some(1.0),
+        ..clients
+    };
+    assert_eq!(bounded::rates(&both, &c), Some((2_000.0, 4_000.0)));
+    // Two variants share the capacity: each campaign gets half.
+    let split = Inputs {
+        variants: 2,
+        ..edge
+    };
+    assert_eq!(bounded::rates(&split, &c), Some((250.0, 500.0)));
+}
+
+#[test]
+fn a_flat_sale_on_a_quarter_of_an_edge_core_queues() {
+    // 1,000 taps a second arrive, 500 are forwarded: the 1,000th winner is answered at 2 s,
+    // not 1 s, and the origins see 500 claims a second, not 1,000.
+    let i = Inputs {
+        edge_cores: Some(0.25),
+        ..flat_sale()
+    };
+    let p = plan(&i, &round_calibration());
+    close(p.times.sell_out_seconds.unwrap(), 2.0, 0.002);
+    close(p.origin.winners.total, 1_000.0, 1e-6);
+    close(p.origin.winners.peak_per_second, 500.0, 1e-6);
+    // Second 2: 50 ms at 500 forwarded a second (25 `sold_out` from the origin), then 950 ms
+    // at 1,000 answered a second, 0.03 % of them forwarded.
+    close(
+        p.origin.sold_out_answers.peak_per_second,
+        25.0 + 0.0003 * 950.0,
+        0.6,
+    );
+    // The 1,025 taps queued by then wait until the arrivals stop at 100 s: every tap is
+    // answered, the last about 1 s late.
+    close(
+        p.edge.sold_out_answers.total + p.origin.sold_out_answers.total,
+        99_000.0,
+        1e-3,
+    );
+    close(p.times.modelled_seconds, 102.0, 1e-9);
+}
+
+#[test]
+fn origins_and_clients_bound_the_flat_sale_alike() {
+    // One origin of 0.06 cores at 120 µs a winner, or 25 clients with a 50 ms round trip:
+    // 500 forwarded taps a second either way; the edge then answers at once.
+    for i in [
+        Inputs {
+            origins: Some(1),
+            cores_per_origin: 0.06,
+            ..flat_sale()
+        },
+        Inputs {
+            clients: Some(25),
+            ..flat_sale()
+        },
+    ] {
+        let p = plan(&i, &round_calibration());
+        close(p.times.sell_out_seconds.unwrap(), 2.0, 0.002);
+        close(p.origin.winners.peak_per_second, 500.0, 1e-6);
+        // The 1,000 queued at 2 s: 25 forwarded in the round trip, the rest at the edge.
+        close(
+            p.edge.sold_out_answers.peak_per_second,
+            1_975.0 * 0.9997,
+            1.0,
+        );
+    }
+}
+
+#[test]
+fn a_capacity_above_the_crowd_changes_nothing() {
+    let c = round_calibration();
+    let open = plan(&flat_sale(), &c);
+    let roomy = plan(
+        &Inputs {
+            edge_cores: Some(1_000.0),
+            origins: Some(100),
+            clients: Some(1_000_000),
+            ..flat_sale()
+        },
+        &c,
+    );
+    close(
+        roomy.times.sell_out_seconds.unwrap(),
+        open.times.sell_out_seconds.unwrap(),
+        0.001,
+    );
+    close(roomy.origin.winners.peak_per_second, 1_000.0, 1e-6);
+    close(
+        roomy.origin.sold_out_answers.total,
+        open.origin.sold_out_answers.total,
+        1.0,
+    );
+    close(
+        roomy.edge.sold_out_answers.total,
+        open.edge.sold_out_answers.total,
+        1.0,
+    );
 }

@@ -112,6 +112,24 @@ pub fn table(p: &Plan) -> String {
         number(f64::from(i.variants))
     );
     let _ = writeln!(out, "calibration: {}", p.calibration_source);
+    if i.admit_per_second.is_none() {
+        let fixed: Vec<String> = [
+            i.edge_cores.map(|e| format!("edge {} core(s)", number(e))),
+            i.origins.map(|o| format!("{} origin(s)", number(o as f64))),
+            i.clients
+                .map(|n| format!("{} closed-loop clients", number(n as f64))),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !fixed.is_empty() {
+            let _ = writeln!(
+                out,
+                "fixed capacity: {}; the taps queue for it",
+                fixed.join(", ")
+            );
+        }
+    }
 
     let e = &p.edge;
     header(&mut out, "edge (requests)");

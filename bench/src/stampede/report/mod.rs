@@ -170,6 +170,9 @@ pub struct Report {
     pub send_lag_p99_ms: f64,
     /// Tries sent per second from the first to the last send.
     pub send_rate_per_s: f64,
+    /// Tries that found all `concurrency` slots busy at their due time and waited for one: in
+    /// a closed loop most of a stampede's, in an open loop 0 unless the cap was reached.
+    pub tries_held_by_cap: u64,
     /// answerer → latency of every answered attempt.
     pub latency: BTreeMap<String, Latency>,
     /// Tries whose final answer was outside the API contract (a 500, a body without
@@ -228,7 +231,10 @@ pub struct RunInfo {
     pub target: String,
     /// The edge's runtime (`workerd`, `miniflare`) when known.
     pub edge_runtime: Option<String>,
+    /// Requests in flight at most (`--concurrency`, or `--open-loop-cap` with `open_loop`).
     pub concurrency: usize,
+    /// Sent in an open loop (`--open-loop`): each try at its due time, whatever the answers.
+    pub open_loop: bool,
     pub seed: u64,
     pub window_ms: u64,
 }
@@ -260,6 +266,7 @@ pub fn compute(info: &RunInfo, plan: &Plan, outcomes: &[TryOutcome]) -> Report {
         send_lag_p50_ms: 0.0,
         send_lag_p99_ms: 0.0,
         send_rate_per_s: 0.0,
+        tries_held_by_cap: 0,
         latency: BTreeMap::new(),
         unexpected_answers: 0,
         unexpected_samples: BTreeMap::new(),
@@ -441,6 +448,7 @@ pub(crate) mod tests {
             target: "http://127.0.0.1:1".into(),
             edge_runtime: None,
             concurrency: 4,
+            open_loop: false,
             seed: 1,
             window_ms: 1000,
         }

@@ -16,19 +16,20 @@ impl Report {
         let p = &self.plan;
         let _ = writeln!(
             s,
-            "plan        {} tries by {} customers over {:.1} s, front-loaded; double taps {} same key + {} new key; {} repeat tries; concurrency {}; seed {}",
+            "plan        {} tries by {} customers over {:.1} s, front-loaded; double taps {} same key + {} new key; {} repeat tries; {} loop, {} in flight at most; seed {}",
             self.tries,
             p.customers,
             self.run.window_ms as f64 / 1000.0,
             p.double_same_key,
             p.double_new_key,
             p.repeat,
+            if self.run.open_loop { "open" } else { "closed" },
             self.run.concurrency,
             self.run.seed
         );
         let _ = writeln!(
             s,
-            "sent        {} tries ({} not sent) by {} distinct customers at {} tries/s (edge runtime: {}); retries: {} after 503/transport error, {} after in_progress; send lag p50 {:.1} ms, p99 {:.1} ms",
+            "sent        {} tries ({} not sent) by {} distinct customers at {} tries/s (edge runtime: {}); retries: {} after 503/transport error, {} after in_progress; send lag p50 {:.1} ms, p99 {:.1} ms; {} waited for a free slot",
             self.tries_sent,
             self.tries_not_sent,
             self.distinct_customers,
@@ -37,7 +38,8 @@ impl Report {
             self.retries_unavailable,
             self.retries_in_progress,
             self.send_lag_p50_ms,
-            self.send_lag_p99_ms
+            self.send_lag_p99_ms,
+            self.tries_held_by_cap
         );
         let _ = writeln!(
             s,
