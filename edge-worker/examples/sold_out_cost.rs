@@ -61,6 +61,7 @@ fn isolate() -> Isolate {
         .expect("a sold-out status");
     let mut winners = WinnersSlot::default();
     let filter = WinnersFilter::build(["the-winner"], 250_000).encode();
+    winners.start(winners::sold_key(Some(&status)), NOW_MS);
     winners.finish(
         winners::Fetched::from_origin(200, Some("\"w1\""), &filter, false),
         NOW_MS,
@@ -114,11 +115,14 @@ fn answer(iso: &mut Isolate, authorization: &str, now_ms: i64) -> u16 {
                 return a.status;
             }
             Do::Forward => return FORWARDED,
-            Do::AskWinners => match iso.winners.look(&customer, now_ms, ttl, stale, ttl) {
-                Look::Decided(v) => Got::Verdict(v),
-                // The worker would fetch the filter first.
-                _ => return FORWARDED,
-            },
+            Do::AskWinners => {
+                let sold = winners::sold_key(Some(&iso.status));
+                match iso.winners.look(&customer, sold, now_ms, ttl, stale, ttl) {
+                    Look::Decided(v) => Got::Verdict(v),
+                    // The worker would fetch the filter first.
+                    _ => return FORWARDED,
+                }
+            }
             // The waiting room's steps: this campaign has none, so they are never asked.
             Do::Limit { .. } | Do::CheckAdmission | Do::Pace(_) => return FORWARDED,
         };

@@ -104,7 +104,10 @@ pub(super) async fn claim(
                 let ip = if with_address { client_ip() } else { None };
                 Got::Limited(caller::limit(cfg, action, Some(&customer), ip))
             }
-            Do::AskWinners => Got::Verdict(winners::verdict(cfg, id, &customer).await),
+            Do::AskWinners => {
+                let sold = crate::winners::sold_key(entry.as_deref());
+                Got::Verdict(winners::verdict(cfg, id, &customer, sold).await)
+            }
             Do::CheckAdmission => {
                 let token = admission.insert(headers.get(ADMISSION_HEADER)?);
                 Got::Admission(queue::queue_secret(cfg).and_then(|secret| {

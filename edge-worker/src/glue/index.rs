@@ -63,6 +63,7 @@ async fn fetch(cfg: &EdgeConfig, etag: Option<&str>, held: bool) -> Fetched {
     fetch_held(
         cfg,
         INDEX_PATH,
+        "",
         etag,
         held,
         MAX_BODY_BYTES,
@@ -72,11 +73,13 @@ async fn fetch(cfg: &EdgeConfig, etag: Option<&str>, held: bool) -> Fetched {
 }
 
 /// One fetch of something the isolate keeps with its `ETag` ([`crate::held`]):
-/// `GET {origin}{path}`, signed like a forwarded request, with `If-None-Match` when a value is
-/// `held`; the body read up to `max_body` bytes and decoded by `decode`.
+/// `GET {origin}{path}{query}`, signed like a forwarded request (over `path`, without the
+/// query), with `If-None-Match` when a value is `held`; the body read up to `max_body` bytes
+/// and decoded by `decode`.
 pub(super) async fn fetch_held<T, E>(
     cfg: &EdgeConfig,
     path: &str,
+    query: &str,
     etag: Option<&str>,
     held: bool,
     max_body: usize,
@@ -90,7 +93,7 @@ pub(super) async fn fetch_held<T, E>(
         sign_forwarded(cfg, &out, None, "GET", path, b"")?;
         let mut init = RequestInit::new();
         init.with_method(Method::Get).with_headers(out);
-        let url = format!("{}{path}", cfg.origin_url);
+        let url = format!("{}{path}{query}", cfg.origin_url);
         let req = Request::new_with_init(&url, &init)?;
         send_bounded(req, cfg.origin_timeout_ms, Some(max_body)).await
     };

@@ -30,9 +30,9 @@ pub struct CampaignCache {
     rows: Cache<String, Cached>,
     /// The campaign index ([`super::index`]), one entry, built single-flight.
     index: Cache<(), Arc<BuiltIndex>>,
-    /// Winners filters by campaign ([`super::winners`]), built single-flight, bounded by
-    /// their bytes ([`winners::MAX_CACHED_BYTES`]).
-    winners: Cache<String, Arc<BuiltFilter>>,
+    /// Winners filters by campaign and the sell-outs they were asked for ([`super::winners`]),
+    /// built single-flight, bounded by their bytes ([`winners::MAX_CACHED_BYTES`]).
+    winners: Cache<(String, String), Arc<BuiltFilter>>,
     /// The variants of each campaign ([`super::variants`]), empty for one without, trusted
     /// for `ttl` like the rows.
     variants: Cache<String, Arc<Vec<VariantRow>>>,
@@ -83,19 +83,23 @@ impl CampaignCache {
         crate::cache::get_or_load(&self.index, (), load).await
     }
 
-    /// The winners filter of campaign `c` (at most `max` winners listed), from cache when
-    /// fresh (`ttl`, at least [`winners::MIN_CACHE`]), else built from the gate in Redis (once
-    /// for all the requests that ask at the same time). Errors: [`BuildError`], shared by the
-    /// requests that waited for it.
+    /// The winners filter of campaign `c` asked for the sell-outs `sold` (the edge's
+    /// fingerprint; at most `max` winners listed), from cache when fresh (`ttl`, at least
+    /// [`winners::MIN_CACHE`]), else built from the gate in Redis (once for all the requests
+    /// that ask at the same time): a filter built for other sell-outs may miss the last
+    /// winners of those `sold` names, never one built for them. Errors: [`BuildError`], shared
+    /// by the requests that waited for it.
     pub async fn winners(
         &self,
         gate: &Gate,
         c: &str,
+        sold: &str,
         max: usize,
     ) -> Result<Arc<BuiltFilter>, Arc<BuildError>> {
         let mut gate = gate.clone();
         let load = async move { winners::build(&mut gate, c, max).await.map(Arc::new) };
-        self.winners.try_get_with(c.to_string(), load).await
+        let key = (c.to_string(), sold.to_string());
+        self.winners.try_get_with(key, load).await
     }
 
     /// Drops the cached index (a campaign was created), so the next fetch lists it.

@@ -3,11 +3,15 @@
 //! still committing counts), built into a binary fuse filter and kept by
 //! [`super::CampaignCache`] for `FLASHGATE_CAMPAIGN_CACHE_MS` but at least [`MIN_CACHE`].
 //!
-//! The edge asks for it only while its cached status says the campaign is sold out. Once sold
-//! out, the holders change only when units come back (a release, an expired hold, a restock),
-//! which ends the sell-out; so a filter built after the sell-out stays right for as long as the
-//! edge uses it, and its `ETag` (a hash of the body, the same on every origin: the build is
-//! deterministic) lets the edge's once-per-TTL refresh be a bodiless 304.
+//! The edge asks for it only while its cached status says the campaign, or a variant of it, is
+//! sold out, naming those sell-outs (`?sold=`, a fingerprint). Once sold out, a variant's (or
+//! the campaign's) holders change only when units come back (a release, an expired hold, a
+//! restock), which ends its sell-out; so a filter built after the sell-outs it is asked for
+//! stays right for them for as long as the edge uses it. The cache keeps one filter per
+//! campaign and fingerprint: one built when fewer variants were sold out is never served for
+//! more (it may miss a later variant's last winners). Its `ETag` (a hash of the body, the same
+//! on every origin: the build is deterministic) lets the edge's once-per-TTL refresh be a
+//! bodiless 304.
 
 use axum::body::Bytes;
 use flashgate_shared::campaign_index::etag;

@@ -3,7 +3,7 @@
 //! `GET /edge/v1/campaigns/{id}/winners-filter` (a sold-out campaign's winners, for the edge).
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use flashgate_shared::api::{AdminCampaign, ErrorBody, NewCampaign};
@@ -213,17 +213,23 @@ pub async fn index(State(state): State<AppState>, headers: HeaderMap) -> ApiResu
 /// `GET /edge/v1/campaigns/{id}/winners-filter`: the winners filter of a campaign
 /// ([`flashgate_shared::winners_filter`]): the customers holding a unit, read from the gate, at
 /// most `FLASHGATE_WINNERS_FILTER_MAX` of them listed ("too many" above), at most
-/// `FLASHGATE_CAMPAIGN_CACHE_MS` (but at least 1 s) old. 200 with the body,
-/// `Content-Type: application/vnd.flashgate.winners-filter` and an `ETag`; 304 (no body) when
-/// `If-None-Match` names the current `ETag`. Callers as for the campaign index (edge signature
-/// over `GET`, the path and an empty body, or the service token). 404 for an unknown campaign;
-/// 503 when Redis fails or the campaign's gate is not loaded.
+/// `FLASHGATE_CAMPAIGN_CACHE_MS` (but at least 1 s) old. `?sold=` (16 hex digits, the edge's
+/// fingerprint of the sell-outs it saw) keys the filter: each is built at its first fetch, so
+/// after the sell-outs it names (another value, or none, is the key of no sell-outs). 200 with
+/// the body, `Content-Type: application/vnd.flashgate.winners-filter` and an `ETag`; 304 (no
+/// body) when `If-None-Match` names the current `ETag`. Callers as for the campaign index (edge
+/// signature over `GET`, the path without query and an empty body, or the service token). 404
+/// for an unknown campaign; 503 when Redis fails or the campaign's gate is not loaded.
 #[utoipa::path(
     get,
     path = "/edge/v1/campaigns/{id}/winners-filter",
     tag = "edge",
     security(("service_token" = []), ()),
-    params(("id" = String, Path, description = "Campaign id.")),
+    params(
+        ("id" = String, Path, description = "Campaign id."),
+        ("sold" = Option<String>, Query,
+            description = "The sell-outs the filter must postdate: 16 hex digits (docs/EDGE.md)."),
+    ),
     responses(
         (status = 200, description = "The winners filter of the campaign (docs/EDGE.md).",
             content_type = "application/vnd.flashgate.winners-filter", body = Vec<u8>,
@@ -236,6 +242,7 @@ pub async fn index(State(state): State<AppState>, headers: HeaderMap) -> ApiResu
 pub async fn winners_filter(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     use flashgate_shared::winners_filter::{path, CONTENT_TYPE};
@@ -248,7 +255,12 @@ pub async fn winners_filter(
     }
     let row = extract::campaign(&state, &id).await?;
     let max = state.config.winners_filter_max;
-    let built = match state.campaigns.winners(&state.gate, &row.id, max).await {
+    let sold = sold_of(query.as_deref());
+    let built = match state
+        .campaigns
+        .winners(&state.gate, &row.id, sold, max)
+        .await
+    {
         // A gate that is not in Redis (Redis lost it, or an ended campaign's was never loaded
         // by this Redis) is loaded here from PostgreSQL, then read once more: a 503 would never
         // clear for a campaign no claim reloads (schemathesis found it,
@@ -258,7 +270,10 @@ pub async fn winners_filter(
             crate::gate::load::load_missing(&state.db, &mut gate, &row.id)
                 .await
                 .map_err(|e| ApiError::Unavailable(e.to_string()))?;
-            state.campaigns.winners(&state.gate, &row.id, max).await
+            state
+                .campaigns
+                .winners(&state.gate, &row.id, sold, max)
+                .await
         }
         other => other,
     }
@@ -269,6 +284,16 @@ pub async fn winners_filter(
         &built.etag,
         &built.body,
     ))
+}
+
+/// The `sold` of a winners filter's query: its 16 lowercase hex digits, else `""`.
+fn sold_of(query: Option<&str>) -> &str {
+    query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .find_map(|p| p.strip_prefix("sold="))
+        .filter(|v| v.len() == 16 && v.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+        .unwrap_or("")
 }
 
 /// 200 with `body`, its `Content-Type` and `ETag`; 304 with the `ETag` alone when
