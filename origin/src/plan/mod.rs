@@ -182,6 +182,22 @@ impl Inputs {
         if !matches!(self.clients, None | Some(1..=100_000_000)) {
             return Err("--clients must be between 1 and 100000000".into());
         }
+        // The waiting room's pace sets the origins' load; a fixed capacity models only the
+        // sale without one, and would be ignored silently.
+        if self.admit_per_second.is_some() {
+            for (name, given) in [
+                ("edge-cores", self.edge_cores.is_some()),
+                ("origins", self.origins.is_some()),
+                ("clients", self.clients.is_some()),
+            ] {
+                if given {
+                    return Err(format!(
+                        "--{name} applies to a sale without a waiting room (drop it or \
+                         --waiting-room)"
+                    ));
+                }
+            }
+        }
         between(
             "ended-keys-grace-seconds",
             self.ended_keys_grace_seconds,

@@ -207,6 +207,46 @@ fn a_calibration_file_replaces_the_built_in_one() {
     );
 }
 
+/// A fixed capacity below the crowd's rate queues the taps: the same crowd sells out later
+/// and no faster than the capacity answers; one above it changes nothing.
+#[test]
+fn a_fixed_capacity_queues_the_taps() {
+    let crowd = [
+        "--visitors",
+        "100000",
+        "--stock",
+        "1000",
+        "--arrival-seconds",
+        "10",
+    ];
+    let open = plan_json(&crowd);
+    let ample = plan_json(&[&crowd[..], &["--origins", "1000", "--clients", "100000000"]].concat());
+    let small = plan_json(&[&crowd[..], &["--edge-cores", "1", "--clients", "16"]].concat());
+    let sell_out = |p: &Value| num(p, "times.sell_out_seconds");
+    close(
+        sell_out(&ample),
+        sell_out(&open),
+        1e-3,
+        "ample capacity, sell-out",
+    );
+    assert!(
+        sell_out(&small) > 2.0 * sell_out(&open),
+        "16 clients on one edge core: sell-out {} vs the open crowd's {}",
+        sell_out(&small),
+        sell_out(&open)
+    );
+    let peak = num(&small, "origin.claims.peak_per_second");
+    assert!(
+        peak < num(&open, "origin.claims.peak_per_second"),
+        "the queue spreads the origins' busiest second: {peak}"
+    );
+    assert!(
+        String::from_utf8_lossy(&plan(&[&crowd[..], &["--clients", "16"]].concat()).stdout)
+            .contains("fixed capacity: 16 closed-loop clients"),
+        "the table names the fixed capacity"
+    );
+}
+
 #[test]
 fn bad_input_exits_2_naming_the_option() {
     refused(&["--visitors", "0", "--stock", "10"], "--visitors");
@@ -246,6 +286,31 @@ fn bad_input_exits_2_naming_the_option() {
         "--admit-per-second",
     );
     refused(&["--visitors", "10"], "--stock");
+    // A fixed capacity: out of range, or beside a waiting room (whose pace sets the load).
+    for (option, value) in [
+        ("--edge-cores", "0"),
+        ("--origins", "0"),
+        ("--clients", "0"),
+    ] {
+        refused(
+            &["--visitors", "1000", "--stock", "100", option, value],
+            option,
+        );
+        refused(
+            &[
+                "--visitors",
+                "1000",
+                "--stock",
+                "100",
+                "--waiting-room",
+                "--admit-per-second",
+                "50",
+                option,
+                "4",
+            ],
+            option,
+        );
+    }
     // Inside the old "above 0" but small enough to saturate every count.
     for (option, value) in [
         ("--target-utilisation", "1e-300"),
