@@ -35,6 +35,7 @@ use flashgate_origin::db::Db;
 use flashgate_origin::metrics::AnsweredFrom;
 use flashgate_origin::reply::Outcome;
 use flashgate_shared::api::CampaignKind;
+use flashgate_tests::support::scrape::Scrape;
 use flashgate_tests::support::{ensure_database, test_config, token_for, unique, TestOrigin};
 use hdrhistogram::Histogram;
 use measure::{for_secs, Leg};
@@ -164,7 +165,9 @@ async fn grouped(db: &Db, campaign: &str, clients: usize, secs: u64) -> Leg {
         }
     })
     .await;
-    let (claims, commits) = batch_totals(&metrics.render());
+    let batches = Scrape::parse(&metrics.render());
+    let claims = batches.sum("flashgate_commit_batch_size_sum", &[]);
+    let commits = batches.sum("flashgate_commit_batch_size_count", &[]);
     let leg = Leg {
         name: format!("grouped commit, {clients} submitters"),
         run,
@@ -186,20 +189,6 @@ async fn grouped(db: &Db, campaign: &str, clients: usize, secs: u64) -> Leg {
         );
     }
     leg
-}
-
-/// The claims and transactions of every grouped commit so far, from the Prometheus text of
-/// `flashgate_commit_batch_size` (its `_sum` and `_count`).
-fn batch_totals(text: &str) -> (f64, f64) {
-    let value = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (
-        value("flashgate_commit_batch_size_sum"),
-        value("flashgate_commit_batch_size_count"),
-    )
 }
 
 /// An HTTP leg: `clients` loops sending requests built by `make(i)` for `secs`; counts replies
