@@ -4,9 +4,10 @@
 //! durable claims/s of this path).
 //!
 //! One transaction per campaign per batch:
-//! 1. `INSERT … SELECT FROM UNNEST(…) ON CONFLICT DO NOTHING RETURNING` (with each claim's
-//!    variant, on a campaign with variants) — the unique index over active (campaign,
-//!    customer) claims, and the unique coupon code, refuse duplicates;
+//! 1. `INSERT … SELECT FROM UNNEST(…) RETURNING` (with each claim's variant, on a campaign with
+//!    variants) — the unique index over active (campaign, customer) claims, and the unique
+//!    coupon code, refuse duplicates. A refusal rolls the batch back and it is written again
+//!    with `ON CONFLICT DO NOTHING`, which leaves the refused claims out ([`try_commit`]);
 //! 2. one ledger row per claim;
 //! 3. one `claim.held` (`coupon.issued`) event per claim ([`crate::webhooks::events`]);
 //! 4. `UPDATE campaigns SET remaining = remaining − n WHERE … remaining >= n AND NOT paused AND
@@ -215,9 +216,48 @@ async fn refused(db: &Db, c: &str) -> sqlx::Result<Outcome> {
         .ok_or(sqlx::Error::RowNotFound)
 }
 
-/// One transaction for `claims` (all of one campaign). `Ok(None)`: the campaign row refused
-/// (rolled back). Otherwise one outcome per claim, in order.
+/// Writes `claims` (all of one campaign) in one transaction: first with a plain `INSERT`, and
+/// only when a unique index refuses one of them (a customer's second active claim, a taken
+/// coupon code: rare, the gate sees to it) again with `ON CONFLICT DO NOTHING`, which checks
+/// every unique index before each row (docs/ARCHITECTURE.md, "Grouped commits").
+/// `Ok(None)`: the campaign row refused (rolled back). Otherwise one outcome per claim, in order.
 async fn try_commit(db: &Db, claims: &[&NewClaim]) -> sqlx::Result<Option<Vec<Outcome>>> {
+    match write(db, claims, Insert::Plain).await? {
+        Decision::Decided(outcomes) => Ok(Some(outcomes)),
+        Decision::Refused => Ok(None),
+        Decision::Taken => match write(db, claims, Insert::SkipTaken).await? {
+            Decision::Decided(outcomes) => Ok(Some(outcomes)),
+            // `SkipTaken` never answers `Taken`.
+            Decision::Refused | Decision::Taken => Ok(None),
+        },
+    }
+}
+
+/// How [`write`] inserts the claims.
+#[derive(Clone, Copy)]
+enum Insert {
+    /// Every claim or none: a unique index's refusal ends the transaction ([`Decision::Taken`]).
+    Plain,
+    /// `ON CONFLICT DO NOTHING`: a refused claim is left out, the others are written.
+    SkipTaken,
+}
+
+/// What one transaction of [`write`] decided.
+enum Decision {
+    /// Committed: one outcome per claim, in order.
+    Decided(Vec<Outcome>),
+    /// The campaign row (or a variant's) refused the batch; rolled back.
+    Refused,
+    /// A unique index refused a claim of an [`Insert::Plain`] batch; rolled back.
+    Taken,
+}
+
+fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(d) if d.is_unique_violation())
+}
+
+/// One transaction for `claims` (all of one campaign), inserted as `insert` says.
+async fn write(db: &Db, claims: &[&NewClaim], insert: Insert) -> sqlx::Result<Decision> {
     let c = &claims[0].campaign_id;
     let kind = claims[0].kind;
     let hold = claims[0].hold_seconds;
@@ -233,31 +273,48 @@ async fn try_commit(db: &Db, claims: &[&NewClaim]) -> sqlx::Result<Option<Vec<Ou
     };
 
     let mut tx = db.begin().await?;
-    let inserted = sqlx::query_as!(
-        ClaimRow,
-        r#"INSERT INTO claims (id, campaign_id, customer_id, status, held_until, code,
-                             idempotency_key, request_fp, variant)
-         SELECT t.id, $1, t.customer_id, $2,
-                CASE WHEN $3::int IS NULL THEN NULL
-                     ELSE now() + make_interval(secs => $3::int) END,
-                t.code, t.idem, t.fp, t.variant
-           FROM UNNEST($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
-                AS t(id, customer_id, code, idem, fp, variant)
-         ON CONFLICT DO NOTHING
-         RETURNING id, campaign_id, customer_id, status AS "status: ClaimStatus", held_until,
-                   code, idempotency_key, request_fp, created_at"#,
-        c,
-        status.as_str(),
-        hold,
-        &ids[..] as &[&str],
-        &customers[..] as &[&str],
-        &codes[..] as &[Option<&str>],
-        &keys[..] as &[&str],
-        &fps[..] as &[&str],
-        &variants[..] as &[Option<&str>],
-    )
-    .fetch_all(&mut *tx)
-    .await?;
+    // Runs `INSERT … SELECT FROM UNNEST(…)` with `$on_conflict` before its `RETURNING`: the
+    // statement is the same in both modes but for that clause.
+    macro_rules! insert_claims {
+        ($on_conflict:tt) => {
+            sqlx::query_as!(
+                ClaimRow,
+                r#"INSERT INTO claims (id, campaign_id, customer_id, status, held_until, code,
+                                     idempotency_key, request_fp, variant)
+                 SELECT t.id, $1, t.customer_id, $2,
+                        CASE WHEN $3::int IS NULL THEN NULL
+                             ELSE now() + make_interval(secs => $3::int) END,
+                        t.code, t.idem, t.fp, t.variant
+                   FROM UNNEST($4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                               $9::text[]) AS t(id, customer_id, code, idem, fp, variant) "#
+                    + $on_conflict
+                    + r#"
+                 RETURNING id, campaign_id, customer_id, status AS "status: ClaimStatus",
+                           held_until, code, idempotency_key, request_fp, created_at"#,
+                c,
+                status.as_str(),
+                hold,
+                &ids[..] as &[&str],
+                &customers[..] as &[&str],
+                &codes[..] as &[Option<&str>],
+                &keys[..] as &[&str],
+                &fps[..] as &[&str],
+                &variants[..] as &[Option<&str>],
+            )
+            .fetch_all(&mut *tx)
+            .await
+        };
+    }
+    let inserted = match insert {
+        Insert::Plain => match insert_claims!("") {
+            Err(e) if is_unique_violation(&e) => {
+                tx.rollback().await?;
+                return Ok(Decision::Taken);
+            }
+            done => done?,
+        },
+        Insert::SkipTaken => insert_claims!("ON CONFLICT DO NOTHING")?,
+    };
 
     if !inserted.is_empty() {
         // The ledger and the claims' events first: the campaign row (every batch's hot row)
@@ -312,11 +369,11 @@ async fn try_commit(db: &Db, claims: &[&NewClaim]) -> sqlx::Result<Option<Vec<Ou
         .await?;
         let Some(took) = took else {
             tx.rollback().await?;
-            return Ok(None);
+            return Ok(Decision::Refused);
         };
         if !take_variants(&mut tx, c, &variant_of, &inserted).await? {
             tx.rollback().await?;
-            return Ok(None);
+            return Ok(Decision::Refused);
         }
         if took.remaining == 0 {
             let data = CampaignData {
@@ -344,5 +401,5 @@ async fn try_commit(db: &Db, claims: &[&NewClaim]) -> sqlx::Result<Option<Vec<Ou
         };
         outcomes.push(outcome);
     }
-    Ok(Some(outcomes))
+    Ok(Decision::Decided(outcomes))
 }
