@@ -3,7 +3,8 @@
 //!
 //! 1. durable claims/s: the grouped commit ([`flashgate_origin::claims::commit::Committer`])
 //!    vs. one claim per transaction on the campaign row ("the hot row"), and vs. the same rows
-//!    loaded by `COPY` into the same tables (the schema's limit on this machine, [`copy`]);
+//!    loaded by `COPY` into the same tables (the schema's limit on this machine, [`copy`];
+//!    `--durable-only` runs this leg alone);
 //! 2. winners/s end to end over HTTP: the origin with grouped commits vs. the same origin with
 //!    `FLASHGATE_COMMIT_BATCH_MAX=1`, and against the durable grouped rate of leg 1, at the
 //!    HTTP clients' concurrency and at the durable leg's (`--commit-clients` winners in flight);
@@ -80,6 +81,9 @@ struct Args {
     /// Run only leg 5 (winners/s with 10 variants and without).
     #[arg(long)]
     variants_only: bool,
+    /// Run only leg 1 (durable claims/s: the hot row, the grouped commit, `COPY`).
+    #[arg(long)]
+    durable_only: bool,
     /// Rounds of legs 4 and 5 (each a leg without the feature and one with it, their order
     /// alternating from round to round); their median ratio is the figure.
     #[arg(long, default_value_t = 5)]
@@ -350,6 +354,10 @@ async fn main() {
     );
     if let Some(url) = &args.pgbouncer_url {
         through_pooler(&o, url, &args, &grp).await;
+    }
+    if args.durable_only {
+        o.stop().await;
+        return;
     }
 
     println!(
