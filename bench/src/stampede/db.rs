@@ -31,31 +31,32 @@ pub async fn read_back(database_url: &str, campaign: &str) -> anyhow::Result<Fac
         .connect(database_url)
         .await
         .context("connecting to PostgreSQL for the read-back")?;
-    let row = sqlx::query(
-        "SELECT stock::bigint AS stock, remaining::bigint AS remaining FROM campaigns WHERE id::text = $1",
-    )
-    .bind(campaign)
-    .fetch_one(&pool)
-    .await
-    .context("reading the campaign row")?;
-    let mut f = Facts {
-        stock: row.try_get("stock")?,
-        remaining: row.try_get("remaining")?,
-        ..Facts::default()
-    };
     // The statuses that hold a unit: the one list of them.
     let active = ClaimStatus::active_names();
+    // One statement, so one snapshot: holds that expire between two reads (a run with
+    // `--hold-seconds`) would otherwise show `remaining` from before their expiry beside the
+    // active claims after it.
     let row = sqlx::query(
-        "SELECT count(*) FILTER (WHERE status::text = ANY($2)) AS active, count(*) AS all_claims \
-         FROM claims WHERE campaign_id::text = $1",
+        "SELECT c.stock::bigint AS stock, c.remaining::bigint AS remaining, \
+                k.active, k.all_claims \
+           FROM campaigns c CROSS JOIN LATERAL ( \
+                SELECT count(*) FILTER (WHERE status::text = ANY($2)) AS active, \
+                       count(*) AS all_claims \
+                  FROM claims WHERE campaign_id = c.id) k \
+          WHERE c.id::text = $1",
     )
     .bind(campaign)
     .bind(&active[..])
     .fetch_one(&pool)
     .await
-    .context("counting claims")?;
-    f.active_claims = row.try_get("active")?;
-    f.all_claims = row.try_get("all_claims")?;
+    .context("reading the campaign row and counting its claims")?;
+    let mut f = Facts {
+        stock: row.try_get("stock")?,
+        remaining: row.try_get("remaining")?,
+        active_claims: row.try_get("active")?,
+        all_claims: row.try_get("all_claims")?,
+        ..Facts::default()
+    };
     f.customers_with_two_active = sqlx::query_scalar(
         "SELECT count(*) FROM (SELECT customer_id FROM claims \
          WHERE campaign_id::text = $1 AND status::text = ANY($2) \
