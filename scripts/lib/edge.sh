@@ -43,7 +43,7 @@ _edge_log() { echo "[edge] $*" >&2; }
 # node packages (workerd, miniflare, esbuild, binaryen, smol-toml, autocannon from
 # edge-worker/package-lock.json) are present.
 # Rust tools go to $FLASHGATE_TOOLS_DIR/<tool>-<version> and are reused when present (a cold
-# install takes ~6 min on 2 cores). `npm ci` runs only when node_modules is missing or older
+# install takes ~2 min on 2 cores). `npm ci` runs only when node_modules is missing or older
 # than package-lock.json, with its cache outside the repo. Returns non-zero on failure.
 edge_tools_install() {
   local tools; tools="$(_edge_tools_dir)"
@@ -55,16 +55,25 @@ edge_tools_install() {
   local wb="$tools/worker-build-$EDGE_WORKER_BUILD_VERSION"
   local bg="$tools/wasm-bindgen-cli-$EDGE_WASM_BINDGEN_VERSION"
   if [ ! -x "$wb/bin/worker-build" ] || [ ! -x "$bg/bin/wasm-bindgen" ]; then
-    _edge_log "installing the edge toolchain into $tools (first run only, about 6 min on 2 cores; the compiler lines below are it)"
+    _edge_log "installing the edge toolchain into $tools (first run only, about 2 min on 2 cores; the compiler lines below are it)"
   fi
+  # The two tools run a few times per build, on one small wasm file: their compile time is
+  # what counts, so they are built unoptimised, without debug info or LTO (a third of the
+  # release compile; the worker they build is the same byte for byte, as fast; docs/BENCHMARKS.md,
+  # "Build and start-up").
+  local quick=(env CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_DEBUG=0
+    CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16)
   if [ ! -x "$wb/bin/worker-build" ]; then
     _edge_log "installing worker-build $EDGE_WORKER_BUILD_VERSION into $wb"
-    cargo install worker-build --version "$EDGE_WORKER_BUILD_VERSION" --locked --root "$wb" || return 1
+    "${quick[@]}" cargo install worker-build --version "$EDGE_WORKER_BUILD_VERSION" --locked \
+      --root "$wb" || return 1
   fi
   if [ ! -x "$bg/bin/wasm-bindgen" ]; then
     _edge_log "installing wasm-bindgen-cli $EDGE_WASM_BINDGEN_VERSION into $bg"
-    # Without --locked: with it the install needs a webpki-roots version the index lacks.
-    cargo install wasm-bindgen-cli --version "$EDGE_WASM_BINDGEN_VERSION" --root "$bg" || return 1
+    # Without --locked: with it the install needs a webpki-roots version the index lacks. Only
+    # the `wasm-bindgen` binary, without TLS (its download features are never used here).
+    "${quick[@]}" cargo install wasm-bindgen-cli --version "$EDGE_WASM_BINDGEN_VERSION" \
+      --no-default-features --bin wasm-bindgen --root "$bg" || return 1
   fi
   if [ ! -d "$EDGE_DIR/node_modules" ] || [ "$EDGE_DIR/package-lock.json" -nt "$EDGE_DIR/node_modules" ]; then
     _edge_log "npm ci in edge-worker/"
