@@ -28,17 +28,9 @@ class Ratelimit {
     if (typeof options !== "object" || options === null || typeof options.key !== "string") {
       throw new TypeError("limit() takes { key: string }");
     }
-    const res = await this.#counter.fetch("http://ratelimit/limit", {
-      method: "POST",
-      body: JSON.stringify({
-        namespace: this.#namespace,
-        key: options.key,
-        limit: this.#limit,
-        period: this.#period,
-      }),
-    });
-    if (!res.ok) throw new Error(`rate-limit counter answered ${res.status}`);
-    const { success } = await res.json();
+    // A JS RPC call into the counter service: no HTTP request, headers or JSON body per ask,
+    // so the stand-in adds little of its own to the worker's CPU in the benches.
+    const success = await this.#counter.count(this.#namespace, options.key, this.#limit, this.#period);
     return { success };
   }
 }

@@ -1,8 +1,10 @@
 // The counter service behind ratelimit-binding.js (the local stand-in of the Workers rate-limit
 // binding in plain workerd): one worker, so one isolate and one set of counts for every edge
-// worker of the process. `POST /limit` with `{ namespace, key, limit, period }` counts one
-// request of `key` in `namespace` and answers `{ "success": true }`, or `false` (not counted)
+// worker of the process. Its entrypoint's `count(namespace, key, limit, period)`, called over JS
+// RPC, counts one request of `key` in `namespace` and returns `true`, or `false` (not counted)
 // when `limit` were already counted in the last `period` seconds (a sliding window).
+
+import { WorkerEntrypoint } from "cloudflare:workers";
 
 /** Keys kept per namespace; past it, keys with nothing in their window go, then all. */
 const MAX_KEYS = 100_000;
@@ -35,26 +37,18 @@ function count({ namespace, key, limit, period }, now) {
   return true;
 }
 
-export default {
-  async fetch(request) {
-    const url = new URL(request.url);
-    if (request.method !== "POST" || url.pathname !== "/limit") {
-      return new Response("not found", { status: 404 });
-    }
-    let body;
-    try {
-      body = await request.json();
-    } catch {
-      return new Response("bad json", { status: 400 });
-    }
-    const { namespace, key, limit, period } = body ?? {};
+/** The service's entrypoint, called over JS RPC by the wrapped bindings. */
+export default class Counter extends WorkerEntrypoint {
+  /** Counts one request of `key` in `namespace`: `true`, or `false` (not counted) when `limit`
+   * were already counted in the last `period` seconds. Throws a TypeError on bad arguments. */
+  count(namespace, key, limit, period) {
     const ok =
       typeof namespace === "string" &&
       typeof key === "string" &&
       Number.isInteger(limit) &&
       limit > 0 &&
       (period === 10 || period === 60);
-    if (!ok) return new Response("bad request", { status: 400 });
-    return Response.json({ success: count(body, Date.now()) });
-  },
-};
+    if (!ok) throw new TypeError("count(namespace, key, limit, period): bad arguments");
+    return count({ namespace, key, limit, period }, Date.now());
+  }
+}

@@ -96,6 +96,11 @@ pub async fn join(
 /// Largest presence report body, bytes (2,000 tickets of about 200 bytes each, with room).
 pub const MAX_REPORT_BODY_BYTES: usize = 1 << 20;
 
+/// Largest body of a report of issued tickets, bytes
+/// ([`MAX_ISSUED_TICKETS`](flashgate_shared::queue::joins::MAX_ISSUED_TICKETS) tickets of about
+/// 200 bytes each, with room).
+pub const MAX_JOINS_REPORT_BODY_BYTES: usize = 4 << 20;
+
 /// The edge's presence report for campaign `id`: the tickets that polled at one isolate since
 /// its last report ([`PresenceReport`]). Needs a valid edge signature over `POST`, the path and
 /// the body (403 without one, with a stale one: a report replayed more than 60 s later, or
@@ -196,7 +201,7 @@ pub async fn joins(
         &uri,
         &headers,
         body,
-        MAX_REPORT_BODY_BYTES,
+        MAX_JOINS_REPORT_BODY_BYTES,
         "a report of joins",
     )
     .await?;

@@ -516,3 +516,56 @@ async fn a_bad_group_is_refused_whole_and_changes_nothing() {
         );
     }
 }
+
+/// The largest report an isolate sends: `MAX_ISSUED_TICKETS` tickets of customers with the
+/// longest ids (128 characters) fit the route's body bound and all join the line; one ticket
+/// more is refused whole (400 `invalid_request`) and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_report_is_taken_whole_and_one_ticket_more_is_refused() {
+    use flashgate_shared::queue::joins::MAX_ISSUED_TICKETS;
+    let o = TestOrigin::start_with(queue_config()).await;
+    let id = campaign(&o, 5, chrono::Duration::minutes(-1), None, room(1)).await;
+    admission(&o, &id, ChangeAction::PauseAdmission).await;
+    let now = chrono::Utc::now();
+    let tickets: Vec<String> = (0..=MAX_ISSUED_TICKETS)
+        .map(|i| {
+            let t = flashgate_shared::admission::Ticket {
+                place: flashgate_shared::admission::Place {
+                    campaign: id.clone(),
+                    customer: format!("{i:x>128}"),
+                    // Distinct keys: 1,024 salts per millisecond.
+                    sequence: flashgate_shared::queue::keys::arrival_key(
+                        now.timestamp_millis() + i64::try_from(i / 1024).unwrap(),
+                        u32::try_from(i % 1024).unwrap(),
+                    ),
+                },
+                issued_at_s: now.timestamp(),
+                drawn_waiting_at_issue: 0,
+            };
+            flashgate_shared::admission::sign_ticket(K, &t)
+        })
+        .collect();
+    let body = |rid: &str, tickets: &[String]| {
+        serde_json::to_vec(&json!({"report_id": rid, "tickets": tickets})).unwrap()
+    };
+    let t = now.timestamp();
+    let over = body("iso-over", &tickets);
+    let (st, reply) = group(&o, &id, &over, Some(K), t).await;
+    assert_eq!(
+        (st, reply["result"].as_str()),
+        (400, Some("invalid_request"))
+    );
+    assert_eq!(o.status(&id).await["queue"]["line"], 0, "nothing stored");
+    let full = body("iso-full", &tickets[..MAX_ISSUED_TICKETS]);
+    let (st, reply) = group(&o, &id, &full, Some(K), t).await;
+    assert_eq!(
+        (st, &reply),
+        (
+            200,
+            &json!({"counted": MAX_ISSUED_TICKETS, "duplicate": false})
+        ),
+        "a report of {} bytes",
+        full.len()
+    );
+    assert_eq!(o.status(&id).await["queue"]["line"], MAX_ISSUED_TICKETS);
+}
