@@ -28,8 +28,8 @@ class Ratelimit {
     if (typeof options !== "object" || options === null || typeof options.key !== "string") {
       throw new TypeError("limit() takes { key: string }");
     }
-    // A JS RPC call into the counter service: no HTTP request, headers or JSON body per ask,
-    // so the stand-in adds little of its own to the worker's CPU in the benches.
+    // A JS RPC call into the counter service: no HTTP request, headers or JSON body per ask
+    // (the platform's binding has none either).
     const success = await this.#counter.count(this.#namespace, options.key, this.#limit, this.#period);
     return { success };
   }

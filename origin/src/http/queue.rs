@@ -96,9 +96,9 @@ pub async fn join(
 /// Largest presence report body, bytes (2,000 tickets of about 200 bytes each, with room).
 pub const MAX_REPORT_BODY_BYTES: usize = 1 << 20;
 
-/// Largest body of a report of issued tickets, bytes
-/// ([`MAX_ISSUED_TICKETS`](flashgate_shared::queue::joins::MAX_ISSUED_TICKETS) tickets of about
-/// 200 bytes each, with room).
+/// Largest body of a report of issued tickets, bytes: room for
+/// [`MAX_ISSUED_TICKETS`](flashgate_shared::queue::joins::MAX_ISSUED_TICKETS) tickets of
+/// customers with the longest ids (128 characters), which a test sends.
 pub const MAX_JOINS_REPORT_BODY_BYTES: usize = 4 << 20;
 
 /// The edge's presence report for campaign `id`: the tickets that polled at one isolate since
