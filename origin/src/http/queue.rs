@@ -181,7 +181,7 @@ pub async fn presence(
         errors::NoCampaign,
         (status = 409, description = "no_waiting_room: the campaign has none; conflict: the \
             prequeue has not opened yet (a group).", body = ErrorBody),
-        errors::PayloadPast1MiB,
+        errors::PayloadPast4MiB,
         (status = 422, description = "validation_failed: the body is neither a report nor a \
             group.", body = ErrorBody),
         (status = 503, description = "unavailable: Redis failed, the queue is being reopened, \

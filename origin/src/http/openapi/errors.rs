@@ -125,10 +125,15 @@ pub struct PayloadTooLarge(pub ErrorBody);
 #[response(status = 413, description = "payload_too_large: a body past 4 KiB.")]
 pub struct PayloadPast4KiB(pub ErrorBody);
 
-/// 413 `payload_too_large` of an edge report.
+/// 413 `payload_too_large` of an edge presence report.
 #[derive(IntoResponses)]
 #[response(status = 413, description = "payload_too_large: a body past 1 MiB.")]
 pub struct PayloadPast1MiB(pub ErrorBody);
+
+/// 413 `payload_too_large` of an edge report of issued tickets.
+#[derive(IntoResponses)]
+#[response(status = 413, description = "payload_too_large: a body past 4 MiB.")]
+pub struct PayloadPast4MiB(pub ErrorBody);
 
 /// 415 `unsupported_media_type`: not `application/json`.
 #[derive(IntoResponses)]

@@ -568,4 +568,14 @@ async fn a_full_report_is_taken_whole_and_one_ticket_more_is_refused() {
         full.len()
     );
     assert_eq!(o.status(&id).await["queue"]["line"], MAX_ISSUED_TICKETS);
+    // Past the route's bound: 413, read no further.
+    let bound = flashgate_origin::http::queue::MAX_JOINS_REPORT_BODY_BYTES;
+    let mut past = body("iso-past", &tickets[..1]);
+    past.resize(bound + 1, b' ');
+    let (st, reply) = group(&o, &id, &past, Some(K), t).await;
+    assert_eq!(
+        (st, reply["result"].as_str()),
+        (413, Some("payload_too_large"))
+    );
+    assert_eq!(o.status(&id).await["queue"]["line"], MAX_ISSUED_TICKETS);
 }
