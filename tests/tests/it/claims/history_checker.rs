@@ -249,14 +249,10 @@ async fn a_clean_history_passes_and_each_doctored_one_fails_its_check() {
     );
     assert!(w[0].length_ms >= 10_000, "{w:?}");
     // Within the bound it passes: the same answer with a bound of a minute.
-    let relaxed = check(
-        &h,
-        &record,
-        Options {
-            sold_out_grace_ms: 60_000,
-        },
-    )
-    .unwrap();
+    let minute = Options {
+        sold_out_grace_ms: 60_000,
+    };
+    let relaxed = check(&h, &record, minute).unwrap();
     assert!(relaxed.passed, "{}", relaxed.render());
     assert_eq!(
         relaxed
@@ -285,12 +281,9 @@ async fn a_clean_history_passes_and_each_doctored_one_fails_its_check() {
     (late.status, late.body) = (Some(409), json!({"result": "sold_out"}));
     let sent = late.sent_at;
     h.push(late);
-    // With a sold-out bound of a minute: the doctored retry comes a second after the history's
-    // last answer, which on a loaded machine is already past the default bound since b's units
-    // were left free (1,671 ms once), and false_sold_out would fail beside the check at stake.
-    let minute = Options {
-        sold_out_grace_ms: 60_000,
-    };
+    // With the bound of a minute: the doctored retry comes a second after the history's last
+    // answer, which on a loaded machine is already past the default bound since b's units were
+    // left free (1,671 ms once), and false_sold_out would fail beside the check at stake.
     only(
         &check(&h, &record, minute).unwrap(),
         b,

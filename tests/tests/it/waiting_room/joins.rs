@@ -258,6 +258,26 @@ async fn group(
     post_edge_report(o, &joins_path(id), body, secret, t).await
 }
 
+/// Ticket of `who` on `campaign` as an isolate issues it at `at_ms` (its arrival key with
+/// `salt`), signed with `key`.
+fn issued_ticket(key: &[u8], campaign: &str, who: &str, at_ms: i64, salt: u32) -> String {
+    let t = flashgate_shared::admission::Ticket {
+        place: flashgate_shared::admission::Place {
+            campaign: campaign.to_string(),
+            customer: who.to_string(),
+            sequence: flashgate_shared::queue::keys::arrival_key(at_ms, salt),
+        },
+        issued_at_s: at_ms.div_euclid(1000),
+        drawn_waiting_at_issue: 0,
+    };
+    flashgate_shared::admission::sign_ticket(key, &t)
+}
+
+/// The body of report `rid` of issued `tickets`.
+fn report_body(rid: &str, tickets: &[String]) -> Vec<u8> {
+    serde_json::to_vec(&json!({"report_id": rid, "tickets": tickets})).unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forged_or_replayed_report_changes_nothing() {
     let o = TestOrigin::start_with(queue_config()).await;
@@ -265,20 +285,9 @@ async fn a_forged_or_replayed_report_changes_nothing() {
     admission(&o, &id, ChangeAction::PauseAdmission).await;
     let now = chrono::Utc::now();
     let ticket = |key: &[u8], campaign: &str, who: &str, salt: u32| {
-        let t = flashgate_shared::admission::Ticket {
-            place: flashgate_shared::admission::Place {
-                campaign: campaign.to_string(),
-                customer: who.to_string(),
-                sequence: flashgate_shared::queue::keys::arrival_key(now.timestamp_millis(), salt),
-            },
-            issued_at_s: now.timestamp(),
-            drawn_waiting_at_issue: 0,
-        };
-        flashgate_shared::admission::sign_ticket(key, &t)
+        issued_ticket(key, campaign, who, now.timestamp_millis(), salt)
     };
-    let report = |rid: &str, tickets: Vec<String>| {
-        serde_json::to_vec(&json!({"report_id": rid, "tickets": tickets})).unwrap()
-    };
+    let report = |rid: &str, tickets: Vec<String>| report_body(rid, &tickets);
     let good = report(
         "iso-j1",
         vec![ticket(K, &id, "ann", 1), ticket(K, &id, "bob", 2)],
@@ -527,36 +536,23 @@ async fn a_full_report_is_taken_whole_and_one_ticket_more_is_refused() {
     let id = campaign(&o, 5, chrono::Duration::minutes(-1), None, room(1)).await;
     admission(&o, &id, ChangeAction::PauseAdmission).await;
     let now = chrono::Utc::now();
+    // Distinct arrival keys: 1,024 salts per millisecond.
     let tickets: Vec<String> = (0..=MAX_ISSUED_TICKETS)
         .map(|i| {
-            let t = flashgate_shared::admission::Ticket {
-                place: flashgate_shared::admission::Place {
-                    campaign: id.clone(),
-                    customer: format!("{i:x>128}"),
-                    // Distinct keys: 1,024 salts per millisecond.
-                    sequence: flashgate_shared::queue::keys::arrival_key(
-                        now.timestamp_millis() + i64::try_from(i / 1024).unwrap(),
-                        u32::try_from(i % 1024).unwrap(),
-                    ),
-                },
-                issued_at_s: now.timestamp(),
-                drawn_waiting_at_issue: 0,
-            };
-            flashgate_shared::admission::sign_ticket(K, &t)
+            let at_ms = now.timestamp_millis() + i64::try_from(i / 1024).unwrap();
+            let salt = u32::try_from(i % 1024).unwrap();
+            issued_ticket(K, &id, &format!("{i:x>128}"), at_ms, salt)
         })
         .collect();
-    let body = |rid: &str, tickets: &[String]| {
-        serde_json::to_vec(&json!({"report_id": rid, "tickets": tickets})).unwrap()
-    };
     let t = now.timestamp();
-    let over = body("iso-over", &tickets);
+    let over = report_body("iso-over", &tickets);
     let (st, reply) = group(&o, &id, &over, Some(K), t).await;
     assert_eq!(
         (st, reply["result"].as_str()),
         (400, Some("invalid_request"))
     );
     assert_eq!(o.status(&id).await["queue"]["line"], 0, "nothing stored");
-    let full = body("iso-full", &tickets[..MAX_ISSUED_TICKETS]);
+    let full = report_body("iso-full", &tickets[..MAX_ISSUED_TICKETS]);
     let (st, reply) = group(&o, &id, &full, Some(K), t).await;
     assert_eq!(
         (st, &reply),
@@ -570,7 +566,7 @@ async fn a_full_report_is_taken_whole_and_one_ticket_more_is_refused() {
     assert_eq!(o.status(&id).await["queue"]["line"], MAX_ISSUED_TICKETS);
     // Past the route's bound: 413, read no further.
     let bound = flashgate_origin::http::queue::MAX_JOINS_REPORT_BODY_BYTES;
-    let mut past = body("iso-past", &tickets[..1]);
+    let mut past = report_body("iso-past", &tickets[..1]);
     past.resize(bound + 1, b' ');
     let (st, reply) = group(&o, &id, &past, Some(K), t).await;
     assert_eq!(
