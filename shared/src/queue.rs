@@ -203,10 +203,11 @@ pub enum Outlook {
     Likely,
     /// The position is far beyond the remaining stock (see `docs/WAITING-ROOM.md`).
     Unlikely,
-    /// Sold out for now, but holds are outstanding: units may come back until `held_until`
-    /// (keep polling, slowly).
+    /// Sold out for now, but units may come back until `held_until`: holds are outstanding,
+    /// or a unit is on its way back to the gate (keep polling, slowly).
     MayReturn,
-    /// Sold out for good: no hold is outstanding and nothing is left (stop polling).
+    /// Sold out for good: every unit is sold for good, none held or on its way back (stop
+    /// polling).
     Final,
 }
 
@@ -244,8 +245,8 @@ pub struct StatusReply {
     /// While waiting: `likely` or `unlikely`; when sold out: `may_return` or `final`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outlook: Option<Outlook>,
-    /// Only when sold out with `outlook: may_return`: the latest `held_until` of the
-    /// outstanding holds (RFC 3339 UTC), by when units may come back.
+    /// Only when sold out with `outlook: may_return`: by when units may come back (RFC 3339
+    /// UTC), the status's `queue.held_until`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_until: Option<chrono::DateTime<chrono::Utc>>,
     /// On a campaign with variants, each one as the edge's cached status has it (`remaining`
@@ -306,9 +307,11 @@ pub struct QueueStatus {
     /// "at_ms"}` (admitted at `at_ms`, Unix ms), in increasing `n`; absent = none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub returned: Vec<Grant>,
-    /// The latest `held_until` of the campaign's outstanding holds (RFC 3339 UTC), when it is
-    /// active or sold out, sells with holds, and some are outstanding: once sold out, units
-    /// may come back until then.
+    /// By when units may still come back to the gate (RFC 3339 UTC), on a campaign that is
+    /// active or sold out and sells with holds: the latest `held_until` of its outstanding
+    /// holds, and at least one hold from now while PostgreSQL counts a unit left (a unit the
+    /// gate gave out whose hold is not written yet, or one counted back that the gate has not
+    /// got yet). Absent when nothing can come back: once sold out, the sale is over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_until: Option<chrono::DateTime<chrono::Utc>>,
     /// Tickets in line (issued, reported, not passed by admission yet); absent = 0.

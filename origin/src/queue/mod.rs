@@ -201,31 +201,49 @@ pub async fn status(
     // Also while active: a sold-out the edge learns from a claim's 409 keeps these queue
     // fields, and must still say `may_return` while holds are outstanding.
     let state_now = row.status_at(chrono::Utc::now()).state;
-    if row.hold_seconds.is_some()
-        && matches!(state_now, CampaignState::Active | CampaignState::SoldOut)
-    {
-        q.held_until = latest_hold(state, &row.id).await;
+    if let Some(hold_s) = row.hold_seconds {
+        if matches!(state_now, CampaignState::Active | CampaignState::SoldOut) {
+            q.held_until = returnable_until(state, &row.id, hold_s).await;
+        }
     }
     Ok(Some(q))
 }
 
-/// The latest `held_until` of campaign `c`'s outstanding holds (`held`, including those past
-/// due that the sweeper has not expired yet: their units have not come back); `None` when
-/// there are none or PostgreSQL fails (logged: the poll then says `final`, as if none).
-async fn latest_hold(state: &AppState, c: &str) -> Option<chrono::DateTime<chrono::Utc>> {
-    let latest: sqlx::Result<Option<chrono::DateTime<chrono::Utc>>> = sqlx::query_scalar(
-        "SELECT max(held_until) FROM claims WHERE campaign_id = $1 AND status = 'held'",
+/// By when units of campaign `c` (holds of `hold_s` seconds) may still come back to the gate:
+/// the latest `held_until` of its outstanding holds (`held`, including those past due that the
+/// sweeper has not expired yet), and at least now + `hold_s` while PostgreSQL's `remaining` is
+/// above zero. The gate runs ahead of PostgreSQL both ways: a unit it gave out may not be
+/// committed as a hold yet (it will be held until at most now + `hold_s`), and an expired or
+/// released hold is counted back in PostgreSQL before its unit reaches the gate. Either way
+/// the gate may say sold out while a unit is on its way back, and `final` would send the
+/// customers still polling away. `None` when nothing can come back, or when PostgreSQL fails
+/// (logged: the poll then says `final`, as if nothing could).
+async fn returnable_until(
+    state: &AppState,
+    c: &str,
+    hold_s: i32,
+) -> Option<chrono::DateTime<chrono::Utc>> {
+    // One statement, so the count and the holds are one snapshot: a hold expiring between two
+    // reads would be in neither.
+    let read: sqlx::Result<Option<(i64, Option<chrono::DateTime<chrono::Utc>>)>> = sqlx::query_as(
+        "SELECT k.remaining,
+                    (SELECT max(held_until) FROM claims
+                      WHERE campaign_id = k.id AND status = 'held')
+               FROM campaigns k WHERE k.id = $1",
     )
     .bind(c)
-    .fetch_one(&state.db)
+    .fetch_optional(&state.db)
     .await;
-    match latest {
-        Ok(t) => t,
+    let (remaining, latest) = match read {
+        Ok(row) => row?,
         Err(e) => {
             tracing::warn!(campaign = %c, error = %e, "outstanding holds unknown");
-            None
+            return None;
         }
-    }
+    };
+    let in_flight = (remaining > 0)
+        .then(|| chrono::Utc::now() + chrono::Duration::seconds(i64::from(hold_s.max(0))));
+    latest.max(in_flight)
 }
 
 /// Fills the `queue` figures of admin views that have a waiting room (the view carries the

@@ -132,6 +132,16 @@ impl TestOrigin {
         (status, res.json().await.unwrap_or(Value::Null))
     }
 
+    /// Pays hold `id` with the service token and the payment reference `order-<id>`; returns
+    /// the status and the JSON body.
+    pub async fn pay(&self, id: &str) -> (u16, Value) {
+        let token = self.config.service_token.expose().to_string();
+        let body = flashgate_shared::api::PayRequest {
+            payment_ref: format!("order-{id}"),
+        };
+        self.claim_action(id, "pay", &token, &body).await
+    }
+
     /// `GET /admin/v1/campaigns/{c}/reconcile` with the viewer token; panics unless 200.
     pub async fn reconcile(&self, c: &str) -> Value {
         let path = format!("/admin/v1/campaigns/{c}/reconcile");

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use flashgate_origin::repair::keys;
-use flashgate_shared::api::{CampaignKind, ChangeAction, ChangeRequest, NewCampaign, PayRequest};
+use flashgate_shared::api::{CampaignKind, ChangeAction, ChangeRequest, NewCampaign};
 use flashgate_tests::support::room;
 use flashgate_tests::support::scrape::Scrape;
 use flashgate_tests::support::{
@@ -112,11 +112,7 @@ async fn claims(o: &TestOrigin, c: &str, n: usize) -> Vec<String> {
 }
 
 async fn pay(o: &TestOrigin, claim: &str) {
-    let token = o.config.service_token.expose().to_string();
-    let body = PayRequest {
-        payment_ref: format!("order-{claim}"),
-    };
-    let (s, b) = o.claim_action(claim, "pay", &token, &body).await;
+    let (s, b) = o.pay(claim).await;
     assert_eq!(s, 200, "{b}");
 }
 

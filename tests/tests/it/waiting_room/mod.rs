@@ -6,6 +6,7 @@ mod join_body;
 mod joins;
 mod one_admission;
 mod origin;
+mod outlook;
 mod presence;
 mod trip;
 mod used;
