@@ -251,6 +251,11 @@ impl AppState {
     /// This origin's webhook relay.
     pub fn webhook_relay(&self) -> crate::webhooks::relay::Relay {
         let s = &self.config.webhooks;
-        crate::webhooks::relay::Relay::new(self.db.clone(), self.webhook_metrics.clone(), s)
+        crate::webhooks::relay::Relay::new(
+            self.db.clone(),
+            self.webhook_metrics.clone(),
+            s,
+            self.takes.clone(),
+        )
     }
 }

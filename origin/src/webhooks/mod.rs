@@ -8,10 +8,12 @@
 //! - [`sign`]: secrets and signatures;
 //! - [`urls`]: which receiver URLs are allowed;
 //! - [`relay`]: the relay (background task, `FOR UPDATE SKIP LOCKED`, the retry schedule);
+//! - [`claims_first`]: when the relay gives way to a burst of claims;
 //! - [`metrics`]: deliveries by result and endpoint, lag, queue depth;
 //! - [`settings`]: the `FLASHGATE_WEBHOOK_*` settings;
 //! - the routes are in `crate::http::webhooks`.
 
+pub mod claims_first;
 pub mod deliveries;
 pub mod endpoints;
 pub mod events;

@@ -24,7 +24,8 @@
 //!   delay of [`SCHEDULE`] (minus up to a fifth at random), or after the receiver's
 //!   `Retry-After` when it is longer on a 429, 502, 503 or 504; `failed` after the last.
 //!
-//! Each update applies only while the row is still `pending`.
+//! Each update applies only while the row is still `pending`. While claims of this origin are
+//! in flight, a take starts no call for a while ([`super::claims_first`]): it only marks.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -38,7 +39,9 @@ use reqwest::header::{HeaderMap, RETRY_AFTER};
 use uuid::Uuid;
 
 use crate::db::Db;
+use crate::gate::takes::Takes;
 
+use super::claims_first::ClaimsFirst;
 use super::endpoints;
 use super::metrics::{CallResult, WebhookMetrics};
 use super::settings::WebhookSettings;
@@ -84,11 +87,14 @@ pub struct Relay {
     /// [`SCHEDULE`]'s delays are divided by this (`FLASHGATE_WEBHOOK_RETRY_DIVISOR`; 1 in
     /// production, larger in tests).
     pub retry_divisor: u32,
+    /// When it gives way to claims (`FLASHGATE_WEBHOOK_RELAY_YIELD_MS`).
+    pub claims_first: ClaimsFirst,
 }
 
 impl Relay {
-    /// A relay with its own HTTP client (timeout [`CALL_TIMEOUT`], no redirects).
-    pub fn new(db: Db, metrics: Arc<WebhookMetrics>, s: &WebhookSettings) -> Self {
+    /// A relay with its own HTTP client (timeout [`CALL_TIMEOUT`], no redirects), giving way
+    /// to the claims in flight of `takes` (this origin's).
+    pub fn new(db: Db, metrics: Arc<WebhookMetrics>, s: &WebhookSettings, takes: Takes) -> Self {
         let client = reqwest::Client::builder()
             .timeout(CALL_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
@@ -102,6 +108,7 @@ impl Relay {
             interval: Duration::from_millis(s.webhook_relay_interval_ms.max(1)),
             allow_private: s.webhook_allow_private,
             retry_divisor: s.webhook_retry_divisor.max(1),
+            claims_first: ClaimsFirst::new(takes, Duration::from_millis(s.webhook_relay_yield_ms)),
         }
     }
 
@@ -201,7 +208,11 @@ async fn pump(r: &Relay) -> anyhow::Result<usize> {
     // endpoint sets `look`, so the last call's end is followed by a take before the return.
     let mut delivered: Vec<Delivered> = Vec::new();
     loop {
-        let room = r.batch - in_flight.len() as i64;
+        let mut room = r.batch - in_flight.len() as i64;
+        if look && room > 0 && !r.claims_first.may_call() {
+            // Claims first: this take only marks the 2xx rows.
+            room = 0;
+        }
         if look && (room > 0 || !delivered.is_empty()) {
             let skip: Vec<Uuid> = busy.keys().copied().collect();
             let due = take(r, room.max(0), &skip, &delivered).await?;

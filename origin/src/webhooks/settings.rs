@@ -21,6 +21,16 @@ pub struct WebhookSettings {
     #[arg(long, env = "FLASHGATE_WEBHOOK_RELAY_BATCH", default_value_t = 64)]
     pub webhook_relay_batch: i64,
 
+    /// How long the webhook relay gives way to a burst of claims on its origin, in
+    /// milliseconds: while claims are in flight it starts no new call, for up to this long per
+    /// busy spell (a longer spell gets it back at full pace). 0: never gives way.
+    #[arg(
+        long,
+        env = "FLASHGATE_WEBHOOK_RELAY_YIELD_MS",
+        default_value_t = 5_000
+    )]
+    pub webhook_relay_yield_ms: u64,
+
     /// How long the previous secret keeps signing after a rotation, in seconds.
     #[arg(
         long,

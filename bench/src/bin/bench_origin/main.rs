@@ -11,9 +11,11 @@
 //! 3. sold-out answers/s over HTTP vs. an axum handler returning a constant JSON body;
 //!    with p50/p99 latency for every HTTP leg;
 //! 4. winners/s over HTTP with a webhook endpoint subscribed to `claim.held` (an in-process
-//!    receiver answering 204; the relay delivers meanwhile) vs. without one, in `--rounds`
-//!    rounds whose order alternates, with each round's ratio and the median ([`rounds`];
-//!    `--webhooks-only` runs this leg alone);
+//!    receiver answering 204; the relay delivers meanwhile, giving way to the claims for
+//!    `FLASHGATE_BENCH_WEBHOOK_RELAY_YIELD_MS`, default the origin's) vs. without one, in
+//!    `--rounds` rounds whose order alternates, with each round's ratio and the median
+//!    ([`rounds`]), and the time the relay took to deliver the leg's events;
+//!    `--webhooks-only` runs this leg alone;
 //! 5. winners/s over HTTP on a campaign of 10 variants vs. a plain one, in rounds the same
 //!    way ([`variants`]; `--variants-only` runs this leg alone).
 //!
@@ -315,6 +317,13 @@ async fn main() {
         .and_then(|v| v.parse().ok())
     {
         config.webhooks.webhook_relay_interval_ms = ms;
+    }
+    // Leg 4 with the relay never giving way to the claims (0) or for another spell.
+    if let Some(ms) = std::env::var("FLASHGATE_BENCH_WEBHOOK_RELAY_YIELD_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        config.webhooks.webhook_relay_yield_ms = ms;
     }
     ensure_database(&config.database_url).await;
     let o = TestOrigin::start_with(config.clone()).await;

@@ -2,6 +2,7 @@
 //! gift events.
 
 mod admin;
+mod claims_first;
 mod cli;
 mod codes_gifts;
 mod faults;
