@@ -299,7 +299,14 @@ async fn decide(
                 let row = store::find(&svc.db, &claim_id).await?;
                 match row {
                     Some(row) if row.is_active() && row.customer_id == req.customer => {
-                        return no(existing_claim_reply(svc, row, req, fp).await?);
+                        return no(existing_claim_reply(
+                            &svc.db,
+                            &svc.metrics,
+                            row,
+                            (&req.idempotency_key, fp),
+                            req.variant.is_some(),
+                        )
+                        .await?);
                     }
                     Some(row) if row.customer_id == req.customer => {
                         // Her claim was released or expired, and its give-back to the gate
@@ -338,19 +345,22 @@ pub fn variant_sold_out(variant: &str) -> Reply {
     )
 }
 
-/// Her existing active claim: the first reply again when it was made with this very key and
-/// request (Redis lost the idempotency record), else `already_claimed`. On a campaign with
-/// variants the claim carries its variant (read from PostgreSQL).
-async fn existing_claim_reply(
-    svc: &ClaimService,
+/// Her existing active claim `row`, as the answer to a request with `key` and request
+/// fingerprint `fp`: the first reply again when it was made with this very key and request
+/// (Redis lost the idempotency record), else 409 `already_claimed` with her claim. With
+/// `variants` (the campaign has some) the claim carries its variant, read from PostgreSQL;
+/// a PostgreSQL error is returned.
+pub async fn existing_claim_reply(
+    db: &crate::db::Db,
+    metrics: &Metrics,
     row: ClaimRow,
-    req: &ClaimRequest,
-    fp: &str,
+    (key, fp): (&str, &str),
+    variants: bool,
 ) -> ApiResult<Reply> {
-    let same_request = row.idempotency_key == req.idempotency_key && row.request_fp == fp;
+    let same_request = row.idempotency_key == key && row.request_fp == fp;
     let mut claim = row.to_claim();
-    if req.variant.is_some() {
-        claim.variant = crate::campaigns::variants::of_claim(&svc.db, &row.id).await?;
+    if variants {
+        claim.variant = crate::campaigns::variants::of_claim(db, &row.id).await?;
     }
     let reply = if same_request {
         // A replay: marked so (`Idempotent-Replayed`), as a replay from the record would be.
@@ -361,7 +371,7 @@ async fn existing_claim_reply(
     } else {
         Reply::claim(&ClaimReply::AlreadyClaimed { claim })
     };
-    svc.metrics.claim(reply.outcome, AnsweredFrom::Store);
+    metrics.claim(reply.outcome, AnsweredFrom::Store);
     Ok(reply)
 }
 
@@ -426,7 +436,17 @@ async fn commit_taken(
                 // The gate had lost her: give the unit back and remember her claim.
                 gate::give_back_bounded(redis, &svc.db, c, &req.customer, token, Some(&row.id))
                     .await?;
-                return Ok((existing_claim_reply(svc, row, req, fp).await?, Recorded::No));
+                return Ok((
+                    existing_claim_reply(
+                        &svc.db,
+                        &svc.metrics,
+                        row,
+                        (&req.idempotency_key, fp),
+                        req.variant.is_some(),
+                    )
+                    .await?,
+                    Recorded::No,
+                ));
             }
             Committed::Refused(now) => {
                 // PostgreSQL's answer stands whatever the correction does; a correction that

@@ -5,12 +5,14 @@
 //! Refusing her 403 would hide an answer that already exists, so a claim whose token is genuine
 //! (signed, hers, this campaign's) but expired is answered from what was recorded for that key,
 //! and only from it: it never reaches the gate, so it can never win a unit the queue did not
-//! admit her for. A new key with an expired token stays 403. The edge's side of the rule is in
-//! docs/WAITING-ROOM.md ("Retries after the admission token expired").
+//! admit her for. The same holds for a token spent by her winning claim. A new key gets 409
+//! `already_claimed` with her claim while she holds one (what the gate would answer), else
+//! stays 403. The edge's side of the rule is in docs/WAITING-ROOM.md ("Retries after the
+//! admission token expired").
 
 use flashgate_shared::api::ClaimReply;
 
-use crate::claims::store;
+use crate::claims::{service, store};
 use crate::gate;
 use crate::idempotency::{self, Begin};
 use crate::metrics::AnsweredFrom;
@@ -20,9 +22,10 @@ use crate::state::AppState;
 /// The recorded answer to a retry of `customer`'s claim on `campaign` with `key` and `body`,
 /// when there is one: the first reply byte for byte (Redis' idempotency record), `in_progress`
 /// while the first request still runs, or her winning claim rebuilt from PostgreSQL when Redis
-/// lost the record but her active claim was made with this very key and body. `None`
-/// otherwise (no record, the key used with another body, or a lookup failed, logged): the
-/// caller refuses 403.
+/// lost the record but her active claim was made with this very key and body, or 409
+/// `already_claimed` with her active claim made with another key. `None` otherwise (no
+/// record and no active claim, the key used with another body, or a lookup failed, logged):
+/// the caller refuses 403.
 pub async fn recorded_answer(
     state: &AppState,
     campaign: &str,
@@ -62,21 +65,21 @@ pub async fn recorded_answer(
             return None;
         }
     }
-    match store::find_active(&state.db, campaign, customer).await {
-        Ok(Some(row)) if row.idempotency_key == key && row.request_fp == fp => {
-            state.metrics.idempotency_replays.inc();
-            state.metrics.claim(Outcome::Replay, AnsweredFrom::Store);
-            Some(Reply {
-                outcome: Outcome::Replay,
-                ..Reply::claim(&ClaimReply::Claimed {
-                    claim: row.to_claim(),
-                })
-            })
-        }
-        Ok(_) => None,
+    // Her active claim: the replay of it when made with this key and body, else 409
+    // `already_claimed` with it, the answer the gate gives any other claim of hers.
+    let active = match store::find_active(&state.db, campaign, customer).await {
+        Ok(active) => active?,
         Err(e) => {
             tracing::warn!(error = %e, "claim lookup failed; expired admission refused");
-            None
+            return None;
         }
+    };
+    if active.idempotency_key == key && active.request_fp == fp {
+        state.metrics.idempotency_replays.inc();
     }
+    let reply =
+        service::existing_claim_reply(&state.db, &state.metrics, active, (key, &fp), true).await;
+    reply
+        .inspect_err(|e| tracing::warn!(error = %e, "claim lookup failed; admission refused"))
+        .ok()
 }

@@ -335,13 +335,14 @@ async fn the_origin_checks_admission_tokens_on_claims() {
     assert_eq!(o.claim_rows(&id, &["held"]).await, 1);
 
     // Her token has expired since: a retry with the same key replays the recorded answer
-    // byte for byte; a new key is still refused; nothing more is taken.
+    // byte for byte; a new key gets her claim as `already_claimed`; nothing more is taken.
     let replayed = o
         .signed_claim_with_key(&id, &ana, Some(&expired), &key)
         .await;
     assert_eq!((replayed.status, &replayed.body), (201, &r.body));
     let r2 = o.signed_claim(&id, &ana, Some(&expired)).await;
-    assert_eq!(refused(&r2), (403, "forbidden".into()), "{}", r2.body);
+    assert_eq!(refused(&r2), (409, "already_claimed".into()), "{}", r2.body);
+    assert_eq!(r2.body["claim"]["id"], r.body["claim"]["id"]);
     // Another customer cannot ride on her key with her expired token.
     let r3 = o
         .signed_claim_with_key(&id, &bob, Some(&expired), &key)

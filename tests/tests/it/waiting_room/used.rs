@@ -1,7 +1,8 @@
 //! A waiting room's admission token admits one winning claim (docs/WAITING-ROOM.md, "Tickets
-//! and admission tokens"): after that claim is released the token is spent, so a customer
-//! cannot release and claim again on one admission while others wait; a retry of the winning
-//! claim still gets its recorded answer. Against a real origin, PostgreSQL and Redis, with
+//! and admission tokens"): while that claim is active the token with a new key gets it back as
+//! `already_claimed`; after it is released the token is spent, so a customer cannot release
+//! and claim again on one admission while others wait; a retry of the winning claim still gets
+//! its recorded answer. Against a real origin, PostgreSQL and Redis, with
 //! tokens minted as the edge mints them.
 
 use chrono::Utc;
@@ -25,6 +26,18 @@ async fn a_released_claim_does_not_give_its_admission_token_a_second_win() {
     let won = o.signed_claim_with_key(&id, &uma, Some(&token), &key).await;
     assert_eq!(won.status, 201, "{}", won.body);
     let claim = won.body["claim"]["id"].as_str().unwrap().to_string();
+    // While her claim is active, the spent token with a new key: her claim, 409, nothing taken.
+    let active = o.signed_claim(&id, &uma, Some(&token)).await;
+    assert_eq!(active.status, 409, "{}", active.body);
+    assert_eq!(active.body["result"], "already_claimed", "{}", active.body);
+    assert_eq!(
+        active.body["claim"]["id"],
+        claim.as_str(),
+        "{}",
+        active.body
+    );
+    assert_eq!(o.remaining(&id).await, 2);
+    assert_eq!(o.claim_rows(&id, &[]).await, 1);
     let service = o.config.service_token.expose().to_string();
     let (s, b) = o
         .claim_action(
