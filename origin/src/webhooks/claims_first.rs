@@ -3,8 +3,8 @@
 //! A delivery costs the origin's cores about what a claim does (the call, its signature, the
 //! row's statements). In the seconds of a sell-out every core is worth a claim answered, and a
 //! webhook a few seconds late harms nobody: receivers take events at least once and out of
-//! order anyway. So while claims of this origin are in flight (takes between the gate and their
-//! commit, [`Takes::in_flight`]), the relay starts no new call, for up to `yield_ms` of each
+//! order anyway. So while claims of this origin are in flight (each claim request from its step
+//! at the gate until it is answered, [`Takes::in_flight`]), the relay starts no new call, for up to `yield_ms` of each
 //! busy spell; calls already made end and are settled as usual. A spell longer than that (a
 //! giveaway claimed for minutes) gets the relay back at its full pace, so the added lag is
 //! `yield_ms` at most. A moment with no claim in flight ends the spell. docs/WEBHOOKS.md,

@@ -101,9 +101,8 @@ async fn try_join_at(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn joins_are_answered_at_the_edge_and_reach_the_origin_in_reports() {
     let o = TestOrigin::start_with(queue_config()).await;
-    let id = campaign(&o, 50, chrono::Duration::minutes(-1), None, room(1)).await;
     // Nobody is admitted during the run: positions and states stay those of the join.
-    admission(&o, &id, ChangeAction::PauseAdmission).await;
+    let id = paused_room(&o, 50, 1).await;
     let edge = edge(&o);
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(256)
@@ -210,8 +209,7 @@ async fn joins_are_answered_at_the_edge_and_reach_the_origin_in_reports() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admission_follows_the_order_keys_of_the_reported_tickets() {
     let o = TestOrigin::start_with(queue_config()).await;
-    let id = campaign(&o, 50, chrono::Duration::minutes(-1), None, room(100)).await;
-    admission(&o, &id, ChangeAction::PauseAdmission).await;
+    let id = paused_room(&o, 50, 100).await;
     let edge = edge(&o);
     let http = reqwest::Client::new();
     let run = unique("k");
@@ -278,11 +276,18 @@ fn report_body(rid: &str, tickets: &[String]) -> Vec<u8> {
     serde_json::to_vec(&json!({"report_id": rid, "tickets": tickets})).unwrap()
 }
 
+/// A live campaign of `stock` units (no holds) with a waiting room admitting `rate` a second,
+/// its admission paused: nobody is admitted, so positions and states stay those of the join.
+async fn paused_room(o: &TestOrigin, stock: i64, rate: u32) -> String {
+    let id = campaign(o, stock, chrono::Duration::minutes(-1), None, room(rate)).await;
+    admission(o, &id, ChangeAction::PauseAdmission).await;
+    id
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forged_or_replayed_report_changes_nothing() {
     let o = TestOrigin::start_with(queue_config()).await;
-    let id = campaign(&o, 5, chrono::Duration::minutes(-1), None, room(1)).await;
-    admission(&o, &id, ChangeAction::PauseAdmission).await;
+    let id = paused_room(&o, 5, 1).await;
     let now = chrono::Utc::now();
     let ticket = |key: &[u8], campaign: &str, who: &str, salt: u32| {
         issued_ticket(key, campaign, who, now.timestamp_millis(), salt)
@@ -533,8 +538,7 @@ async fn a_bad_group_is_refused_whole_and_changes_nothing() {
 async fn a_full_report_is_taken_whole_and_one_ticket_more_is_refused() {
     use flashgate_shared::queue::joins::MAX_ISSUED_TICKETS;
     let o = TestOrigin::start_with(queue_config()).await;
-    let id = campaign(&o, 5, chrono::Duration::minutes(-1), None, room(1)).await;
-    admission(&o, &id, ChangeAction::PauseAdmission).await;
+    let id = paused_room(&o, 5, 1).await;
     let now = chrono::Utc::now();
     // Distinct arrival keys: 1,024 salts per millisecond.
     let tickets: Vec<String> = (0..=MAX_ISSUED_TICKETS)
