@@ -6,7 +6,9 @@
 //       WS_URL: the worker's inspector socket (workerd serve CONFIG --inspector-addr=HOST:PORT,
 //       then ws://HOST:PORT/<service name>); sends the claims' POST (Bearer TOKEN,
 //       Idempotency-Key, `{}`) with 10 connections: 2 s of warm-up, then SECONDS (default 5)
-//       profiled; prints the answers sent.
+//       profiled; prints the answers sent. TOKEN `mint:SECRET` mints an HS256 token of a new
+//       customer per request with that customer-token secret (a join of a new customer each,
+//       as scripts/bench-edge's queue_join phase sends them).
 //   node edge-worker/profile-v8.mjs compare A.cpuprofile ANSWERS_A B.cpuprofile ANSWERS_B
 //       prints the JavaScript thread's busy µs per answer of each and the functions whose self
 //       time per answer differs most (A − B, A, B).
@@ -16,6 +18,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
 import { createRequire } from "node:module";
+import { createHmac } from "node:crypto";
 
 const require = createRequire(join(dirname(fileURLToPath(import.meta.url)), "package.json"));
 const [mode, ...args] = process.argv.slice(2);
@@ -34,9 +37,22 @@ async function record(wsUrl, url, token, out, seconds = "5") {
   const call = (method, params = {}) => new Promise((resolve) => {
     id += 1; waiting.set(id, resolve); ws.send(JSON.stringify({ id, method, params }));
   });
+  const headers = (t) => ({ authorization: `Bearer ${t}`, "idempotency-key": "profile", "content-type": "application/json" });
+  const secret = token.startsWith("mint:") ? token.slice(5) : null;
+  const b64url = (b) => Buffer.from(b).toString("base64url");
+  const head = b64url(JSON.stringify({ alg: "HS256", typ: "JWT" }));
+  const exp = Math.floor(Date.now() / 1000) + 3600;
+  const prefix = `profile-${Date.now()}-`;
+  let minted = 0;
+  const mint = () => {
+    minted += 1;
+    const body = `${head}.${b64url(JSON.stringify({ sub: `${prefix}${minted}`, exp }))}`;
+    return `${body}.${createHmac("sha256", secret).update(body).digest("base64url")}`;
+  };
   const load = (duration) => autocannon({
     url, method: "POST", body: "{}", connections: 10, duration,
-    headers: { authorization: `Bearer ${token}`, "idempotency-key": "profile", "content-type": "application/json" },
+    headers: headers(secret ? mint() : token),
+    ...(secret && { requests: [{ setupRequest: (req) => ({ ...req, headers: headers(mint()) }) }] }),
   });
   await call("Profiler.enable");
   await load(2);
