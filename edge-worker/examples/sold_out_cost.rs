@@ -12,18 +12,18 @@
 //! the customers in turn, inside `measured` (callgrind: `--collect-atstart=no
 //! --toggle-collect=*measured*`). Prints the answers' status counts.
 
+mod common;
+
 use flashgate_edge_worker::config::EdgeConfig;
 use flashgate_edge_worker::decide::{self, ClaimInput, TokenCache};
-use flashgate_edge_worker::index::{self, Check, IndexSlot};
+use flashgate_edge_worker::index::{Check, IndexSlot};
 use flashgate_edge_worker::plan::{ClaimPlan, Do, Got};
 use flashgate_edge_worker::status::{self, StatusEntry};
 use flashgate_edge_worker::telemetry::Counts;
 use flashgate_edge_worker::winners::{self, Look, WinnersSlot};
-use flashgate_shared::campaign_index::CampaignIndex;
-use flashgate_shared::token::{mint, CustomerClaims, NumericDate};
+use flashgate_shared::token::NumericDate;
 use flashgate_shared::winners_filter::WinnersFilter;
 
-const SECRET: &str = "profile-edge-secret-of-at-least-32-bytes";
 const CAMPAIGN: &str = "spring-sale";
 const NOW_MS: i64 = 1_900_000_000_000;
 /// [`answer`]'s value for a claim the worker forwards.
@@ -40,20 +40,8 @@ struct Isolate {
 }
 
 fn isolate() -> Isolate {
-    let cfg = EdgeConfig::from_lookup(|name| {
-        Some(match name {
-            "FLASHGATE_ORIGIN_URL" => "http://127.0.0.1:9".to_string(),
-            "FLASHGATE_CUSTOMER_TOKEN_SECRET" => SECRET.to_string(),
-            _ => return None,
-        })
-    })
-    .expect("settings");
-    let mut index = IndexSlot::default();
-    let body = CampaignIndex::from_ids([CAMPAIGN, "other-campaign"]).encode();
-    index.finish(
-        index::Fetched::from_origin(200, Some("\"i1\""), &body, false),
-        NOW_MS,
-    );
+    let cfg = common::settings();
+    let index = common::index_of(CAMPAIGN, NOW_MS);
     let status_body = format!(
         r#"{{"id":"{CAMPAIGN}","name":"Spring","kind":"giveaway","state":"sold_out","stock":1,"remaining":0,"starts_at":"2030-01-01T00:00:00Z","ends_at":"2030-01-02T00:00:00Z"}}"#
     );
@@ -151,16 +139,7 @@ fn main() {
         eprintln!("usage: sold_out_cost CUSTOMERS REQUESTS");
         std::process::exit(2);
     };
-    let headers: Vec<String> = (0..customers.max(1))
-        .map(|i| {
-            let claims = CustomerClaims {
-                sub: format!("customer-{i}"),
-                exp: (NOW_MS / 1000 + 3_600).into(),
-                nbf: None,
-            };
-            format!("Bearer {}", mint(&claims, SECRET.as_bytes()))
-        })
-        .collect();
+    let headers = common::bearer_headers(customers, NOW_MS);
     let mut iso = isolate();
     warm_up(&mut iso, &headers);
     let [sold_out, forwarded, other] = measured(&mut iso, &headers, requests);

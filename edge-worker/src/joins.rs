@@ -91,8 +91,13 @@ struct Batch {
     tickets: Vec<String>,
     /// When it last sent, and the reporter running.
     schedule: Schedule,
-    /// Arrival keys issued here within [`RECENT_KEYS_MS`], increasing.
+    /// Arrival keys issued here, increasing; those before `recent_from` are forgotten (older
+    /// than [`RECENT_KEYS_MS`], or past [`MAX_PENDING`]).
     recent: Vec<u64>,
+    /// Where the remembered keys of `recent` start. Forgotten keys are cut off the front only
+    /// once they are as many as those kept, so a join moves at most one key on average (at a
+    /// few thousand joins a second a cut per join would move tens of thousands).
+    recent_from: usize,
 }
 
 /// The isolate's batches. Report ids are `<isolate tag>-j<counter>`, unique per isolate run.
@@ -135,18 +140,25 @@ impl Issued {
         if key < EDGE_BLOCK {
             return;
         }
-        let b = self.batches.entry(campaign.to_string()).or_default();
+        let b = batch(&mut self.batches, campaign);
         let cutoff = arrival_key(now_ms.saturating_sub(RECENT_KEYS_MS), 0);
-        let old = b.recent.partition_point(|&k| k < cutoff);
-        let over = (b.recent.len() - old + 1).saturating_sub(MAX_PENDING);
-        b.recent.drain(..old + over);
+        let kept = &b.recent[b.recent_from..];
+        let old = kept.partition_point(|&k| k < cutoff);
+        let over = (kept.len() - old + 1).saturating_sub(MAX_PENDING);
+        b.recent_from += old + over;
+        if b.recent_from >= b.recent.len() - b.recent_from {
+            b.recent.drain(..b.recent_from);
+            b.recent_from = 0;
+        }
         b.recent.push(key);
     }
 
     /// The arrival keys this isolate issued for `campaign` lately, increasing: the joins it
     /// knows of that the origin's line may not count yet.
     pub fn recent_keys(&self, campaign: &str) -> &[u64] {
-        self.batches.get(campaign).map_or(&[], |b| &b.recent)
+        self.batches
+            .get(campaign)
+            .map_or(&[], |b| &b.recent[b.recent_from..])
     }
 
     /// True when campaign `campaign` has room for another ticket ([`MAX_PENDING`]).
@@ -163,7 +175,7 @@ impl Issued {
         if !self.batches.contains_key(campaign) && self.batches.len() >= MAX_CAMPAIGNS {
             self.batches.retain(|_, b| b.schedule.running());
         }
-        let b = self.batches.entry(campaign.to_string()).or_default();
+        let b = batch(&mut self.batches, campaign);
         b.tickets.push(ticket);
         b.schedule.wake(&mut self.reporters, now_ms)
     }
@@ -194,6 +206,14 @@ impl Issued {
             tickets,
         })
     }
+}
+
+/// The batch of `campaign` in `batches`, made when it has none (its id copied only then).
+fn batch<'a>(batches: &'a mut HashMap<String, Batch>, campaign: &str) -> &'a mut Batch {
+    if !batches.contains_key(campaign) {
+        batches.insert(campaign.to_string(), Batch::default());
+    }
+    batches.get_mut(campaign).expect("inserted above")
 }
 
 #[cfg(test)]
@@ -229,6 +249,29 @@ mod tests {
             "older than 10 s forgotten"
         );
         assert!(i.recent_keys("d").is_empty());
+    }
+
+    #[test]
+    fn recent_keys_stay_right_across_the_cuts() {
+        // One join a millisecond for 30 s: the keys of the last 10 s, in order, at every step
+        // (the forgotten front is cut off in batches, never seen).
+        let mut i = Issued::new("iso");
+        for ms in 0..30_000i64 {
+            i.note_key("c", arrival_key(ms, 0), ms);
+            let kept = i.recent_keys("c");
+            let first = (ms - RECENT_KEYS_MS).max(0);
+            assert_eq!(kept.len() as i64, ms - first + 1, "at {ms} ms");
+            assert_eq!(kept[0], arrival_key(first, 0), "at {ms} ms");
+            assert_eq!(kept[kept.len() - 1], arrival_key(ms, 0));
+        }
+        // And at most MAX_PENDING of them when more come within 10 s.
+        let mut j = Issued::new("iso");
+        for n in 0..(MAX_PENDING as u64 + 5) {
+            j.note_key("c", arrival_key(1_000, 0) + n, 1_000);
+        }
+        let kept = j.recent_keys("c");
+        assert_eq!(kept.len(), MAX_PENDING);
+        assert_eq!(kept[0], arrival_key(1_000, 0) + 5);
     }
 
     #[test]

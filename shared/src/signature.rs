@@ -26,10 +26,35 @@ use sha2::{Digest, Sha256};
 /// HMAC-SHA256 (RFC 2104), the one MAC of flashgate's signed strings.
 pub(crate) type HmacSha256 = Hmac<Sha256>;
 
-/// A fresh HMAC-SHA256 under `secret` (any key length is valid). Check a tag with
-/// `verify_slice`, which compares in constant time.
+/// Keys whose keyed state this thread keeps at most ([`keyed_mac`]).
+const KEYED_KEPT: usize = 4;
+
+thread_local! {
+    /// The keyed states of the last [`KEYED_KEPT`] keys this thread used, with their keys.
+    /// Keying HMAC-SHA256 costs two SHA-256 compressions, as much as the MAC of a short
+    /// message itself; a copy of a keyed state costs a few hundred bytes moved. The keys are
+    /// the service's own secrets (the edge secret, the customer-token secret, keys derived
+    /// from them), never a caller's input.
+    static KEYED: std::cell::RefCell<Vec<(Vec<u8>, HmacSha256)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A fresh HMAC-SHA256 under `secret` (any key length is valid): a copy of the keyed state
+/// when this thread keyed one under the same secret lately. Check a tag with `verify_slice`,
+/// which compares in constant time.
 pub(crate) fn keyed_mac(secret: &[u8]) -> HmacSha256 {
-    HmacSha256::new_from_slice(secret).expect("HMAC takes any key length")
+    KEYED.with(|kept| {
+        let mut kept = kept.borrow_mut();
+        if let Some((_, mac)) = kept.iter().find(|(key, _)| key.as_slice() == secret) {
+            return mac.clone();
+        }
+        let mac = HmacSha256::new_from_slice(secret).expect("HMAC takes any key length");
+        if kept.len() >= KEYED_KEPT {
+            kept.remove(0);
+        }
+        kept.push((secret.to_vec(), mac.clone()));
+        mac
+    })
 }
 
 /// How far the signature's timestamp may be from the verifier's clock, in seconds.
@@ -122,6 +147,33 @@ pub fn verify(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_keyed_state_gives_the_mac_of_a_fresh_one() {
+        // RFC 4231 test case 2: key "Jefe", data "what do ya want for nothing?".
+        let rfc = "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843";
+        let mac_of = |key: &[u8], data: &[u8]| {
+            let mut m = keyed_mac(key);
+            m.update(data);
+            hex::encode(m.finalize().into_bytes())
+        };
+        assert_eq!(mac_of(b"Jefe", b"what do ya want for nothing?"), rfc);
+        // More keys than are kept, in turn, each twice: every MAC as a fresh keying gives it.
+        let keys: Vec<Vec<u8>> = (0..KEYED_KEPT + 2).map(|i| vec![i as u8; 32 + i]).collect();
+        for _ in 0..2 {
+            for key in keys.iter().chain([b"Jefe".to_vec()].iter()) {
+                let mut fresh = HmacSha256::new_from_slice(key).unwrap();
+                fresh.update(b"data");
+                assert_eq!(
+                    mac_of(key, b"data"),
+                    hex::encode(fresh.finalize().into_bytes())
+                );
+            }
+        }
+        assert_eq!(mac_of(b"Jefe", b"what do ya want for nothing?"), rfc);
+        // A key that is a prefix of a kept one is another key.
+        assert_ne!(mac_of(&keys[3][..10], b"data"), mac_of(&keys[3], b"data"));
+    }
 
     fn request() -> Signed<'static> {
         Signed {
