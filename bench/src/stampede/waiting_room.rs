@@ -74,6 +74,7 @@ pub(super) fn report(
         admit_per_second: args.admit_per_second,
         queueing: queueing(args)?,
         prequeue_seconds: args.prequeue_seconds,
+        max_poll_wait_ms: args.max_poll_wait_ms,
     };
     let q = queue_report::compute(&opt, visits, claims);
     super::report::series::add_queue(&mut report.timeline, visits);

@@ -15,12 +15,18 @@
 //!
 //! **With a waiting room** (taps are joins; steps of `dt` = horizon / 400,000 within 1 ms..1 s,
 //! FIFO as a fluid queue):
+//! - a join enters the line `lag` = [`ADMIT_LAG_MS`] after it is made: admission does not pass
+//!   an arrival key until the edge's report of it has had time to arrive;
 //! - admission: a budget growing `r × dt` per step, capped at `r` (one second's worth), admits
-//!   `min(budget, queue, S − admitted)`;
-//! - an admitted visitor claims once, `d = ttl + poll / 2` later (the edge's lag plus half a
-//!   poll interval at the front of the line, where `Retry-After` is 1 s): `t_so` = last
-//!   admission + `d`;
-//! - a waiting visitor at place `x` polls every `clamp(x / 2r, 1, 30)` s, so a queue of `Q`
+//!   `min(budget, line, S − admitted)`;
+//! - the edge shows the admissions at `r` a second at most (its reveal point: a burst of
+//!   admissions is spread over the next second), and the waits and claims count from there;
+//! - an admitted visitor claims `d = ttl + poll / 2` after she is shown (the edge's lag plus
+//!   half a poll interval at the front of the line, where `Retry-After` is 1 s), with as many
+//!   taps as she joins with (`tries`: the first wins, the others are the origin's replays):
+//!   `t_so` = the last admission shown + `d`;
+//! - a waiting visitor (in the line or on her way into it) at place `x` polls every
+//!   `clamp(x / 2r, 1, 30)` s, so a queue of `Q`
 //!   polls `min(Q, 2r) + 2r ln(min(Q, 60r) / 2r) + max(0, Q − 60r) / 30` times a second
 //!   ([`poll_rate`]); with `--poll-seconds P`, `Q / P`;
 //! - after `t_so + ttl` those left hear `sold_out`: one more poll each (at the same rate), or,
@@ -59,6 +65,7 @@
 
 use super::output::{EdgePlan, OriginPlan, Plan, PostgresPlan, QueuePlan, Rate, RedisPlan, Times};
 use super::{Arrival, Calibration, Inputs, Kind};
+use flashgate_shared::queue::keys::ADMIT_LAG_MS;
 
 /// Cumulative share of the first taps by `t` seconds: see [`Arrival`].
 pub fn cdf(arrival: Arrival, window: f64, t: f64) -> f64 {
@@ -193,21 +200,28 @@ fn queued(i: &Inputs, v: f64, s: f64, r: f64) -> Run {
         } else {
             0.0
         };
-    let horizon = a + s / r + 2.0 + delay + tail;
+    // A join enters the line this long after it is made (the edge's report of it).
+    let lag = ADMIT_LAG_MS as f64 / 1000.0;
+    let horizon = a + lag + 2.0 * s / r + 2.0 + delay + tail;
     let dt = (horizon / 400_000.0).clamp(0.001, 1.0);
     let steps = (horizon / dt).ceil() as usize;
     let admits = s.min(v);
     let mut buckets = Vec::new();
     let (mut queue, mut admitted, mut budget, mut peak_queue) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    let mut on_the_way = 0.0f64;
     let mut cumulative = Vec::with_capacity(steps);
     let mut admission_end: Option<f64> = None;
+    // When the edge has shown the last admission.
+    let mut reveal_end: Option<f64> = None;
+    let mut revealed = 0.0f64;
     let mut first_admit: Option<f64> = None;
     let mut left_at_learn: Option<f64> = None;
     let mut final_polls_left = 0.0;
     for k in 0..steps {
         let (t0, t1) = (k as f64 * dt, (k as f64 + 1.0) * dt);
         let joiners = v * (f(t1) - f(t0));
-        let sell_out = admission_end.filter(|_| s <= v).map(|e| e + delay);
+        let entering = v * (f(t1 - lag) - f(t0 - lag));
+        let sell_out = reveal_end.filter(|_| s <= v).map(|e| e + delay);
         let learnt = sell_out.is_some_and(|t| t1 > t + ttl);
         {
             let b = bucket(&mut buckets, t0);
@@ -221,8 +235,13 @@ fn queued(i: &Inputs, v: f64, s: f64, r: f64) -> Run {
             // Late joiners hear `sold_out` at their first poll.
             bucket(&mut buckets, t0).polls += joiners;
         } else {
-            queue += joiners;
+            // Joined, on the way into the line (at most those joined so far).
+            on_the_way += joiners;
+            let entered = entering.min(on_the_way);
+            on_the_way -= entered;
+            queue += entered;
         }
+        let waiting = queue + on_the_way;
         budget = (budget + r * dt).min(r);
         let n = budget.min(queue).min(admits - admitted).max(0.0);
         if n > 0.0 {
@@ -231,22 +250,32 @@ fn queued(i: &Inputs, v: f64, s: f64, r: f64) -> Run {
         admitted += n;
         queue -= n;
         budget -= n;
-        cumulative.push(admitted);
-        peak_queue = peak_queue.max(queue);
-        if n > 0.0 {
+        // The edge shows admissions at the admit rate at most (its reveal point).
+        let shown = (revealed + r * dt).min(admitted) - revealed;
+        revealed += shown;
+        cumulative.push(revealed);
+        peak_queue = peak_queue.max(waiting);
+        if shown > 0.0 {
+            // Her taps after the first carry her admission token too: the edge forwards them,
+            // the origin answers each as a replay or `already_claimed`.
+            let repeats = shown * (i.tries_per_visitor - 1.0).max(0.0);
             let b = bucket(&mut buckets, t1 + delay);
-            b.winners += n;
-            b.forwarded += n;
+            b.winners += shown;
+            b.other += repeats;
+            b.forwarded += shown + repeats;
         }
-        if admission_end.is_none() && admitted >= admits - 1e-9 && (s <= v || f(t1) >= 1.0) {
+        if admission_end.is_none() && admitted >= admits - 1e-9 && (s <= v || f(t1 - lag) >= 1.0) {
             admission_end = Some(t1);
         }
+        if reveal_end.is_none() && admission_end.is_some() && revealed >= admits - 1e-9 {
+            reveal_end = Some(t1);
+        }
         let polls = if !learnt {
-            poll_rate(queue, r, i.poll_seconds) * dt
+            poll_rate(waiting, r, i.poll_seconds) * dt
         } else {
             let left = *left_at_learn.get_or_insert_with(|| {
-                final_polls_left = queue;
-                queue
+                final_polls_left = waiting;
+                waiting
             });
             let end = sell_out.unwrap_or(0.0) + i.hold_seconds;
             if may_return && t0 < end {
@@ -264,7 +293,7 @@ fn queued(i: &Inputs, v: f64, s: f64, r: f64) -> Run {
         };
         bucket(&mut buckets, t0).polls += polls;
     }
-    let sell_out = admission_end.filter(|_| s <= v).map(|e| e + delay);
+    let sell_out = reveal_end.filter(|_| s <= v).map(|e| e + delay);
     // Queue waits of the admitted, FIFO: the x-th joiner is admitted when `cumulative`
     // reaches x.
     let n = 2_000;

@@ -48,6 +48,9 @@ pub struct QueueReport {
     pub admit_per_second: u32,
     pub queueing: String,
     pub prequeue_seconds: u32,
+    /// The longest wait between two polls of a customer (`--max-poll-wait-ms`): customers poll
+    /// at `Retry-After` up to this.
+    pub max_poll_wait_ms: u64,
     /// Customers whose join got a ticket; joins answered otherwise, by status.
     pub joined: u64,
     pub join_failures: BTreeMap<String, u64>,
@@ -289,6 +292,8 @@ pub struct RoomOption {
     pub admit_per_second: u32,
     pub queueing: flashgate_shared::queue::Queueing,
     pub prequeue_seconds: u32,
+    /// The generator's longest wait between two polls, ms.
+    pub max_poll_wait_ms: u64,
 }
 
 /// Computes the waiting room's figures.
@@ -301,6 +306,7 @@ pub fn compute(opt: &RoomOption, visits: &[Visit], claims: &[TryOutcome]) -> Que
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default(),
         prequeue_seconds: opt.prequeue_seconds,
+        max_poll_wait_ms: opt.max_poll_wait_ms,
         joined: 0,
         join_failures: BTreeMap::new(),
         rejoins: 0,
@@ -577,6 +583,7 @@ mod tests {
             admit_per_second: 10,
             queueing: flashgate_shared::queue::Queueing::Fifo,
             prequeue_seconds: 0,
+            max_poll_wait_ms: 2_000,
         };
         let q = compute(&opt, &visits, &[]);
         assert_eq!((q.joined, q.distinct_sequences), (5, 5));

@@ -115,8 +115,10 @@ fn the_giveaway_of_the_seed_through_the_waiting_room() {
         "20000",
     ]);
     close(num(&p, "origin.winners.total"), 6_000_000.0, 1.0, "winners");
-    // 6,000,000 / 20,000 = 300 s of admission, then TTL 1 s + half a poll.
-    close(num(&p, "times.sell_out_seconds"), 301.5, 0.1, "sell-out");
+    // The first joins enter the line 3 s after they are made (ADMIT_LAG_MS); the edge shows
+    // 6,000,000 / 20,000 = 300 s of admissions from then on, the last claim TTL 1 s + half a
+    // poll after it.
+    close(num(&p, "times.sell_out_seconds"), 304.5, 0.1, "sell-out");
     // Claims at the origins keep to the rate (one second's burst at most).
     assert!(num(&p, "origin.winners.peak_per_second") <= 2.0 * 20_000.0);
     close(num(&p, "edge.joins.total"), 65_000_000.0, 1.0, "joins");
@@ -130,7 +132,7 @@ fn the_giveaway_of_the_seed_through_the_waiting_room() {
     );
     let p50 = num(&p, "queue.wait_p50_seconds");
     let p95 = num(&p, "queue.wait_p95_seconds");
-    assert!(p50 > 1.5 && p50 < p95 && p95 < 301.5, "{p50} {p95}");
+    assert!(p50 > 4.5 && p50 < p95 && p95 < 304.5, "{p50} {p95}");
     assert!(num(&p, "origin.origins_needed") >= 2.0);
 }
 
