@@ -34,7 +34,7 @@ thread_local! {
     /// Keying HMAC-SHA256 costs two SHA-256 compressions, as much as the MAC of a short
     /// message itself; a copy of a keyed state costs a few hundred bytes moved. The keys are
     /// the service's own secrets (the edge secret, the customer-token secret, keys derived
-    /// from them), never a caller's input.
+    /// from them, a draw's seed), never a caller's input.
     static KEYED: std::cell::RefCell<Vec<(Vec<u8>, HmacSha256)>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
