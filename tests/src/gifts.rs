@@ -162,15 +162,51 @@ fn service_call(
 
 /// `POST /api/v1/gift-campaigns/{campaign}/fulfilments` with the service token.
 pub async fn fulfil(o: &TestOrigin, campaign: &str, key: &str, msisdn: &str) -> Raw {
+    fulfil_once(o, campaign, key, msisdn).await.0
+}
+
+/// [`fulfil`], with the reply's `Retry-After` in seconds when it has one.
+async fn fulfil_once(
+    o: &TestOrigin,
+    campaign: &str,
+    key: &str,
+    msisdn: &str,
+) -> (Raw, Option<u64>) {
     let res = service_call(o, Method::POST, campaign, "fulfilments")
         .header("idempotency-key", key)
         .json(&json!({ "msisdn": msisdn }))
         .send()
         .await
         .expect("fulfilment request");
-    Raw {
+    let retry_after_seconds = res
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let raw = Raw {
         status: res.status().as_u16(),
         body: res.bytes().await.expect("body").to_vec(),
+    };
+    (raw, retry_after_seconds)
+}
+
+/// [`fulfil`] as a well-behaved client sends it: a 503 (a dependency busy: the pool's wait ran
+/// out under a burst) is sent again with the same key after its `Retry-After`, up to 10 times;
+/// the last reply is returned, with the number of 503s met on the way.
+pub async fn fulfil_following_retry_after(
+    o: &TestOrigin,
+    campaign: &str,
+    key: &str,
+    msisdn: &str,
+) -> (Raw, u32) {
+    let mut unavailable = 0;
+    loop {
+        match fulfil_once(o, campaign, key, msisdn).await {
+            (raw, Some(s)) if raw.status == 503 && unavailable < 10 => {
+                unavailable += 1;
+                tokio::time::sleep(std::time::Duration::from_secs(s)).await;
+            }
+            (raw, _) => return (raw, unavailable),
+        }
     }
 }
 

@@ -22,9 +22,11 @@ async fn winners_claim_with_their_token_and_lapsed_units_pass_down_the_waitlist_
         now - chrono::Duration::seconds(1),
         now + chrono::Duration::minutes(30),
     );
-    body.draw.as_mut().unwrap().buying_window_seconds = Some(3);
+    // Long enough for the steps between a unit's admission and its claim on a loaded machine
+    // (a 3 s window expired before the first claim at load average ~12).
+    body.draw.as_mut().unwrap().buying_window_seconds = Some(6);
     // Holds outlast the buying window: the first winner's hold expires unpaid after it.
-    body.hold_seconds = Some(8);
+    body.hold_seconds = Some(12);
     o.create(&body).await;
     let people: Vec<String> = (0..6).map(|i| format!("{c}-p{i}")).collect();
     for p in &people {
