@@ -62,13 +62,27 @@ fg_cargo_build() {
   (cd "$FG_ROOT" && cargo build "${flag[@]}" "$@") || fg_die "cargo build $* failed"
 }
 
-# stack_build PROFILE: builds the origin (flashgate), the load generator (stampede, with the
-# benches of flashgate-bench), the chaos tools (check_history, fault_proxy) and the provider
-# simulator in one cargo invocation, so all see the same feature set and nothing is compiled
-# twice.
+# stack_build PROFILE [CARGO ARGS...]: builds what a stack runs, in one cargo invocation (so
+# all see the same feature set and nothing is compiled twice): the origin (flashgate), the
+# load generator (stampede), the chaos tools (check_history, fault_proxy) and the provider
+# simulator, plus the targets of CARGO ARGS (the demo's `--bin gift_demo`). The benches are
+# left to the scripts that run them: a first `scripts/dev up` builds five binaries, not twelve.
+# FLASHGATE_SKIP_BUILD=1: cargo is not run (scripts/test builds once, then runs a leg beside
+# `cargo test`, whose lock on the target directory a build would wait for); the binaries must
+# be there.
 stack_build() {
-  fg_cargo_build "$1" -p flashgate-origin -p flashgate-bench -p flashgate-tests \
-    -p flashgate-provider-sim --bins
+  local profile="$1"; shift
+  if [ "${FLASHGATE_SKIP_BUILD:-0}" = "1" ]; then
+    local bin
+    for bin in flashgate stampede check_history fault_proxy provider-sim; do
+      [ -x "$(fg_target_dir)/$profile/$bin" ] \
+        || fg_die "FLASHGATE_SKIP_BUILD=1 but $(fg_target_dir)/$profile/$bin is not built"
+    done
+    return 0
+  fi
+  fg_cargo_build "$profile" -p flashgate-origin -p flashgate-bench -p flashgate-tests \
+    -p flashgate-provider-sim --bin flashgate --bin stampede --bin check_history \
+    --bin fault_proxy --bin provider-sim "$@"
 }
 
 # stack_secrets STATE: loads (creating on first use) the random secrets of this stack.
