@@ -3,7 +3,7 @@
 //! origin in one report per campaign and second (`POST /edge/v1/campaigns/{id}/answers`,
 //! edge-signed) by a reporter that runs after the answers (`waitUntil`).
 
-use super::joins::isolate_tag;
+use super::isolate::isolate_tag;
 use super::now_ms;
 use super::origin::post_report;
 use crate::answers::Tally;

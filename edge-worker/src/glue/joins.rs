@@ -5,6 +5,7 @@
 //! (`POST /edge/v1/campaigns/{id}/joins`, edge-signed), sent by a reporter that runs after the
 //! answers (`waitUntil`).
 
+use super::isolate::isolate_tag;
 use super::origin::post_report;
 use super::request_url::RequestUrl;
 use super::respond::{answer, edge_json_headers, respond};
@@ -34,13 +35,6 @@ thread_local! {
     static INVITES: RefCell<InviteMemo> = RefCell::new(InviteMemo::new(INVITE_MEMO_CAPACITY));
     /// Campaigns whose reporter is to start after this request's answer (`waitUntil`).
     static STARTS: RefCell<Vec<(String, u64)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// A random name for this isolate's report ids.
-pub(super) fn isolate_tag() -> String {
-    let a = (js_sys::Math::random() * 1e15) as u64;
-    let b = (js_sys::Math::random() * 1e15) as u64;
-    format!("{a:x}{b:x}")
 }
 
 /// `f` of the arrival keys this isolate issued lately for campaign `id` (increasing; see

@@ -27,6 +27,7 @@ mod caller;
 mod claim;
 mod clock;
 mod index;
+mod isolate;
 mod joins;
 mod jwks;
 mod origin;

@@ -3,7 +3,7 @@
 //! glue ([`super`]).
 
 use super::request_url::RequestUrl;
-use super::{answer, now_ms, telemetry, CF_CONNECTING_IP_HEADER};
+use super::{answer, now_ms, CF_CONNECTING_IP_HEADER};
 use crate::config::EdgeConfig;
 use crate::decide::{self, Answer};
 use flashgate_shared::trace::TRACEPARENT_HEADER;
@@ -154,8 +154,20 @@ pub(super) fn relay(code: u16, headers: &Headers, body: Vec<u8>) -> Result<Respo
         .with_headers(out))
 }
 
+/// The `traceparent` of a forwarded request: the caller's trace (`incoming`) continued with a
+/// new span id, or a new trace ([`flashgate_shared::trace::child`]).
+fn traceparent(incoming: Option<&str>) -> String {
+    let mut random = [0u8; 24];
+    for chunk in random.chunks_mut(4) {
+        // Math.random: a trace id needs to be unique, not secret.
+        let n = (js_sys::Math::random() * 4_294_967_296.0) as u32;
+        chunk.copy_from_slice(&n.to_le_bytes());
+    }
+    flashgate_shared::trace::child(incoming, random)
+}
+
 /// Sets `traceparent` in `out` (the caller's trace, found in `out`, continued with a new span
-/// id, or a new trace: see [`telemetry::traceparent`]), then adds the client IP
+/// id, or a new trace: see [`traceparent`]), then adds the client IP
 /// (`Flashgate-Client-Ip`) and the edge signature over the request in `out` (method, path,
 /// body, `Authorization`, `Idempotency-Key`, client IP) when an edge secret is configured;
 /// without one the request goes unsigned and without a client IP (the origin would not trust
@@ -169,10 +181,7 @@ pub(super) fn sign_forwarded(
     body: &[u8],
 ) -> Result<()> {
     let incoming = out.get(TRACEPARENT_HEADER)?;
-    out.set(
-        TRACEPARENT_HEADER,
-        &telemetry::traceparent(incoming.as_deref()),
-    )?;
+    out.set(TRACEPARENT_HEADER, &traceparent(incoming.as_deref()))?;
     let Some(secret) = &cfg.edge_secret else {
         return Ok(());
     };

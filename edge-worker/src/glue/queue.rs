@@ -3,7 +3,8 @@
 //! decisions are in [`crate::queue`], [`crate::presence`] and [`crate::page`].
 
 use super::caller;
-use super::joins::{isolate_tag, with_recent_keys};
+use super::isolate::isolate_tag;
+use super::joins::with_recent_keys;
 use super::origin::post_signed;
 use super::request_url::RequestUrl;
 use super::respond::{edge_json_headers, respond};

@@ -1,11 +1,10 @@
 //! The worker side of [`crate::telemetry`]: the claim answers, the joins' challenge failures
-//! and the rate-limit bindings' answers counted per isolate, the metrics route, and the
-//! `traceparent` written on every request forwarded to the origin.
+//! and the rate-limit bindings' answers counted per isolate, and the metrics route.
 
 use std::cell::RefCell;
 
 use flashgate_shared::ANSWERED_BY_HEADER;
-use worker::{js_sys, Headers, Request, Response, Result};
+use worker::{Headers, Request, Response, Result};
 
 use crate::access::{Failure, FailureCounts};
 use crate::config::EdgeConfig;
@@ -67,16 +66,4 @@ pub(super) fn serve(req: &Request, cfg: &EdgeConfig) -> Result<Response> {
     text.push_str(&FAILURES.with(|f| f.borrow().render()));
     text.push_str(&SHARED.with(|s| s.borrow().render()));
     Ok(Response::ok(text)?.with_headers(headers))
-}
-
-/// The `traceparent` of a forwarded request: the caller's trace (`incoming`) continued with a
-/// new span id, or a new trace ([`flashgate_shared::trace::child`]).
-pub(super) fn traceparent(incoming: Option<&str>) -> String {
-    let mut random = [0u8; 24];
-    for chunk in random.chunks_mut(4) {
-        // Math.random: a trace id needs to be unique, not secret.
-        let n = (js_sys::Math::random() * 4_294_967_296.0) as u32;
-        chunk.copy_from_slice(&n.to_le_bytes());
-    }
-    flashgate_shared::trace::child(incoming, random)
 }

@@ -8,10 +8,13 @@ use serde::Serialize;
 
 use super::plan::{Plan, TapKind};
 
+mod lost_reply;
 pub mod queue;
 mod render;
 pub mod series;
 pub mod variants;
+
+pub use lost_reply::LostReplyReport;
 
 /// Who answered a response, from the `Flashgate-Answered-By` header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -187,7 +190,7 @@ pub struct Report {
     pub queue: Option<queue::QueueReport>,
     /// The lost-reply retries of winners after the sell-out (`--lost-reply`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub lost_reply: Option<super::lost_reply::LostReplyReport>,
+    pub lost_reply: Option<LostReplyReport>,
     /// Per variant (`--variants`): its tries, demand, sell-out and the edge's share after it,
     /// and its units read back from PostgreSQL.
     #[serde(skip_serializing_if = "Option::is_none")]
