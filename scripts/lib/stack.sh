@@ -70,19 +70,19 @@ fg_cargo_build() {
 # FLASHGATE_SKIP_BUILD=1: cargo is not run (scripts/test builds once, then runs a leg beside
 # `cargo test`, whose lock on the target directory a build would wait for); the binaries must
 # be there.
+STACK_BINS=(flashgate stampede check_history fault_proxy provider-sim)
 stack_build() {
-  local profile="$1"; shift
+  local profile="$1" bin args=(); shift
   if [ "${FLASHGATE_SKIP_BUILD:-0}" = "1" ]; then
-    local bin
-    for bin in flashgate stampede check_history fault_proxy provider-sim; do
+    for bin in "${STACK_BINS[@]}"; do
       [ -x "$(fg_target_dir)/$profile/$bin" ] \
         || fg_die "FLASHGATE_SKIP_BUILD=1 but $(fg_target_dir)/$profile/$bin is not built"
     done
     return 0
   fi
+  for bin in "${STACK_BINS[@]}"; do args+=(--bin "$bin"); done
   fg_cargo_build "$profile" -p flashgate-origin -p flashgate-bench -p flashgate-tests \
-    -p flashgate-provider-sim --bin flashgate --bin stampede --bin check_history \
-    --bin fault_proxy --bin provider-sim "$@"
+    -p flashgate-provider-sim "${args[@]}" "$@"
 }
 
 # stack_secrets STATE: loads (creating on first use) the random secrets of this stack.
